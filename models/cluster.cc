@@ -1,0 +1,98 @@
+#include "models/cluster.h"
+
+#include <cmath>
+#include <limits>
+
+#include "models/error.h"
+
+namespace pw::models {
+
+Cluster::Cluster(std::string name, DeviceSpec device, std::vector<Level> levels)
+    : name_(std::move(name)), device_(std::move(device)), levels_(std::move(levels)) {
+  if (levels_.empty()) throw InputError("cluster \"" + name_ + "\": needs at least one level");
+  int64_t n = 1;
+  for (size_t k = 0; k < levels_.size(); ++k) {
+    const Level& l = levels_[k];
+    const std::string at = "cluster \"" + name_ + "\" level " + std::to_string(k);
+    if (l.count < 1) throw InputError(at + ": count must be >= 1, got " + std::to_string(l.count));
+    if (!(l.bandwidth_bytes_per_s > 0) || !std::isfinite(l.bandwidth_bytes_per_s))
+      throw InputError(at + ": bandwidth_bytes_per_s must be a positive number");
+    if (l.latency_ns < 0) throw InputError(at + ": latency_ns must be >= 0");
+    n *= l.count;
+    if (n > (1 << 24)) throw InputError(at + ": more than 16M devices");
+  }
+  num_devices_ = static_cast<int>(n);
+}
+
+int Cluster::group_size(int level) const {
+  PW_CHECK(level >= 0 && level < static_cast<int>(levels_.size()), "level out of range");
+  int g = 1;
+  for (int k = 0; k <= level; ++k) g *= levels_[k].count;
+  return g;
+}
+
+int Cluster::level_between(int a, int b) const {
+  PW_CHECK(a >= 0 && a < num_devices_ && b >= 0 && b < num_devices_, "device out of range");
+  if (a == b) return -1;
+  int g = 1;
+  for (size_t k = 0; k < levels_.size(); ++k) {
+    g *= levels_[k].count;
+    if (a / g == b / g) return static_cast<int>(k);
+  }
+  PW_CHECK(false, "devices not joined by any level");
+}
+
+int64_t Cluster::transfer_ns(int a, int b, int64_t bytes) const {
+  int k = level_between(a, b);
+  if (k < 0) return 0;
+  const Level& l = levels_[k];
+  return l.latency_ns + static_cast<int64_t>(std::llround(static_cast<double>(bytes) * 1e9 / l.bandwidth_bytes_per_s));
+}
+
+Cluster make_flat_cluster(const DeviceSpec& device, int n, double bandwidth_bytes_per_s, int64_t latency_ns) {
+  if (n < 1) throw InputError("--devices: expected at least 1 device, got " + std::to_string(n));
+  return Cluster("flat-" + std::to_string(n) + "x" + device.name, device,
+                 {Level{"flat", n, bandwidth_bytes_per_s, latency_ns}});
+}
+
+void to_json(Json& j, const Cluster& c) {
+  Json levels = Json::array();
+  for (const Level& l : c.levels())
+    levels.push_back({{"name", l.name},
+                      {"count", l.count},
+                      {"bandwidth_bytes_per_s", l.bandwidth_bytes_per_s},
+                      {"latency_ns", l.latency_ns}});
+  j = Json{{"format", format_tag("cluster", 1)}, {"name", c.name()}, {"device", c.device()}, {"levels", levels}};
+}
+
+Cluster cluster_from_json(const Json& j) {
+  require_object(j, "");
+  check_format(j, "cluster", 1, "");
+  std::string name = get_string(j, "name", "");
+  DeviceSpec device = device_from_json(require_field(j, "device", ""), "/device");
+  const Json& arr = require_array(j, "levels", "");
+  if (arr.empty()) throw InputError("/levels: expected at least one level");
+  std::vector<Level> levels;
+  for (size_t k = 0; k < arr.size(); ++k) {
+    const std::string at = join_path("/levels", k);
+    require_object(arr[k], at);
+    Level l;
+    l.name = get_string_or(arr[k], "name", at, "level" + std::to_string(k));
+    l.count = static_cast<int>(get_int(arr[k], "count", at, 1));
+    l.bandwidth_bytes_per_s = get_number(arr[k], "bandwidth_bytes_per_s", at, 1e-300);
+    l.latency_ns = get_int_or(arr[k], "latency_ns", at, 0);
+    levels.push_back(l);
+  }
+  return Cluster(name, device, levels);
+}
+
+Cluster load_cluster_file(const std::string& file) {
+  return parse_json_file<Cluster>(file, cluster_from_json);
+}
+
+void save_cluster_file(const std::string& file, const Cluster& c) {
+  Json j = c;
+  save_json_file(file, j);
+}
+
+}  // namespace pw::models

@@ -1,0 +1,99 @@
+#include "models/device.h"
+
+#include "models/error.h"
+
+namespace pw::models {
+
+namespace {
+constexpr double T = 1e12;
+constexpr double G = 1e9;
+constexpr int64_t GiB = int64_t{1} << 30;
+}  // namespace
+
+const std::vector<DeviceSpec>& device_catalog() {
+  static const std::vector<DeviceSpec> catalog = {
+      // Google Cloud TPU system architecture docs; Jouppi et al., "A Domain-Specific
+      // Supercomputer for Training DNNs", CACM 2020: TPU v2 chip 46 TFLOP/s bf16, 16 GiB HBM
+      // at 700 GB/s, 2 cores per chip. fp32 has no published peak: the MXU multiplies in bf16,
+      // and fp32 matmuls take ~3 passes; we record bf16/4 as a conservative fp32 figure.
+      {"tpu-v2-core", 23 * T / 4, 23 * T, 350 * G, 8 * GiB, "Jouppi et al. CACM 2020 (per core = chip/2)"},
+      // TPU v3 chip: 123 TFLOP/s bf16, 32 GiB HBM at 900 GB/s, 2 cores (same source).
+      {"tpu-v3-core", 61.5 * T / 4, 61.5 * T, 450 * G, 16 * GiB, "Jouppi et al. CACM 2020 (per core = chip/2)"},
+      // NVIDIA Tesla P100 SXM2 datasheet: 10.6 TFLOP/s fp32, 21.2 fp16, 732 GB/s HBM2, 16 GB.
+      {"p100-16g", 10.6 * T, 21.2 * T, 732 * G, 16 * GiB, "NVIDIA Tesla P100 datasheet (SXM2)"},
+      // NVIDIA V100 SXM2 datasheet: 15.7 TFLOP/s fp32, 125 fp16 tensor, 900 GB/s, 16/32 GB.
+      {"v100-16g", 15.7 * T, 125 * T, 900 * G, 16 * GiB, "NVIDIA V100 datasheet (SXM2)"},
+      {"v100-32g", 15.7 * T, 125 * T, 900 * G, 32 * GiB, "NVIDIA V100 datasheet (SXM2)"},
+      // NVIDIA A100 datasheet (SXM): 19.5 TFLOP/s fp32, 312 bf16 tensor, 1555 GB/s (40GB),
+      // 2039 GB/s (80GB).
+      {"a100-40g", 19.5 * T, 312 * T, 1555 * G, 40 * GiB, "NVIDIA A100 datasheet (SXM4 40GB)"},
+      {"a100-80g", 19.5 * T, 312 * T, 2039 * G, 80 * GiB, "NVIDIA A100 datasheet (SXM4 80GB)"},
+      // NVIDIA H100 SXM5 datasheet: 67 TFLOP/s fp32, 989 bf16 dense, 3.35 TB/s HBM3, 80 GB.
+      {"h100-80g", 67 * T, 989 * T, 3350 * G, 80 * GiB, "NVIDIA H100 datasheet (SXM5)"},
+      // A generic two-socket-server socket: 32 cores at 2.0 GHz with two AVX-512 FMA units
+      // (32 fp32 FLOP/cycle/core) = 2.05 TFLOP/s fp32, AVX512-BF16 doubles it; 8 channels of
+      // DDR4-3200 = 204.8 GB/s; 256 GiB. (Intel Xeon Gold 6338-class, Intel ARK.)
+      {"cpu-socket", 2.048 * T, 4.096 * T, 204.8 * G, 256 * GiB, "Intel ARK, Xeon Gold 6338 class socket"},
+      // One AVX2 core of this project's CI machine (AMD EPYC, 2 FMA units x 8 fp32 lanes x 2
+      // FLOP at ~3 GHz ~ 100 GFLOP/s, as measured in issue 5), ~20 GB/s of DRAM bandwidth per
+      // core, 12 GiB (half of the 24 GiB machine).
+      {"cpu-core-avx2", 100 * G, 100 * G, 20 * G, 12 * GiB, "measured on the 2-core CI machine"},
+  };
+  return catalog;
+}
+
+const std::vector<LinkSpec>& link_catalog() {
+  static const std::vector<LinkSpec> catalog = {
+      // PCI-SIG: PCIe 3.0 x16 = 8 GT/s x 16 lanes, 128b/130b = 15.75 GB/s per direction.
+      {"pcie3", 15.75 * G, 1000, "PCI-SIG PCIe 3.0 x16"},
+      // PCIe 4.0 x16 = 16 GT/s x 16 = 31.5 GB/s per direction.
+      {"pcie4", 31.5 * G, 1000, "PCI-SIG PCIe 4.0 x16"},
+      // NVLink 2 (V100): 6 links x 25 GB/s per direction = 150 GB/s (300 GB/s both ways).
+      {"nvlink2", 150 * G, 700, "NVIDIA V100 datasheet: 300 GB/s NVLink (bidirectional)"},
+      // NVLink 3 (A100): 12 links x 25 GB/s = 300 GB/s per direction (600 GB/s both ways).
+      {"nvlink3", 300 * G, 700, "NVIDIA A100 datasheet: 600 GB/s NVLink (bidirectional)"},
+      // NVLink 4 (H100 SXM): 18 links, 900 GB/s both ways = 450 GB/s per direction.
+      {"nvlink4", 450 * G, 700, "NVIDIA H100 datasheet: 900 GB/s NVLink (bidirectional)"},
+      // InfiniBand EDR 4x: 100 Gbit/s = 12.5 GB/s; ~1.5 us MPI latency (Mellanox ConnectX-5).
+      {"ib-100g", 12.5 * G, 1500, "InfiniBand EDR 4x, Mellanox ConnectX-5 product brief"},
+      // Ethernet line rates; latencies typical of TCP over a top-of-rack switch.
+      {"eth-10g", 1.25 * G, 20000, "IEEE 802.3 10GBASE line rate"},
+      {"eth-25g", 3.125 * G, 10000, "IEEE 802.3by 25GBASE line rate"},
+      {"eth-100g", 12.5 * G, 5000, "IEEE 802.3 100GBASE line rate"},
+  };
+  return catalog;
+}
+
+template <class Spec>
+static const Spec& find_in(const std::vector<Spec>& catalog, std::string_view name, const char* what) {
+  for (const Spec& s : catalog)
+    if (s.name == name) return s;
+  std::string known;
+  for (const Spec& s : catalog) known += (known.empty() ? "" : ", ") + s.name;
+  throw InputError(std::string("unknown ") + what + " \"" + std::string(name) + "\" (known: " + known + ")");
+}
+
+const DeviceSpec& find_device(std::string_view name) { return find_in(device_catalog(), name, "device kind"); }
+const LinkSpec& find_link(std::string_view name) { return find_in(link_catalog(), name, "interconnect"); }
+
+void to_json(Json& j, const DeviceSpec& d) {
+  j = Json{{"name", d.name},
+           {"peak_fp32_flops", d.peak_fp32_flops},
+           {"peak_bf16_flops", d.peak_bf16_flops},
+           {"memory_bandwidth_bytes_per_s", d.memory_bandwidth_bytes_per_s},
+           {"memory_bytes", d.memory_bytes}};
+}
+
+DeviceSpec device_from_json(const Json& j, const std::string& path) {
+  if (j.is_string()) return find_device(j.get<std::string>());
+  require_object(j, path);
+  DeviceSpec d;
+  d.name = get_string(j, "name", path);
+  d.peak_fp32_flops = get_number(j, "peak_fp32_flops", path, 1.0);
+  d.peak_bf16_flops = get_number_or(j, "peak_bf16_flops", path, d.peak_fp32_flops, 1.0);
+  d.memory_bandwidth_bytes_per_s = get_number(j, "memory_bandwidth_bytes_per_s", path, 1.0);
+  d.memory_bytes = get_int(j, "memory_bytes", path, 1);
+  return d;
+}
+
+}  // namespace pw::models

@@ -1,0 +1,69 @@
+// Profile: per-layer cost of one micro-batch on one device, plus the layer DAG's edges so
+// that cut costs (every tensor crossing a stage boundary) can be computed.
+//
+// Units are in field names: times in integer nanoseconds, sizes in bytes. All values are for
+// the whole micro-batch of `micro_batch` samples (PipeDream profiles: the whole mini-batch
+// they were measured at). Backward time is split into the input-gradient part (B) and the
+// weight-gradient part (W); a source that only loads data has is_data_loading = true and its
+// forward_ns is loading time, not compute (planners ignore it as compute).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/json_util.h"
+#include "models/layer_graph.h"
+
+namespace pw::models {
+
+struct LayerProfile {
+  std::string name;
+  std::string kind;             // a LayerKind name, or a free description for imported layers
+  int64_t forward_ns = 0;
+  int64_t backward_input_ns = 0;   // B: gradient w.r.t. the layer's inputs
+  int64_t backward_weight_ns = 0;  // W: gradient w.r.t. the layer's parameters
+  int64_t output_bytes = 0;        // the layer's output activation (what a cut after it sends)
+  int64_t stash_bytes = 0;         // bytes kept from forward until backward (incl. output if needed)
+  int64_t parameter_bytes = 0;
+  int64_t optimizer_bytes = 0;     // optimizer state for these parameters (0 if unknown)
+  int64_t workspace_bytes = 0;     // transient bytes while the layer runs (not kept)
+  bool is_data_loading = false;    // an input source: forward_ns is data-loading time
+
+  int64_t backward_ns() const { return backward_input_ns + backward_weight_ns; }
+  int64_t compute_ns() const { return is_data_loading ? 0 : forward_ns + backward_ns(); }
+};
+
+// Where the numbers came from.
+struct ProfileDevice {
+  std::string name;       // catalog name ("a100-80g") or a description of the measured CPU
+  int cores = 0;          // 0 when not applicable
+  int threads = 0;
+};
+
+struct Profile {
+  std::string model;            // model name
+  std::string source;           // "analytic", "measured" or "pipedream"
+  ProfileDevice device;
+  int64_t micro_batch = 1;      // samples the per-layer numbers hold for
+  std::vector<LayerProfile> layers;  // a topological order
+  std::vector<Edge> edges;           // data dependencies (indices into layers)
+
+  int64_t total_forward_ns() const;    // excludes data-loading sources
+  int64_t total_backward_ns() const;
+  int64_t total_parameter_bytes() const;
+  int index_of(const std::string& name) const;  // -1 if absent
+};
+
+// Checks the invariants the planner relies on: non-empty, unique names, edge indices in range,
+// edges go forward in the layer order (from < to). Throws InputError naming what is wrong.
+void validate_profile(const Profile& p, const std::string& what);
+
+void to_json(Json& j, const LayerProfile& l);
+void to_json(Json& j, const Profile& p);
+// {"format": "pipewright.profile/1", ...}; rejects negative or non-finite numbers.
+Profile profile_from_json(const Json& j);
+Profile load_profile_file(const std::string& file);
+void save_profile_file(const std::string& file, const Profile& p);
+
+}  // namespace pw::models

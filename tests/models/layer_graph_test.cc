@@ -1,0 +1,68 @@
+#include "models/layer_graph.h"
+
+#include <doctest/doctest.h>
+
+#include "models/error.h"
+
+using namespace pw::models;
+using pw::InputError;
+using pw::Json;
+
+static LayerSpec layer(std::string name, LayerKind kind, std::vector<std::string> inputs) {
+  LayerSpec l;
+  l.name = std::move(name);
+  l.kind = kind;
+  l.inputs = std::move(inputs);
+  l.output_shape = {4};
+  return l;
+}
+
+TEST_CASE("a model is put in topological order and keeps a valid order as given") {
+  Model m("m", {layer("c", LayerKind::residual_add, {"a", "b"}), layer("a", LayerKind::input, {}),
+                layer("b", LayerKind::relu, {"a"})});
+  REQUIRE(m.size() == 3);
+  CHECK(m.layers()[0].name == "a");
+  CHECK(m.layers()[1].name == "b");
+  CHECK(m.layers()[2].name == "c");
+  CHECK(m.edges().size() == 3);
+  for (const Edge& e : m.edges()) CHECK(e.from < e.to);
+  CHECK(m.index_of("c") == 2);
+  CHECK(m.index_of("zz") == -1);
+}
+
+TEST_CASE("bad graphs are rejected with the offending layer named") {
+  CHECK_THROWS_WITH_AS(Model("m", {}), doctest::Contains("no layers"), InputError);
+  CHECK_THROWS_WITH_AS(Model("m", {layer("a", LayerKind::input, {}), layer("b", LayerKind::relu, {"zz"})}),
+                       "/layers/1/inputs/0: layer \"b\" reads unknown layer \"zz\"", InputError);
+  CHECK_THROWS_WITH_AS(Model("m", {layer("a", LayerKind::relu, {"b"}), layer("b", LayerKind::relu, {"a"})}),
+                       doctest::Contains("cycle"), InputError);
+  CHECK_THROWS_WITH_AS(Model("m", {layer("a", LayerKind::input, {}), layer("a", LayerKind::relu, {})}),
+                       doctest::Contains("duplicate"), InputError);
+}
+
+TEST_CASE("model JSON round trip, unknown kinds and wrong types") {
+  LayerSpec lin = layer("fc", LayerKind::linear, {"x"});
+  lin.attrs = {{"in", 4}, {"out", 8}};
+  Model m("tiny", {layer("x", LayerKind::input, {}), lin}, 16);
+  Json j = m;
+  Model back = model_from_json(j);
+  CHECK(back.name() == "tiny");
+  CHECK(back.batch() == 16);
+  CHECK(back.layers()[1].attr("out") == 8);
+  CHECK(Json(back) == j);
+
+  Json bad = j;
+  bad["layers"][1]["kind"] = "convolution3d";
+  CHECK_THROWS_WITH_AS(model_from_json(bad), doctest::Contains("/layers/1/kind: unknown layer kind \"convolution3d\""),
+                       InputError);
+  bad = j;
+  bad["layers"][1]["attrs"]["in"] = "four";
+  CHECK_THROWS_WITH_AS(model_from_json(bad), doctest::Contains("/layers/1/attrs/in: expected an integer"), InputError);
+  bad = j;
+  bad["layers"][0].erase("name");
+  CHECK_THROWS_WITH_AS(model_from_json(bad), "/layers/0/name: missing required field", InputError);
+  bad = j;
+  bad["layers"][1]["output_shape"] = {-3};
+  CHECK_THROWS_AS(model_from_json(bad), InputError);
+  CHECK_THROWS_WITH_AS(lin.attr("kernel"), doctest::Contains("missing attribute \"kernel\""), InputError);
+}
