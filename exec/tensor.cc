@@ -1,0 +1,148 @@
+#include "exec/tensor.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "models/error.h"
+
+namespace pw::exec {
+
+Allocator::~Allocator() { release_cache(); }
+
+size_t Allocator::size_class(size_t bytes) {
+  if (bytes <= 4096) {
+    size_t c = kAlignment;
+    while (c < bytes) c <<= 1;
+    return c;
+  }
+  // Above 4 KiB: round up to 1/8 of the next power of two (at most 12.5% slack), 4 KiB aligned.
+  size_t pow2 = 4096;
+  while (pow2 < bytes) pow2 <<= 1;
+  size_t step = std::max<size_t>(4096, pow2 / 8);
+  return (bytes + step - 1) / step * step;
+}
+
+void* Allocator::allocate(size_t bytes) {
+  const size_t cls = size_class(std::max<size_t>(bytes, 1));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    live_ += static_cast<int64_t>(bytes);
+    peak_ = std::max(peak_, live_);
+    auto it = free_.find(cls);
+    if (it != free_.end() && !it->second.empty()) {
+      void* p = it->second.back();
+      it->second.pop_back();
+      return p;
+    }
+  }
+  void* p = std::aligned_alloc(kAlignment, cls);
+  if (!p) {
+    std::lock_guard<std::mutex> lock(mu_);
+    live_ -= static_cast<int64_t>(bytes);
+    throw std::bad_alloc();
+  }
+  return p;
+}
+
+void Allocator::deallocate(void* p, size_t bytes) {
+  if (!p) return;
+  const size_t cls = size_class(std::max<size_t>(bytes, 1));
+  std::lock_guard<std::mutex> lock(mu_);
+  live_ -= static_cast<int64_t>(bytes);
+  PW_CHECK(live_ >= 0, "allocator live bytes went negative");
+  free_[cls].push_back(p);
+}
+
+int64_t Allocator::live_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return live_;
+}
+
+int64_t Allocator::peak_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return peak_;
+}
+
+void Allocator::reset_peak() {
+  std::lock_guard<std::mutex> lock(mu_);
+  peak_ = live_;
+}
+
+void Allocator::release_cache() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [cls, list] : free_)
+    for (void* p : list) std::free(p);
+  free_.clear();
+}
+
+Allocator& Allocator::global() {
+  static Allocator* a = new Allocator();  // never destroyed: tensors may outlive static teardown
+  return *a;
+}
+
+Tensor::Tensor(std::vector<int64_t> shape, Allocator& alloc) : shape_(std::move(shape)), alloc_(&alloc) {
+  numel_ = 1;
+  for (int64_t d : shape_) {
+    if (d < 1) throw InputError("tensor shape " + shape_string() + ": dimensions must be >= 1");
+    numel_ *= d;
+  }
+  data_ = static_cast<float*>(alloc_->allocate(static_cast<size_t>(bytes())));
+}
+
+Tensor Tensor::zeros(std::vector<int64_t> shape, Allocator& alloc) {
+  Tensor t(std::move(shape), alloc);
+  t.fill(0.0f);
+  return t;
+}
+
+Tensor::~Tensor() { release(); }
+
+void Tensor::release() {
+  if (data_) alloc_->deallocate(data_, static_cast<size_t>(bytes()));
+  data_ = nullptr;
+}
+
+Tensor::Tensor(Tensor&& o) noexcept
+    : shape_(std::move(o.shape_)), numel_(o.numel_), data_(o.data_), alloc_(o.alloc_) {
+  o.data_ = nullptr;
+  o.numel_ = 0;
+}
+
+Tensor& Tensor::operator=(Tensor&& o) noexcept {
+  if (this != &o) {
+    release();
+    shape_ = std::move(o.shape_);
+    numel_ = o.numel_;
+    data_ = o.data_;
+    alloc_ = o.alloc_;
+    o.data_ = nullptr;
+    o.numel_ = 0;
+  }
+  return *this;
+}
+
+Tensor Tensor::clone() const {
+  PW_CHECK(data_ != nullptr, "clone of an empty tensor");
+  Tensor t(shape_, *alloc_);
+  std::memcpy(t.data_, data_, static_cast<size_t>(bytes()));
+  return t;
+}
+
+void Tensor::fill(float v) { std::fill(data_, data_ + numel_, v); }
+
+void Tensor::reshape(std::vector<int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  if (n != numel_) throw InputError("cannot reshape tensor " + shape_string() + " to a different element count");
+  shape_ = std::move(shape);
+}
+
+std::string Tensor::shape_string() const {
+  std::string s = "[";
+  for (size_t i = 0; i < shape_.size(); ++i) s += (i ? "x" : "") + std::to_string(shape_[i]);
+  return s + "]";
+}
+
+}  // namespace pw::exec

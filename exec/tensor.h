@@ -1,0 +1,89 @@
+// fp32 tensors on 64-byte aligned buffers from a counting, reusing allocator.
+//
+// Allocator: thread-safe. Buffers are rounded up to a size class (powers of two up to 4 KiB,
+// then multiples of 4 KiB... see allocator.cc) and kept on a free list for reuse, so repeated
+// micro-batches of the same shapes do not touch the system allocator. It counts live bytes
+// (requested sizes of buffers in use) and the peak of live bytes, which is what the profiler
+// and the executor report as memory. Cached free buffers are not "live".
+//
+// Tensor: owns one buffer (move-only); shape is row-major, dims >= 1. Moving a tensor moves
+// the buffer (zero-copy hand-off between pipeline stages).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace pw::exec {
+
+class Allocator {
+ public:
+  static constexpr size_t kAlignment = 64;
+
+  Allocator() = default;
+  ~Allocator();
+  Allocator(const Allocator&) = delete;
+  Allocator& operator=(const Allocator&) = delete;
+
+  // Returns a 64-byte aligned buffer of at least `bytes` bytes. Throws std::bad_alloc.
+  void* allocate(size_t bytes);
+  // `bytes` must be the size passed to allocate().
+  void deallocate(void* p, size_t bytes);
+
+  int64_t live_bytes() const;
+  int64_t peak_bytes() const;
+  // Starts a new peak measurement window at the current live bytes.
+  void reset_peak();
+  // Returns cached free buffers to the system.
+  void release_cache();
+
+  // The process-wide allocator used by Tensor unless another is given.
+  static Allocator& global();
+
+ private:
+  static size_t size_class(size_t bytes);
+  mutable std::mutex mu_;
+  std::unordered_map<size_t, std::vector<void*>> free_;
+  int64_t live_ = 0;
+  int64_t peak_ = 0;
+};
+
+class Tensor {
+ public:
+  Tensor() = default;
+  explicit Tensor(std::vector<int64_t> shape, Allocator& alloc = Allocator::global());
+  // Zero-filled.
+  static Tensor zeros(std::vector<int64_t> shape, Allocator& alloc = Allocator::global());
+  ~Tensor();
+  Tensor(Tensor&& other) noexcept;
+  Tensor& operator=(Tensor&& other) noexcept;
+  Tensor(const Tensor&) = delete;
+  Tensor& operator=(const Tensor&) = delete;
+
+  // Deep copy (new buffer from the same allocator).
+  Tensor clone() const;
+
+  float* data() { return data_; }
+  const float* data() const { return data_; }
+  const std::vector<int64_t>& shape() const { return shape_; }
+  int64_t dim(size_t i) const { return shape_.at(i); }
+  int64_t numel() const { return numel_; }
+  int64_t bytes() const { return numel_ * static_cast<int64_t>(sizeof(float)); }
+  bool empty() const { return data_ == nullptr; }
+  void fill(float v);
+  // Same buffer, new shape with the same element count (throws InputError otherwise).
+  void reshape(std::vector<int64_t> shape);
+  std::string shape_string() const;
+
+ private:
+  void release();
+  std::vector<int64_t> shape_;
+  int64_t numel_ = 0;
+  float* data_ = nullptr;
+  Allocator* alloc_ = nullptr;
+};
+
+}  // namespace pw::exec

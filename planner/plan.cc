@@ -1,0 +1,151 @@
+#include "planner/plan.h"
+
+#include <cstdio>
+
+#include "models/error.h"
+
+namespace pw::planner {
+
+std::string content_hash(const Json& j) {
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : j.dump()) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+void to_json(Json& j, const Plan& p) {
+  Json stages = Json::array();
+  for (const StagePlan& s : p.stages) {
+    const StagePrediction& q = s.predicted;
+    stages.push_back({{"first_layer", s.first_layer},
+                      {"end_layer", s.end_layer},
+                      {"layers", s.layer_names},
+                      {"devices", s.devices},
+                      {"replicas", s.replicas()},
+                      {"recompute", s.recompute},
+                      {"predicted",
+                       {{"forward_ns", q.forward_ns},
+                        {"backward_ns", q.backward_ns},
+                        {"comm_ns", q.comm_ns},
+                        {"allreduce_ns", q.allreduce_ns},
+                        {"memory_bytes", q.memory_bytes},
+                        {"weights_optimizer_bytes", q.weights_optimizer_bytes},
+                        {"activation_bytes", q.activation_bytes}}}});
+  }
+  const PlanPrediction& q = p.predicted;
+  j = Json{{"format", format_tag("plan", 1)},
+           {"model", p.model},
+           {"profile_hash", p.profile_hash},
+           {"cluster", {{"name", p.cluster_name}, {"hash", p.cluster_hash}}},
+           {"objective", p.objective},
+           {"partitioner", p.partitioner},
+           {"schedule", std::string(to_string(p.schedule))},
+           {"chunks", p.chunks},
+           {"batch", p.batch},
+           {"micro_batch_size", p.micro_batch_size},
+           {"num_micro_batches", p.num_micro_batches},
+           {"remainder_rule", p.remainder_rule},
+           {"num_devices_used", p.num_devices_used},
+           {"stages", stages},
+           {"predicted",
+            {{"iteration_time_s", q.iteration_time_s},
+             {"bottleneck_time_s", q.bottleneck_time_s},
+             {"throughput_samples_per_s", q.throughput_samples_per_s},
+             {"bubble_rate", q.bubble_rate},
+             {"peak_memory_bytes", q.peak_memory_bytes}}}};
+}
+
+Plan plan_from_json(const Json& j) {
+  require_object(j, "");
+  check_format(j, "plan", 1, "");
+  Plan p;
+  p.model = get_string(j, "model", "");
+  p.profile_hash = get_string_or(j, "profile_hash", "", "");
+  if (j.contains("cluster")) {
+    const Json& c = require_object(j["cluster"], "/cluster");
+    p.cluster_name = get_string_or(c, "name", "/cluster", "");
+    p.cluster_hash = get_string_or(c, "hash", "/cluster", "");
+  }
+  p.objective = get_string_or(j, "objective", "", "sync");
+  if (p.objective != "sync" && p.objective != "pipedream")
+    throw InputError("/objective: expected \"sync\" or \"pipedream\", got \"" + p.objective + "\"");
+  p.partitioner = get_string_or(j, "partitioner", "", "dp");
+  p.schedule = parse_schedule_kind(get_string(j, "schedule", ""), "/schedule");
+  p.chunks = static_cast<int>(get_int_or(j, "chunks", "", 1, 1));
+  p.batch = get_int(j, "batch", "", 1);
+  p.micro_batch_size = get_int(j, "micro_batch_size", "", 1);
+  p.num_micro_batches = static_cast<int>(get_int(j, "num_micro_batches", "", 1));
+  p.remainder_rule = get_string_or(j, "remainder_rule", "", "none");
+  if (p.num_micro_batches > p.batch)
+    throw InputError("/num_micro_batches: " + std::to_string(p.num_micro_batches) +
+                     " micro-batches need a batch of at least that many samples (batch " + std::to_string(p.batch) + ")");
+  const Json& arr = require_array(j, "stages", "");
+  if (arr.empty()) throw InputError("/stages: the plan has no stages");
+  int expect_first = 0;
+  int max_device = -1;
+  for (size_t k = 0; k < arr.size(); ++k) {
+    const std::string at = join_path("/stages", k);
+    const Json& sj = require_object(arr[k], at);
+    StagePlan s;
+    s.first_layer = static_cast<int>(get_int(sj, "first_layer", at));
+    s.end_layer = static_cast<int>(get_int(sj, "end_layer", at));
+    if (s.first_layer != expect_first)
+      throw InputError(at + "/first_layer: expected " + std::to_string(expect_first) +
+                       " (stages must cover the layers contiguously), got " + std::to_string(s.first_layer));
+    if (s.end_layer <= s.first_layer) throw InputError(at + "/end_layer: a stage needs at least one layer");
+    expect_first = s.end_layer;
+    if (sj.contains("layers")) {
+      const Json& names = require_array(sj, "layers", at);
+      for (size_t i = 0; i < names.size(); ++i) {
+        if (!names[i].is_string()) throw InputError(join_path(at, "layers") + "/" + std::to_string(i) + ": expected a string");
+        s.layer_names.push_back(names[i].get<std::string>());
+      }
+      if (static_cast<int>(s.layer_names.size()) != s.end_layer - s.first_layer)
+        throw InputError(join_path(at, "layers") + ": expected " + std::to_string(s.end_layer - s.first_layer) + " names");
+    }
+    const Json& devs = require_array(sj, "devices", at);
+    if (devs.empty()) throw InputError(join_path(at, "devices") + ": a stage needs at least one device");
+    for (size_t i = 0; i < devs.size(); ++i) {
+      Json w = {{"d", devs[i]}};
+      int d = static_cast<int>(get_int(w, "d", join_path(at, "devices") + "/" + std::to_string(i), 0));
+      s.devices.push_back(d);
+      max_device = std::max(max_device, d);
+    }
+    s.recompute = get_bool_or(sj, "recompute", at, false);
+    if (sj.contains("predicted")) {
+      const Json& q = require_object(sj["predicted"], join_path(at, "predicted"));
+      const std::string qt = join_path(at, "predicted");
+      s.predicted.forward_ns = get_int_or(q, "forward_ns", qt, 0);
+      s.predicted.backward_ns = get_int_or(q, "backward_ns", qt, 0);
+      s.predicted.comm_ns = get_int_or(q, "comm_ns", qt, 0);
+      s.predicted.allreduce_ns = get_int_or(q, "allreduce_ns", qt, 0);
+      s.predicted.memory_bytes = get_int_or(q, "memory_bytes", qt, 0);
+      s.predicted.weights_optimizer_bytes = get_int_or(q, "weights_optimizer_bytes", qt, 0);
+      s.predicted.activation_bytes = get_int_or(q, "activation_bytes", qt, 0);
+    }
+    p.stages.push_back(std::move(s));
+  }
+  p.num_devices_used = static_cast<int>(get_int_or(j, "num_devices_used", "", max_device + 1, 1));
+  if (j.contains("predicted")) {
+    const Json& q = require_object(j["predicted"], "/predicted");
+    p.predicted.iteration_time_s = get_number_or(q, "iteration_time_s", "/predicted", 0);
+    p.predicted.bottleneck_time_s = get_number_or(q, "bottleneck_time_s", "/predicted", 0);
+    p.predicted.throughput_samples_per_s = get_number_or(q, "throughput_samples_per_s", "/predicted", 0);
+    p.predicted.bubble_rate = get_number_or(q, "bubble_rate", "/predicted", 0);
+    p.predicted.peak_memory_bytes = get_int_or(q, "peak_memory_bytes", "/predicted", 0);
+  }
+  return p;
+}
+
+Plan load_plan_file(const std::string& file) { return parse_json_file<Plan>(file, plan_from_json); }
+
+void save_plan_file(const std::string& file, const Plan& p) {
+  Json j = p;
+  save_json_file(file, j);
+}
+
+}  // namespace pw::planner

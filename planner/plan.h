@@ -1,0 +1,80 @@
+// Plan: the planner's answer, the input of `simulate` and `run`.
+//
+// Stages are contiguous ranges [first_layer, end_layer) of the profile's layer order (which is
+// a topological order of the model DAG). Each stage runs on `devices` (its replicas, data
+// parallel inside the stage). The mini-batch of `batch` samples is split into
+// `num_micro_batches` micro-batches of `micro_batch_size` samples (the last may be smaller
+// when the batch does not divide; see `remainder_rule`).
+//
+// `predicted` holds the metrics that justified the plan under the planner's cost model.
+// Times in the JSON are seconds (`_s`) or nanoseconds (`_ns`), sizes bytes (`_bytes`).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/json_util.h"
+#include "planner/schedule.h"
+
+namespace pw::planner {
+
+struct StagePrediction {
+  int64_t forward_ns = 0;          // per micro-batch, one replica
+  int64_t backward_ns = 0;         // per micro-batch (B + W; with recompute, includes the re-forward)
+  int64_t comm_ns = 0;             // per micro-batch: input + output transfers
+  int64_t allreduce_ns = 0;        // per mini-batch gradient all-reduce among replicas
+  int64_t memory_bytes = 0;        // peak per device of this stage
+  int64_t weights_optimizer_bytes = 0;  // weights + gradients + optimizer state
+  int64_t activation_bytes = 0;         // stashed activations at peak
+};
+
+struct StagePlan {
+  int first_layer = 0;             // index into the profile's layers
+  int end_layer = 0;               // one past the last
+  std::vector<std::string> layer_names;
+  std::vector<int> devices;        // device ids in the cluster; size() == replicas
+  bool recompute = false;          // re-materialize activations in backward
+  StagePrediction predicted;
+
+  int replicas() const { return static_cast<int>(devices.size()); }
+};
+
+struct PlanPrediction {
+  double iteration_time_s = 0;       // one mini-batch (sync: fill + steady + drain)
+  double bottleneck_time_s = 0;      // slowest stage's time per mini-batch (steady state)
+  double throughput_samples_per_s = 0;
+  double bubble_rate = 0;            // idle fraction of the bottleneck stage
+  int64_t peak_memory_bytes = 0;     // largest over devices
+};
+
+struct Plan {
+  std::string model;
+  std::string profile_hash;          // content hash of the profile JSON (hex)
+  std::string cluster_name;
+  std::string cluster_hash;
+  std::string objective = "sync";    // "sync" or "pipedream"
+  std::string partitioner = "dp";    // "dp", "gpipe-greedy", "even"
+  ScheduleKind schedule = ScheduleKind::one_f_one_b;
+  int chunks = 1;                    // virtual chunks per device (interleaved)
+  int64_t batch = 1;                 // samples per mini-batch
+  int64_t micro_batch_size = 1;
+  int num_micro_batches = 1;
+  std::string remainder_rule = "none";  // "none" when batch == size*count, else how the rest is spread
+  int num_devices_used = 0;
+  std::vector<StagePlan> stages;
+  PlanPrediction predicted;
+
+  int num_stages() const { return static_cast<int>(stages.size()); }
+};
+
+void to_json(Json& j, const Plan& p);
+// {"format": "pipewright.plan/1", ...}; checks stage ranges are contiguous and non-empty.
+Plan plan_from_json(const Json& j);
+Plan load_plan_file(const std::string& file);
+void save_plan_file(const std::string& file, const Plan& p);
+
+// FNV-1a 64-bit hash of a JSON value's compact dump, as 16 hex digits.
+std::string content_hash(const Json& j);
+
+}  // namespace pw::planner

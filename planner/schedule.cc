@@ -1,0 +1,127 @@
+#include "planner/schedule.h"
+
+#include "models/error.h"
+
+namespace pw::planner {
+
+namespace {
+constexpr std::pair<ScheduleKind, std::string_view> kScheduleNames[] = {
+    {ScheduleKind::gpipe, "gpipe"},
+    {ScheduleKind::one_f_one_b, "1f1b"},
+    {ScheduleKind::interleaved_1f1b, "interleaved-1f1b"},
+    {ScheduleKind::zb_h1, "zb-h1"},
+    {ScheduleKind::zb_h2, "zb-h2"},
+    {ScheduleKind::pipedream_async, "pipedream-async"},
+    {ScheduleKind::two_bw, "2bw"},
+};
+constexpr std::pair<OpKind, std::string_view> kOpNames[] = {
+    {OpKind::F, "F"},       {OpKind::B, "B"},       {OpKind::W, "W"},
+    {OpKind::BW, "BW"},     {OpKind::send, "send"}, {OpKind::recv, "recv"},
+    {OpKind::allreduce, "allreduce"}, {OpKind::step, "step"},
+};
+
+template <class E, size_t N>
+E parse_enum(const std::pair<E, std::string_view> (&names)[N], std::string_view s, const std::string& where,
+             const char* what) {
+  for (const auto& [k, n] : names)
+    if (n == s) return k;
+  std::string known;
+  for (const auto& [k, n] : names) known += (known.empty() ? "" : ", ") + std::string(n);
+  throw InputError(where + ": unknown " + what + " \"" + std::string(s) + "\" (expected one of " + known + ")");
+}
+}  // namespace
+
+std::string_view to_string(ScheduleKind kind) {
+  for (const auto& [k, n] : kScheduleNames)
+    if (k == kind) return n;
+  PW_CHECK(false, "ScheduleKind without a name");
+}
+
+ScheduleKind parse_schedule_kind(std::string_view s, const std::string& where) {
+  return parse_enum(kScheduleNames, s, where, "schedule");
+}
+
+bool is_synchronous(ScheduleKind kind) {
+  return kind != ScheduleKind::pipedream_async && kind != ScheduleKind::two_bw;
+}
+
+bool splits_backward(ScheduleKind kind) { return kind == ScheduleKind::zb_h1 || kind == ScheduleKind::zb_h2; }
+
+std::string_view to_string(OpKind kind) {
+  for (const auto& [k, n] : kOpNames)
+    if (k == kind) return n;
+  PW_CHECK(false, "OpKind without a name");
+}
+
+OpKind parse_op_kind(std::string_view s, const std::string& where) { return parse_enum(kOpNames, s, where, "op kind"); }
+
+size_t Schedule::num_ops() const {
+  size_t n = 0;
+  for (const auto& ops : device_ops) n += ops.size();
+  return n;
+}
+
+void to_json(Json& j, const Schedule& s) {
+  Json devices = Json::array();
+  for (const auto& ops : s.device_ops) {
+    Json list = Json::array();
+    for (const Op& op : ops) {
+      Json o = {{"op", std::string(to_string(op.kind))}, {"stage", op.stage}, {"micro_batch", op.micro_batch}};
+      if (op.peer >= 0) o["peer"] = op.peer;
+      if (op.bytes > 0) o["bytes"] = op.bytes;
+      list.push_back(o);
+    }
+    devices.push_back(list);
+  }
+  j = Json{{"format", format_tag("schedule", 1)},
+           {"kind", std::string(to_string(s.kind))},
+           {"num_devices", s.num_devices},
+           {"num_stages", s.num_stages},
+           {"num_micro_batches", s.num_micro_batches},
+           {"stage_device", s.stage_device},
+           {"device_ops", devices}};
+}
+
+Schedule schedule_from_json(const Json& j) {
+  require_object(j, "");
+  check_format(j, "schedule", 1, "");
+  Schedule s;
+  s.kind = parse_schedule_kind(get_string(j, "kind", ""), "/kind");
+  s.num_devices = static_cast<int>(get_int(j, "num_devices", "", 1));
+  s.num_stages = static_cast<int>(get_int(j, "num_stages", "", 1));
+  s.num_micro_batches = static_cast<int>(get_int(j, "num_micro_batches", "", 1));
+  const Json& sd = require_array(j, "stage_device", "");
+  if (static_cast<int>(sd.size()) != s.num_stages)
+    throw InputError("/stage_device: expected " + std::to_string(s.num_stages) + " entries");
+  for (size_t k = 0; k < sd.size(); ++k) {
+    Json w = {{"d", sd[k]}};
+    int d = static_cast<int>(get_int(w, "d", "/stage_device/" + std::to_string(k), 0));
+    if (d >= s.num_devices) throw InputError("/stage_device/" + std::to_string(k) + ": device out of range");
+    s.stage_device.push_back(d);
+  }
+  const Json& devs = require_array(j, "device_ops", "");
+  if (static_cast<int>(devs.size()) != s.num_devices)
+    throw InputError("/device_ops: expected " + std::to_string(s.num_devices) + " op lists");
+  for (size_t d = 0; d < devs.size(); ++d) {
+    const std::string at = join_path("/device_ops", d);
+    if (!devs[d].is_array()) throw InputError(at + ": expected an array of ops");
+    std::vector<Op> ops;
+    for (size_t k = 0; k < devs[d].size(); ++k) {
+      const std::string ot = join_path(at, k);
+      const Json& o = devs[d][k];
+      Op op;
+      op.kind = parse_op_kind(get_string(o, "op", ot), ot + "/op");
+      op.stage = static_cast<int>(get_int(o, "stage", ot, -1));
+      op.micro_batch = static_cast<int>(get_int(o, "micro_batch", ot, -1));
+      op.peer = static_cast<int>(get_int_or(o, "peer", ot, -1, -1));
+      op.bytes = get_int_or(o, "bytes", ot, 0);
+      if (op.stage >= s.num_stages) throw InputError(ot + "/stage: out of range");
+      if (op.micro_batch >= s.num_micro_batches) throw InputError(ot + "/micro_batch: out of range");
+      ops.push_back(op);
+    }
+    s.device_ops.push_back(std::move(ops));
+  }
+  return s;
+}
+
+}  // namespace pw::planner
