@@ -1,0 +1,132 @@
+// Network: every layer of a models::Model instantiated (exec/layer.h), with seeded
+// deterministic initialization. LayerRange: a contiguous range of those layers — what one
+// pipeline stage (or one virtual chunk) runs — with the per-micro-batch bookkeeping: it keeps
+// each in-flight micro-batch's activations and layer contexts, routes tensors inside the
+// range, and exposes exactly the tensors that cross its boundaries (skip connections too).
+//
+// Boundary names. A boundary tensor is named by its producer layer. Two pseudo-producers:
+//   ":data"    the batch fed to the model's input layer(s) ([batch, input output_shape]),
+//   ":targets" the targets fed to the loss layer (softmax_xent: class ids [batch, rows] as
+//              floats; mse_loss: [batch, dim]).
+// inputs(): tensors read inside the range but produced before it (or pseudo-producers), in
+// order of first use. outputs(): outputs of layers inside the range that a later layer reads,
+// and of layers nobody reads (sinks: the loss, whose output is the [1] mean loss), in layer
+// order.
+//
+// Micro-batch protocol (per range, per micro-batch id mb; ids are arbitrary ints):
+//   forward(mb, inputs)            -> outputs (each output tensor is the caller's: moved out
+//                                     when nothing inside the range reads it, else a copy)
+//   backward_input(mb, grads)      -> input gradients (B); grads[i] is the TOTAL gradient of
+//                                     outputs()[i] over all its consumers (an empty Tensor means
+//                                     zero); for a loss output, the scale of that loss (e.g.
+//                                     1/num_micro_batches). Returned gradients are in inputs()
+//                                     order; empty Tensors for ":data" / ":targets".
+//   backward_weight(mb)            W: accumulates parameter gradients; must follow B of mb;
+//                                     then mb is released.
+//   backward(mb, grads)            B+W fused; mb is released.
+//   drop_stash(mb) / recompute(mb) re-materialization: drop everything except the range's
+//                                     inputs; rebuild it by re-running forward before backward
+//                                     (backward_* call recompute() themselves when needed).
+// Several micro-batches may be in flight. Gradients accumulate across micro-batches until
+// zero_grad(). Weight versions: see exec/layer.h (swap parameters() tensors).
+//
+// Thread-safety: one thread at a time per LayerRange; distinct ranges over the same Network
+// may be used concurrently from different threads when they do not share layers.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "exec/layer.h"
+#include "models/layer_graph.h"
+
+namespace pw::exec {
+
+inline constexpr const char* kDataInput = ":data";
+inline constexpr const char* kTargetInput = ":targets";
+
+class Network {
+ public:
+  // Throws InputError for unknown/unsupported kinds, bad attributes and shape mismatches
+  // between connected layers (naming both layers).
+  explicit Network(const models::Model& model, uint64_t seed = 1);
+
+  const models::Model& model() const { return model_; }
+  int size() const { return static_cast<int>(layers_.size()); }
+  Layer& layer(int i) { return *layers_.at(i); }
+  std::vector<Tensor*> parameters();
+  std::vector<Tensor*> gradients();
+  void zero_grad();
+  int64_t parameter_bytes();
+  // Per-sample shape of ":targets" (empty if the model has no loss layer).
+  const std::vector<int64_t>& target_shape() const { return target_shape_; }
+
+ private:
+  models::Model model_;
+  std::vector<std::unique_ptr<Layer>> layers_;
+  std::vector<int64_t> target_shape_;
+};
+
+struct BoundaryTensor {
+  std::string name;                   // producer layer name, ":data" or ":targets"
+  std::vector<int64_t> sample_shape;  // per sample (batch dimension excluded)
+};
+
+class LayerRange {
+ public:
+  // Layers [begin, end) of net (which must outlive the range). Throws InputError if empty.
+  LayerRange(Network& net, int begin, int end);
+  ~LayerRange();
+  LayerRange(const LayerRange&) = delete;
+  LayerRange& operator=(const LayerRange&) = delete;
+
+  int begin() const { return begin_; }
+  int end() const { return end_; }
+  const std::vector<BoundaryTensor>& inputs() const { return inputs_; }
+  const std::vector<BoundaryTensor>& outputs() const { return outputs_; }
+  bool has_loss() const { return has_loss_; }
+
+  // `inputs` in inputs() order, all with the same batch size; they are kept until mb is
+  // released. Throws InputError on a shape mismatch, PW_CHECK if mb is already in flight.
+  std::vector<Tensor> forward(int mb, std::vector<Tensor> inputs);
+  std::vector<Tensor> backward_input(int mb, std::vector<Tensor> grad_outputs);
+  void backward_weight(int mb);
+  std::vector<Tensor> backward(int mb, std::vector<Tensor> grad_outputs);
+  void drop_stash(int mb);
+  void recompute(int mb);
+  // Forgets mb (e.g. an evaluation-only forward).
+  void release(int mb);
+
+  bool in_flight(int mb) const;
+  int num_in_flight() const;
+  // Bytes held for mb (inputs, activations, contexts, pending gradients).
+  int64_t stash_bytes(int mb) const;
+
+  std::vector<Tensor*> parameters();
+  std::vector<Tensor*> gradients();
+  void zero_grad();
+
+ private:
+  struct MicroBatch;
+  void run_forward(MicroBatch& m, std::vector<Tensor>* outputs);
+  void run_backward(MicroBatch& m, std::vector<Tensor> grad_outputs, bool input, bool weight,
+                    std::vector<Tensor>* input_grads);
+
+  Network& net_;
+  int begin_;
+  int end_;
+  bool has_loss_ = false;
+  std::vector<BoundaryTensor> inputs_;
+  std::vector<BoundaryTensor> outputs_;
+  // For each layer in range and each of its forward inputs: where the tensor comes from.
+  // source >= 0: layer index (inside the range); source < 0: boundary input -(source+1).
+  std::vector<std::vector<int>> sources_;
+  std::vector<int> output_layers_;          // layer index of each outputs() entry
+  std::vector<bool> read_inside_;           // per layer in range: read by a later layer in range
+  std::map<int, std::unique_ptr<MicroBatch>> in_flight_;
+};
+
+}  // namespace pw::exec
