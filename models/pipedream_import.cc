@@ -1,0 +1,276 @@
+#include "models/pipedream_import.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <limits>
+#include <map>
+#include <queue>
+#include <set>
+
+#include "models/error.h"
+#include "models/json_util.h"
+
+namespace pw::models {
+namespace {
+
+constexpr std::string_view kSep = " -- ";
+
+std::vector<std::string_view> split(std::string_view s, std::string_view sep) {
+  std::vector<std::string_view> out;
+  size_t pos = 0;
+  while (true) {
+    size_t k = s.find(sep, pos);
+    if (k == std::string_view::npos) {
+      out.push_back(s.substr(pos));
+      return out;
+    }
+    out.push_back(s.substr(pos, k - pos));
+    pos = k + sep.size();
+  }
+}
+
+// Parses "<digits>[.<digits>]" into (integer part, fraction digits); false when malformed.
+bool parse_decimal(std::string_view s, std::string_view& int_part, std::string_view& frac) {
+  size_t dot = s.find('.');
+  int_part = s.substr(0, dot);
+  frac = dot == std::string_view::npos ? std::string_view{} : s.substr(dot + 1);
+  if (int_part.empty()) return false;
+  if (dot != std::string_view::npos && frac.empty()) return false;
+  auto digits = [](std::string_view d) {
+    return std::all_of(d.begin(), d.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  return digits(int_part) && digits(frac);
+}
+
+int64_t to_int(std::string_view digits, const std::string& where, std::string_view what) {
+  int64_t v = 0;
+  for (char c : digits) {
+    if (v > (std::numeric_limits<int64_t>::max() - 9) / 10)
+      throw InputError(where + ": " + std::string(what) + " too large");
+    v = v * 10 + (c - '0');
+  }
+  return v;
+}
+
+std::string model_name_from_path(const std::string& file) {
+  std::filesystem::path p(file);
+  std::string stem = p.stem().string();
+  std::string dir = p.parent_path().filename().string();
+  if (stem.rfind("graph", 0) == 0 && !dir.empty()) return dir + stem.substr(5);
+  if (stem.rfind("gpus=", 0) == 0 && !dir.empty()) return dir;
+  return stem.empty() ? std::string("pipedream") : stem;
+}
+
+int64_t infer_micro_batch(const Profile& p) {
+  const LayerProfile* input = nullptr;
+  for (const auto& l : p.layers)
+    if (l.is_data_loading) {
+      if (input) return 1;
+      input = &l;
+    }
+  if (!input || input->output_bytes <= 0) return 1;
+  for (int64_t side : {224, 299, 331}) {
+    const int64_t per_sample = 4 * 3 * side * side;
+    if (input->output_bytes % per_sample == 0) return input->output_bytes / per_sample;
+  }
+  return 1;
+}
+
+struct RawNode {
+  std::string id;
+  std::string desc;
+  int line = 0;
+  LayerProfile prof;
+  int stage = -1;
+};
+
+}  // namespace
+
+int64_t parse_ms_to_ns(std::string_view s, const std::string& where) {
+  std::string_view ip, frac;
+  if (!parse_decimal(s, ip, frac) || frac.size() > 6)
+    throw InputError(where + ": expected milliseconds as a non-negative decimal with at most 6 "
+                     "decimals, got \"" + std::string(s) + "\"");
+  int64_t v = to_int(ip, where, "time");
+  if (v > std::numeric_limits<int64_t>::max() / 1000000) throw InputError(where + ": time too large");
+  int64_t f = to_int(frac, where, "time");
+  for (size_t k = frac.size(); k < 6; ++k) f *= 10;
+  return v * 1000000 + f;
+}
+
+int64_t parse_bytes(std::string_view s, const std::string& where) {
+  std::string_view ip, frac;
+  if (!parse_decimal(s, ip, frac) ||
+      !std::all_of(frac.begin(), frac.end(), [](char c) { return c == '0'; }))
+    throw InputError(where + ": expected a non-negative whole number of bytes, got \"" +
+                     std::string(s) + "\"");
+  return to_int(ip, where, "size");
+}
+
+PipeDreamGraph parse_pipedream_graph(std::string_view text, const std::string& file) {
+  std::vector<RawNode> nodes;
+  std::map<std::string, int, std::less<>> index;
+  struct RawEdge { int from, to, line; };
+  std::vector<RawEdge> edges;
+  std::set<std::pair<int, int>> seen_edges;
+  bool has_stage = false;
+
+  int line_no = 0;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t nl = text.find('\n', pos);
+    std::string_view line = text.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
+    pos = nl == std::string_view::npos ? text.size() + 1 : nl + 1;
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
+    const std::string at = file + ":" + std::to_string(line_no);
+    if (line.front() == '\t') {
+      auto tok = split(line.substr(1), kSep);
+      if (tok.size() != 2 || tok[0].empty() || tok[1].empty())
+        throw InputError(at + ": expected an edge line \"\\t<src_id> -- <dst_id>\"");
+      auto a = index.find(tok[0]);
+      auto b = index.find(tok[1]);
+      if (a == index.end())
+        throw InputError(at + ": edge from unknown node \"" + std::string(tok[0]) +
+                         "\" (expected a node defined on an earlier line)");
+      if (b == index.end())
+        throw InputError(at + ": edge to unknown node \"" + std::string(tok[1]) +
+                         "\" (expected a node defined on an earlier line)");
+      if (a->second == b->second)
+        throw InputError(at + ": self-loop on \"" + std::string(tok[0]) + "\" (expected a DAG)");
+      if (!seen_edges.insert({a->second, b->second}).second)
+        throw InputError(at + ": duplicate edge " + std::string(tok[0]) + " -- " + std::string(tok[1]));
+      edges.push_back({a->second, b->second, line_no});
+      continue;
+    }
+    if (!edges.empty())
+      throw InputError(at + ": node line after edge lines (expected all node lines first)");
+    auto tok = split(line, kSep);
+    if (tok.size() < 3 || tok.size() > 4)
+      throw InputError(at + ": expected \"<id> -- <description> -- forward_compute_time=..., "
+                       "backward_compute_time=..., activation_size=..., parameter_size=...[ -- stage_id=N]\"");
+    RawNode n;
+    n.id = std::string(tok[0]);
+    n.desc = std::string(tok[1]);
+    n.line = line_no;
+    if (n.id.empty()) throw InputError(at + ": empty node id");
+    auto metrics = split(tok[2], ", ");
+    static const char* kKeys[] = {"forward_compute_time", "backward_compute_time", "activation_size",
+                                  "parameter_size"};
+    if (metrics.size() != 4)
+      throw InputError(at + ": expected 4 metrics (forward_compute_time, backward_compute_time, "
+                       "activation_size, parameter_size), got " + std::to_string(metrics.size()));
+    std::string_view val[4];
+    for (int k = 0; k < 4; ++k) {
+      size_t eq = metrics[k].find('=');
+      if (eq == std::string_view::npos || metrics[k].substr(0, eq) != kKeys[k])
+        throw InputError(at + ": expected \"" + kKeys[k] + "=<value>\", got \"" + std::string(metrics[k]) + "\"");
+      val[k] = metrics[k].substr(eq + 1);
+    }
+    n.prof.name = n.id;
+    n.prof.kind = n.desc;
+    n.prof.forward_ns = parse_ms_to_ns(val[0], at + ": forward_compute_time");
+    n.prof.backward_input_ns = parse_ms_to_ns(val[1], at + ": backward_compute_time");
+    if (!val[2].empty() && val[2].front() == '[') {
+      if (val[2].size() < 2 || val[2].back() != ']')
+        throw InputError(at + ": activation_size: expected a list \"[a; b; ...]\"");
+      int64_t sum = 0;
+      for (auto part : split(val[2].substr(1, val[2].size() - 2), "; "))
+        sum += parse_bytes(part, at + ": activation_size");
+      n.prof.output_bytes = sum;
+    } else {
+      n.prof.output_bytes = parse_bytes(val[2], at + ": activation_size");
+    }
+    n.prof.stash_bytes = n.prof.output_bytes;
+    n.prof.parameter_bytes = parse_bytes(val[3], at + ": parameter_size");
+    if (tok.size() == 4) {
+      std::string_view s = tok[3];
+      constexpr std::string_view key = "stage_id=";
+      if (s.substr(0, key.size()) != key || s.size() == key.size() ||
+          !std::all_of(s.begin() + key.size(), s.end(), [](char c) { return c >= '0' && c <= '9'; }))
+        throw InputError(at + ": expected \"stage_id=<non-negative integer>\", got \"" + std::string(s) + "\"");
+      n.stage = static_cast<int>(to_int(s.substr(key.size()), at, "stage_id"));
+      has_stage = true;
+    }
+    if (!index.emplace(n.id, static_cast<int>(nodes.size())).second)
+      throw InputError(at + ": duplicate node \"" + n.id + "\" (expected unique node ids)");
+    nodes.push_back(std::move(n));
+  }
+  if (nodes.empty()) throw InputError(file + ": no node lines (expected a PipeDream graph)");
+
+  const int n = static_cast<int>(nodes.size());
+  std::vector<std::vector<int>> out(n);
+  std::vector<int> indeg(n, 0);
+  for (const auto& e : edges) {
+    out[e.from].push_back(e.to);
+    ++indeg[e.to];
+  }
+  for (int i = 0; i < n; ++i)
+    if (indeg[i] == 0 && nodes[i].desc.rfind("Input", 0) == 0) nodes[i].prof.is_data_loading = true;
+
+  // Stable Kahn: among ready nodes the earliest line first.
+  std::vector<int> deg = indeg;
+  std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
+  for (int i = 0; i < n; ++i)
+    if (deg[i] == 0) ready.push(i);
+  std::vector<int> order;
+  order.reserve(n);
+  while (!ready.empty()) {
+    int v = ready.top();
+    ready.pop();
+    order.push_back(v);
+    for (int w : out[v])
+      if (--deg[w] == 0) ready.push(w);
+  }
+  if (static_cast<int>(order.size()) != n) {
+    // Walk back along in-edges among unfinished nodes until a node repeats: that is a cycle.
+    std::vector<std::vector<int>> in_edge(n);
+    for (size_t k = 0; k < edges.size(); ++k) in_edge[edges[k].to].push_back(static_cast<int>(k));
+    int v = 0;
+    while (deg[v] == 0) ++v;
+    std::vector<int> visit(n, -1);
+    std::vector<int> path_edges;
+    while (visit[v] < 0) {
+      visit[v] = static_cast<int>(path_edges.size());
+      for (int k : in_edge[v])
+        if (deg[edges[k].from] > 0) {
+          path_edges.push_back(k);
+          v = edges[k].from;
+          break;
+        }
+    }
+    int first = path_edges[visit[v]];
+    for (size_t k = visit[v]; k < path_edges.size(); ++k)
+      if (edges[path_edges[k]].line < edges[first].line) first = path_edges[k];
+    throw InputError(file + ":" + std::to_string(edges[first].line) + ": edge " + nodes[edges[first].from].id +
+                     " -- " + nodes[edges[first].to].id + " closes a cycle (expected a DAG)");
+  }
+
+  PipeDreamGraph g;
+  std::vector<int> pos_of(n);
+  for (int k = 0; k < n; ++k) pos_of[order[k]] = k;
+  g.profile.model = model_name_from_path(file);
+  g.profile.source = "pipedream";
+  g.profile.device.name = "unknown (PipeDream profile)";
+  for (int v : order) {
+    g.profile.layers.push_back(nodes[v].prof);
+    g.stage_id.push_back(nodes[v].stage);
+    g.line.push_back(nodes[v].line);
+  }
+  for (const auto& e : edges) g.profile.edges.push_back({pos_of[e.from], pos_of[e.to]});
+  std::stable_sort(g.profile.edges.begin(), g.profile.edges.end(),
+                   [](const Edge& a, const Edge& b) { return a.to != b.to ? a.to < b.to : a.from < b.from; });
+  g.profile.micro_batch = infer_micro_batch(g.profile);
+  g.has_stage_ids = has_stage;
+  validate_profile(g.profile, file);
+  return g;
+}
+
+PipeDreamGraph read_pipedream_graph(const std::string& file) {
+  return parse_pipedream_graph(read_text_file(file), file);
+}
+
+Profile import_pipedream_graph(const std::string& file) { return read_pipedream_graph(file).profile; }
+
+}  // namespace pw::models
