@@ -1,0 +1,350 @@
+#include "models/cost.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "models/error.h"
+#include "models/optimizer_memory.h"
+
+namespace pw::models {
+
+namespace {
+
+std::string describe(const LayerSpec& l) {
+  return "layer \"" + l.name + "\" (" + std::string(to_string(l.kind)) + ")";
+}
+
+// A required attribute >= 1.
+int64_t pos(const LayerSpec& l, const char* key) {
+  int64_t v = l.attr(key);
+  if (v < 1)
+    throw InputError(describe(l) + ": attribute \"" + key + "\" must be >= 1, got " + std::to_string(v));
+  return v;
+}
+
+bool flag(const LayerSpec& l, const char* key, bool fallback) {
+  int64_t v = l.attr_or(key, fallback ? 1 : 0);
+  if (v != 0 && v != 1)
+    throw InputError(describe(l) + ": attribute \"" + key + "\" must be 0 or 1, got " + std::to_string(v));
+  return v == 1;
+}
+
+std::string shape_str(const std::vector<int64_t>& s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
+  return r + "]";
+}
+
+void expect_shape(const LayerSpec& l, const std::vector<int64_t>& expected) {
+  if (l.output_shape != expected)
+    throw InputError(describe(l) + ": output_shape " + shape_str(l.output_shape) +
+                     " does not match its attrs (expected " + shape_str(expected) + ")");
+}
+
+int64_t window_out(const LayerSpec& l, int64_t in, int64_t kernel, int64_t stride, int64_t pad) {
+  if (pad < 0 || pad >= kernel)
+    throw InputError(describe(l) + ": attribute \"pad\" must be in [0, kernel), got " + std::to_string(pad));
+  int64_t out = (in + 2 * pad - kernel) / stride + 1;
+  if (in + 2 * pad < kernel)
+    throw InputError(describe(l) + ": kernel " + std::to_string(kernel) + " is larger than the padded input " +
+                     std::to_string(in + 2 * pad));
+  return out;
+}
+
+// Everything per micro-batch, in elements or FLOPs, before conversion to bytes.
+struct Work {
+  double fwd = 0, bwd_in = 0, bwd_w = 0;
+  double in_elems = 0;        // elements read by forward (all inputs)
+  double out_elems = 0;
+  double stash_bytes = 0;
+  double workspace_bytes = 0;
+  double internal_elems = 0;  // intermediates a fused layer writes in forward (beyond its output)
+  bool input_grad = true;     // backward writes a gradient for its inputs
+  double params = 0;
+};
+
+// Parameters of one layer as a double (for overflow checks) and its attrs validated.
+double params_of(const LayerSpec& l) {
+  switch (l.kind) {
+    case LayerKind::embedding:
+      return double(pos(l, "vocab")) * pos(l, "d_model") + double(pos(l, "seq")) * pos(l, "d_model");
+    case LayerKind::linear:
+      return double(pos(l, "in")) * pos(l, "out") + (flag(l, "bias", true) ? pos(l, "out") : 0);
+    case LayerKind::layer_norm: return 2.0 * pos(l, "dim");
+    case LayerKind::batch_norm: return 2.0 * pos(l, "c");
+    case LayerKind::attention: {
+      double h = pos(l, "d_model");
+      return 4 * h * h + 4 * h;
+    }
+    case LayerKind::transformer_block: {
+      double h = pos(l, "d_model"), f = pos(l, "ffn");
+      return 4 * h * h + 2 * h * f + f + 9 * h;
+    }
+    case LayerKind::lm_head:
+      return flag(l, "tied", false) ? 0.0 : double(pos(l, "d_model")) * pos(l, "vocab");
+    case LayerKind::conv2d: {
+      double out_c = pos(l, "out_c"), k = pos(l, "kernel");
+      return out_c * pos(l, "in_c") * k * k + (flag(l, "bias", true) ? out_c : 0);
+    }
+    default: return 0;
+  }
+}
+
+// Causal self-attention with heads a over [s, h]; `block` adds the pre-norm block's MLP (ffn f).
+void attention_work(const LayerSpec& l, double B, bool block, Work& w) {
+  const double s = pos(l, "seq"), h = pos(l, "d_model"), a = pos(l, "heads");
+  if (pos(l, "d_model") % pos(l, "heads") != 0)
+    throw InputError(describe(l) + ": d_model " + std::to_string(pos(l, "d_model")) +
+                     " is not divisible by heads " + std::to_string(pos(l, "heads")));
+  expect_shape(l, {pos(l, "seq"), pos(l, "d_model")});
+  const double f = block ? pos(l, "ffn") : 0;
+  const double weight_mm = 2 * B * s * (4 * h * h + 2 * h * f);
+  const double score_mm = 4 * B * s * s * h;  // Q K^T and P V
+  w.fwd = weight_mm + score_mm;
+  w.bwd_in = weight_mm + 2 * score_mm;
+  w.bwd_w = weight_mm;
+  w.in_elems = B * s * h;
+  // x, ln1(x), q, k, v, context, x1, ln2(x1): 8sh (attention alone: x, q, k, v, context: 5sh);
+  // the MLP's two [s, f] activations; softmax probabilities a*s^2.
+  const double kept = B * ((block ? 8 : 5) * s * h + 2 * s * f + a * s * s);
+  w.internal_elems = kept;
+  w.workspace_bytes = B * a * s * s;  // scaled to bytes by the caller
+}
+
+Work work_of(const LayerSpec& l, double B, int eb) {
+  Work w;
+  w.out_elems = B * double(l.output_elements());
+  w.in_elems = w.out_elems;
+  switch (l.kind) {
+    case LayerKind::input:
+      w.in_elems = 0;
+      w.input_grad = false;
+      break;
+    case LayerKind::embedding: {
+      const double s = pos(l, "seq"), h = pos(l, "d_model");
+      pos(l, "vocab");
+      expect_shape(l, {pos(l, "seq"), pos(l, "d_model")});
+      w.fwd = B * s * h;  // position add
+      w.bwd_w = 2 * B * s * h;
+      w.in_elems = B * s + 2 * B * s * h;  // ids, token and position rows
+      w.stash_bytes = B * s * 4;           // token ids
+      w.input_grad = false;
+      break;
+    }
+    case LayerKind::linear: {
+      const double in = pos(l, "in"), out = pos(l, "out");
+      if (l.output_shape.empty() || l.output_shape.back() != pos(l, "out"))
+        throw InputError(describe(l) + ": output_shape " + shape_str(l.output_shape) +
+                         " must end in out = " + std::to_string(pos(l, "out")));
+      const double rows = w.out_elems / out;
+      w.fwd = w.bwd_in = w.bwd_w = 2 * rows * in * out;
+      w.in_elems = rows * in;
+      w.stash_bytes = w.in_elems * eb;
+      break;
+    }
+    case LayerKind::relu:
+      w.fwd = w.bwd_in = w.out_elems;
+      w.stash_bytes = w.out_elems;  // 1-byte mask
+      break;
+    case LayerKind::gelu:
+      w.fwd = 8 * w.out_elems;
+      w.bwd_in = 12 * w.out_elems;
+      w.stash_bytes = w.in_elems * eb;
+      break;
+    case LayerKind::layer_norm:
+    case LayerKind::batch_norm: {
+      const bool ln = l.kind == LayerKind::layer_norm;
+      const double groups = ln ? w.out_elems / pos(l, "dim") : pos(l, "c");
+      if (ln && (l.output_shape.empty() || l.output_shape.back() != pos(l, "dim")))
+        throw InputError(describe(l) + ": output_shape must end in dim = " + std::to_string(pos(l, "dim")));
+      if (!ln && (l.output_shape.empty() || l.output_shape.front() != pos(l, "c")))
+        throw InputError(describe(l) + ": output_shape must start with c = " + std::to_string(pos(l, "c")));
+      w.fwd = 8 * w.out_elems;
+      w.bwd_in = 12 * w.out_elems;
+      w.bwd_w = 4 * w.out_elems;
+      w.stash_bytes = w.in_elems * eb + groups * 2 * 4;  // input + mean, rstd (fp32)
+      break;
+    }
+    case LayerKind::attention:
+    case LayerKind::transformer_block: {
+      const bool block = l.kind == LayerKind::transformer_block;
+      attention_work(l, B, block, w);
+      const double s = pos(l, "seq");
+      w.stash_bytes = w.internal_elems * eb + (block ? 4 : 0) * B * s * 4;  // + layer-norm statistics
+      w.workspace_bytes *= eb;
+      break;
+    }
+    case LayerKind::residual_add:
+      w.fwd = w.out_elems;
+      w.in_elems = 2 * w.out_elems;
+      break;
+    case LayerKind::lm_head: {
+      const double s = pos(l, "seq"), h = pos(l, "d_model"), V = pos(l, "vocab");
+      flag(l, "tied", false);
+      expect_shape(l, {pos(l, "seq"), pos(l, "vocab")});
+      w.fwd = w.bwd_in = w.bwd_w = 2 * B * s * h * V;
+      w.in_elems = B * s * h;
+      w.stash_bytes = w.in_elems * eb;
+      break;
+    }
+    case LayerKind::softmax_xent: {
+      const double n = B * double(pos(l, "rows")) * pos(l, "classes");
+      w.fwd = 5 * n;
+      w.bwd_in = 2 * n;
+      w.in_elems = n;
+      w.stash_bytes = n * eb + B * pos(l, "rows") * 4;  // probabilities + int32 labels
+      break;
+    }
+    case LayerKind::mse_loss: {
+      const double n = B * double(pos(l, "dim"));
+      w.fwd = 3 * n;
+      w.bwd_in = 2 * n;
+      w.in_elems = 2 * n;  // prediction and target
+      w.stash_bytes = 2 * n * eb;
+      break;
+    }
+    case LayerKind::conv2d: {
+      const int64_t k = pos(l, "kernel"), st = pos(l, "stride"), pad = l.attr("pad");
+      const int64_t oh = window_out(l, pos(l, "in_h"), k, st, pad), ow = window_out(l, pos(l, "in_w"), k, st, pad);
+      expect_shape(l, {pos(l, "out_c"), oh, ow});
+      const double mm = 2 * B * double(pos(l, "out_c")) * oh * ow * pos(l, "in_c") * k * k;
+      w.fwd = w.bwd_in = w.bwd_w = mm;
+      w.in_elems = B * double(pos(l, "in_c")) * pos(l, "in_h") * pos(l, "in_w");
+      w.stash_bytes = w.in_elems * eb;
+      break;
+    }
+    case LayerKind::max_pool:
+    case LayerKind::avg_pool: {
+      const int64_t k = pos(l, "kernel"), st = pos(l, "stride"), pad = l.attr_or("pad", 0);
+      const int64_t oh = window_out(l, pos(l, "in_h"), k, st, pad), ow = window_out(l, pos(l, "in_w"), k, st, pad);
+      expect_shape(l, {pos(l, "c"), oh, ow});
+      w.in_elems = B * double(pos(l, "c")) * pos(l, "in_h") * pos(l, "in_w");
+      w.fwd = w.out_elems * double(k) * k;
+      w.bwd_in = w.in_elems;
+      if (l.kind == LayerKind::max_pool) w.stash_bytes = w.out_elems * 4;  // int32 argmax
+      break;
+    }
+    case LayerKind::flatten:
+      w.in_elems = 0;  // a view: nothing moves
+      w.out_elems = 0;
+      break;
+    case LayerKind::opaque:
+      throw InputError(describe(l) + ": has no analytic cost (use a measured or imported profile)");
+  }
+  w.params = params_of(l);
+  return w;
+}
+
+int64_t to_bytes(const LayerSpec& l, double bytes) {
+  if (!(bytes < 9.0e18)) throw InputError(describe(l) + ": size too large (over 2^63 bytes)");
+  return static_cast<int64_t>(std::llround(bytes));
+}
+
+}  // namespace
+
+int64_t layer_parameter_count(const LayerSpec& layer) {
+  if (layer.kind == LayerKind::opaque)
+    throw InputError(describe(layer) + ": has no analytic cost (use a measured or imported profile)");
+  return to_bytes(layer, params_of(layer));
+}
+
+LayerCost layer_cost(const LayerSpec& layer, int64_t micro_batch, int element_bytes) {
+  if (micro_batch < 1) throw InputError("micro-batch: expected an integer >= 1, got " + std::to_string(micro_batch));
+  PW_CHECK(element_bytes == 2 || element_bytes == 4, "element_bytes must be 2 or 4");
+  const double B = static_cast<double>(micro_batch);
+  const int eb = element_bytes;
+  const Work w = work_of(layer, B, eb);
+  LayerCost c;
+  c.forward_flops = w.fwd;
+  c.backward_input_flops = w.bwd_in;
+  c.backward_weight_flops = w.bwd_w;
+  const bool token_ids = layer.kind == LayerKind::input && layer.attrs.count("vocab");
+  c.output_bytes = to_bytes(layer, w.out_elems * (token_ids ? 4 : eb));
+  if (layer.kind == LayerKind::flatten) c.output_bytes = to_bytes(layer, B * double(layer.output_elements()) * eb);
+  c.stash_bytes = to_bytes(layer, w.stash_bytes);
+  c.parameter_bytes = to_bytes(layer, w.params * eb);
+  c.workspace_bytes = to_bytes(layer, w.workspace_bytes);
+  if (layer.kind == LayerKind::input) return c;  // data loading: nothing computed, nothing moved
+  const double weights = w.params * eb;
+  const double stash_written = layer.kind == LayerKind::attention || layer.kind == LayerKind::transformer_block
+                                   ? w.internal_elems * eb
+                                   : 0.0;
+  c.forward_mem_bytes = (w.in_elems + w.out_elems) * eb + stash_written + weights;
+  c.backward_mem_bytes = w.out_elems * eb + w.stash_bytes + (w.input_grad ? w.in_elems * eb : 0.0) +
+                         (w.params > 0 || w.bwd_w > 0 ? 2 * weights : 0.0);
+  return c;
+}
+
+int64_t roofline_ns(double flops, double bytes, double flops_per_s, double bytes_per_s) {
+  PW_CHECK(flops_per_s > 0 && bytes_per_s > 0, "roofline needs positive rates");
+  return std::llround(std::max(flops / flops_per_s, bytes / bytes_per_s) * 1e9);
+}
+
+Profile analytic_profile(const Model& model, const DeviceSpec& device, int64_t micro_batch,
+                         const CostOptions& options) {
+  if (micro_batch < 1)
+    throw InputError("micro-batch: expected an integer >= 1, got " + std::to_string(micro_batch));
+  if (!(options.efficiency > 0 && options.efficiency <= 1))
+    throw InputError("efficiency: expected a number in (0, 1], got " + std::to_string(options.efficiency));
+  const OptimizerMemory& opt = find_optimizer(options.optimizer);
+  const double peak = options.bf16 ? device.peak_bf16_flops : device.peak_fp32_flops;
+  if (!(peak > 0) || !(device.memory_bandwidth_bytes_per_s > 0))
+    throw InputError("device \"" + device.name + "\": needs positive peak FLOP/s and memory bandwidth");
+  const double flops_per_s = peak * options.efficiency;
+  const double bw = device.memory_bandwidth_bytes_per_s;
+  const int eb = options.bf16 ? 2 : 4;
+
+  Profile p;
+  p.model = model.name();
+  p.source = "analytic";
+  p.device.name = device.name;
+  p.micro_batch = micro_batch;
+  p.edges = model.edges();
+  for (const LayerSpec& l : model.layers()) {
+    const LayerCost c = layer_cost(l, micro_batch, eb);
+    const double params = static_cast<double>(layer_parameter_count(l));
+    LayerProfile lp;
+    lp.name = l.name;
+    lp.kind = std::string(to_string(l.kind));
+    lp.output_bytes = c.output_bytes;
+    lp.stash_bytes = c.stash_bytes;
+    lp.workspace_bytes = c.workspace_bytes;
+    lp.parameter_bytes = to_bytes(l, params * opt.weight_bytes);
+    lp.optimizer_bytes = to_bytes(l, params * (opt.total() - 2 * opt.weight_bytes));
+    if (l.kind == LayerKind::input) {
+      lp.is_data_loading = true;
+    } else {
+      lp.forward_ns = roofline_ns(c.forward_flops, c.forward_mem_bytes, flops_per_s, bw);
+      const double bflops = c.backward_input_flops + c.backward_weight_flops;
+      const int64_t backward = roofline_ns(bflops, c.backward_mem_bytes, flops_per_s, bw);
+      lp.backward_input_ns =
+          bflops > 0 ? std::llround(double(backward) * c.backward_input_flops / bflops) : backward;
+      lp.backward_weight_ns = backward - lp.backward_input_ns;
+    }
+    p.layers.push_back(std::move(lp));
+  }
+  return p;
+}
+
+double model_forward_flops_per_sample(const Model& model) {
+  double total = 0;
+  for (const LayerSpec& l : model.layers()) total += layer_cost(l, 1).forward_flops;
+  return total;
+}
+
+double model_flops_per_sample(const Model& model) {
+  double total = 0;
+  for (const LayerSpec& l : model.layers()) {
+    const LayerCost c = layer_cost(l, 1);
+    total += c.forward_flops + c.backward_input_flops + c.backward_weight_flops;
+  }
+  return total;
+}
+
+int64_t model_parameter_count(const Model& model) {
+  int64_t total = 0;
+  for (const LayerSpec& l : model.layers()) total += layer_parameter_count(l);
+  return total;
+}
+
+}  // namespace pw::models

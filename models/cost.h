@@ -1,0 +1,78 @@
+// Analytic cost model: FLOPs, bytes and roofline times of a model's layers on a catalog device.
+//
+// FLOPs count a multiply-add as 2. Matmul-type layers (linear, attention, transformer_block,
+// lm_head, conv2d) count their matrix products only, the standard convention under which a
+// GPT block with f = 4h costs 24*B*s*h^2 + 4*B*s^2*h forward (causal attention counted in
+// full) and the LM head 2*B*s*h*V; their backward is 2x forward, split into the input-gradient
+// (B) and weight-gradient (W) halves, and the attention score products (no weights) go to B.
+// Hence Megatron-LM's 96*B*s*l*h^2*(1 + s/(6h) + V/(16*l*h)) = 4 forward-equivalents of the
+// blocks (full re-materialization) + 3 of the head. Elementwise layers (norms, activations,
+// losses, pooling) count a few FLOPs per element and are in practice memory bound.
+//
+// Bytes: activations are fp32 (4 bytes per element) unless element_bytes says otherwise;
+// token ids are int32. Bytes moved, forward: inputs read, output and stashed intermediates
+// written, weights read; backward: output gradient and stash read, input gradient written,
+// weights read and weight gradients written. Stash = what the layer's backward needs (its
+// input, or a cheaper stand-in: a 1-byte mask for relu, argmax indices for max_pool).
+//
+// Times are rooflines: max(flops / (peak * efficiency), bytes / memory_bandwidth), rounded to
+// integer ns; the backward roofline is taken over B and W together and split between them in
+// proportion to their FLOPs. All functions are pure and thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "models/device.h"
+#include "models/layer_graph.h"
+#include "models/profile.h"
+
+namespace pw::models {
+
+struct LayerCost {
+  double forward_flops = 0;
+  double backward_input_flops = 0;   // B
+  double backward_weight_flops = 0;  // W
+  int64_t output_bytes = 0;
+  int64_t stash_bytes = 0;
+  int64_t parameter_bytes = 0;       // parameters * element_bytes
+  int64_t workspace_bytes = 0;       // transient (the attention score matrix before softmax)
+  double forward_mem_bytes = 0;      // bytes moved
+  double backward_mem_bytes = 0;
+};
+
+// Trainable parameters of one layer (batch-norm running statistics are buffers, not counted).
+// Throws InputError for a missing or invalid attribute, naming the layer; "opaque" layers
+// (imported, no attrs) have no analytic cost and throw.
+int64_t layer_parameter_count(const LayerSpec& layer);
+
+// Cost of one layer for a micro-batch of `micro_batch` samples (>= 1). `element_bytes` is the
+// size of an activation / weight element (4 fp32, 2 bf16). Checks that the attrs agree with
+// output_shape where both describe the same thing (conv, pooling, linear).
+LayerCost layer_cost(const LayerSpec& layer, int64_t micro_batch, int element_bytes = 4);
+
+struct CostOptions {
+  double efficiency = 0.5;          // fraction of peak FLOP/s reached, in (0, 1]
+  bool bf16 = false;                // peak_bf16_flops and 2-byte activations
+  std::string optimizer = "adam";   // models/optimizer_memory.h
+};
+
+// Profile of `model` on `device` at `micro_batch`: source "analytic", device.name = the
+// catalog name, edges copied from the model, input layers is_data_loading with zero time.
+// parameter_bytes = parameters * weight_bytes of the optimizer; optimizer_bytes =
+// parameters * (total - 2 * weight_bytes), i.e. everything beyond the weights and one
+// same-size gradient buffer (see models/optimizer_memory.h), so 2 * parameter_bytes +
+// optimizer_bytes is the persistent memory of the parameters. Throws InputError for
+// micro_batch < 1, efficiency outside (0, 1], an unknown optimizer or an uncostable layer.
+Profile analytic_profile(const Model& model, const DeviceSpec& device, int64_t micro_batch,
+                         const CostOptions& options = {});
+
+// Roofline time in ns: llround(max(flops / flops_per_s, bytes / bytes_per_s) * 1e9).
+int64_t roofline_ns(double flops, double bytes, double flops_per_s, double bytes_per_s);
+
+// FLOPs of one sample, forward + backward (B + W), over all layers.
+double model_flops_per_sample(const Model& model);
+double model_forward_flops_per_sample(const Model& model);
+int64_t model_parameter_count(const Model& model);
+
+}  // namespace pw::models
