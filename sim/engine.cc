@@ -1,0 +1,418 @@
+#include "sim/engine.h"
+
+#include <algorithm>
+#include <queue>
+
+#include "models/error.h"
+#include "planner/schedule_validate.h"
+
+namespace pw::sim {
+
+using planner::Op;
+using planner::OpKind;
+using planner::Schedule;
+
+StageCosts StageCosts::uniform(int num_stages, int64_t f, int64_t b, int64_t w) {
+  StageCosts c;
+  c.forward_ns.assign(num_stages, f);
+  c.backward_input_ns.assign(num_stages, b);
+  c.backward_weight_ns.assign(num_stages, w);
+  c.activation_bytes.assign(num_stages, 0);
+  c.gradient_bytes.assign(num_stages, 0);
+  return c;
+}
+
+void StageCosts::validate(int S, int D) const {
+  auto check = [&](const std::vector<int64_t>& v, const char* name, int n, bool optional) {
+    if (optional && v.empty()) return;
+    if (static_cast<int>(v.size()) != n)
+      throw InputError(std::string("stage costs: ") + name + " has " + std::to_string(v.size()) +
+                       " entries, expected " + std::to_string(n));
+    for (size_t k = 0; k < v.size(); ++k)
+      if (v[k] < 0)
+        throw InputError(std::string("stage costs: ") + name + "[" + std::to_string(k) + "] is negative (" +
+                         std::to_string(v[k]) + ")");
+  };
+  check(forward_ns, "forward_ns", S, false);
+  check(backward_input_ns, "backward_input_ns", S, false);
+  check(backward_weight_ns, "backward_weight_ns", S, false);
+  check(allreduce_ns, "allreduce_ns", S, true);
+  check(step_ns, "step_ns", D, true);
+  check(activation_bytes, "activation_bytes", S, true);
+  check(gradient_bytes, "gradient_bytes", S, true);
+  check(weights_optimizer_bytes, "weights_optimizer_bytes", S, true);
+  check(parameter_bytes, "parameter_bytes", S, true);
+  check(stash_bytes_per_micro_batch, "stash_bytes_per_micro_batch", S, true);
+  check(input_bytes_per_micro_batch, "input_bytes_per_micro_batch", S, true);
+  check(working_bytes, "working_bytes", S, true);
+  if (!recompute.empty() && static_cast<int>(recompute.size()) != S)
+    throw InputError("stage costs: recompute has " + std::to_string(recompute.size()) + " entries, expected " +
+                     std::to_string(S));
+  if (samples_per_micro_batch < 1) throw InputError("stage costs: samples_per_micro_batch must be >= 1");
+}
+
+std::vector<std::vector<Op>> unroll_async(const Schedule& s, int K) {
+  const int m = s.num_micro_batches;
+  std::vector<std::vector<Op>> out(s.num_devices);
+  for (int d = 0; d < s.num_devices; ++d) {
+    const auto& L = s.device_ops[d];
+    size_t lead = 0;
+    while (lead < L.size() && L[lead].kind == OpKind::F) ++lead;
+    size_t last_f = 0;
+    for (size_t k = 0; k < L.size(); ++k)
+      if (L[k].kind == OpKind::F) last_f = k;
+    const size_t tail_begin = L.empty() ? 0 : std::max(lead, last_f + 1);
+    auto shifted = [&](size_t k, int it) {
+      Op op = L[k];
+      if (op.micro_batch >= 0) op.micro_batch += it * m;
+      return op;
+    };
+    auto& o = out[d];
+    o.reserve(L.size() * K);
+    for (size_t k = 0; k < lead; ++k) o.push_back(shifted(k, 0));
+    for (int it = 0; it < K; ++it) {
+      for (size_t k = lead; k < tail_begin; ++k) o.push_back(shifted(k, it));
+      const size_t nt = L.size() - tail_begin, nl = it + 1 < K ? lead : 0;
+      for (size_t i = 0; i < std::max(nt, nl); ++i) {
+        if (i < nl) o.push_back(shifted(i, it + 1));
+        if (i < nt) o.push_back(shifted(tail_begin + i, it));
+      }
+    }
+  }
+  return out;
+}
+
+namespace {
+
+struct Event {
+  int64_t t;
+  uint64_t seq;
+  int type;   // kDone: a = device; kArriveF / kArriveB: a = stage, b = index, c = stamp
+  int a, b, c;
+};
+struct Later {
+  bool operator()(const Event& x, const Event& y) const { return x.t != y.t ? x.t > y.t : x.seq > y.seq; }
+};
+enum { kDone = 0, kArriveF = 1, kArriveB = 2 };
+
+int64_t at(const std::vector<int64_t>& v, int k) { return v.empty() ? 0 : v[k]; }
+
+class Engine {
+ public:
+  Engine(const Schedule& s, const StageCosts& c, const Network& net, const SimOptions& o)
+      : s_(s), c_(c), o_(o), S_(s.num_stages), D_(s.num_devices), m_(s.num_micro_batches), K_(o.iterations) {
+    async_ = !planner::is_synchronous(s.kind);
+    if (async_) {
+      merged_ = unroll_async(s, K_);
+      for (auto& l : merged_) lists_.push_back(&l);
+      mtot_ = static_cast<int64_t>(m_) * K_;
+    } else {
+      for (auto& l : s.device_ops) lists_.push_back(&l);
+      mtot_ = m_;
+    }
+    const size_t n = static_cast<size_t>(S_) * mtot_;
+    f_in_.assign(n, 0);
+    f_done_.assign(n, 0);
+    g_in_.assign(n, 0);
+    b_done_.assign(n, 0);
+    setup_stages(net);
+    devs_.assign(D_, Dev{});
+    stage_in_flight_.assign(S_, 0);
+    iter_end_.assign(K_, 0);
+    for (int d = 0; d < D_; ++d) {
+      devs_[d].first_start = -1;
+      devs_[d].done = lists_[d]->empty();
+    }
+    for (int st = 0; st < S_; ++st) {
+      int64_t fixed = at(c_.weights_optimizer_bytes, st);
+      if (s.kind == planner::ScheduleKind::two_bw) fixed += at(c_.parameter_bytes, st);
+      devs_[s.stage_device[st]].live += fixed;
+    }
+    for (int d = 0; d < D_; ++d) {
+      devs_[d].peak = devs_[d].live;
+      if (o_.record_trace) trace_.memory.push_back({d, 0, devs_[d].live});
+    }
+  }
+
+  SimResult run() {
+    for (int d = 0; d < D_; ++d) try_start(d);
+    while (!heap_.empty()) {
+      Event e = heap_.top();
+      heap_.pop();
+      now_ = e.t;
+      if (e.type == kDone) {
+        finish(e.a);
+      } else {
+        (e.type == kArriveF ? f_in_ : g_in_)[e.b] = e.c;
+        wake(e.a);
+      }
+    }
+    for (int d = 0; d < D_; ++d)
+      if (!devs_[d].done) {
+        planner::validate_schedule(s_);
+        throw InputError("simulate: schedule " + std::string(to_string(s_.kind)) + " deadlocks at device " +
+                         std::to_string(d));
+      }
+    return result();
+  }
+
+ private:
+  struct Dev {
+    size_t pos = 0;
+    int iter = 0;
+    bool busy = false, done = false;
+    Op cur;
+    int cur_iter = 0;
+    int64_t cur_start = 0;
+    int64_t live = 0, peak = 0;
+    int in_flight = 0, max_in_flight = 0;
+    int64_t busy_ns = 0, first_start = -1, last_end = 0;
+  };
+
+  void setup_stages(const Network& net) {
+    dur_f_.resize(S_);
+    dur_b_.resize(S_);
+    dur_w_.resize(S_);
+    fwd_.resize(S_);
+    bwd_.resize(S_);
+    for (int st = 0; st < S_; ++st) {
+      const bool rc = !c_.recompute.empty() && c_.recompute[st];
+      dur_f_[st] = c_.forward_ns[st];
+      dur_b_[st] = c_.backward_input_ns[st] + (rc ? c_.forward_ns[st] : 0);
+      dur_w_[st] = c_.backward_weight_ns[st];
+      const int d = s_.stage_device[st];
+      if (st + 1 < S_) fwd_[st] = link(net, d, s_.stage_device[st + 1], at(c_.activation_bytes, st));
+      if (st > 0) bwd_[st] = link(net, d, s_.stage_device[st - 1], at(c_.gradient_bytes, st));
+    }
+  }
+
+  struct Hop {
+    TransferCost cost;
+    int link = -1;  // index into link_free_; -1 = immediate (free transfer)
+    int src = 0, dst = 0;
+    int64_t bytes = 0;
+  };
+  Hop link(const Network& net, int a, int b, int64_t bytes) {
+    Hop h;
+    h.src = a;
+    h.dst = b;
+    h.bytes = bytes;
+    h.cost = net.cost(a, b, bytes);
+    if (h.cost.total() == 0) return h;
+    const int64_t key = static_cast<int64_t>(a) * D_ + b;
+    auto it = std::find(link_keys_.begin(), link_keys_.end(), key);
+    if (it == link_keys_.end()) {
+      link_keys_.push_back(key);
+      link_free_.push_back(0);
+      it = link_keys_.end() - 1;
+    }
+    h.link = static_cast<int>(it - link_keys_.begin());
+    return h;
+  }
+
+  size_t idx(int st, int g) const { return static_cast<size_t>(st) * mtot_ + g; }
+  int stamp(int iter) const { return async_ ? 1 : iter + 1; }
+
+  void push(int64_t t, int type, int a, int b, int c) { heap_.push(Event{t, seq_++, type, a, b, c}); }
+
+  void wake(int st) {
+    const int d = s_.stage_device[st];
+    if (!devs_[d].busy) try_start(d);
+  }
+
+  void mem(Dev& v, int d, int64_t delta) {
+    if (delta == 0) return;
+    v.live += delta;
+    v.peak = std::max(v.peak, v.live);
+    if (o_.record_trace) trace_.memory.push_back({d, now_, v.live});
+  }
+
+  bool recompute(int st) const { return !c_.recompute.empty() && c_.recompute[st]; }
+
+  void try_start(int d) {
+    Dev& v = devs_[d];
+    if (v.busy || v.done) return;
+    const Op& op = (*lists_[d])[v.pos];
+    const int sp = stamp(v.iter);
+    const int st = op.stage;
+    int64_t dur = 0;
+    switch (op.kind) {
+      case OpKind::F:
+        if (st > 0 && f_in_[idx(st, op.micro_batch)] != sp) return;
+        dur = dur_f_[st];
+        break;
+      case OpKind::B:
+      case OpKind::BW: {
+        const size_t i = idx(st, op.micro_batch);
+        if (f_done_[i] != sp || (st + 1 < S_ && g_in_[i] != sp)) return;
+        dur = dur_b_[st] + (op.kind == OpKind::BW ? dur_w_[st] : 0);
+        break;
+      }
+      case OpKind::W:
+        if (b_done_[idx(st, op.micro_batch)] != sp) return;
+        dur = dur_w_[st];
+        break;
+      case OpKind::allreduce: dur = at(c_.allreduce_ns, st); break;
+      case OpKind::step: dur = at(c_.step_ns, d); break;
+      default: PW_CHECK(false, "simulate: explicit send/recv are not simulated");
+    }
+    v.busy = true;
+    v.cur = op;
+    v.cur_iter = async_ ? (op.micro_batch >= 0 ? op.micro_batch / m_ : std::min(K_ - 1, v.iter)) : v.iter;
+    v.cur_start = now_;
+    if (v.first_start < 0) v.first_start = now_;
+    if (op.kind == OpKind::F || op.kind == OpKind::B || op.kind == OpKind::W || op.kind == OpKind::BW) {
+      int64_t alloc = at(c_.working_bytes, st);
+      if (op.kind == OpKind::F) {
+        alloc += recompute(st) ? at(c_.input_bytes_per_micro_batch, st) : at(c_.stash_bytes_per_micro_batch, st);
+        if (s_.kind == planner::ScheduleKind::pipedream_async && stage_in_flight_[st] >= 1)
+          alloc += at(c_.parameter_bytes, st);
+        ++stage_in_flight_[st];
+        v.max_in_flight = std::max(v.max_in_flight, ++v.in_flight);
+      } else if (op.kind != OpKind::W && recompute(st)) {
+        alloc += at(c_.stash_bytes_per_micro_batch, st);
+      }
+      mem(v, d, alloc);
+    }
+    push(now_ + dur, kDone, d, 0, 0);
+  }
+
+  void send(const Hop& h, int type, int to_stage, size_t i, int sp, const Op& op, int iter) {
+    if (h.link < 0) {
+      (type == kArriveF ? f_in_ : g_in_)[i] = sp;
+      wake(to_stage);
+      return;
+    }
+    int64_t& free_at = link_free_[h.link];
+    const int64_t start = std::max(now_, free_at);
+    free_at = start + h.cost.occupancy_ns;
+    const int64_t arrive = free_at + h.cost.latency_ns;
+    push(arrive, type, to_stage, static_cast<int>(i), sp);
+    if (o_.record_trace) {
+      TraceEvent e;
+      e.device = h.src;
+      e.kind = op.kind;
+      e.stage = op.stage;
+      e.micro_batch = op.micro_batch % m_;
+      e.iteration = iter;
+      e.start_ns = start;
+      e.end_ns = arrive;
+      e.bytes = h.bytes;
+      e.is_transfer = true;
+      e.dst_device = h.dst;
+      trace_.events.push_back(e);
+    }
+  }
+
+  void finish(int d) {
+    Dev& v = devs_[d];
+    const Op op = v.cur;
+    const int st = op.stage;
+    const int sp = async_ ? 1 : stamp(v.iter);
+    v.busy_ns += now_ - v.cur_start;
+    v.last_end = now_;
+    iter_end_[v.cur_iter] = std::max(iter_end_[v.cur_iter], now_);
+    if (o_.record_trace) {
+      TraceEvent e;
+      e.device = d;
+      e.kind = op.kind;
+      e.stage = st;
+      e.micro_batch = op.micro_batch < 0 ? -1 : op.micro_batch % m_;
+      e.iteration = v.cur_iter;
+      e.start_ns = v.cur_start;
+      e.end_ns = now_;
+      trace_.events.push_back(e);
+    }
+    if (op.kind == OpKind::F || op.kind == OpKind::B || op.kind == OpKind::W || op.kind == OpKind::BW) {
+      int64_t freed = at(c_.working_bytes, st);
+      if (op.kind == OpKind::BW || op.kind == OpKind::W) {
+        freed += recompute(st) ? at(c_.input_bytes_per_micro_batch, st) + at(c_.stash_bytes_per_micro_batch, st)
+                               : at(c_.stash_bytes_per_micro_batch, st);
+        if (s_.kind == planner::ScheduleKind::pipedream_async && stage_in_flight_[st] > 1)
+          freed += at(c_.parameter_bytes, st);
+        --stage_in_flight_[st];
+        --v.in_flight;
+      }
+      mem(v, d, -freed);
+    }
+    // Advance before sending, so that a free transfer waking this device sees its next op.
+    v.busy = false;
+    if (++v.pos == lists_[d]->size()) {
+      v.pos = 0;
+      if (async_ || ++v.iter == K_) v.done = true;
+    }
+    if (op.kind == OpKind::F) {
+      const size_t i = idx(st, op.micro_batch);
+      f_done_[i] = sp;
+      if (st + 1 < S_) send(fwd_[st], kArriveF, st + 1, idx(st + 1, op.micro_batch), sp, op, v.cur_iter);
+    } else if (op.kind == OpKind::B || op.kind == OpKind::BW) {
+      b_done_[idx(st, op.micro_batch)] = sp;
+      if (st > 0) send(bwd_[st], kArriveB, st - 1, idx(st - 1, op.micro_batch), sp, op, v.cur_iter);
+    }
+    try_start(d);
+  }
+
+  SimResult result() {
+    SimResult r;
+    Report& rep = r.report;
+    rep.schedule = std::string(to_string(s_.kind));
+    rep.num_devices = D_;
+    rep.num_stages = S_;
+    rep.num_micro_batches = m_;
+    rep.iterations = K_;
+    rep.samples_per_iteration = c_.samples_per_micro_batch * m_;
+    rep.devices.resize(D_);
+    for (int d = 0; d < D_; ++d) {
+      const Dev& v = devs_[d];
+      DeviceReport& dr = rep.devices[d];
+      dr.busy_ns = v.busy_ns;
+      dr.first_start_ns = v.first_start < 0 ? 0 : v.first_start;
+      dr.last_end_ns = v.last_end;
+      dr.peak_memory_bytes = v.peak;
+      dr.max_in_flight = v.max_in_flight;
+    }
+    finish_report(rep, iter_end_);
+    if (o_.record_trace) {
+      trace_.source = "predicted";
+      trace_.num_devices = D_;
+      r.trace = std::move(trace_);
+    }
+    return r;
+  }
+
+  const Schedule& s_;
+  const StageCosts& c_;
+  const SimOptions o_;
+  const int S_, D_, m_, K_;
+  bool async_ = false;
+  int64_t mtot_ = 0;
+  std::vector<std::vector<Op>> merged_;
+  std::vector<const std::vector<Op>*> lists_;
+  std::vector<int> f_in_, f_done_, g_in_, b_done_;
+  std::vector<int64_t> dur_f_, dur_b_, dur_w_;
+  std::vector<Hop> fwd_, bwd_;
+  std::vector<int64_t> link_keys_, link_free_;
+  std::vector<Dev> devs_;
+  std::vector<int> stage_in_flight_;
+  std::vector<int64_t> iter_end_;
+  std::priority_queue<Event, std::vector<Event>, Later> heap_;
+  uint64_t seq_ = 0;
+  int64_t now_ = 0;
+  Trace trace_;
+};
+
+}  // namespace
+
+SimResult simulate(const Schedule& schedule, const StageCosts& costs, const Network& network,
+                   const SimOptions& options) {
+  if (options.iterations < 1)
+    throw InputError("simulate: iterations must be >= 1, got " + std::to_string(options.iterations));
+  if (options.validate) planner::validate_schedule(schedule);
+  costs.validate(schedule.num_stages, schedule.num_devices);
+  if (static_cast<int64_t>(schedule.num_micro_batches) * options.iterations > (int64_t{1} << 30))
+    throw InputError("simulate: micro-batches x iterations too large");
+  Engine e(schedule, costs, network, options);
+  return e.run();
+}
+
+}  // namespace pw::sim

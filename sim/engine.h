@@ -1,0 +1,81 @@
+// Discrete-event pipeline simulator.
+//
+// Semantics (DESIGN.md "Simulation semantics"): each device runs its op list in order; an op
+// starts when its device is free and its inputs have arrived: F(s,j) needs the activation of
+// F(s-1,j); B/BW(s,j) needs F(s,j) and the gradient of B/BW(s+1,j); W(s,j) needs B(s,j).
+// Outputs cross to the device of the neighbouring stage through the Network (network.h;
+// nothing to send when both stages share a device). Time is integer nanoseconds; events at
+// equal times fire in insertion order; runs are deterministic.
+//
+// Op durations for virtual stage s (per micro-batch): F = forward_ns[s];
+// B = backward_input_ns[s] (+ forward_ns[s] with recompute); W = backward_weight_ns[s];
+// BW = B + W (+ forward_ns[s] with recompute); allreduce = allreduce_ns[s]; step =
+// step_ns[device].
+//
+// Memory per device (the sum over its stages): weights_optimizer_bytes (weights, gradients,
+// optimizer state) always; 2bw adds one parameter_bytes copy (the second weight buffer);
+// pipedream-async adds parameter_bytes for every in-flight micro-batch beyond the first
+// (stashed versions). Per in-flight micro-batch (F start to the end of its last backward op,
+// BW or W): stash_bytes_per_micro_batch, or with recompute input_bytes_per_micro_batch plus
+// stash_bytes_per_micro_batch from the start of its B/BW (the re-forward) to that end.
+// working_bytes while any op of the stage runs. Frees at a time are applied before allocations
+// that start at the same time on the same device.
+//
+// Iterations: synchronous schedules run their lists K times back to back (each device's
+// iteration k+1 follows its step of iteration k). Asynchronous schedules (pipedream-async,
+// 2bw) run the unbounded stream: each device's trailing backward ops of iteration k are
+// interleaved one-for-one with the leading (warm-up) forwards of iteration k+1.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "planner/schedule.h"
+#include "sim/network.h"
+#include "sim/report.h"
+#include "sim/trace.h"
+
+namespace pw::sim {
+
+struct StageCosts {
+  // Per virtual stage, for one micro-batch (ns).
+  std::vector<int64_t> forward_ns, backward_input_ns, backward_weight_ns;
+  std::vector<int64_t> allreduce_ns;   // per allreduce op of the stage; empty = 0
+  std::vector<int64_t> step_ns;        // per device; empty = 0
+  // Per virtual stage, bytes sent per micro-batch: activation_bytes[s] from s to s+1,
+  // gradient_bytes[s] from s to s-1 (activation_bytes.back() and gradient_bytes[0] unused).
+  std::vector<int64_t> activation_bytes, gradient_bytes;
+  // Memory model, per virtual stage (bytes); empty vectors mean 0.
+  std::vector<int64_t> weights_optimizer_bytes, parameter_bytes;
+  std::vector<int64_t> stash_bytes_per_micro_batch, input_bytes_per_micro_batch, working_bytes;
+  std::vector<uint8_t> recompute;      // per virtual stage; empty = none
+  int64_t samples_per_micro_batch = 1;
+
+  int num_stages() const { return static_cast<int>(forward_ns.size()); }
+  // Equal stages: F, B, W times and zeros elsewhere.
+  static StageCosts uniform(int num_stages, int64_t forward_ns, int64_t backward_input_ns,
+                            int64_t backward_weight_ns);
+  // Throws InputError if sizes do not match num_stages (or devices) or a value is negative.
+  void validate(int num_stages, int num_devices) const;
+};
+
+struct SimOptions {
+  int iterations = 1;
+  bool record_trace = false;   // events and memory samples
+  bool validate = true;        // run planner::validate_schedule first
+};
+
+struct SimResult {
+  Report report;
+  Trace trace;                 // empty unless record_trace
+};
+
+// Throws InputError for an invalid schedule, mismatched costs or iterations < 1.
+SimResult simulate(const planner::Schedule& schedule, const StageCosts& costs, const Network& network,
+                   const SimOptions& options = {});
+
+// The per-device op lists of K iterations of an asynchronous schedule, with micro-batch
+// indices global (k*m + j); see the header comment. Exposed for tests.
+std::vector<std::vector<planner::Op>> unroll_async(const planner::Schedule& schedule, int iterations);
+
+}  // namespace pw::sim
