@@ -84,7 +84,8 @@ int64_t get_int(const Json& obj, std::string_view key, const std::string& path, 
     x = static_cast<int64_t>(u);
   } else if (v.is_number_float()) {
     double d = v.get<double>();
-    if (!std::isfinite(d) || d != std::floor(d) || std::fabs(d) > 9.2e18)
+    if (!std::isfinite(d)) throw InputError(at + ": expected an integer, got a non-finite number");
+    if (d != std::floor(d) || std::fabs(d) > 9.2e18)
       throw InputError(at + ": expected an integer, got " + v.dump());
     x = static_cast<int64_t>(d);
   } else {
@@ -101,7 +102,7 @@ double get_number(const Json& obj, std::string_view key, const std::string& path
   const std::string at = join_path(path, key);
   if (!v.is_number()) throw InputError(at + ": expected a number, got " + json_type_name(v));
   double d = v.get<double>();
-  if (!std::isfinite(d)) throw InputError(at + ": expected a finite number, got " + v.dump());
+  if (!std::isfinite(d)) throw InputError(at + ": expected a finite number, got " + (std::isnan(d) ? "NaN" : "an infinity"));
   if (d < min_value) {
     std::ostringstream os;
     os << at << ": expected a number >= " << min_value << ", got " << d;
@@ -166,6 +167,12 @@ Json load_json_file(const std::string& file) {
                                            : "syntax error";
     throw InputError(file + ": invalid JSON at line " + std::to_string(line) + ", byte " +
                      std::to_string(e.byte) + ": " + what);
+  } catch (const Json::out_of_range& e) {
+    // nlohmann reports a literal like 1e999 as out_of_range 406 "number overflow parsing '1e999'".
+    std::string msg = e.what();
+    size_t at = msg.find("] ");
+    throw InputError(file + ": invalid JSON: " + (at == std::string::npos ? msg : msg.substr(at + 2)) +
+                     " (expected a finite number)");
   }
 }
 
