@@ -1,0 +1,312 @@
+#include "planner/replicated_dp.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+#include "models/error.h"
+
+namespace pw::planner {
+namespace {
+
+constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
+
+struct Cell {
+  double t = kNone;
+  int k = -1;      // split state (-1: one stage, the base case)
+  int mprev = -1;  // machine index of the prefix part A[i][k][mprev]
+  int np = 0;      // machines of the last stage (or of the base case)
+};
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+class Solver {
+ public:
+  Solver(const CutStates& s, const std::vector<ReplicatedLevel>& levels, const ReplicatedOptions& o)
+      : s_(s), levels_(levels), o_(o), n_(s.num_states()) {}
+
+  double ct(int level, int i, int j) const {
+    if (j < i) return kNone;
+    if (level == 0) {
+      int64_t c = s_.compute_ns[j] - (i == 0 ? 0 : s_.compute_ns[i - 1]);
+      return o_.quirks ? static_cast<double>(c) / 1e9 : static_cast<double>(c) * o_.time_scale;
+    }
+    return tables_[level][static_cast<size_t>(i) * n_ + j];
+  }
+  double diff(const std::vector<int64_t>& v, int i, int j) const {
+    return static_cast<double>(v[j] - (i == 0 ? 0 : v[i - 1]));
+  }
+
+  // Fills one start row of level `level`: A[j * M + m].
+  std::vector<Cell> solve_row(int level, int i) const {
+    const int M = levels_[level].machines;
+    const double B = levels_[level].bandwidth;
+    const double lat = levels_[level].latency_s;
+    const double w = level == 0 ? 1.0 : levels_[level - 1].machines;
+    const bool flat = levels_.size() == 1;
+    std::vector<Cell> A(static_cast<size_t>(n_) * M);
+    auto at = [&](int j, int m) -> Cell& { return A[static_cast<size_t>(j) * M + m]; };
+    auto allreduce = [&](int r, double P) {
+      return r > 1 ? 2.0 * (r - 1) / r * P / B + 2.0 * (r - 1) * lat : 0.0;
+    };
+    auto corrected_mem_ok = [&](int i0, int j, int r, int from_here) {
+      if (!o_.use_memory_constraint || !flat) return true;
+      const double P = diff(s_.parameter_bytes, i0, j);
+      const double act = diff(s_.stash_bytes, i0, j) * o_.activation_scale;
+      const int64_t inflight = ceil_div(from_here, r);
+      return P * o_.persistent_per_parameter_byte + (inflight - 1) * P + inflight * act <= o_.memory_bytes;
+    };
+    for (int j = i; j < n_; ++j) {
+      const double C = ct(level, i, j);
+      if (std::isnan(C)) continue;
+      const double P = diff(s_.parameter_bytes, i, j);
+      const int max_m = o_.straight ? 1 : M;
+      for (int m = 0; m < max_m; ++m) {
+        const int r = m + 1;
+        double t;
+        if (o_.quirks) {
+          const double stash = static_cast<double>(ceil_div(M - r, r)) * (diff(s_.activation_bytes, i, j) + P);
+          if (o_.use_memory_constraint && stash > o_.memory_bytes) continue;
+          const double dp = 4.0 * m * P / (B * r) / w;
+          t = (C + dp) / r;
+        } else {
+          if (!corrected_mem_ok(i, j, r, M)) continue;
+          t = (C + allreduce(r, P)) / r;
+          if (j < n_ - 1) t = std::max(t, (lat + s_.cut_bytes[j] * o_.activation_scale / B) / r);
+        }
+        at(j, m) = Cell{t, -1, -1, r};
+      }
+    }
+    const bool final_level = level + 1 == static_cast<int>(levels_.size());
+    (void)final_level;
+    for (int m = 1; m < M; ++m) {
+      for (int j = i + 1; j < n_; ++j) {
+        Cell best = at(j, m);
+        if (o_.fewer_machines && m > 0) {
+          const Cell& fewer = at(j, m - 1);
+          if (!std::isnan(fewer.t) && (std::isnan(best.t) || fewer.t < best.t)) best = fewer;
+        }
+        const double out_j = o_.quirks ? static_cast<double>(s_.out_bytes[j]) : s_.cut_bytes[j] * o_.activation_scale;
+        const bool has_out = j < n_ - 1;
+        for (int k : s_.preds[j]) {
+          if (k < i) continue;  // A[i][k] exists only for k >= i
+          if (i > 0 && s_.pred_set[i - 1].test(k)) continue;
+          const double Cl = ct(level, k + 1, j);
+          if (std::isnan(Cl)) continue;
+          const double bestv = std::isnan(best.t) ? std::numeric_limits<double>::infinity() : best.t;
+          if (Cl / m >= bestv) continue;  // every r' <= m gives at least Cl / r' >= bestv
+          const double out_k = o_.quirks ? static_cast<double>(s_.out_bytes[k]) : s_.cut_bytes[k] * o_.activation_scale;
+          const double Pl = diff(s_.parameter_bytes, k + 1, j);
+          const int max_mp = o_.straight ? 1 : m;
+          int min_mp = 1;
+          if (Cl > 0 && bestv < std::numeric_limits<double>::infinity())
+            min_mp = std::max(1, static_cast<int>(std::min<double>(Cl / bestv, m)));
+          for (int mp = min_mp; mp <= max_mp; ++mp) {
+            const Cell& prev = at(k, m - mp);
+            if (std::isnan(prev.t)) continue;
+            double t;
+            if (o_.quirks) {
+              const double stash = (diff(s_.activation_bytes, k + 1, j) + Pl) *
+                                   static_cast<double>(ceil_div(M - (m + 1), mp));
+              if (o_.use_memory_constraint && stash > o_.memory_bytes) continue;
+              const double last = (Cl + 4.0 * (mp - 1) * Pl / (B * mp)) / mp;
+              t = std::max(prev.t, last);
+              if (o_.activation_comm) {
+                t = std::max(t, 2.0 * out_k / (B * mp));
+                if (has_out) t = std::max(t, 2.0 * out_j / (B * mp));
+              }
+            } else {
+              if (!corrected_mem_ok(k + 1, j, mp, M - (m + 1) + mp)) continue;
+              const double comm = ((lat + out_k / B) + (has_out ? lat + out_j / B : 0.0)) / mp;
+              const double last = std::max((Cl + allreduce(mp, Pl)) / mp, comm);
+              t = std::max(prev.t, last);
+            }
+            if (std::isnan(best.t) || best.t > t) best = Cell{t, k, m - mp, mp};
+          }
+        }
+        at(j, m) = best;
+      }
+    }
+    return A;
+  }
+
+  ReplicatedResult run() {
+    ReplicatedResult res;
+    const int L = static_cast<int>(levels_.size());
+    tables_.assign(L, {});
+    for (int level = 0; level + 1 < L; ++level) {
+      const int M = levels_[level].machines;
+      std::vector<double> next(static_cast<size_t>(n_ + 1) * n_, kNone);
+      for (int i = 0; i <= n_; ++i) {
+        if (i == n_) break;
+        std::vector<Cell> row = solve_row(level, i);
+        for (int j = i; j < n_; ++j) next[static_cast<size_t>(i) * n_ + j] = row[static_cast<size_t>(j) * M + M - 1].t;
+      }
+      tables_[level + 1] = std::move(next);
+    }
+    const int M = levels_[L - 1].machines;
+    std::vector<Cell> top = solve_row(L - 1, 0);
+    const Cell& ans = top[static_cast<size_t>(n_ - 1) * M + M - 1];
+    if (std::isnan(ans.t)) return res;
+    res.feasible = true;
+    res.bottleneck_s = ans.t;
+    // Walk back from the outermost level; bases = first devices of the spans a segment runs on.
+    int64_t span = 1;
+    for (const auto& l : levels_) span *= l.machines;
+    std::ostringstream table;
+    table.precision(17);
+    struct Seg { int start, end; std::vector<int> bases; };
+    std::vector<Seg> segs{{0, n_, {0}}};
+    for (int level = L - 1; level >= 0; --level) {
+      const int Ml = levels_[level].machines;
+      int64_t gs = 1;
+      for (int t = 0; t < level; ++t) gs *= levels_[t].machines;
+      table << "Level " << level + 1 << "\n";
+      std::vector<Seg> next;
+      for (const Seg& seg : segs) {
+        std::vector<Cell> row = level == L - 1 ? top : solve_row(level, seg.start);
+        // Collect (start, end, machines) back to front.
+        std::vector<std::array<int, 3>> parts;
+        int j = seg.end - 1, m = Ml - 1;
+        while (true) {
+          const Cell& c = row[static_cast<size_t>(j) * Ml + m];
+          PW_CHECK(!std::isnan(c.t), "replicated DP reconstruction hit an empty cell");
+          if (c.k < 0) {
+            parts.push_back({seg.start, j + 1, c.np});
+            break;
+          }
+          parts.push_back({c.k + 1, j + 1, c.np});
+          j = c.k;
+          m = c.mprev;
+        }
+        std::reverse(parts.begin(), parts.end());
+        int machine = 0;
+        for (const auto& pt : parts) {
+          Seg child{pt[0], pt[1], {}};
+          for (int b : seg.bases)
+            for (int q = 0; q < pt[2]; ++q) child.bases.push_back(static_cast<int>(b + (machine + q) * gs));
+          machine += pt[2];
+          const double time = static_cast<double>(s_.compute_ns[pt[1] - 1] - (pt[0] == 0 ? 0 : s_.compute_ns[pt[0] - 1])) / 1e9;
+          table << "(" << pt[0] << ", " << pt[1] << ") " << time << " " << pt[2] << "\n";
+          next.push_back(std::move(child));
+        }
+      }
+      segs = std::move(next);
+    }
+    for (Seg& seg : segs) {
+      std::sort(seg.bases.begin(), seg.bases.end());
+      res.stages.push_back({seg.start, seg.end, seg.bases});
+    }
+    res.table = table.str();
+    return res;
+  }
+
+ private:
+  const CutStates& s_;
+  const std::vector<ReplicatedLevel>& levels_;
+  const ReplicatedOptions& o_;
+  int n_;
+  std::vector<std::vector<double>> tables_;
+};
+
+}  // namespace
+
+namespace {
+
+struct Evaluator {
+  const Solver& solver;
+  const CutStates& s;
+  const std::vector<ReplicatedLevel>& levels;
+  const ReplicatedOptions& o;
+
+  int64_t group_size(int level) const {
+    int64_t gs = 1;
+    for (int t = 0; t < level; ++t) gs *= levels[t].machines;
+    return gs;
+  }
+  // Level-`level` machine indices of a stage (same for every replica span).
+  std::vector<int> machines_of(int level, const ReplicatedStage& st) const {
+    std::vector<int> ms;
+    for (int d : st.devices) {
+      int mi = static_cast<int>((d / group_size(level)) % levels[level].machines);
+      if (std::find(ms.begin(), ms.end(), mi) == ms.end()) ms.push_back(mi);
+    }
+    std::sort(ms.begin(), ms.end());
+    return ms;
+  }
+  // Time of a segment made of `stages` on one level-`level` group.
+  double eval(int level, const std::vector<ReplicatedStage>& stages) const {
+    const int M = levels[level].machines;
+    const double B = levels[level].bandwidth;
+    const double lat = levels[level].latency_s;
+    const double w = level == 0 ? 1.0 : levels[level - 1].machines;
+    const int n = s.num_states();
+    std::vector<std::vector<ReplicatedStage>> parts;
+    std::vector<std::vector<int>> keys;
+    for (const auto& st : stages) {
+      auto key = machines_of(level, st);
+      if (parts.empty() || keys.back() != key) {
+        parts.emplace_back();
+        keys.push_back(key);
+      }
+      parts.back().push_back(st);
+    }
+    auto diff = [&](const std::vector<int64_t>& v, int a, int b) {
+      return static_cast<double>(v[b] - (a == 0 ? 0 : v[a - 1]));
+    };
+    double worst = 0;
+    int used = 0;
+    for (size_t q = 0; q < parts.size(); ++q) {
+      const int start = parts[q].front().start, end = parts[q].back().end;
+      const int r = static_cast<int>(keys[q].size());
+      used += r;
+      const double C = level == 0 ? solver.ct(0, start, end - 1) : eval(level - 1, parts[q]);
+      const double P = diff(s.parameter_bytes, start, end - 1);
+      double t;
+      if (o.quirks) {
+        const double out_in = static_cast<double>(start > 0 ? s.out_bytes[start - 1] : 0);
+        const double out_out = static_cast<double>(s.out_bytes[end - 1]);
+        if (q == 0) {
+          t = (C + 4.0 * (r - 1) * P / (B * r) / w) / r;
+        } else {
+          t = (C + 4.0 * (r - 1) * P / (B * r)) / r;
+          if (o.activation_comm) {
+            t = std::max(t, 2.0 * out_in / (B * r));
+            if (end < n) t = std::max(t, 2.0 * out_out / (B * r));
+          }
+        }
+      } else {
+        const double ar = r > 1 ? 2.0 * (r - 1) / r * P / B + 2.0 * (r - 1) * lat : 0.0;
+        const double in = q == 0 ? 0.0 : lat + s.cut_bytes[start - 1] * o.activation_scale / B;
+        const double out = end < n ? lat + s.cut_bytes[end - 1] * o.activation_scale / B : 0.0;
+        t = std::max((C + ar) / r, (in + out) / r);
+      }
+      worst = std::max(worst, t);
+    }
+    (void)used;
+    return worst;
+  }
+};
+
+}  // namespace
+
+double replicated_evaluate(const CutStates& s, const std::vector<ReplicatedLevel>& levels,
+                           const ReplicatedOptions& o, const std::vector<ReplicatedStage>& stages) {
+  Solver solver(s, levels, o);
+  Evaluator ev{solver, s, levels, o};
+  return ev.eval(static_cast<int>(levels.size()) - 1, stages);
+}
+
+ReplicatedResult replicated_partition(const CutStates& s, const std::vector<ReplicatedLevel>& levels,
+                                      const ReplicatedOptions& o) {
+  PW_CHECK(s.complete && s.num_states() > 0, "replicated_partition needs a complete state set");
+  PW_CHECK(!levels.empty(), "replicated_partition needs at least one level");
+  for (const auto& l : levels)
+    if (l.machines < 1 || !(l.bandwidth > 0)) throw InputError("levels: expected machines >= 1 and bandwidth > 0");
+  Solver solver(s, levels, o);
+  return solver.run();
+}
+
+}  // namespace pw::planner

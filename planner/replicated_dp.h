@@ -1,0 +1,78 @@
+// Replicated (PipeDream-style) partitioner: minimizes the steady-state time per mini-batch of
+// the slowest stage (1/throughput of an asynchronous 1F1B pipeline), choosing cuts among
+// CutStates and a data-parallel replica count per stage, on a hierarchy of levels solved
+// bottom-up (OPTIMIZER.md §3, §5): at level l a segment gets M_l "machines" (groups of the level
+// below); after level l a segment's cost becomes its best time on one whole level-l group.
+//
+// Two cost models (times in seconds per mini-batch, sizes in bytes):
+// - quirks = true: PipeDream's optimizer exactly (OPTIMIZER.md §2-§5, quirks included):
+//   base case (C + 4(r-1)P/(B r)/w)/r, last stage (C + 4(r-1)P/(B r))/r without /w,
+//   activation terms 2*out/(B r') only when activation_comm, its memory rule
+//   ceil((M-m)/r') * (activations + parameters) with Python-3 division, exact machine count unless
+//   fewer_machines, straight = one replica per stage and exactly M stages.
+// - quirks = false ("async", our corrected model): all-reduce 2(r-1)/r * P / B (+ latency) in
+//   both cases (the group shares its level-l link, so no /w), inter-stage traffic
+//   (in + out cut bytes)/B per direction plus latency, shared by the stage's r replicas and
+//   overlapped with compute (max), exact cut bytes (tensors consumed outside the downset).
+//   Memory (flat clusters): persistent optimizer bytes + (in_flight - 1) stashed weight versions
+//   + in_flight stashed activations, in_flight = ceil(devices from this stage on / r).
+//
+// Complexity: S states, M machines per level, E = sum_j |preds(j)| (<= S^2/2):
+// final level O(E * M^2 / 2), every inner level O(S * E * M^2 / 2) (all start rows are needed),
+// both pruned exactly: a candidate (k, r') is skipped when its lower bound C/r' (or its
+// transfer term) already reaches the incumbent, since only strictly better candidates replace it.
+// Memory O(S^2) doubles for the inner-level tables plus O(S * M) per row.
+// Thread-safety: a pure function.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "planner/cut_states.h"
+
+namespace pw::planner {
+
+struct ReplicatedLevel {
+  int machines = 1;          // M_l
+  double bandwidth = 1e9;    // bytes/s
+  double latency_s = 0;      // per transfer (corrected model only)
+};
+
+struct ReplicatedOptions {
+  bool quirks = true;
+  bool straight = false;
+  bool fewer_machines = false;
+  bool activation_comm = true;        // quirks: --activation_compression_ratio 1 given
+  bool use_memory_constraint = false;
+  double memory_bytes = 16e9;
+  // Corrected model only: scale of profile times/activations to one mini-batch, optimizer bytes
+  // per parameter byte (total / weight bytes).
+  double time_scale = 1e-9;           // profile ns -> seconds per mini-batch
+  double activation_scale = 1.0;
+  double persistent_per_parameter_byte = 4.0;
+};
+
+struct ReplicatedStage {
+  int start = 0, end = 0;    // state range [start, end) as PipeDream prints it: layers
+                             // members(end-1) minus members(start-1)
+  std::vector<int> devices;  // replicas, ascending device ids
+};
+
+struct ReplicatedResult {
+  bool feasible = false;
+  double bottleneck_s = 0;   // "Time per stage in pipeline"
+  std::vector<ReplicatedStage> stages;  // finest-level stages in pipeline order
+  std::string table;         // per level "(start, end) time replicas" lines
+};
+
+ReplicatedResult replicated_partition(const CutStates& s, const std::vector<ReplicatedLevel>& levels,
+                                      const ReplicatedOptions& o);
+
+// Re-evaluates a hierarchical plan: stages grouped per level by the device groups they occupy
+// (outer stages = maximal runs of stages on the same set of level-l groups). Returns the
+// bottleneck under the same cost model; used to check that printed plans reproduce the DP value.
+double replicated_evaluate(const CutStates& s, const std::vector<ReplicatedLevel>& levels,
+                           const ReplicatedOptions& o, const std::vector<ReplicatedStage>& stages);
+
+}  // namespace pw::planner
