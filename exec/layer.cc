@@ -1,0 +1,51 @@
+#include "exec/layer.h"
+
+#include "models/error.h"
+
+namespace pw::exec {
+
+int64_t Context::bytes() const {
+  int64_t b = 0;
+  for (const Tensor& t : saved) b += t.empty() ? 0 : t.bytes();
+  for (const Context& c : children) b += c.bytes();
+  return b;
+}
+
+void Context::clear() {
+  saved.clear();
+  children.clear();
+  batch = 0;
+  input_grads_done = false;
+}
+
+std::vector<Tensor> Layer::backward(Inputs in, Context& ctx, const Tensor& grad_out) {
+  std::vector<Tensor> grads = backward_input(in, ctx, grad_out);
+  backward_weight(in, ctx, grad_out);
+  return grads;
+}
+
+void Layer::zero_grad() {
+  for (Tensor* g : gradients()) g->fill(0.0f);
+}
+
+int64_t Layer::parameter_bytes() {
+  int64_t b = 0;
+  for (Tensor* p : parameters()) b += p->bytes();
+  return b;
+}
+
+void Layer::check_input(const Tensor& t, size_t index) const {
+  const auto shapes = input_shapes();
+  PW_CHECK(index < shapes.size(), "input index out of range");
+  const auto& want = shapes[index];
+  bool ok = t.shape().size() == want.size() + 1;
+  for (size_t i = 0; ok && i < want.size(); ++i) ok = t.shape()[i + 1] == want[i];
+  if (!ok) {
+    std::string w = "[batch";
+    for (int64_t d : want) w += "x" + std::to_string(d);
+    throw InputError("layer \"" + name() + "\": input " + std::to_string(index) + " has shape " +
+                     t.shape_string() + ", expected " + w + "]");
+  }
+}
+
+}  // namespace pw::exec

@@ -1,0 +1,190 @@
+#include "exec/layers/conv.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "exec/dnnl_util.h"
+#include "exec/layers/common.h"
+#include "models/error.h"
+
+namespace pw::exec {
+
+using dnnl::memory;
+using tag = dnnl::memory::format_tag;
+using dt = dnnl::memory::data_type;
+
+namespace {
+memory mem(const memory::desc& d, const float* p) {
+  return memory(d, cpu_engine(), const_cast<float*>(p));
+}
+void run(dnnl::primitive& p, std::unordered_map<int, memory> args) {
+  p.execute(cpu_stream(), args);
+  cpu_stream().wait();
+}
+}  // namespace
+
+struct Conv2d::Prims {
+  memory::desc src, dst, wei, bias;
+  dnnl::convolution_forward fwd;
+  dnnl::convolution_backward_data bwd_data;
+  dnnl::convolution_backward_weights bwd_weights;
+};
+
+Conv2d::Conv2d(models::LayerSpec spec, int64_t in_c, int64_t out_c, int64_t kernel, int64_t stride,
+               int64_t pad, int64_t in_h, int64_t in_w)
+    : Layer(std::move(spec)), in_c_(in_c), out_c_(out_c), k_(kernel), stride_(stride), pad_(pad),
+      in_h_(in_h), in_w_(in_w) {
+  if (in_c < 1 || out_c < 1 || kernel < 1 || stride < 1 || pad < 0 || in_h + 2 * pad < kernel ||
+      in_w + 2 * pad < kernel)
+    throw InputError("layer \"" + name() + "\": invalid conv2d attributes");
+  out_h_ = (in_h + 2 * pad - kernel) / stride + 1;
+  out_w_ = (in_w + 2 * pad - kernel) / stride + 1;
+  weight_ = Tensor::zeros({out_c, in_c, kernel, kernel});
+  grad_weight_ = Tensor::zeros({out_c, in_c, kernel, kernel});
+  bias_ = Tensor::zeros({out_c});
+  grad_bias_ = Tensor::zeros({out_c});
+}
+
+Conv2d::~Conv2d() = default;
+
+void Conv2d::init_parameters(uint64_t seed) {
+  Rng rng(seed);
+  fill_normal(weight_, rng, std::sqrt(2.0 / static_cast<double>(in_c_ * k_ * k_)));
+  bias_.fill(0.0f);
+}
+
+Conv2d::Prims& Conv2d::prims(int64_t batch) {
+  auto it = cache_.find(batch);
+  if (it != cache_.end()) return *it->second;
+  auto p = std::make_unique<Prims>();
+  p->src = memory::desc({batch, in_c_, in_h_, in_w_}, dt::f32, tag::nchw);
+  p->dst = memory::desc({batch, out_c_, out_h_, out_w_}, dt::f32, tag::nchw);
+  p->wei = memory::desc({out_c_, in_c_, k_, k_}, dt::f32, tag::oihw);
+  p->bias = memory::desc({out_c_}, dt::f32, tag::x);
+  const memory::dims strides{stride_, stride_}, pads{pad_, pad_};
+  auto& eng = cpu_engine();
+  dnnl::convolution_forward::primitive_desc fpd(
+      dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
+                                      dnnl::algorithm::convolution_direct, p->src, p->wei, p->bias,
+                                      p->dst, strides, pads, pads),
+      eng);
+  dnnl::convolution_backward_data::primitive_desc dpd(
+      dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct, p->src, p->wei,
+                                            p->dst, strides, pads, pads),
+      eng, fpd);
+  dnnl::convolution_backward_weights::primitive_desc wpd(
+      dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, p->src, p->wei,
+                                               p->bias, p->dst, strides, pads, pads),
+      eng, fpd);
+  p->fwd = dnnl::convolution_forward(fpd);
+  p->bwd_data = dnnl::convolution_backward_data(dpd);
+  p->bwd_weights = dnnl::convolution_backward_weights(wpd);
+  return *cache_.emplace(batch, std::move(p)).first->second;
+}
+
+Tensor Conv2d::forward(Inputs in, Context& ctx) {
+  ctx.clear();
+  const Tensor& x = *in[0];
+  check_input(x, 0);
+  Prims& p = prims(x.dim(0));
+  Tensor y({x.dim(0), out_c_, out_h_, out_w_});
+  run(p.fwd, {{DNNL_ARG_SRC, mem(p.src, x.data())},
+              {DNNL_ARG_WEIGHTS, mem(p.wei, weight_.data())},
+              {DNNL_ARG_BIAS, mem(p.bias, bias_.data())},
+              {DNNL_ARG_DST, mem(p.dst, y.data())}});
+  ctx.batch = x.dim(0);
+  return y;
+}
+
+std::vector<Tensor> Conv2d::backward_input(Inputs in, Context&, const Tensor& grad_out) {
+  const Tensor& x = *in[0];
+  Prims& p = prims(x.dim(0));
+  Tensor dx(x.shape());
+  run(p.bwd_data, {{DNNL_ARG_DIFF_DST, mem(p.dst, grad_out.data())},
+                   {DNNL_ARG_WEIGHTS, mem(p.wei, weight_.data())},
+                   {DNNL_ARG_DIFF_SRC, mem(p.src, dx.data())}});
+  std::vector<Tensor> r;
+  r.push_back(std::move(dx));
+  return r;
+}
+
+void Conv2d::backward_weight(Inputs in, Context&, const Tensor& grad_out) {
+  const Tensor& x = *in[0];
+  Prims& p = prims(x.dim(0));
+  Tensor dw(weight_.shape()), db(bias_.shape());
+  run(p.bwd_weights, {{DNNL_ARG_SRC, mem(p.src, x.data())},
+                      {DNNL_ARG_DIFF_DST, mem(p.dst, grad_out.data())},
+                      {DNNL_ARG_DIFF_WEIGHTS, mem(p.wei, dw.data())},
+                      {DNNL_ARG_DIFF_BIAS, mem(p.bias, db.data())}});
+  add_into(grad_weight_.data(), dw.data(), dw.numel());
+  add_into(grad_bias_.data(), db.data(), db.numel());
+}
+
+struct MaxPool::Prims {
+  memory::desc src, dst, ws;
+  dnnl::pooling_forward fwd;
+  dnnl::pooling_backward bwd;
+};
+
+MaxPool::MaxPool(models::LayerSpec spec, int64_t c, int64_t kernel, int64_t stride, int64_t in_h,
+                 int64_t in_w)
+    : Layer(std::move(spec)), c_(c), k_(kernel), stride_(stride), in_h_(in_h), in_w_(in_w) {
+  if (c < 1 || kernel < 1 || stride < 1 || in_h < kernel || in_w < kernel)
+    throw InputError("layer \"" + name() + "\": invalid max_pool attributes");
+  out_h_ = (in_h - kernel) / stride + 1;
+  out_w_ = (in_w - kernel) / stride + 1;
+}
+
+MaxPool::~MaxPool() = default;
+
+MaxPool::Prims& MaxPool::prims(int64_t batch) {
+  auto it = cache_.find(batch);
+  if (it != cache_.end()) return *it->second;
+  auto p = std::make_unique<Prims>();
+  p->src = memory::desc({batch, c_, in_h_, in_w_}, dt::f32, tag::nchw);
+  p->dst = memory::desc({batch, c_, out_h_, out_w_}, dt::f32, tag::nchw);
+  const memory::dims strides{stride_, stride_}, kernel{k_, k_}, pads{0, 0};
+  auto& eng = cpu_engine();
+  dnnl::pooling_forward::primitive_desc fpd(
+      dnnl::pooling_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::pooling_max,
+                                  p->src, p->dst, strides, kernel, pads, pads),
+      eng);
+  dnnl::pooling_backward::primitive_desc bpd(
+      dnnl::pooling_backward::desc(dnnl::algorithm::pooling_max, p->src, p->dst, strides, kernel,
+                                   pads, pads),
+      eng, fpd);
+  p->ws = fpd.workspace_desc();
+  p->fwd = dnnl::pooling_forward(fpd);
+  p->bwd = dnnl::pooling_backward(bpd);
+  return *cache_.emplace(batch, std::move(p)).first->second;
+}
+
+Tensor MaxPool::forward(Inputs in, Context& ctx) {
+  ctx.clear();
+  const Tensor& x = *in[0];
+  check_input(x, 0);
+  Prims& p = prims(x.dim(0));
+  Tensor y({x.dim(0), c_, out_h_, out_w_});
+  const int64_t ws_floats = std::max<int64_t>(1, static_cast<int64_t>((p.ws.get_size() + 3) / 4));
+  Tensor ws({ws_floats});
+  run(p.fwd, {{DNNL_ARG_SRC, mem(p.src, x.data())},
+              {DNNL_ARG_DST, mem(p.dst, y.data())},
+              {DNNL_ARG_WORKSPACE, memory(p.ws, cpu_engine(), ws.data())}});
+  ctx.saved.push_back(std::move(ws));
+  ctx.batch = x.dim(0);
+  return y;
+}
+
+std::vector<Tensor> MaxPool::backward_input(Inputs in, Context& ctx, const Tensor& grad_out) {
+  const Tensor& x = *in[0];
+  Prims& p = prims(x.dim(0));
+  Tensor dx(x.shape());
+  run(p.bwd, {{DNNL_ARG_DIFF_DST, mem(p.dst, grad_out.data())},
+              {DNNL_ARG_DIFF_SRC, mem(p.src, dx.data())},
+              {DNNL_ARG_WORKSPACE, memory(p.ws, cpu_engine(), ctx.saved.at(0).data())}});
+  std::vector<Tensor> r;
+  r.push_back(std::move(dx));
+  return r;
+}
+
+}  // namespace pw::exec

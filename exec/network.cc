@@ -1,0 +1,289 @@
+#include "exec/network.h"
+
+#include <algorithm>
+
+#include "exec/layers/common.h"
+#include "exec/layers/embedding.h"
+#include "exec/layers/linear.h"
+#include "models/error.h"
+
+namespace pw::exec {
+
+// ---------------------------------------------------------------- Network
+
+Network::Network(const models::Model& model, uint64_t seed) : model_(model) {
+  const auto& specs = model_.layers();
+  Embedding* embedding = nullptr;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const auto& spec = specs[i];
+    std::vector<std::vector<int64_t>> in;
+    for (const std::string& p : spec.inputs) in.push_back(specs.at(model_.index_of(p)).output_shape);
+    auto layer = make_layer(spec, in);
+    layer->init_parameters(mix_seed(seed, i + 1));
+    if (!embedding) embedding = dynamic_cast<Embedding*>(layer.get());
+    if (spec.kind == models::LayerKind::lm_head && spec.attr_or("tied", 0) != 0) {
+      if (!embedding)
+        throw InputError("layer \"" + spec.name + "\" (lm_head): tied = 1 but no embedding layer precedes it");
+      auto* head = static_cast<Linear*>(layer.get());
+      if (embedding->token_table()->shape() != std::vector<int64_t>{head->out_features(), head->in_features()})
+        throw InputError("layer \"" + spec.name + "\" (lm_head): tied to embedding \"" + embedding->name() +
+                         "\" whose table has shape " + embedding->token_table()->shape_string());
+      head->share_weight(embedding->token_table(), embedding->token_table_grad());
+    }
+    if (layer->is_loss()) {
+      auto shapes = layer->input_shapes();
+      target_shape_ = shapes.back();
+    }
+    layers_.push_back(std::move(layer));
+  }
+}
+
+std::vector<Tensor*> Network::parameters() {
+  std::vector<Tensor*> p;
+  for (auto& l : layers_)
+    for (Tensor* t : l->parameters()) p.push_back(t);
+  return p;
+}
+
+std::vector<Tensor*> Network::gradients() {
+  std::vector<Tensor*> g;
+  for (auto& l : layers_)
+    for (Tensor* t : l->gradients()) g.push_back(t);
+  return g;
+}
+
+void Network::zero_grad() {
+  for (auto& l : layers_) l->zero_grad();
+}
+
+int64_t Network::parameter_bytes() {
+  int64_t b = 0;
+  for (auto& l : layers_) b += l->parameter_bytes();
+  return b;
+}
+
+// ---------------------------------------------------------------- LayerRange
+
+struct LayerRange::MicroBatch {
+  std::vector<Tensor> inputs;    // boundary inputs
+  std::vector<Tensor> acts;      // per layer in range: output, if read inside the range
+  std::vector<Context> ctx;      // per layer in range
+  std::vector<Tensor> grad_out;  // per layer: output gradient kept from B until W
+  bool stashed = false;          // acts + ctx valid
+  bool input_done = false;       // B ran
+};
+
+LayerRange::LayerRange(Network& net, int begin, int end) : net_(net), begin_(begin), end_(end) {
+  if (begin < 0 || end > net.size() || begin >= end)
+    throw InputError("layer range [" + std::to_string(begin) + ", " + std::to_string(end) +
+                     ") is empty or outside the model's " + std::to_string(net.size()) + " layers");
+  const auto& model = net.model();
+  const auto& specs = model.layers();
+  const int n = end - begin;
+  sources_.resize(n);
+  read_inside_.assign(n, false);
+  auto boundary = [&](const std::string& name, std::vector<int64_t> shape) {
+    for (size_t k = 0; k < inputs_.size(); ++k)
+      if (inputs_[k].name == name) return -static_cast<int>(k) - 1;
+    inputs_.push_back({name, std::move(shape)});
+    return -static_cast<int>(inputs_.size());
+  };
+  for (int i = begin; i < end; ++i) {
+    Layer& layer = net.layer(i);
+    auto& src = sources_[i - begin];
+    if (specs[i].kind == models::LayerKind::input) src.push_back(boundary(kDataInput, specs[i].output_shape));
+    for (const std::string& p : specs[i].inputs) {
+      const int j = model.index_of(p);
+      if (j >= begin) {
+        src.push_back(j);
+        read_inside_[j - begin] = true;
+      } else {
+        src.push_back(boundary(p, specs[j].output_shape));
+      }
+    }
+    if (layer.is_loss()) {
+      src.push_back(boundary(kTargetInput, layer.input_shapes().back()));
+      has_loss_ = true;
+    }
+    PW_CHECK(static_cast<int>(src.size()) == layer.num_inputs(), "layer input count mismatch");
+  }
+  std::vector<bool> read_after(n, false), read_at_all(n, false);
+  for (const auto& e : model.edges()) {
+    if (e.from >= begin && e.from < end) {
+      read_at_all[e.from - begin] = true;
+      if (e.to >= end) read_after[e.from - begin] = true;
+    }
+  }
+  for (int i = 0; i < n; ++i)
+    if (read_after[i] || !read_at_all[i]) {
+      outputs_.push_back({specs[begin + i].name, specs[begin + i].output_shape});
+      output_layers_.push_back(begin + i);
+    }
+}
+
+LayerRange::~LayerRange() = default;
+
+void LayerRange::run_forward(MicroBatch& m, std::vector<Tensor>* outputs) {
+  const int n = end_ - begin_;
+  m.acts.clear();
+  m.acts.resize(n);
+  m.ctx.clear();
+  m.ctx.resize(n);
+  size_t next_out = 0;
+  std::vector<const Tensor*> ptrs;
+  for (int i = 0; i < n; ++i) {
+    ptrs.clear();
+    for (int s : sources_[i]) ptrs.push_back(s >= 0 ? &m.acts[s - begin_] : &m.inputs[-s - 1]);
+    Tensor y = net_.layer(begin_ + i).forward(ptrs, m.ctx[i]);
+    const bool is_output = next_out < output_layers_.size() && output_layers_[next_out] == begin_ + i;
+    if (is_output) {
+      ++next_out;
+      if (outputs) outputs->push_back(read_inside_[i] ? y.clone() : std::move(y));
+    }
+    if (read_inside_[i]) m.acts[i] = std::move(y);
+  }
+  m.stashed = true;
+}
+
+std::vector<Tensor> LayerRange::forward(int mb, std::vector<Tensor> inputs) {
+  PW_CHECK(!in_flight_.count(mb), "micro-batch " + std::to_string(mb) + " is already in flight");
+  if (inputs.size() != inputs_.size())
+    throw InputError("layer range: expected " + std::to_string(inputs_.size()) + " input tensors, got " +
+                     std::to_string(inputs.size()));
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const Tensor& t = inputs[k];
+    std::vector<int64_t> want = with_batch(t.empty() ? 0 : t.dim(0), inputs_[k].sample_shape);
+    if (t.empty() || t.shape() != want || t.dim(0) != inputs[0].dim(0))
+      throw InputError("layer range input \"" + inputs_[k].name + "\": shape " + t.shape_string() +
+                       " does not match [batch" + [&] {
+                         std::string s;
+                         for (int64_t d : inputs_[k].sample_shape) s += "x" + std::to_string(d);
+                         return s;
+                       }() + "]");
+  }
+  auto m = std::make_unique<MicroBatch>();
+  m->inputs = std::move(inputs);
+  std::vector<Tensor> outputs;
+  run_forward(*m, &outputs);
+  in_flight_.emplace(mb, std::move(m));
+  return outputs;
+}
+
+void LayerRange::run_backward(MicroBatch& m, std::vector<Tensor> grad_outputs, bool input,
+                              bool weight, std::vector<Tensor>* input_grads) {
+  const int n = end_ - begin_;
+  if (!m.stashed) run_forward(m, nullptr);
+  std::vector<Tensor> gacc(n);
+  if (input) {
+    PW_CHECK(grad_outputs.size() == outputs_.size(), "one gradient per range output expected");
+    for (size_t k = 0; k < outputs_.size(); ++k) gacc[output_layers_[k] - begin_] = std::move(grad_outputs[k]);
+    input_grads->clear();
+    input_grads->resize(inputs_.size());
+    m.grad_out.clear();
+    m.grad_out.resize(n);
+  }
+  std::vector<const Tensor*> ptrs;
+  for (int i = n - 1; i >= 0; --i) {
+    Layer& layer = net_.layer(begin_ + i);
+    ptrs.clear();
+    for (int s : sources_[i]) ptrs.push_back(s >= 0 ? &m.acts[s - begin_] : &m.inputs[-s - 1]);
+    if (!input) {  // W after B
+      if (!m.grad_out[i].empty()) layer.backward_weight(ptrs, m.ctx[i], m.grad_out[i]);
+      continue;
+    }
+    if (gacc[i].empty()) continue;  // no gradient reaches this layer's output
+    std::vector<Tensor> din = weight ? layer.backward(ptrs, m.ctx[i], gacc[i])
+                                     : layer.backward_input(ptrs, m.ctx[i], gacc[i]);
+    if (!weight && !layer.gradients().empty()) m.grad_out[i] = std::move(gacc[i]);
+    gacc[i] = Tensor();
+    for (size_t k = 0; k < din.size(); ++k) {
+      if (din[k].empty()) continue;
+      const int s = sources_[i][k];
+      Tensor& dst = s >= 0 ? gacc[s - begin_] : (*input_grads)[-s - 1];
+      if (dst.empty())
+        dst = std::move(din[k]);
+      else
+        add_into(dst.data(), din[k].data(), dst.numel());
+    }
+  }
+}
+
+std::vector<Tensor> LayerRange::backward_input(int mb, std::vector<Tensor> grad_outputs) {
+  auto it = in_flight_.find(mb);
+  PW_CHECK(it != in_flight_.end(), "backward of micro-batch " + std::to_string(mb) + " that is not in flight");
+  PW_CHECK(!it->second->input_done, "B of micro-batch " + std::to_string(mb) + " ran twice");
+  std::vector<Tensor> grads;
+  run_backward(*it->second, std::move(grad_outputs), true, false, &grads);
+  it->second->input_done = true;
+  return grads;
+}
+
+void LayerRange::backward_weight(int mb) {
+  auto it = in_flight_.find(mb);
+  PW_CHECK(it != in_flight_.end() && it->second->input_done,
+           "W of micro-batch " + std::to_string(mb) + " before its B");
+  run_backward(*it->second, {}, false, true, nullptr);
+  in_flight_.erase(it);
+}
+
+std::vector<Tensor> LayerRange::backward(int mb, std::vector<Tensor> grad_outputs) {
+  auto it = in_flight_.find(mb);
+  PW_CHECK(it != in_flight_.end() && !it->second->input_done,
+           "backward of micro-batch " + std::to_string(mb) + " that is not in flight");
+  std::vector<Tensor> grads;
+  run_backward(*it->second, std::move(grad_outputs), true, true, &grads);
+  in_flight_.erase(it);
+  return grads;
+}
+
+void LayerRange::drop_stash(int mb) {
+  auto it = in_flight_.find(mb);
+  PW_CHECK(it != in_flight_.end() && !it->second->input_done,
+           "drop_stash of micro-batch " + std::to_string(mb) + " not in flight or past its B");
+  it->second->acts.clear();
+  it->second->ctx.clear();
+  it->second->stashed = false;
+}
+
+void LayerRange::recompute(int mb) {
+  auto it = in_flight_.find(mb);
+  PW_CHECK(it != in_flight_.end(), "recompute of micro-batch " + std::to_string(mb) + " not in flight");
+  if (!it->second->stashed) run_forward(*it->second, nullptr);
+}
+
+void LayerRange::release(int mb) { in_flight_.erase(mb); }
+
+bool LayerRange::in_flight(int mb) const { return in_flight_.count(mb) > 0; }
+
+int LayerRange::num_in_flight() const { return static_cast<int>(in_flight_.size()); }
+
+int64_t LayerRange::stash_bytes(int mb) const {
+  auto it = in_flight_.find(mb);
+  if (it == in_flight_.end()) return 0;
+  const MicroBatch& m = *it->second;
+  int64_t b = 0;
+  for (const auto* v : {&m.inputs, &m.acts, &m.grad_out})
+    for (const Tensor& t : *v) b += t.empty() ? 0 : t.bytes();
+  for (const Context& c : m.ctx) b += c.bytes();
+  return b;
+}
+
+std::vector<Tensor*> LayerRange::parameters() {
+  std::vector<Tensor*> p;
+  for (int i = begin_; i < end_; ++i)
+    for (Tensor* t : net_.layer(i).parameters()) p.push_back(t);
+  return p;
+}
+
+std::vector<Tensor*> LayerRange::gradients() {
+  std::vector<Tensor*> g;
+  for (int i = begin_; i < end_; ++i)
+    for (Tensor* t : net_.layer(i).gradients()) g.push_back(t);
+  return g;
+}
+
+void LayerRange::zero_grad() {
+  for (int i = begin_; i < end_; ++i) net_.layer(i).zero_grad();
+}
+
+}  // namespace pw::exec
