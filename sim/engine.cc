@@ -1,6 +1,7 @@
 #include "sim/engine.h"
 
 #include <algorithm>
+#include <limits>
 #include <queue>
 
 #include "models/error.h"
@@ -58,10 +59,10 @@ std::vector<std::vector<Op>> unroll_async(const Schedule& s, int K) {
     const auto& L = s.device_ops[d];
     size_t lead = 0;
     while (lead < L.size() && L[lead].kind == OpKind::F) ++lead;
-    size_t last_f = 0;
-    for (size_t k = 0; k < L.size(); ++k)
-      if (L[k].kind == OpKind::F) last_f = k;
-    const size_t tail_begin = L.empty() ? 0 : std::max(lead, last_f + 1);
+    size_t trailing = 0;  // non-F ops at the end
+    while (trailing < L.size() - lead && L[L.size() - 1 - trailing].kind != OpKind::F) ++trailing;
+    // The drain: as many trailing ops as there are warm-up forwards to pair them with.
+    const size_t tail_begin = L.size() - std::min(lead, trailing);
     auto shifted = [&](size_t k, int it) {
       Op op = L[k];
       if (op.micro_batch >= 0) op.micro_batch += it * m;
@@ -74,8 +75,8 @@ std::vector<std::vector<Op>> unroll_async(const Schedule& s, int K) {
       for (size_t k = lead; k < tail_begin; ++k) o.push_back(shifted(k, it));
       const size_t nt = L.size() - tail_begin, nl = it + 1 < K ? lead : 0;
       for (size_t i = 0; i < std::max(nt, nl); ++i) {
-        if (i < nl) o.push_back(shifted(i, it + 1));
         if (i < nt) o.push_back(shifted(tail_begin + i, it));
+        if (i < nl) o.push_back(shifted(i, it + 1));
       }
     }
   }
@@ -118,7 +119,7 @@ class Engine {
     setup_stages(net);
     devs_.assign(D_, Dev{});
     stage_in_flight_.assign(S_, 0);
-    iter_end_.assign(K_, 0);
+    iter_start_.assign(K_, std::numeric_limits<int64_t>::max());
     for (int d = 0; d < D_; ++d) {
       devs_[d].first_start = -1;
       devs_[d].done = lists_[d]->empty();
@@ -311,7 +312,7 @@ class Engine {
     const int sp = async_ ? 1 : stamp(v.iter);
     v.busy_ns += now_ - v.cur_start;
     v.last_end = now_;
-    iter_end_[v.cur_iter] = std::max(iter_end_[v.cur_iter], now_);
+    iter_start_[v.cur_iter] = std::min(iter_start_[v.cur_iter], v.cur_start);
     if (o_.record_trace) {
       TraceEvent e;
       e.device = d;
@@ -371,7 +372,9 @@ class Engine {
       dr.peak_memory_bytes = v.peak;
       dr.max_in_flight = v.max_in_flight;
     }
-    finish_report(rep, iter_end_);
+    for (int64_t& t : iter_start_)
+      if (t == std::numeric_limits<int64_t>::max()) t = 0;
+    finish_report(rep, iter_start_);
     if (o_.record_trace) {
       trace_.source = "predicted";
       trace_.num_devices = D_;
@@ -394,7 +397,7 @@ class Engine {
   std::vector<int64_t> link_keys_, link_free_;
   std::vector<Dev> devs_;
   std::vector<int> stage_in_flight_;
-  std::vector<int64_t> iter_end_;
+  std::vector<int64_t> iter_start_;
   std::priority_queue<Event, std::vector<Event>, Later> heap_;
   uint64_t seq_ = 0;
   int64_t now_ = 0;

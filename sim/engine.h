@@ -23,8 +23,10 @@
 //
 // Iterations: synchronous schedules run their lists K times back to back (each device's
 // iteration k+1 follows its step of iteration k). Asynchronous schedules (pipedream-async,
-// 2bw) run the unbounded stream: each device's trailing backward ops of iteration k are
-// interleaved one-for-one with the leading (warm-up) forwards of iteration k+1.
+// 2bw) run the unbounded stream: on each device, the last n ops of iteration k (n = its
+// number of leading forwards, at most its number of trailing non-forward ops) are
+// interleaved one-for-one with the leading forwards of iteration k+1, backward first; for
+// 1f1b-shaped lists this is exactly the 1F1B stream of K*m micro-batches.
 #pragma once
 
 #include <cstdint>

@@ -8,7 +8,7 @@
 
 namespace pw::sim {
 
-void finish_report(Report& r, const std::vector<int64_t>& iteration_end_ns) {
+void finish_report(Report& r, const std::vector<int64_t>& iteration_start_ns) {
   r.cost_ns = 0;
   r.bottleneck_device = 0;
   r.makespan_ns = 0;
@@ -27,9 +27,9 @@ void finish_report(Report& r, const std::vector<int64_t>& iteration_end_ns) {
   r.bubble_rate = r.cost_ns > 0 ? static_cast<double>(r.cost_ns - r.devices[r.bottleneck_device].busy_ns) /
                                       static_cast<double>(r.cost_ns)
                                 : 0.0;
-  const int k = static_cast<int>(iteration_end_ns.size());
+  const int k = static_cast<int>(iteration_start_ns.size());
   double period = static_cast<double>(r.makespan_ns);
-  if (k > 1) period = static_cast<double>(iteration_end_ns[k - 1] - iteration_end_ns[0]) / (k - 1);
+  if (k > 1) period = static_cast<double>(iteration_start_ns[k - 1] - iteration_start_ns[0]) / (k - 1);
   r.iteration_ns = static_cast<int64_t>(period + 0.5);
   r.throughput_samples_per_s = period > 0 ? static_cast<double>(r.samples_per_iteration) * 1e9 / period : 0.0;
 }
@@ -45,7 +45,7 @@ Report summarize(const Trace& trace, const RunInfo& info) {
   r.samples_per_iteration = info.samples_per_micro_batch * info.num_micro_batches;
   r.devices.assign(trace.num_devices, DeviceReport{});
   std::vector<int64_t> first(trace.num_devices, std::numeric_limits<int64_t>::max());
-  std::vector<int64_t> iter_end(info.iterations, 0);
+  std::vector<int64_t> iter_start(info.iterations, std::numeric_limits<int64_t>::max());
   // In-flight deltas per device: (time, delta); -1 sorts before +1 at equal times.
   std::vector<std::vector<std::pair<int64_t, int>>> deltas(trace.num_devices);
   for (const TraceEvent& e : trace.events) {
@@ -57,7 +57,7 @@ Report summarize(const Trace& trace, const RunInfo& info) {
     first[e.device] = std::min(first[e.device], e.start_ns);
     dr.last_end_ns = std::max(dr.last_end_ns, e.end_ns);
     if (e.iteration >= 0 && e.iteration < info.iterations)
-      iter_end[e.iteration] = std::max(iter_end[e.iteration], e.end_ns);
+      iter_start[e.iteration] = std::min(iter_start[e.iteration], e.start_ns);
     using planner::OpKind;
     if (e.kind == OpKind::F) deltas[e.device].push_back({e.start_ns, +1});
     if (e.kind == OpKind::BW || e.kind == OpKind::W) deltas[e.device].push_back({e.end_ns, -1});
@@ -72,7 +72,9 @@ Report summarize(const Trace& trace, const RunInfo& info) {
   for (const MemorySample& m : trace.memory)
     if (m.device >= 0 && m.device < trace.num_devices)
       r.devices[m.device].peak_memory_bytes = std::max(r.devices[m.device].peak_memory_bytes, m.bytes);
-  finish_report(r, iter_end);
+  for (int64_t& t : iter_start)
+    if (t == std::numeric_limits<int64_t>::max()) t = 0;
+  finish_report(r, iter_start);
   return r;
 }
 

@@ -7,8 +7,9 @@
 //   bubble_rate = (cost_ns - busy_ns of that device) / cost_ns (0 when cost_ns == 0);
 //   makespan_ns = latest compute end (time 0 = start of the run);
 //   iteration_ns = makespan_ns for one iteration; for K > 1 iterations the steady-state
-//     period (end of iteration K-1 - end of iteration 0) / (K-1), an iteration's end being
-//     the latest end of its compute ops;
+//     period (start of iteration K-1 - start of iteration 0) / (K-1), an iteration's start
+//     being the earliest start of its compute ops (asynchronous schedules have no flush, so
+//     their last iteration drains; starts are periodic for both kinds);
 //   throughput_samples_per_s = samples_per_iteration / iteration_ns;
 //   peak_memory_bytes = the largest memory sample of the device;
 //   max_in_flight = the most micro-batches with F started and last backward (BW, or W when
@@ -67,9 +68,9 @@ struct RunInfo {
 Report summarize(const Trace& trace, const RunInfo& info);
 
 // Fills the derived fields (idle, cost, bubble, makespan, iteration time, throughput, peak)
-// from devices[*].busy/first_start/last_end/peak/in-flight and `iteration_end_ns` (per
-// iteration, the latest compute end). Shared by summarize() and the engine.
-void finish_report(Report& r, const std::vector<int64_t>& iteration_end_ns);
+// from devices[*].busy/first_start/last_end/peak/in-flight and `iteration_start_ns` (per
+// iteration, the earliest compute start). Shared by summarize() and the engine.
+void finish_report(Report& r, const std::vector<int64_t>& iteration_start_ns);
 
 // {"makespan_ms", "cost_ms", "iteration_ms", "bubble_rate", "throughput_samples_per_s",
 //  "peak_memory_bytes", "stages": [{"device", "busy_ms", "idle_ms", "span_ms",
