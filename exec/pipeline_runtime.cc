@@ -1,0 +1,161 @@
+#include "exec/pipeline_runtime.h"
+
+#include <algorithm>
+
+#include "exec/parallel.h"
+#include "models/error.h"
+#include "planner/schedule_validate.h"
+
+namespace pw::exec {
+
+PipelineRuntime::PipelineRuntime(planner::Schedule schedule, StageCompute& compute, RuntimeOptions options)
+    : schedule_(std::move(schedule)),
+      compute_(compute),
+      options_(std::move(options)),
+      transport_(std::max(1, schedule_.num_devices), options_.channel_capacity, options_.spin),
+      t0_(Clock::now()) {
+  planner::validate_schedule(schedule_);
+  if (compute_.num_stages() != schedule_.num_stages)
+    throw InputError("schedule has " + std::to_string(schedule_.num_stages) + " virtual stages but the model is split into " +
+                     std::to_string(compute_.num_stages()));
+  if (options_.vertical_sync && planner::is_synchronous(schedule_.kind))
+    throw InputError("vertical sync applies to asynchronous schedules only, not " +
+                     std::string(planner::to_string(schedule_.kind)));
+  const int D = schedule_.num_devices;
+  trace_.source = "measured";
+  trace_.num_devices = D;
+
+  if (options_.pin_threads) {
+    const Machine& m = Machine::instance();
+    placement_ = m.assign(D);
+    warning_ = oversubscription_warning(D, m.num_cores());
+  } else {
+    placement_.assign(D, CoreSet{});
+  }
+  for (int d = 0; d < D; ++d) {
+    WorkerConfig cfg;
+    cfg.device = d;
+    cfg.schedule = &schedule_;
+    cfg.compute = &compute_;
+    cfg.transport = &transport_;
+    cfg.async_steps = !planner::is_synchronous(schedule_.kind);
+    cfg.vertical_sync = options_.vertical_sync;
+    cfg.record_trace = options_.record_trace;
+    cfg.t0 = t0_;
+    workers_.push_back(std::make_unique<StageWorker>(cfg));
+  }
+  errors_.assign(D, nullptr);
+  pin_errors_.assign(D, "");
+  remaining_ = D;
+  for (int d = 0; d < D; ++d) threads_.emplace_back([this, d] { thread_main(d); });
+  // Wait until every thread is pinned so that warnings are complete.
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return remaining_ == 0; });
+  for (int d = 0; d < D; ++d)
+    if (!pin_errors_[d].empty())
+      warning_ += (warning_.empty() ? "" : "; ") + std::string("warning: device ") + std::to_string(d) +
+                  " not pinned: " + pin_errors_[d];
+}
+
+PipelineRuntime::~PipelineRuntime() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  for (auto& t : threads_) t.join();
+}
+
+void PipelineRuntime::thread_main(int device) {
+  const CoreSet cores = placement_[device];
+  std::string why;
+  if (options_.pin_threads && !cores.cores.empty() && !Machine::instance().bind_current_thread(cores, &why))
+    pin_errors_[device] = why;
+  if (options_.set_thread_count && !cores.cores.empty()) set_num_threads(static_cast<int>(cores.cores.size()));
+  if (options_.on_worker_start) options_.on_worker_start(device, cores);
+  uint64_t seen = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    --remaining_;
+  }
+  cv_.notify_all();
+  while (true) {
+    int iteration;
+    Clock::time_point deadline;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
+      if (stop_) return;
+      seen = generation_;
+      iteration = iteration_arg_;
+      deadline = deadline_arg_;
+    }
+    std::exception_ptr err;
+    try {
+      workers_[device]->run_iteration(iteration, deadline);
+    } catch (...) {
+      err = std::current_exception();
+      transport_.cancel();
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      errors_[device] = err;
+      --remaining_;
+    }
+    cv_.notify_all();
+  }
+}
+
+int64_t PipelineRuntime::run_iteration() {
+  const int D = schedule_.num_devices;
+  const auto start = Clock::now();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    iteration_arg_ = iterations_;
+    deadline_arg_ = options_.timeout.count() > 0 ? start + options_.timeout : Clock::time_point::max();
+    remaining_ = D;
+    std::fill(errors_.begin(), errors_.end(), nullptr);
+    ++generation_;
+  }
+  cv_.notify_all();
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return remaining_ == 0; });
+  }
+  const int64_t wall = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
+  // Collect events in device order (each device's list is in time order).
+  for (auto& w : workers_) {
+    trace_.events.insert(trace_.events.end(), w->events.begin(), w->events.end());
+    trace_.memory.insert(trace_.memory.end(), w->memory.begin(), w->memory.end());
+    w->events.clear();
+    w->memory.clear();
+  }
+  ++iterations_;
+  // Report the root cause: a compute error before a stall, a stall before the cancellations.
+  std::exception_ptr compute_error;
+  bool stalled = false, any_error = false;
+  for (auto& e : errors_) {
+    if (!e) continue;
+    any_error = true;
+    try {
+      std::rethrow_exception(e);
+    } catch (const TransportCancelled&) {
+    } catch (const PipelineStall&) {
+      stalled = true;
+    } catch (...) {
+      if (!compute_error) compute_error = e;
+    }
+  }
+  if (any_error) transport_.reset();
+  if (compute_error) std::rethrow_exception(compute_error);
+  if (stalled) {
+    std::string msg = "pipeline stalled after " + std::to_string(options_.timeout.count()) + " ms:";
+    for (int d = 0; d < D; ++d) msg += " device " + std::to_string(d) + " " + workers_[d]->status() + ";";
+    msg.pop_back();
+    throw PipelineStall(msg);
+  }
+  PW_CHECK(!any_error, "a worker was cancelled without a root cause");
+  return wall;
+}
+
+}  // namespace pw::exec

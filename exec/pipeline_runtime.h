@@ -1,0 +1,96 @@
+// PipelineRuntime: runs a Schedule on one worker thread per device, over an in-process
+// transport, driving a StageCompute; every op is timed into a sim::Trace.
+//
+// Construction validates the schedule (planner::validate_schedule: coverage, steps,
+// dependencies; throws InputError), starts one thread per device, pins it to its own cores
+// (hwloc, exec/pinning.h; a warning() is set when there are fewer cores than devices) and
+// sets its OpenMP thread count to its number of cores. Threads live until destruction.
+//
+// run_iteration() runs every device's op list once (one mini-batch) and returns when all are
+// done. If any worker fails (compute exception, stall past options.timeout), the transport is
+// cancelled, every worker unwinds, and the first failure is rethrown; a stall is reported as
+// PipelineStall naming where each device waits. After a failure the runtime may be reused.
+//
+// Update semantics come from the schedule: synchronous kinds step once per iteration (their
+// `step` op), asynchronous kinds (pipedream-async, 2bw) step after every backward.
+// Thread-safety: one controlling thread calls run_iteration / trace().
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "exec/pinning.h"
+#include "exec/stage_compute.h"
+#include "exec/stage_worker.h"
+#include "exec/transport_inproc.h"
+#include "planner/schedule.h"
+#include "sim/trace.h"
+
+namespace pw::exec {
+
+struct RuntimeOptions {
+  int channel_capacity = 4;                    // unexpected messages buffered per channel
+  std::chrono::nanoseconds spin = std::chrono::microseconds(50);  // spin before sleeping
+  std::chrono::milliseconds timeout{0};        // per iteration; 0 = wait forever
+  bool pin_threads = true;                     // hwloc binding of worker threads
+  bool set_thread_count = true;                // OpenMP threads per worker = its cores
+  bool record_trace = true;
+  bool vertical_sync = false;                  // PipeDream vertical sync (async kinds only)
+  // Optional: called on each worker thread after pinning (e.g. to warm up per-thread state).
+  std::function<void(int device, const CoreSet& cores)> on_worker_start;
+};
+
+class PipelineRuntime {
+ public:
+  using Clock = Transport::Clock;
+
+  PipelineRuntime(planner::Schedule schedule, StageCompute& compute, RuntimeOptions options = {});
+  ~PipelineRuntime();
+  PipelineRuntime(const PipelineRuntime&) = delete;
+  PipelineRuntime& operator=(const PipelineRuntime&) = delete;
+
+  // Runs iteration number iterations_run(); returns its wall time in nanoseconds.
+  int64_t run_iteration();
+  int iterations_run() const { return iterations_; }
+
+  const planner::Schedule& schedule() const { return schedule_; }
+  // Events and memory samples of every iteration so far; times in ns since construction.
+  const sim::Trace& trace() const { return trace_; }
+  const std::vector<CoreSet>& placement() const { return placement_; }
+  // Oversubscription or pinning warnings, "" if none.
+  const std::string& warning() const { return warning_; }
+
+ private:
+  void thread_main(int device);
+
+  planner::Schedule schedule_;
+  StageCompute& compute_;
+  RuntimeOptions options_;
+  InProcTransport transport_;
+  Clock::time_point t0_;
+  std::vector<std::unique_ptr<StageWorker>> workers_;
+  std::vector<CoreSet> placement_;
+  std::string warning_;
+  sim::Trace trace_;
+  int iterations_ = 0;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  uint64_t generation_ = 0;
+  int remaining_ = 0;
+  bool stop_ = false;
+  int iteration_arg_ = 0;
+  Clock::time_point deadline_arg_;
+  std::vector<std::exception_ptr> errors_;
+  std::vector<std::string> pin_errors_;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace pw::exec

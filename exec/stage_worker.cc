@@ -1,0 +1,174 @@
+#include "exec/stage_worker.h"
+
+#include "models/error.h"
+#include "planner/schedule_validate.h"
+
+namespace pw::exec {
+
+using planner::OpKind;
+using Clock = Transport::Clock;
+
+StageWorker::StageWorker(WorkerConfig cfg) : cfg_(cfg) {
+  PW_CHECK(cfg_.schedule && cfg_.compute && cfg_.transport, "StageWorker needs schedule, compute and transport");
+  const auto& sd = cfg_.schedule->stage_device;
+  for (int s = 0; s < static_cast<int>(sd.size()); ++s)
+    if (sd[s] == cfg_.device) my_stages_.push_back(s);
+}
+
+int64_t StageWorker::now_ns() const {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - cfg_.t0).count();
+}
+
+void StageWorker::sample_memory() {
+  if (!cfg_.record_trace) return;
+  int64_t total = 0;
+  for (int s : my_stages_) {
+    const int64_t b = cfg_.compute->memory_bytes(s);
+    if (b < 0) return;
+    total += b;
+  }
+  memory.push_back({cfg_.device, now_ns(), total});
+}
+
+void StageWorker::progress_sends() {
+  for (size_t i = 0; i < pending_.size();) {
+    if (pending_[i]->test()) {
+      pending_[i] = std::move(pending_.back());
+      pending_.pop_back();
+    } else {
+      ++i;
+    }
+  }
+}
+
+void StageWorker::flush_sends(Clock::time_point deadline) {
+  Transport& tr = *cfg_.transport;
+  while (true) {
+    const uint64_t epoch = tr.progress_epoch(cfg_.device);
+    progress_sends();
+    if (pending_.empty()) return;
+    status_ = "flushing " + std::to_string(pending_.size()) + " pending sends";
+    if (!tr.wait_for_progress(cfg_.device, epoch, deadline) && Clock::now() >= deadline)
+      throw PipelineStall("device " + std::to_string(cfg_.device) + " " + status_);
+  }
+}
+
+std::vector<Tensor> StageWorker::receive(int iteration, int src_stage, Direction dir, int micro_batch,
+                                         Clock::time_point deadline, int64_t* version) {
+  Transport& tr = *cfg_.transport;
+  const int src = cfg_.schedule->stage_device[src_stage];
+  const MessageTag tag{iteration, src_stage, micro_batch, dir};
+  auto req = tr.irecv(cfg_.device, src, tag);
+  while (true) {
+    const uint64_t epoch = tr.progress_epoch(cfg_.device);
+    if (req->test()) break;
+    progress_sends();
+    if (req->test()) break;
+    status_ = "at " + current_op_ + " waiting for " + to_string(tag) + " from device " + std::to_string(src);
+    if (!tr.wait_for_progress(cfg_.device, epoch, deadline) && Clock::now() >= deadline)
+      throw PipelineStall("device " + std::to_string(cfg_.device) + " " + status_);
+  }
+  Message msg = req->take();
+  if (cfg_.record_trace && src != cfg_.device) {
+    sim::TraceEvent ev;
+    ev.device = src;
+    ev.dst_device = cfg_.device;
+    ev.is_transfer = true;
+    ev.kind = dir == Direction::forward ? OpKind::F : OpKind::B;
+    ev.stage = src_stage;
+    ev.micro_batch = micro_batch;
+    ev.iteration = iteration;
+    ev.start_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                      Clock::time_point(std::chrono::nanoseconds(msg.send_time_ns)) - cfg_.t0)
+                      .count();
+    ev.end_ns = now_ns();
+    ev.bytes = msg.bytes();
+    events.push_back(ev);
+  }
+  if (version) *version = msg.weight_version;
+  return std::move(msg.tensors);
+}
+
+void StageWorker::send(int iteration, int stage, Direction dir, int micro_batch, std::vector<Tensor> payload,
+                       int64_t version) {
+  const int dst_stage = dir == Direction::forward ? stage + 1 : stage - 1;
+  const int dst = cfg_.schedule->stage_device[dst_stage];
+  Message msg;
+  msg.tensors = std::move(payload);
+  msg.weight_version = version;
+  msg.send_time_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+  auto req = cfg_.transport->isend(cfg_.device, dst, MessageTag{iteration, stage, micro_batch, dir}, std::move(msg));
+  if (!req->test()) pending_.push_back(std::move(req));
+}
+
+void StageWorker::run_iteration(int iteration, Clock::time_point deadline) {
+  const planner::Schedule& sch = *cfg_.schedule;
+  const int last = sch.num_stages - 1;
+  StageCompute& comp = *cfg_.compute;
+  status_ = "starting";
+  for (const planner::Op& op : sch.device_ops[cfg_.device]) {
+    current_op_ = planner::op_label(op);
+    OpContext ctx{iteration, op.stage, op.micro_batch, -1};
+    int64_t start = -1;
+    switch (op.kind) {
+      case OpKind::F: {
+        std::vector<Tensor> in;
+        if (op.stage > 0) {
+          in = receive(iteration, op.stage - 1, Direction::forward, op.micro_batch, deadline, &ctx.weight_version);
+        } else if (cfg_.vertical_sync) {
+          ctx.weight_version = comp.weight_version(0);
+        }
+        start = now_ns();
+        std::vector<Tensor> out = comp.forward(ctx, std::move(in));
+        if (op.stage < last) send(iteration, op.stage, Direction::forward, op.micro_batch, std::move(out), ctx.weight_version);
+        break;
+      }
+      case OpKind::B:
+      case OpKind::BW: {
+        std::vector<Tensor> grad;
+        if (op.stage < last) grad = receive(iteration, op.stage + 1, Direction::backward, op.micro_batch, deadline, nullptr);
+        start = now_ns();
+        std::vector<Tensor> out = op.kind == OpKind::B ? comp.backward_input(ctx, std::move(grad))
+                                                       : comp.backward(ctx, std::move(grad));
+        if (op.stage > 0) send(iteration, op.stage, Direction::backward, op.micro_batch, std::move(out), -1);
+        if (op.kind == OpKind::BW && cfg_.async_steps) comp.step(op.stage, iteration);
+        break;
+      }
+      case OpKind::W:
+        start = now_ns();
+        comp.backward_weight(ctx);
+        if (cfg_.async_steps) comp.step(op.stage, iteration);
+        break;
+      case OpKind::step:
+        start = now_ns();
+        if (op.stage >= 0) {
+          comp.step(op.stage, iteration);
+        } else {
+          for (int s : my_stages_) comp.step(s, iteration);
+        }
+        break;
+      case OpKind::send:
+      case OpKind::recv:
+      case OpKind::allreduce:
+        throw InputError("schedule: op " + current_op_ + " on device " + std::to_string(cfg_.device) +
+                         " is not supported by the runtime (communication is implicit, stages are not replicated)");
+    }
+    if (cfg_.record_trace) {
+      sim::TraceEvent ev;
+      ev.device = cfg_.device;
+      ev.kind = op.kind;
+      ev.stage = op.stage;
+      ev.micro_batch = op.micro_batch;
+      ev.iteration = iteration;
+      ev.start_ns = start;
+      ev.end_ns = now_ns();
+      events.push_back(ev);
+      sample_memory();
+    }
+    progress_sends();
+  }
+  flush_sends(deadline);
+  status_ = "done";
+}
+
+}  // namespace pw::exec

@@ -1,0 +1,79 @@
+// StageWorker: executes one device's op list of a Schedule for one iteration, on the calling
+// thread (the runtime gives each worker its own pinned thread).
+//
+// Per op: F(s, j) receives the payload of s-1 (unless s == 0), calls compute.forward, sends
+// the result to the device of s+1 (unless s is last). B / BW(s, j) receive the gradient
+// payload of s+1 (unless s is last) and send theirs to s-1 (unless s == 0). W and step call
+// the compute. Sends never block (pending sends progress while the worker waits for its next
+// input, and are flushed before the iteration ends).
+// Asynchronous schedules (no step ops) get one compute.step(s) after every backward of s
+// that completes the micro-batch (BW, or W), i.e. PipeDream's per-micro-batch update.
+//
+// Timing: an op's event spans from the moment its input is available to the moment its
+// output has been handed to the transport; waiting is not part of the op. Every received
+// cross-device payload is also recorded as a transfer event (send call -> receive), and after
+// every op the device's memory (sum of compute.memory_bytes over its stages) is sampled.
+// Times are nanoseconds since `t0`.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "exec/stage_compute.h"
+#include "exec/transport.h"
+#include "planner/schedule.h"
+#include "sim/trace.h"
+
+namespace pw::exec {
+
+// Thrown when a worker waits past the iteration deadline (a deadlock or a stuck peer).
+class PipelineStall : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct WorkerConfig {
+  int device = 0;
+  const planner::Schedule* schedule = nullptr;  // not owned; outlives the worker
+  StageCompute* compute = nullptr;
+  Transport* transport = nullptr;
+  bool async_steps = false;      // step after each backward (asynchronous kinds)
+  bool vertical_sync = false;    // tag payloads with stage 0's weight version
+  bool record_trace = true;
+  Transport::Clock::time_point t0;
+};
+
+class StageWorker {
+ public:
+  explicit StageWorker(WorkerConfig cfg);
+
+  // Throws PipelineStall past `deadline`, TransportCancelled when the run was cancelled, and
+  // whatever the compute throws.
+  void run_iteration(int iteration, Transport::Clock::time_point deadline);
+
+  int device() const { return cfg_.device; }
+  // Where the worker is (for stall reports): "at F(1,3) waiting for it 0 stage 0 mb 3 fwd from
+  // device 0", "done". Read only after run_iteration returned or threw.
+  const std::string& status() const { return status_; }
+
+  std::vector<sim::TraceEvent> events;   // appended per iteration; the runtime drains them
+  std::vector<sim::MemorySample> memory;
+
+ private:
+  std::vector<Tensor> receive(int iteration, int src_stage, Direction dir, int micro_batch,
+                              Transport::Clock::time_point deadline, int64_t* version);
+  void send(int iteration, int stage, Direction dir, int micro_batch, std::vector<Tensor> payload,
+            int64_t version);
+  void progress_sends();
+  void flush_sends(Transport::Clock::time_point deadline);
+  int64_t now_ns() const;
+  void sample_memory();
+
+  WorkerConfig cfg_;
+  std::vector<int> my_stages_;
+  std::vector<std::unique_ptr<Request>> pending_;
+  std::string status_;
+  std::string current_op_;
+};
+
+}  // namespace pw::exec
