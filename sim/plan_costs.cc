@@ -1,0 +1,163 @@
+#include "sim/plan_costs.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "models/error.h"
+#include "planner/schedule_gen.h"
+
+namespace pw::sim {
+
+namespace {
+
+int pipeline_devices(const planner::Plan& plan) {
+  const int S = plan.num_stages();
+  if (plan.chunks < 1 || S % plan.chunks != 0)
+    throw InputError("plan: " + std::to_string(S) + " stages are not a multiple of chunks = " +
+                     std::to_string(plan.chunks));
+  return S / plan.chunks;
+}
+
+int64_t allreduce_ns(const planner::StagePlan& st, int64_t bytes, const models::Cluster* cluster) {
+  const int r = st.replicas();
+  if (r <= 1 || cluster == nullptr) return 0;
+  for (int d : st.devices)
+    if (d < 0 || d >= cluster->num_devices())
+      throw InputError("plan: device " + std::to_string(d) + " not in cluster \"" + cluster->name() + "\"");
+  const int level = cluster->level_between(st.devices[0], st.devices[1]);
+  if (level < 0) return 0;
+  const models::Level& l = cluster->levels()[level];
+  const double t = 2.0 * (r - 1) / r * static_cast<double>(bytes) * 1e9 / l.bandwidth_bytes_per_s +
+                   2.0 * (r - 1) * static_cast<double>(l.latency_ns);
+  return static_cast<int64_t>(std::llround(t));
+}
+
+}  // namespace
+
+StageCosts stage_costs_from_plan(const planner::Plan& plan, const models::Profile& profile,
+                                 const models::Cluster* cluster) {
+  const int S = plan.num_stages();
+  pipeline_devices(plan);
+  const int L = static_cast<int>(profile.layers.size());
+  if (plan.micro_batch_size < 1) throw InputError("plan: micro_batch_size must be >= 1");
+  if (profile.micro_batch < 1) throw InputError("profile: micro_batch must be >= 1");
+  for (int k = 0; k < S; ++k) {
+    const planner::StagePlan& st = plan.stages[k];
+    const std::string at = "plan stage " + std::to_string(k);
+    if (st.first_layer < 0 || st.end_layer > L || st.first_layer >= st.end_layer)
+      throw InputError(at + ": layers [" + std::to_string(st.first_layer) + "," + std::to_string(st.end_layer) +
+                       ") not in the profile of \"" + profile.model + "\" (" + std::to_string(L) + " layers)");
+    for (size_t i = 0; i < st.layer_names.size(); ++i) {
+      const int li = st.first_layer + static_cast<int>(i);
+      if (li >= st.end_layer || profile.layers[li].name != st.layer_names[i])
+        throw InputError(at + ": layer \"" + st.layer_names[i] + "\" is not layer " + std::to_string(li) +
+                         " of the profile of \"" + profile.model + "\"" +
+                         (profile.index_of(st.layer_names[i]) < 0 ? " (the profile lacks it)" : ""));
+    }
+  }
+  if (plan.stages.back().end_layer != L)
+    throw InputError("plan: stages end at layer " + std::to_string(plan.stages.back().end_layer) +
+                     " but the profile of \"" + profile.model + "\" has " + std::to_string(L) + " layers");
+  const double scale = static_cast<double>(plan.micro_batch_size) / static_cast<double>(profile.micro_batch);
+  auto scaled = [scale](int64_t v) { return static_cast<int64_t>(std::llround(static_cast<double>(v) * scale)); };
+
+  StageCosts c;
+  c.samples_per_micro_batch = plan.micro_batch_size;
+  c.forward_ns.assign(S, 0);
+  c.backward_input_ns.assign(S, 0);
+  c.backward_weight_ns.assign(S, 0);
+  c.activation_bytes.assign(S, 0);
+  c.gradient_bytes.assign(S, 0);
+  c.allreduce_ns.assign(S, 0);
+  c.weights_optimizer_bytes.assign(S, 0);
+  c.parameter_bytes.assign(S, 0);
+  c.stash_bytes_per_micro_batch.assign(S, 0);
+  c.input_bytes_per_micro_batch.assign(S, 0);
+  c.working_bytes.assign(S, 0);
+  c.recompute.assign(S, 0);
+  // The last layer each layer's output is needed by.
+  std::vector<int> last_use(L, -1);
+  for (const models::Edge& e : profile.edges) last_use[e.from] = std::max(last_use[e.from], e.to);
+  for (int k = 0; k < S; ++k) {
+    const planner::StagePlan& st = plan.stages[k];
+    int64_t f = 0, b = 0, w = 0, stash = 0, params = 0, opt = 0, work = 0, loaded = 0;
+    for (int li = st.first_layer; li < st.end_layer; ++li) {
+      const models::LayerProfile& l = profile.layers[li];
+      if (l.is_data_loading) {
+        loaded += l.output_bytes;
+      } else {
+        f += l.forward_ns;
+        b += l.backward_input_ns;
+        w += l.backward_weight_ns;
+      }
+      stash += l.stash_bytes;
+      params += l.parameter_bytes;
+      opt += l.optimizer_bytes;
+      work = std::max(work, l.workspace_bytes);
+    }
+    c.forward_ns[k] = scaled(f);
+    c.backward_input_ns[k] = scaled(b);
+    c.backward_weight_ns[k] = scaled(w);
+    c.stash_bytes_per_micro_batch[k] = scaled(stash);
+    c.working_bytes[k] = scaled(work);
+    c.parameter_bytes[k] = params;
+    c.weights_optimizer_bytes[k] = 2 * params + opt;
+    c.recompute[k] = st.recompute ? 1 : 0;
+    c.allreduce_ns[k] = allreduce_ns(st, params, cluster);
+    if (k == 0) c.input_bytes_per_micro_batch[k] = scaled(loaded);
+    if (k + 1 < S) {
+      const int cut = st.end_layer;
+      int64_t act = 0, grad = 0;
+      for (int li = 0; li < cut; ++li)
+        if (last_use[li] >= cut) {
+          act += profile.layers[li].output_bytes;
+          if (!profile.layers[li].is_data_loading) grad += profile.layers[li].output_bytes;
+        }
+      c.activation_bytes[k] = scaled(act);
+      c.gradient_bytes[k + 1] = scaled(grad);
+      c.input_bytes_per_micro_batch[k + 1] = scaled(act);
+    }
+  }
+  return c;
+}
+
+StageCosts stage_costs_from_predictions(const planner::Plan& plan) {
+  const int S = plan.num_stages();
+  pipeline_devices(plan);
+  StageCosts c = StageCosts::uniform(S, 0, 0, 0);
+  c.samples_per_micro_batch = std::max<int64_t>(1, plan.micro_batch_size);
+  c.allreduce_ns.assign(S, 0);
+  c.weights_optimizer_bytes.assign(S, 0);
+  for (int k = 0; k < S; ++k) {
+    const planner::StagePrediction& p = plan.stages[k].predicted;
+    c.forward_ns[k] = p.forward_ns;
+    c.backward_input_ns[k] = p.backward_ns;
+    c.allreduce_ns[k] = p.allreduce_ns;
+    c.weights_optimizer_bytes[k] = p.weights_optimizer_bytes;
+  }
+  return c;
+}
+
+planner::Schedule schedule_for_plan(const planner::Plan& plan, const StageCosts& costs) {
+  const int p = pipeline_devices(plan);
+  planner::Schedule s = planner::make_schedule(plan.schedule, p, plan.num_micro_batches, plan.chunks);
+  if (costs.allreduce_ns.empty()) return s;
+  for (int d = 0; d < p; ++d) {
+    auto& ops = s.device_ops[d];
+    const bool has_step = !ops.empty() && ops.back().kind == planner::OpKind::step;
+    for (int k = d; k < s.num_stages; k += p)
+      if (costs.allreduce_ns[k] > 0)
+        ops.insert(has_step ? ops.end() - 1 : ops.end(), planner::Op{planner::OpKind::allreduce, k, -1, -1, 0});
+  }
+  return s;
+}
+
+Network network_for_plan(const planner::Plan& plan, const models::Cluster* cluster) {
+  if (cluster == nullptr) return Network{};
+  const int p = pipeline_devices(plan);
+  std::vector<int> device_of(p);
+  for (int d = 0; d < p; ++d) device_of[d] = plan.stages[d].devices.at(0);
+  return Network::from_cluster(*cluster, std::move(device_of));
+}
+
+}  // namespace pw::sim

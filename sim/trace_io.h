@@ -1,0 +1,32 @@
+// Trace file formats.
+//
+// - to_json / trace_from_json: {"format": "pipewright.trace/1", "source", "num_devices",
+//   "events": [{"device", "op", "stage", "micro_batch", "iteration", "start_ns", "end_ns",
+//   ["bytes", "dst_device", "transfer": true]}], "memory": [[device, time_ns, bytes], ...]}.
+// - chrome_trace_json: Chrome trace-event JSON (Perfetto, chrome://tracing): process 0
+//   "devices" has one thread (track) per device with complete ("X") events named "F3",
+//   "B3", "W3", "BW3", "step", "allreduce" (3 = micro-batch); process 1 "transfers" has
+//   one track per directed link "d0->d1"; memory as counter ("C") events per device.
+//   Timestamps in microseconds (fractional: ns precision).
+// - timeline_svg: a standalone SVG timeline, one row per device, one colour per op kind,
+//   micro-batch numbers in the boxes that are wide enough, a time axis in ms, a legend and
+//   a title carrying the bubble rate. Compute events only (transfers would overlap them).
+#pragma once
+
+#include <string>
+
+#include "models/json_util.h"
+#include "sim/report.h"
+#include "sim/trace.h"
+
+namespace pw::sim {
+
+void to_json(Json& j, const Trace& t);
+Trace trace_from_json(const Json& j);
+
+Json chrome_trace_json(const Trace& t);
+
+// `title` heads the picture; the report supplies the bubble rate and makespan.
+std::string timeline_svg(const Trace& t, const Report& r, const std::string& title);
+
+}  // namespace pw::sim
