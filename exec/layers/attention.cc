@@ -156,7 +156,7 @@ Tensor Attention::backward_parts(const Tensor& x, Context& ctx, const Tensor& gr
 }
 
 void Attention::weight_parts(const Tensor& x, Context& ctx, const Tensor& grad_out) {
-  PW_CHECK(ctx.saved.size() == 3, "attention W before its input gradients were computed");
+  PW_CHECK(ctx.saved.size() >= 3, "attention W before its input gradients were computed");
   const Tensor* ain[] = {&ctx.saved.at(1)};
   proj_->backward_weight(ain, ctx.children[1], grad_out);
   const Tensor* xin[] = {&x};

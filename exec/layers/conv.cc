@@ -31,9 +31,9 @@ struct Conv2d::Prims {
 };
 
 Conv2d::Conv2d(models::LayerSpec spec, int64_t in_c, int64_t out_c, int64_t kernel, int64_t stride,
-               int64_t pad, int64_t in_h, int64_t in_w)
+               int64_t pad, int64_t in_h, int64_t in_w, bool bias)
     : Layer(std::move(spec)), in_c_(in_c), out_c_(out_c), k_(kernel), stride_(stride), pad_(pad),
-      in_h_(in_h), in_w_(in_w) {
+      in_h_(in_h), in_w_(in_w), has_bias_(bias) {
   if (in_c < 1 || out_c < 1 || kernel < 1 || stride < 1 || pad < 0 || in_h + 2 * pad < kernel ||
       in_w + 2 * pad < kernel)
     throw InputError("layer \"" + name() + "\": invalid conv2d attributes");
@@ -46,6 +46,16 @@ Conv2d::Conv2d(models::LayerSpec spec, int64_t in_c, int64_t out_c, int64_t kern
 }
 
 Conv2d::~Conv2d() = default;
+
+std::vector<Tensor*> Conv2d::parameters() {
+  if (has_bias_) return {&weight_, &bias_};
+  return {&weight_};
+}
+
+std::vector<Tensor*> Conv2d::gradients() {
+  if (has_bias_) return {&grad_weight_, &grad_bias_};
+  return {&grad_weight_};
+}
 
 void Conv2d::init_parameters(uint64_t seed) {
   Rng rng(seed);
@@ -117,7 +127,7 @@ void Conv2d::backward_weight(Inputs in, Context&, const Tensor& grad_out) {
                       {DNNL_ARG_DIFF_WEIGHTS, mem(p.wei, dw.data())},
                       {DNNL_ARG_DIFF_BIAS, mem(p.bias, db.data())}});
   add_into(grad_weight_.data(), dw.data(), dw.numel());
-  add_into(grad_bias_.data(), db.data(), db.numel());
+  if (has_bias_) add_into(grad_bias_.data(), db.data(), db.numel());
 }
 
 struct MaxPool::Prims {
@@ -126,13 +136,14 @@ struct MaxPool::Prims {
   dnnl::pooling_backward bwd;
 };
 
-MaxPool::MaxPool(models::LayerSpec spec, int64_t c, int64_t kernel, int64_t stride, int64_t in_h,
-                 int64_t in_w)
-    : Layer(std::move(spec)), c_(c), k_(kernel), stride_(stride), in_h_(in_h), in_w_(in_w) {
-  if (c < 1 || kernel < 1 || stride < 1 || in_h < kernel || in_w < kernel)
+MaxPool::MaxPool(models::LayerSpec spec, int64_t c, int64_t kernel, int64_t stride, int64_t pad,
+                 int64_t in_h, int64_t in_w)
+    : Layer(std::move(spec)), c_(c), k_(kernel), stride_(stride), pad_(pad), in_h_(in_h), in_w_(in_w) {
+  if (c < 1 || kernel < 1 || stride < 1 || pad < 0 || pad >= kernel || in_h + 2 * pad < kernel ||
+      in_w + 2 * pad < kernel)
     throw InputError("layer \"" + name() + "\": invalid max_pool attributes");
-  out_h_ = (in_h - kernel) / stride + 1;
-  out_w_ = (in_w - kernel) / stride + 1;
+  out_h_ = (in_h + 2 * pad - kernel) / stride + 1;
+  out_w_ = (in_w + 2 * pad - kernel) / stride + 1;
 }
 
 MaxPool::~MaxPool() = default;
@@ -143,7 +154,7 @@ MaxPool::Prims& MaxPool::prims(int64_t batch) {
   auto p = std::make_unique<Prims>();
   p->src = memory::desc({batch, c_, in_h_, in_w_}, dt::f32, tag::nchw);
   p->dst = memory::desc({batch, c_, out_h_, out_w_}, dt::f32, tag::nchw);
-  const memory::dims strides{stride_, stride_}, kernel{k_, k_}, pads{0, 0};
+  const memory::dims strides{stride_, stride_}, kernel{k_, k_}, pads{pad_, pad_};
   auto& eng = cpu_engine();
   dnnl::pooling_forward::primitive_desc fpd(
       dnnl::pooling_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::pooling_max,

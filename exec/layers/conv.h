@@ -1,5 +1,5 @@
-// conv2d (attrs in_c, out_c, kernel, stride, pad, in_h, in_w; with bias) and max_pool (attrs c,
-// kernel, stride, in_h, in_w; no padding) on NCHW activations, from oneDNN convolution and
+// conv2d (attrs in_c, out_c, kernel, stride, pad, in_h, in_w, bias 0/1) and max_pool (attrs c,
+// kernel, stride, pad, in_h, in_w) on NCHW activations, from oneDNN convolution and
 // pooling primitives (created once per micro-batch size and cached in the layer).
 // conv2d context: nothing (B reads the weights, W the input). max_pool context: oneDNN's
 // workspace (argmax positions), kept as a float tensor of enough bytes.
@@ -15,28 +15,30 @@ namespace pw::exec {
 class Conv2d : public Layer {
  public:
   Conv2d(models::LayerSpec spec, int64_t in_c, int64_t out_c, int64_t kernel, int64_t stride,
-         int64_t pad, int64_t in_h, int64_t in_w);
+         int64_t pad, int64_t in_h, int64_t in_w, bool bias = true);
   ~Conv2d() override;
   std::vector<std::vector<int64_t>> input_shapes() const override { return {{in_c_, in_h_, in_w_}}; }
   std::vector<int64_t> output_sample_shape() const { return {out_c_, out_h_, out_w_}; }
   Tensor forward(Inputs in, Context& ctx) override;
   std::vector<Tensor> backward_input(Inputs in, Context& ctx, const Tensor& grad_out) override;
   void backward_weight(Inputs in, Context& ctx, const Tensor& grad_out) override;
-  std::vector<Tensor*> parameters() override { return {&weight_, &bias_}; }
-  std::vector<Tensor*> gradients() override { return {&grad_weight_, &grad_bias_}; }
+  std::vector<Tensor*> parameters() override;
+  std::vector<Tensor*> gradients() override;
   void init_parameters(uint64_t seed) override;
 
  private:
   struct Prims;
   Prims& prims(int64_t batch);
   int64_t in_c_, out_c_, k_, stride_, pad_, in_h_, in_w_, out_h_, out_w_;
+  bool has_bias_;
   Tensor weight_, bias_, grad_weight_, grad_bias_;
   std::map<int64_t, std::unique_ptr<Prims>> cache_;
 };
 
 class MaxPool : public Layer {
  public:
-  MaxPool(models::LayerSpec spec, int64_t c, int64_t kernel, int64_t stride, int64_t in_h, int64_t in_w);
+  MaxPool(models::LayerSpec spec, int64_t c, int64_t kernel, int64_t stride, int64_t pad,
+          int64_t in_h, int64_t in_w);
   ~MaxPool() override;
   std::vector<std::vector<int64_t>> input_shapes() const override { return {{c_, in_h_, in_w_}}; }
   std::vector<int64_t> output_sample_shape() const { return {c_, out_h_, out_w_}; }
@@ -46,7 +48,7 @@ class MaxPool : public Layer {
  private:
   struct Prims;
   Prims& prims(int64_t batch);
-  int64_t c_, k_, stride_, in_h_, in_w_, out_h_, out_w_;
+  int64_t c_, k_, stride_, pad_, in_h_, in_w_, out_h_, out_w_;
   std::map<int64_t, std::unique_ptr<Prims>> cache_;
 };
 

@@ -76,7 +76,7 @@ std::unique_ptr<Layer> make_layer(const models::LayerSpec& spec, const std::vect
       Shape want_out = in0();
       want_out.back() = fout;
       expect_shape(spec, "output_shape", out, want_out);
-      auto l = std::make_unique<Linear>(spec, fin, fout, !head);
+      auto l = std::make_unique<Linear>(spec, fin, fout, !head && spec.attr_or("bias", 1) != 0);
       if (head) l->set_init_std(0.02);
       return l;
     }
@@ -119,7 +119,8 @@ std::unique_ptr<Layer> make_layer(const models::LayerSpec& spec, const std::vect
       expect_inputs(spec, in, 1);
       auto l = std::make_unique<Conv2d>(spec, spec.attr("in_c"), spec.attr("out_c"), spec.attr("kernel"),
                                         spec.attr_or("stride", 1), spec.attr_or("pad", 0),
-                                        spec.attr("in_h"), spec.attr("in_w"));
+                                        spec.attr("in_h"), spec.attr("in_w"),
+                                        spec.attr_or("bias", 1) != 0);
       expect_shape(spec, "input", in0(), l->input_shapes()[0]);
       expect_shape(spec, "output_shape", out, l->output_sample_shape());
       return l;
@@ -127,8 +128,8 @@ std::unique_ptr<Layer> make_layer(const models::LayerSpec& spec, const std::vect
     case LayerKind::max_pool: {
       expect_inputs(spec, in, 1);
       auto l = std::make_unique<MaxPool>(spec, spec.attr("c"), spec.attr("kernel"),
-                                         spec.attr_or("stride", spec.attr("kernel")), spec.attr("in_h"),
-                                         spec.attr("in_w"));
+                                         spec.attr_or("stride", spec.attr("kernel")), spec.attr_or("pad", 0),
+                                         spec.attr("in_h"), spec.attr("in_w"));
       expect_shape(spec, "input", in0(), l->input_shapes()[0]);
       expect_shape(spec, "output_shape", out, l->output_sample_shape());
       return l;
