@@ -213,9 +213,10 @@ std::string timeline_svg(const Trace& t, const Report& r, const std::string& tit
     const double x = left + e.start_ns * scale, w = std::max(0.5, (e.end_ns - e.start_ns) * scale);
     const double y = top + e.device * (row_h + gap);
     std::snprintf(buf, sizeof buf,
-                  "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" fill=\"%s\" stroke=\"#ffffff\" "
-                  "stroke-width=\"%.2f\"><title>%s stage %d iteration %d: %.3f-%.3f ms</title></rect>\n",
-                  x, y, w, row_h, fill_of(e.kind), w > 3 ? 0.8 : 0.0, event_name(e).c_str(), e.stage, e.iteration,
+                  "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" fill=\"%s\" fill-opacity=\"%.2f\" "
+                  "stroke=\"#ffffff\" stroke-width=\"%.2f\"><title>%s stage %d iteration %d: %.3f-%.3f ms</title></rect>\n",
+                  x, y, w, row_h, fill_of(e.kind), (e.stage / rows) % 2 ? 0.62 : 1.0, w > 3 ? 0.8 : 0.0,
+                  event_name(e).c_str(), e.stage, e.iteration,
                   e.start_ns / 1e6, e.end_ns / 1e6);
     o += buf;
     const std::string label = e.micro_batch >= 0 ? std::to_string(e.micro_batch) : "";
@@ -251,7 +252,7 @@ std::string timeline_svg(const Trace& t, const Report& r, const std::string& tit
   const double ly = axis_y + 48;
   for (OpKind k : {OpKind::F, OpKind::B, OpKind::W, OpKind::BW, OpKind::allreduce, OpKind::step}) {
     bool present = std::any_of(t.events.begin(), t.events.end(),
-                               [k](const TraceEvent& e) { return !e.is_transfer && e.kind == k; });
+                               [k](const TraceEvent& e) { return !e.is_transfer && e.kind == k && e.end_ns > e.start_ns; });
     if (!present) continue;
     const char* name = k == OpKind::F ? "F forward" : k == OpKind::B ? "B input grad" : k == OpKind::W ? "W weight grad"
                        : k == OpKind::BW ? "BW backward" : k == OpKind::allreduce ? "allreduce" : "step";

@@ -1,0 +1,139 @@
+// `pipewright simulate`: predicts what a plan (or a uniform pipeline) does: iteration time,
+// bubble, per-stage busy/idle time, peak memory; optionally writes a Chrome trace and an SVG
+// timeline.
+#include <cmath>
+#include <iostream>
+#include <optional>
+
+#include "models/cluster.h"
+#include "models/error.h"
+#include "models/json_util.h"
+#include "models/profile.h"
+#include "planner/plan.h"
+#include "planner/schedule_gen.h"
+#include "sim/engine.h"
+#include "sim/plan_costs.h"
+#include "sim/report.h"
+#include "sim/trace_io.h"
+#include "tools/command_registry.h"
+
+namespace pw::tools {
+namespace {
+
+struct SimulateArgs {
+  std::string plan, profile, cluster;
+  bool uniform = false;
+  int stages = 0, micro_batches = 0, chunks = 1, iterations = 1;
+  double t_f = -1, t_b = -1, t_w = 0, t_comm = 0;
+  std::string schedule = "1f1b";
+  bool json = false;
+  std::string trace, svg;
+};
+
+int64_t ms_to_ns(double ms, const char* flag) {
+  if (!std::isfinite(ms) || ms < 0)
+    throw InputError(std::string(flag) + ": expected a time >= 0 in milliseconds, got " + Json(ms).dump());
+  if (ms > 1e9) throw InputError(std::string(flag) + ": time too large (" + std::to_string(ms) + " ms)");
+  return static_cast<int64_t>(std::llround(ms * 1e6));
+}
+
+void run_simulate(const SimulateArgs& a, CLI::App* sub) {
+  if (a.uniform == !a.plan.empty())
+    throw InputError("simulate: give exactly one of --plan FILE or --uniform");
+  if (a.iterations < 1) throw InputError("--iterations: expected >= 1, got " + std::to_string(a.iterations));
+  planner::Schedule schedule;
+  sim::StageCosts costs;
+  sim::Network network;
+  std::string title;
+  if (a.uniform) {
+    for (const char* flag : {"--plan", "--profile", "--cluster"})
+      if (sub->count(flag)) throw InputError(std::string(flag) + ": not used with --uniform");
+    if (!sub->count("--stages")) throw InputError("--stages: required with --uniform");
+    if (!sub->count("--micro-batches")) throw InputError("--micro-batches: required with --uniform");
+    if (!sub->count("--t-f")) throw InputError("--t-f: required with --uniform");
+    if (!sub->count("--t-b")) throw InputError("--t-b: required with --uniform");
+    if (a.stages < 1) throw InputError("--stages: expected >= 1, got " + std::to_string(a.stages));
+    if (a.micro_batches < 1)
+      throw InputError("--micro-batches: expected >= 1, got " + std::to_string(a.micro_batches));
+    const planner::ScheduleKind kind = planner::parse_schedule_kind(a.schedule, "--schedule");
+    const int64_t f = ms_to_ns(a.t_f, "--t-f"), b = ms_to_ns(a.t_b, "--t-b"), w = ms_to_ns(a.t_w, "--t-w");
+    const int64_t comm = ms_to_ns(a.t_comm, "--t-comm");
+    try {
+      schedule = planner::make_schedule(kind, a.stages, a.micro_batches, a.chunks);
+    } catch (const InputError& e) {
+      throw InputError(std::string("--schedule ") + a.schedule + ": " + e.what());
+    }
+    costs = sim::StageCosts::uniform(schedule.num_stages, f, b, w);
+    network = sim::Network::fixed(comm);
+    title = a.schedule + ": " + std::to_string(a.stages) + " stages" +
+            (a.chunks > 1 ? " x " + std::to_string(a.chunks) + " chunks" : "") + ", " +
+            std::to_string(a.micro_batches) + " micro-batches";
+  } else {
+    for (const char* flag : {"--stages", "--micro-batches", "--t-f", "--t-b", "--t-w", "--t-comm", "--schedule",
+                             "--chunks"})
+      if (sub->count(flag)) throw InputError(std::string(flag) + ": only used with --uniform");
+    const planner::Plan plan = planner::load_plan_file(a.plan);
+    std::optional<models::Cluster> cluster;
+    if (!a.cluster.empty()) cluster = models::load_cluster_file(a.cluster);
+    const models::Cluster* cl = cluster ? &*cluster : nullptr;
+    if (!a.profile.empty()) {
+      const models::Profile profile = models::load_profile_file(a.profile);
+      try {
+        costs = sim::stage_costs_from_plan(plan, profile, cl);
+      } catch (const InputError& e) {
+        throw InputError(a.plan + " with " + a.profile + ": " + e.what());
+      }
+    } else {
+      costs = sim::stage_costs_from_predictions(plan);
+    }
+    try {
+      schedule = sim::schedule_for_plan(plan, costs);
+      network = sim::network_for_plan(plan, cl);
+    } catch (const InputError& e) {
+      throw InputError(a.plan + ": " + e.what());
+    }
+    title = "plan " + plan.model + ": " + std::string(to_string(plan.schedule)) + ", " +
+            std::to_string(plan.num_stages()) + " stages, " + std::to_string(plan.num_micro_batches) +
+            " micro-batches of " + std::to_string(plan.micro_batch_size);
+  }
+  sim::SimOptions opt;
+  opt.iterations = a.iterations;
+  opt.record_trace = !a.trace.empty() || !a.svg.empty();
+  const sim::SimResult r = sim::simulate(schedule, costs, network, opt);
+  if (a.json) {
+    Json j;
+    to_json(j, r.report);
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::cout << sim::format_report(r.report);
+  }
+  if (!a.trace.empty()) write_file_atomic(a.trace, sim::chrome_trace_json(r.trace).dump() + "\n");
+  if (!a.svg.empty()) write_file_atomic(a.svg, sim::timeline_svg(r.trace, r.report, title));
+}
+
+CommandRegistrar reg("simulate", [](CLI::App& app) {
+  auto args = std::make_shared<SimulateArgs>();
+  auto* sub = app.add_subcommand(
+      "simulate", "simulate a plan or a uniform pipeline: iteration time, bubble, idle time, peak memory");
+  sub->add_option("--plan", args->plan, "plan JSON (pipewright.plan/1)");
+  sub->add_option("--profile", args->profile, "profile the plan was made from (layer costs)");
+  sub->add_option("--cluster", args->cluster, "cluster JSON (link bandwidth and latency)");
+  sub->add_option("--iterations", args->iterations, "iterations simulated back to back (default 1)");
+  sub->add_flag("--uniform", args->uniform, "equal stages with the times given below");
+  sub->add_option("--stages", args->stages, "pipeline stages (devices)");
+  sub->add_option("--micro-batches", args->micro_batches, "micro-batches per iteration");
+  sub->add_option("--t-f", args->t_f, "forward time per micro-batch and stage (ms)");
+  sub->add_option("--t-b", args->t_b, "input-gradient backward time (ms)");
+  sub->add_option("--t-w", args->t_w, "weight-gradient backward time (ms, default 0)");
+  sub->add_option("--t-comm", args->t_comm, "transfer time per hop (ms, default 0)");
+  sub->add_option("--schedule", args->schedule,
+                  "gpipe|1f1b|interleaved-1f1b|zb-h1|zb-h2|pipedream-async|2bw (default 1f1b)");
+  sub->add_option("--chunks", args->chunks, "model chunks per device (interleaved-1f1b)");
+  sub->add_flag("--json", args->json, "print the report as JSON");
+  sub->add_option("--trace", args->trace, "write a Chrome trace-event JSON file");
+  sub->add_option("--svg", args->svg, "write an SVG timeline");
+  sub->callback([args, sub] { run_simulate(*args, sub); });
+});
+
+}  // namespace
+}  // namespace pw::tools
