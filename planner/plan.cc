@@ -57,6 +57,8 @@ void to_json(Json& j, const Plan& p) {
              {"throughput_samples_per_s", q.throughput_samples_per_s},
              {"bubble_rate", q.bubble_rate},
              {"peak_memory_bytes", q.peak_memory_bytes}}}};
+  j["cut_family"] = p.cut_family;
+  if (!p.layer_order.empty()) j["layer_order"] = p.layer_order;
 }
 
 Plan plan_from_json(const Json& j) {
@@ -71,8 +73,8 @@ Plan plan_from_json(const Json& j) {
     p.cluster_hash = get_string_or(c, "hash", "/cluster", "");
   }
   p.objective = get_string_or(j, "objective", "", "sync");
-  if (p.objective != "sync" && p.objective != "pipedream")
-    throw InputError("/objective: expected \"sync\" or \"pipedream\", got \"" + p.objective + "\"");
+  if (p.objective != "sync" && p.objective != "pipedream" && p.objective != "async")
+    throw InputError("/objective: expected \"sync\", \"async\" or \"pipedream\", got \"" + p.objective + "\"");
   p.partitioner = get_string_or(j, "partitioner", "", "dp");
   p.schedule = parse_schedule_kind(get_string(j, "schedule", ""), "/schedule");
   p.chunks = static_cast<int>(get_int_or(j, "chunks", "", 1, 1));
@@ -80,6 +82,15 @@ Plan plan_from_json(const Json& j) {
   p.micro_batch_size = get_int(j, "micro_batch_size", "", 1);
   p.num_micro_batches = static_cast<int>(get_int(j, "num_micro_batches", "", 1));
   p.remainder_rule = get_string_or(j, "remainder_rule", "", "none");
+  p.cut_family = get_string_or(j, "cut_family", "", "topological-order");
+  if (j.contains("layer_order")) {
+    const Json& lo = require_array(j, "layer_order", "");
+    for (size_t k = 0; k < lo.size(); ++k) {
+      if (!lo[k].is_number_integer() || lo[k].get<int64_t>() < 0)
+        throw InputError(join_path("/layer_order", k) + ": expected a non-negative integer");
+      p.layer_order.push_back(lo[k].get<int>());
+    }
+  }
   if (p.num_micro_batches > p.batch)
     throw InputError("/num_micro_batches: " + std::to_string(p.num_micro_batches) +
                      " micro-batches need a batch of at least that many samples (batch " + std::to_string(p.batch) + ")");

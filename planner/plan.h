@@ -53,7 +53,7 @@ struct Plan {
   std::string profile_hash;          // content hash of the profile JSON (hex)
   std::string cluster_name;
   std::string cluster_hash;
-  std::string objective = "sync";    // "sync" or "pipedream"
+  std::string objective = "sync";    // "sync", "async" (our replicated model) or "pipedream" (its exact model)
   std::string partitioner = "dp";    // "dp", "gpipe-greedy", "even"
   ScheduleKind schedule = ScheduleKind::one_f_one_b;
   int chunks = 1;                    // virtual chunks per device (interleaved)
@@ -64,6 +64,12 @@ struct Plan {
   int num_devices_used = 0;
   std::vector<StagePlan> stages;
   PlanPrediction predicted;
+  // Added by the partitioners (optional in JSON):
+  std::string cut_family = "topological-order";  // or "pipedream-antichains", "topological-prefixes"
+  // Empty: stage ranges index the profile's layer order. Otherwise a permutation of profile layer
+  // indices (a topological order) that the ranges index; set when a PipeDream-antichain plan's
+  // stages are not contiguous in the profile's order. Stage layer_names are authoritative.
+  std::vector<int> layer_order;
 
   int num_stages() const { return static_cast<int>(stages.size()); }
 };

@@ -1,0 +1,367 @@
+#include "planner/planner.h"
+
+#include <algorithm>
+#include <cmath>
+#include <iomanip>
+#include <limits>
+#include <sstream>
+
+#include "models/error.h"
+#include "models/optimizer_memory.h"
+#include "planner/cut_states.h"
+#include "planner/replicated_dp.h"
+#include "planner/sync_dp.h"
+
+namespace pw::planner {
+namespace {
+
+constexpr int kMaxPipeDreamStates = 20000;
+
+std::vector<SyncStage> baseline_split(const models::Profile& p, int stages, bool greedy) {
+  const int n = static_cast<int>(p.layers.size());
+  stages = std::min(stages, n);
+  std::vector<SyncStage> out;
+  if (!greedy) {
+    for (int s = 0; s < stages; ++s) out.push_back({n * s / stages, n * (s + 1) / stages, false});
+    return out;
+  }
+  // GPipe: cut where cumulative compute first reaches s/p of the total; every stage non-empty.
+  std::vector<int64_t> cum(n + 1, 0);
+  for (int i = 0; i < n; ++i) cum[i + 1] = cum[i] + p.layers[i].compute_ns();
+  int begin = 0;
+  for (int s = 1; s < stages; ++s) {
+    const double target = static_cast<double>(cum[n]) * s / stages;
+    int c = begin + 1;
+    while (c < n - (stages - s) && cum[c] < target) ++c;
+    out.push_back({begin, c, false});
+    begin = c;
+  }
+  out.push_back({begin, n, false});
+  return out;
+}
+
+struct SyncBest {
+  bool found = false;
+  double iteration = std::numeric_limits<double>::infinity();
+  SyncConfig cfg;
+  std::vector<SyncStage> stages;
+};
+
+struct SyncSetup {
+  std::vector<int> ms;
+  bool gpipe = false;
+  int recompute = -1;
+  double ppb = 4;
+};
+
+SyncBest best_sync(const SyncModel& model, const models::Profile& p, const PlanRequest& req,
+                   const SyncSetup& su, int64_t batch, int64_t mem) {
+  SyncBest best;
+  for (int m : su.ms) {
+    if (m > batch) continue;
+    SyncConfig cfg;
+    cfg.m = m;
+    cfg.micro_batch_size = (batch + m - 1) / m;
+    cfg.gpipe_memory = su.gpipe;
+    cfg.recompute = su.recompute;
+    cfg.memory_limit = mem;
+    cfg.persistent_per_parameter_byte = su.ppb;
+    if (req.partitioner == "dp") {
+      double b = best.iteration;
+      auto st = model.optimize(cfg, &b);
+      if (!st.empty() && b < best.iteration) best = {true, b, cfg, st};
+      continue;
+    }
+    auto st = baseline_split(p, model.max_stages(), req.partitioner == "gpipe-greedy");
+    for (int rec : {0, 1}) {
+      if ((su.recompute == 0 && rec) || (su.recompute == 1 && !rec)) continue;
+      for (auto& s : st) s.recompute = rec;
+      SyncEvaluation ev = model.evaluate(st, cfg);
+      if (ev.fits && ev.iteration_s < best.iteration) best = {true, ev.iteration_s, cfg, st};
+      if (ev.fits) break;  // auto: re-materialize only when needed
+    }
+  }
+  return best;
+}
+
+std::vector<int> parse_micro_batches(const std::string& s, int64_t batch) {
+  std::vector<int> ms;
+  if (s == "auto") {
+    for (int64_t d = 1; d <= batch && d <= 1 << 20; ++d)
+      if (batch % d == 0) ms.push_back(static_cast<int>(d));
+    return ms;
+  }
+  char* end = nullptr;
+  long v = std::strtol(s.c_str(), &end, 10);
+  if (s.empty() || *end != '\0' || v < 1)
+    throw InputError("--micro-batches: expected \"auto\" or a positive integer, got \"" + s + "\"");
+  if (v > batch)
+    throw InputError("--micro-batches: " + s + " micro-batches need a batch of at least " + s +
+                     " samples (batch is " + std::to_string(batch) + ")");
+  ms.push_back(static_cast<int>(v));
+  return ms;
+}
+
+void fill_common(Plan& plan, const models::Profile& p, const models::Cluster& c, const PlanRequest& req) {
+  plan.model = p.model;
+  Json pj = p, cj = c;
+  plan.profile_hash = content_hash(pj);
+  plan.cluster_name = c.name();
+  plan.cluster_hash = content_hash(cj);
+  plan.objective = req.objective;
+  plan.partitioner = req.partitioner;
+}
+
+PlanOutcome plan_sync(const models::Profile& p, const models::Cluster& c, const PlanRequest& req, double ppb) {
+  const int64_t batch = req.batch > 0 ? req.batch : p.micro_batch;
+  SyncSetup su;
+  su.ms = parse_micro_batches(req.micro_batches, batch);
+  su.ppb = ppb;
+  ScheduleKind kind = ScheduleKind::one_f_one_b;
+  if (req.schedule != "auto") kind = parse_schedule_kind(req.schedule, "--schedule");
+  if (kind != ScheduleKind::gpipe && kind != ScheduleKind::one_f_one_b && kind != ScheduleKind::zb_h1)
+    throw InputError("--schedule: the sync objective plans gpipe, 1f1b or zb-h1, got \"" + req.schedule + "\"");
+  su.gpipe = kind == ScheduleKind::gpipe;
+  su.recompute = req.recompute == "on" ? 1 : req.recompute == "off" ? 0 : -1;
+  const int64_t mem = req.memory_limit_bytes > 0 ? req.memory_limit_bytes : c.device().memory_bytes;
+  for (const auto& l : p.layers) {
+    const double need = l.parameter_bytes * ppb;
+    if (mem > 0 && need > mem)
+      throw InputError("memory limit " + std::to_string(mem) + " bytes is smaller than layer \"" + l.name +
+                       "\" needs for weights and optimizer state (" + std::to_string(static_cast<int64_t>(need)) + " bytes)");
+  }
+  SyncModel model(p, c);
+  PlanOutcome out;
+  SyncBest best = best_sync(model, p, req, su, batch, mem);
+  if (!best.found) {
+    out.feasible = false;
+    int64_t need = std::numeric_limits<int64_t>::max();
+    for (int m : su.ms) {
+      if (m > batch) continue;
+      SyncConfig cfg;
+      cfg.m = m;
+      cfg.micro_batch_size = (batch + m - 1) / m;
+      cfg.gpipe_memory = su.gpipe;
+      cfg.recompute = su.recompute;
+      cfg.persistent_per_parameter_byte = ppb;
+      int64_t v = model.min_memory_needed(cfg);
+      if (v > 0) need = std::min(need, v);
+    }
+    out.min_memory_bytes_to_fit = need;
+    int64_t lo = 0, hi = batch;  // largest b < batch that fits
+    while (hi - lo > 1) {
+      int64_t mid = lo + (hi - lo) / 2;
+      SyncSetup s2 = su;
+      if (req.micro_batches == "auto") s2.ms = parse_micro_batches("auto", mid);
+      (best_sync(model, p, req, s2, mid, mem).found ? lo : hi) = mid;
+    }
+    out.max_batch_that_fits = lo;
+    out.reason = "no partition fits in " + std::to_string(mem) + " bytes per device";
+    return out;
+  }
+  SyncEvaluation ev = model.evaluate(best.stages, best.cfg);
+  Plan& plan = out.plan;
+  fill_common(plan, p, c, req);
+  plan.schedule = kind;
+  plan.batch = batch;
+  plan.micro_batch_size = best.cfg.micro_batch_size;
+  plan.num_micro_batches = best.cfg.m;
+  plan.remainder_rule = batch == best.cfg.m * best.cfg.micro_batch_size ? "none" : "last-smaller";
+  const int ps = static_cast<int>(best.stages.size());
+  plan.num_devices_used = ps;
+  for (int s = 0; s < ps; ++s) {
+    StagePlan sp;
+    sp.first_layer = best.stages[s].begin;
+    sp.end_layer = best.stages[s].end;
+    for (int l = sp.first_layer; l < sp.end_layer; ++l) sp.layer_names.push_back(p.layers[l].name);
+    sp.devices = {ps - 1 - s};
+    sp.recompute = best.stages[s].recompute;
+    const auto& sc = ev.stages[s];
+    sp.predicted.forward_ns = std::llround(sc.forward_s * 1e9);
+    sp.predicted.backward_ns = std::llround(sc.backward_s * 1e9);
+    sp.predicted.comm_ns = std::llround((sc.in_comm_s + sc.out_comm_s) * 1e9);
+    sp.predicted.memory_bytes = sc.memory_bytes;
+    sp.predicted.weights_optimizer_bytes = sc.persistent_bytes;
+    sp.predicted.activation_bytes = sc.activation_bytes;
+    plan.stages.push_back(std::move(sp));
+  }
+  plan.predicted.iteration_time_s = ev.iteration_s;
+  plan.predicted.bottleneck_time_s = ev.bottleneck_s;
+  plan.predicted.throughput_samples_per_s = batch / ev.iteration_s;
+  plan.predicted.bubble_rate = ev.iteration_s > 0 ? (ev.iteration_s - ev.busy_of_bottleneck_s) / ev.iteration_s : 0;
+  plan.predicted.peak_memory_bytes = ev.peak_memory_bytes;
+  out.feasible = true;
+  return out;
+}
+
+PlanOutcome plan_replicated(const models::Profile& p, const models::Cluster& c, const PlanRequest& req, double ppb) {
+  const bool quirks = req.objective == "pipedream";
+  const int64_t batch = quirks ? p.micro_batch : (req.batch > 0 ? req.batch : p.micro_batch);
+  if (req.schedule != "auto" && req.schedule != "pipedream-async")
+    throw InputError("--schedule: the " + req.objective + " objective plans pipedream-async, got \"" + req.schedule + "\"");
+  CutStates states;
+  if (quirks) {
+    states = pipedream_states(p, kMaxPipeDreamStates);
+    if (!states.complete) states = prefix_states(p, true);
+  } else {
+    states = prefix_states(p, false);
+  }
+  std::vector<ReplicatedLevel> levels;
+  for (const auto& l : c.levels()) levels.push_back({l.count, l.bandwidth_bytes_per_s, l.latency_ns * 1e-9});
+  ReplicatedOptions o;
+  o.quirks = quirks;
+  o.straight = req.straight;
+  o.fewer_machines = req.fewer_devices;
+  o.activation_comm = quirks ? req.activation_comm : true;
+  const double scale = static_cast<double>(batch) / p.micro_batch;
+  o.time_scale = 1e-9 * scale;
+  o.activation_scale = scale;
+  o.persistent_per_parameter_byte = ppb;
+  if (quirks) {
+    o.use_memory_constraint = req.memory_limit_bytes > 0;
+    o.memory_bytes = static_cast<double>(req.memory_limit_bytes);
+  } else {
+    o.use_memory_constraint = true;
+    o.memory_bytes = static_cast<double>(req.memory_limit_bytes > 0 ? req.memory_limit_bytes : c.device().memory_bytes);
+  }
+  ReplicatedResult r = replicated_partition(states, levels, o);
+  PlanOutcome out;
+  if (!r.feasible) {
+    out.reason = req.straight ? "no straight pipeline fits (or fewer layers than devices)"
+                              : "no replicated partition fits in memory";
+    // Smallest memory: search the limit (feasibility is monotone in it).
+    ReplicatedOptions o2 = o;
+    int64_t lo = 0, hi = 1;
+    auto fits = [&](int64_t lim) {
+      o2.memory_bytes = static_cast<double>(lim);
+      return replicated_partition(states, levels, o2).feasible;
+    };
+    o2.use_memory_constraint = false;
+    if (replicated_partition(states, levels, o2).feasible) {
+      o2.use_memory_constraint = true;
+      while (!fits(hi)) hi *= 2;
+      while (hi - lo > 1) {
+        int64_t mid = lo + (hi - lo) / 2;
+        (fits(mid) ? hi : lo) = mid;
+      }
+      out.min_memory_bytes_to_fit = hi;
+    } else {
+      out.min_memory_bytes_to_fit = -1;
+    }
+    out.max_batch_that_fits = 0;
+    return out;
+  }
+  const int n = static_cast<int>(p.layers.size());
+  std::vector<int> stage_of(n, -1);
+  for (size_t s = 0; s < r.stages.size(); ++s) {
+    const auto& st = r.stages[s];
+    for (int v = 0; v < n; ++v)
+      if (st.end - 1 >= 0 && states.members[st.end - 1].test(v) &&
+          (st.start == 0 || !states.members[st.start - 1].test(v)))
+        stage_of[v] = static_cast<int>(s);
+  }
+  for (int v = 0; v < n; ++v)  // dropped layers: inputs go first, tuple sinks with their producer
+    if (stage_of[v] < 0) {
+      int best = p.layers[v].is_data_loading ? 0 : -1;
+      for (const auto& e : p.edges)
+        if (e.to == v && stage_of[e.from] >= 0) best = std::max(best, stage_of[e.from]);
+      stage_of[v] = std::max(best, 0);
+    }
+  std::vector<int> order;
+  for (size_t s = 0; s < r.stages.size(); ++s)
+    for (int v = 0; v < n; ++v)
+      if (stage_of[v] == static_cast<int>(s)) order.push_back(v);
+  Plan& plan = out.plan;
+  fill_common(plan, p, c, req);
+  plan.cut_family = states.family;
+  bool identity = true;
+  for (int k = 0; k < n; ++k) identity = identity && order[k] == k;
+  if (!identity) plan.layer_order = order;
+  plan.schedule = ScheduleKind::pipedream_async;
+  plan.batch = batch;
+  plan.micro_batch_size = batch;
+  plan.num_micro_batches = 1;
+  int pos = 0, used = 0;
+  int64_t peak = 0;
+  for (size_t s = 0; s < r.stages.size(); ++s) {
+    StagePlan sp;
+    sp.first_layer = pos;
+    int64_t f = 0, b = 0, par = 0, act = 0;
+    while (pos < n && stage_of[order[pos]] == static_cast<int>(s)) {
+      const auto& l = p.layers[order[pos]];
+      sp.layer_names.push_back(l.name);
+      if (!l.is_data_loading) {
+        f += l.forward_ns;
+        b += l.backward_ns();
+      }
+      par += l.parameter_bytes;
+      act += l.stash_bytes;
+      ++pos;
+    }
+    sp.end_layer = pos;
+    sp.devices = r.stages[s].devices;
+    used += sp.replicas();
+    sp.predicted.forward_ns = std::llround(f * scale);
+    sp.predicted.backward_ns = std::llround(b * scale);
+    const int64_t inflight = (c.num_devices() - (used - sp.replicas()) + sp.replicas() - 1) / sp.replicas();
+    sp.predicted.weights_optimizer_bytes = static_cast<int64_t>(std::ceil(par * ppb));
+    sp.predicted.activation_bytes = static_cast<int64_t>(std::ceil(inflight * act * scale + (inflight - 1) * par));
+    sp.predicted.memory_bytes = sp.predicted.weights_optimizer_bytes + sp.predicted.activation_bytes;
+    peak = std::max(peak, sp.predicted.memory_bytes);
+    plan.stages.push_back(std::move(sp));
+  }
+  plan.num_devices_used = used;
+  plan.predicted.bottleneck_time_s = r.bottleneck_s;
+  plan.predicted.iteration_time_s = r.bottleneck_s;
+  plan.predicted.throughput_samples_per_s = batch / r.bottleneck_s;
+  plan.predicted.bubble_rate = 0;
+  plan.predicted.peak_memory_bytes = peak;
+  out.feasible = true;
+  return out;
+}
+
+}  // namespace
+
+PlanOutcome make_plan(const models::Profile& profile, const models::Cluster& cluster, const PlanRequest& req) {
+  if (cluster.num_devices() < 1) throw InputError("cluster: expected at least one device");
+  if (req.batch < 0) throw InputError("--batch: expected a positive integer");
+  if (req.objective != "sync" && req.objective != "async" && req.objective != "pipedream")
+    throw InputError("--objective: expected sync, async or pipedream, got \"" + req.objective + "\"");
+  if (req.partitioner != "dp" && req.partitioner != "gpipe-greedy" && req.partitioner != "even")
+    throw InputError("--partitioner: expected dp, gpipe-greedy or even, got \"" + req.partitioner + "\"");
+  if (req.recompute != "auto" && req.recompute != "on" && req.recompute != "off")
+    throw InputError("--recompute: expected auto, on or off, got \"" + req.recompute + "\"");
+  if (req.objective != "sync" && req.partitioner != "dp")
+    throw InputError("--partitioner: baselines exist for the sync objective only");
+  const auto& opt = models::find_optimizer(req.optimizer);
+  const double ppb = opt.total() / opt.weight_bytes;
+  return req.objective == "sync" ? plan_sync(profile, cluster, req, ppb)
+                                 : plan_replicated(profile, cluster, req, ppb);
+}
+
+std::string format_plan_table(const Plan& plan) {
+  std::ostringstream os;
+  os << "plan for " << plan.model << " on " << plan.cluster_name << ": objective " << plan.objective
+     << ", partitioner " << plan.partitioner << ", schedule " << to_string(plan.schedule) << ", batch "
+     << plan.batch << " = " << plan.num_micro_batches << " x " << plan.micro_batch_size << "\n";
+  os << std::left << std::setw(6) << "stage" << std::setw(14) << "layers" << std::setw(10) << "replicas"
+     << std::setw(8) << "recomp" << std::setw(12) << "fwd ms" << std::setw(12) << "bwd ms" << std::setw(12)
+     << "comm ms" << "memory MiB\n";
+  for (int s = 0; s < plan.num_stages(); ++s) {
+    const auto& st = plan.stages[s];
+    std::ostringstream range;
+    range << "[" << st.first_layer << "," << st.end_layer << ")";
+    os << std::left << std::setw(6) << s << std::setw(14) << range.str() << std::setw(10) << st.replicas()
+       << std::setw(8) << (st.recompute ? "yes" : "no") << std::fixed << std::setprecision(3) << std::setw(12)
+       << st.predicted.forward_ns / 1e6 << std::setw(12) << st.predicted.backward_ns / 1e6 << std::setw(12)
+       << st.predicted.comm_ns / 1e6 << std::setprecision(1) << st.predicted.memory_bytes / 1048576.0 << "\n";
+  }
+  os << std::setprecision(9) << "iteration " << plan.predicted.iteration_time_s << " s, bottleneck "
+     << plan.predicted.bottleneck_time_s << " s, throughput " << std::setprecision(3)
+     << plan.predicted.throughput_samples_per_s << " samples/s, bubble " << plan.predicted.bubble_rate
+     << ", peak memory " << std::setprecision(1) << plan.predicted.peak_memory_bytes / 1048576.0 << " MiB, devices "
+     << plan.num_devices_used << "\n";
+  return os.str();
+}
+
+}  // namespace pw::planner

@@ -1,0 +1,58 @@
+// make_plan: the planner's entry point (used by `pipewright plan` and the what-if sweeps).
+//
+// Objectives:
+// - "sync": synchronous pipeline (gpipe / 1f1b / zb-h1), one device per stage, minimizing the
+//   fill-drain iteration time of planner/sync_dp.h over the number of stages, per-stage
+//   re-materialization and the micro-batch count (divisors of the batch when "auto"; a given
+//   count that does not divide the batch uses ceil(batch / m) samples per micro-batch, the last
+//   one smaller: remainder_rule "last-smaller", costed conservatively as full).
+// - "async": replicated asynchronous pipeline (PipeDream 1F1B, weight stashing) under our
+//   corrected cost model (planner/replicated_dp.h), cuts at prefixes of the layer order, levels
+//   from the cluster solved bottom-up.
+// - "pipedream": PipeDream's own optimizer's cost model exactly, on its antichain states; when
+//   those exceed 20000 (raw Inception-v3, NASNets) the prefixes of the topological order are used
+//   instead (plan.cut_family says which). Times per mini-batch are the profile's (PipeDream
+//   profiles are per mini-batch); predicted.bottleneck_time_s = "Time per stage in pipeline".
+// The profile holds costs for profile.micro_batch samples; times and activation bytes scale
+// linearly in samples, parameters are constant.
+//
+// Infeasible (nothing fits the per-device memory) is a normal outcome: feasible = false with the
+// smallest per-device memory that would fit and the largest batch that fits now (0 if none).
+// Bad requests throw InputError. Thread-safety: a pure function; safe to call concurrently.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "models/cluster.h"
+#include "models/profile.h"
+#include "planner/plan.h"
+
+namespace pw::planner {
+
+struct PlanRequest {
+  int64_t batch = 0;                     // 0 => profile.micro_batch
+  std::string micro_batches = "auto";    // or a number
+  std::string schedule = "auto";         // auto|gpipe|1f1b|zb-h1|pipedream-async
+  std::string objective = "sync";        // sync|async|pipedream
+  std::string recompute = "auto";        // auto|on|off
+  std::string partitioner = "dp";        // dp|gpipe-greedy|even
+  std::string optimizer = "adam";
+  bool straight = false, fewer_devices = false, activation_comm = false;
+  int64_t memory_limit_bytes = 0;        // 0 => cluster device memory; pipedream: 0 => no constraint
+};
+
+struct PlanOutcome {
+  bool feasible = false;
+  Plan plan;
+  std::string reason;
+  int64_t min_memory_bytes_to_fit = 0;
+  int64_t max_batch_that_fits = 0;
+};
+
+PlanOutcome make_plan(const models::Profile& profile, const models::Cluster& cluster, const PlanRequest& req);
+
+// A readable table of a plan (stages, devices, times, memory, totals).
+std::string format_plan_table(const Plan& plan);
+
+}  // namespace pw::planner

@@ -1,0 +1,141 @@
+// `pipewright plan`: partition a profiled model over a cluster (planner/planner.h) and print or
+// save the plan (pipewright.plan/1). Exit 3 with the smallest memory that fits and the largest
+// batch that fits now when nothing fits.
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "models/cluster.h"
+#include "models/cost.h"
+#include "models/error.h"
+#include "models/pipedream_import.h"
+#include "models/profile.h"
+#include "planner/planner.h"
+#include "tools/command_registry.h"
+#include "tools/model_report.h"
+
+namespace {
+
+struct PlanArgs {
+  std::string profile, model, device, cluster;
+  int devices = -1;
+  double bandwidth = 1.25e9;
+  int64_t memory = 0;
+  std::string levels, bandwidths;
+  pw::planner::PlanRequest req;
+  std::string batch_str;
+  bool json = false;
+  std::string output;
+};
+
+template <class T>
+std::vector<T> parse_list(const std::string& s, const std::string& flag) {
+  std::vector<T> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, ',');) {
+    std::istringstream is(item);
+    T v{};
+    if (!(is >> v) || !is.eof() || !(v > 0))
+      throw pw::InputError(flag + ": expected a comma-separated list of positive numbers, got \"" + s + "\"");
+    out.push_back(v);
+  }
+  if (out.empty()) throw pw::InputError(flag + ": expected a non-empty list");
+  return out;
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+pw::models::Profile load_profile(const PlanArgs& a) {
+  if (!a.profile.empty() && !a.model.empty())
+    throw pw::InputError("--profile and --model: give one of them");
+  if (!a.profile.empty()) {
+    if (ends_with(a.profile, ".txt")) return pw::models::import_pipedream_graph(a.profile);
+    return pw::models::load_profile_file(a.profile);
+  }
+  if (a.model.empty()) throw pw::InputError("plan: expected --profile FILE or --model M --device D");
+  if (a.device.empty()) throw pw::InputError("--model: needs --device");
+  pw::models::ZooOptions zo;
+  if (a.req.batch > 0) zo.batch = a.req.batch;
+  auto src = pw::tools::resolve_model(a.model, zo, "--model");
+  const auto dev = pw::tools::resolve_device(a.device, "--device");
+  return pw::models::analytic_profile(src.model, dev, 1, {0.5, false, a.req.optimizer});
+}
+
+pw::models::Cluster make_cluster(const PlanArgs& a) {
+  const int forms = !a.cluster.empty() + (a.devices >= 0) + !a.levels.empty();
+  if (forms > 1) throw pw::InputError("--cluster, --devices and --levels: give only one of them");
+  if (!a.cluster.empty()) return pw::models::load_cluster_file(a.cluster);
+  pw::models::DeviceSpec dev;
+  if (!a.device.empty()) dev = pw::tools::resolve_device(a.device, "--device");
+  else dev.name = "generic";
+  if (a.memory > 0) dev.memory_bytes = a.memory;
+  else if (dev.memory_bytes <= 0) dev.memory_bytes = int64_t{16} << 30;
+  if (!a.levels.empty()) {
+    auto counts = parse_list<int>(a.levels, "--levels");
+    auto bws = a.bandwidths.empty() ? std::vector<double>(counts.size(), 1e9) : parse_list<double>(a.bandwidths, "--bandwidths");
+    if (bws.size() != counts.size())
+      throw pw::InputError("--bandwidths: expected " + std::to_string(counts.size()) + " values, one per --levels entry");
+    std::vector<pw::models::Level> lv;
+    for (size_t k = 0; k < counts.size(); ++k) lv.push_back({"level" + std::to_string(k), counts[k], bws[k], 0});
+    return pw::models::Cluster("levels-" + a.levels, dev, lv);
+  }
+  const int n = a.devices < 0 ? 1 : a.devices;
+  if (n < 1) throw pw::InputError("--devices: expected at least 1 device, got " + std::to_string(n));
+  if (!(a.bandwidth > 0)) throw pw::InputError("--bandwidth: expected a positive number of bytes/s");
+  return pw::models::make_flat_cluster(dev, n, a.bandwidth);
+}
+
+void run(PlanArgs a) {
+  const pw::models::Profile profile = load_profile(a);
+  const pw::models::Cluster cluster = make_cluster(a);
+  const pw::planner::PlanOutcome out = pw::planner::make_plan(profile, cluster, a.req);
+  if (!out.feasible) {
+    std::ostringstream msg;
+    msg << out.reason << "; smallest per-device memory that would fit: ";
+    if (out.min_memory_bytes_to_fit > 0) msg << out.min_memory_bytes_to_fit << " bytes";
+    else msg << "none (no partition exists)";
+    msg << "; largest batch that fits now: " << out.max_batch_that_fits;
+    throw pw::Infeasible(msg.str());
+  }
+  if (a.json)
+    std::cout << pw::Json(out.plan).dump(2) << "\n";
+  else
+    std::cout << pw::planner::format_plan_table(out.plan);
+  if (!a.output.empty()) pw::planner::save_plan_file(a.output, out.plan);
+}
+
+pw::tools::CommandRegistrar reg("plan", [](CLI::App& app) {
+  auto a = std::make_shared<PlanArgs>();
+  auto* sub = app.add_subcommand("plan", "Partition a model into pipeline stages over a cluster (optimal DP)");
+  sub->add_option("--profile", a->profile, "a profile JSON (pipewright.profile/1) or a PipeDream graph.txt");
+  sub->add_option("--model", a->model, "a zoo model or model JSON (with --device: analytic profile)");
+  sub->add_option("--device", a->device, "catalog device for --model, and the device of --devices/--levels");
+  sub->add_option("--cluster", a->cluster, "a cluster JSON (pipewright.cluster/1)");
+  sub->add_option("--devices", a->devices, "N identical devices on one level");
+  sub->add_option("--bandwidth", a->bandwidth, "bytes/s between devices for --devices")->capture_default_str();
+  sub->add_option("--memory", a->memory, "bytes of memory per device for --devices/--levels");
+  sub->add_option("--levels", a->levels, "machines per level, innermost first (PipeDream's -n), e.g. 4,4");
+  sub->add_option("--bandwidths", a->bandwidths, "bytes/s per level, innermost first (PipeDream's -b)");
+  sub->add_option("--batch", a->req.batch, "samples per mini-batch (default: the profile's)");
+  sub->add_option("--micro-batches", a->req.micro_batches, "auto or a count")->capture_default_str();
+  sub->add_option("--schedule", a->req.schedule, "auto | gpipe | 1f1b | zb-h1 | pipedream-async")->capture_default_str();
+  sub->add_option("--objective", a->req.objective, "sync | async | pipedream (PipeDream's exact cost model)")
+      ->capture_default_str();
+  sub->add_option("--partitioner", a->req.partitioner, "dp | gpipe-greedy | even")->capture_default_str();
+  sub->add_option("--recompute", a->req.recompute, "auto | on | off")->capture_default_str();
+  sub->add_option("--optimizer", a->req.optimizer, "sgd | sgd-momentum | rmsprop | adam | adam-mixed")
+      ->capture_default_str();
+  sub->add_option("--memory-limit", a->req.memory_limit_bytes,
+                  "bytes per device (sync/async: default the device memory; pipedream: its -s, enables the constraint)");
+  sub->add_flag("--straight", a->req.straight, "no replication (PipeDream's --straight_pipeline)");
+  sub->add_flag("--fewer-devices", a->req.fewer_devices, "allow idle devices (PipeDream's --use_fewer_machines)");
+  sub->add_flag("--activation-comm", a->req.activation_comm,
+                "pipedream objective: count inter-stage traffic (PipeDream's --activation_compression_ratio 1)");
+  sub->add_flag("--json", a->json, "print the plan JSON instead of a table");
+  sub->add_option("-o,--output", a->output, "write the plan (pipewright.plan/1) to this file");
+  sub->callback([a] { run(*a); });
+});
+
+}  // namespace
