@@ -1,0 +1,141 @@
+#include "exec/data.h"
+
+#include <cmath>
+#include <fstream>
+#include <iterator>
+
+#include "exec/layers/common.h"
+#include "models/error.h"
+
+namespace pw::exec {
+
+namespace {
+
+using models::LayerKind;
+
+class TextSource : public DataSource {
+ public:
+  TextSource(std::string file, std::string bytes, int64_t seq, int64_t vocab, uint64_t seed)
+      : file_(std::move(file)), bytes_(std::move(bytes)), seq_(seq), vocab_(vocab), rng_(seed) {}
+  Batch next(int64_t batch) override {
+    Batch b{Tensor({batch, seq_}), Tensor({batch, seq_})};
+    const uint64_t span = bytes_.size() - static_cast<uint64_t>(seq_);
+    for (int64_t i = 0; i < batch; ++i) {
+      const uint64_t off = rng_.below(span);
+      for (int64_t s = 0; s < seq_; ++s) {
+        b.data.data()[i * seq_ + s] = token(off + s);
+        b.targets.data()[i * seq_ + s] = token(off + s + 1);
+      }
+    }
+    return b;
+  }
+  std::string describe() const override {
+    return "text " + file_ + " (" + std::to_string(bytes_.size()) + " bytes)";
+  }
+
+ private:
+  float token(uint64_t i) const {
+    return static_cast<float>(static_cast<unsigned char>(bytes_[i]) % vocab_);
+  }
+  std::string file_, bytes_;
+  int64_t seq_, vocab_;
+  Rng rng_;
+};
+
+class TeacherSource : public DataSource {
+ public:
+  // classes > 0: classification with `classes` outputs; else regression to `out` values.
+  TeacherSource(std::vector<int64_t> in_shape, std::vector<int64_t> out_shape, int64_t out,
+                bool classify, uint64_t seed)
+      : in_shape_(std::move(in_shape)), out_shape_(std::move(out_shape)), out_(out),
+        classify_(classify), rng_(seed) {
+    in_ = 1;
+    for (int64_t d : in_shape_) in_ *= d;
+    Rng t(mix_seed(seed, 0x7EAC4E5));
+    teacher_.resize(static_cast<size_t>(in_ * out_));
+    for (double& w : teacher_) w = t.normal() / std::sqrt(static_cast<double>(in_));
+  }
+  Batch next(int64_t batch) override {
+    Tensor x(with_batch(batch, in_shape_));
+    for (int64_t i = 0; i < x.numel(); ++i) x.data()[i] = static_cast<float>(rng_.normal());
+    Tensor y = classify_ ? Tensor({batch, 1}) : Tensor({batch, out_});
+    std::vector<double> z(out_);
+    for (int64_t b = 0; b < batch; ++b) {
+      const float* xb = x.data() + b * in_;
+      for (int64_t o = 0; o < out_; ++o) {
+        double s = 0;
+        for (int64_t k = 0; k < in_; ++k) s += teacher_[o * in_ + k] * xb[k];
+        z[o] = s;
+      }
+      if (classify_) {
+        int64_t best = 0;
+        for (int64_t o = 1; o < out_; ++o)
+          if (z[o] > z[best]) best = o;
+        y.data()[b] = static_cast<float>(best);
+      } else {
+        for (int64_t o = 0; o < out_; ++o) y.data()[b * out_ + o] = static_cast<float>(std::tanh(z[o]));
+      }
+    }
+    if (!classify_) y.reshape(with_batch(batch, out_shape_));
+    return {std::move(x), std::move(y)};
+  }
+  std::string describe() const override {
+    return classify_ ? "synthetic classification (" + std::to_string(out_) + " classes, random teacher)"
+                     : "synthetic regression (" + std::to_string(out_) + " outputs, random teacher)";
+  }
+
+ private:
+  std::vector<int64_t> in_shape_, out_shape_;
+  int64_t in_ = 1, out_;
+  bool classify_;
+  Rng rng_;
+  std::vector<double> teacher_;
+};
+
+std::string read_text(const std::string& file, const std::string& flag) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw InputError(flag + ": cannot open data file \"" + file + "\"");
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) throw InputError(flag + ": cannot read data file \"" + file + "\"");
+  if (bytes.empty()) throw InputError(flag + ": data file \"" + file + "\" is empty");
+  return bytes;
+}
+
+}  // namespace
+
+std::unique_ptr<DataSource> make_data_source(const models::Model& model, const std::string& text_file,
+                                             uint64_t seed, const std::string& flag) {
+  const models::LayerSpec* input = nullptr;
+  const models::LayerSpec* loss = nullptr;
+  const models::LayerSpec* embedding = nullptr;
+  for (const auto& l : model.layers()) {
+    if (l.kind == LayerKind::input && !input) input = &l;
+    if (l.kind == LayerKind::embedding && !embedding) embedding = &l;
+    if (l.kind == LayerKind::softmax_xent || l.kind == LayerKind::mse_loss) loss = &l;
+  }
+  if (!input) throw InputError("model \"" + model.name() + "\": no input layer to feed data to");
+  if (!loss) throw InputError("model \"" + model.name() + "\": no loss layer (softmax_xent or mse_loss) to train");
+  const models::LayerSpec& pred = model.layers().at(model.index_of(loss->inputs.at(0)));
+  if (loss->kind == LayerKind::softmax_xent && embedding) {
+    const std::string file = text_file.empty() ? kDefaultTextFile : text_file;
+    std::string bytes = read_text(file, flag);
+    const int64_t seq = embedding->attr("seq");
+    if (static_cast<int64_t>(bytes.size()) < seq + 2)
+      throw InputError(flag + ": data file \"" + file + "\" has " + std::to_string(bytes.size()) +
+                       " bytes, fewer than the sequence length + 2 (" + std::to_string(seq + 2) + ")");
+    return std::make_unique<TextSource>(file, std::move(bytes), seq, embedding->attr("vocab"), seed);
+  }
+  if (!text_file.empty())
+    throw InputError(flag + ": model \"" + model.name() +
+                     "\" trains on synthetic data; a text file applies to models with an embedding");
+  if (loss->kind == LayerKind::softmax_xent) {
+    if (loss->attr_or("rows", 1) != 1)
+      throw InputError("layer \"" + loss->name + "\": synthetic classification needs rows = 1");
+    return std::make_unique<TeacherSource>(input->output_shape, std::vector<int64_t>{1},
+                                           loss->attr("classes"), true, seed);
+  }
+  return std::make_unique<TeacherSource>(input->output_shape, pred.output_shape,
+                                         pred.output_elements(), false, seed);
+}
+
+}  // namespace pw::exec

@@ -1,0 +1,46 @@
+// Training data for single-device training and the runtime: deterministic, seeded batches of
+// (":data", ":targets") tensors for a model (exec/network.h names).
+//
+// - Text (models with an embedding layer and a softmax_xent loss, e.g. gpt): byte-level tokens
+//   from a text file (default /usr/share/common-licenses/GPL-3). A sample is a window of seq
+//   bytes at a seeded random offset; targets are the next bytes. Byte values >= vocab are
+//   folded (byte % vocab).
+// - Synthetic classification (softmax_xent without embedding, e.g. vgg16): inputs ~ N(0, 1); the
+//   class is the argmax of a fixed random linear teacher over the flattened input.
+// - Synthetic regression (mse_loss, e.g. mlp): inputs ~ N(0, 1); targets = tanh(teacher · x)
+//   with a fixed random teacher, so the loss can fall.
+// next() is deterministic given (seed, number of previous calls). Not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "exec/tensor.h"
+#include "models/layer_graph.h"
+
+namespace pw::exec {
+
+inline constexpr const char* kDefaultTextFile = "/usr/share/common-licenses/GPL-3";
+
+struct Batch {
+  Tensor data;     // [batch, input sample shape]
+  Tensor targets;  // [batch, target sample shape]
+};
+
+class DataSource {
+ public:
+  virtual ~DataSource() = default;
+  virtual Batch next(int64_t batch) = 0;
+  virtual std::string describe() const = 0;
+};
+
+// Picks the source for the model. `text_file` empty = the default file (text models only; for
+// other models a non-empty text_file is an InputError). Throws InputError when the file is
+// missing, unreadable, empty or shorter than seq + 1 bytes (naming `flag` and the file), or
+// when the model has no input or no loss layer.
+std::unique_ptr<DataSource> make_data_source(const models::Model& model, const std::string& text_file,
+                                             uint64_t seed, const std::string& flag = "--data");
+
+}  // namespace pw::exec

@@ -1,0 +1,80 @@
+#include "exec/optimizer.h"
+
+#include <cmath>
+
+#include "exec/parallel.h"
+#include "models/error.h"
+
+namespace pw::exec {
+
+OptimizerKind parse_optimizer_kind(const std::string& s, const std::string& flag) {
+  if (s == "sgd") return OptimizerKind::sgd;
+  if (s == "adam") return OptimizerKind::adam;
+  throw InputError(flag + ": unknown optimizer \"" + s + "\" (expected sgd or adam)");
+}
+
+Optimizer::Optimizer(std::vector<Tensor*> params, std::vector<Tensor*> grads,
+                     const OptimizerOptions& options, Allocator& alloc)
+    : params_(std::move(params)), grads_(std::move(grads)), opt_(options) {
+  PW_CHECK(params_.size() == grads_.size(), "one gradient per parameter expected");
+  if (!(opt_.lr >= 0) || !std::isfinite(opt_.lr)) throw InputError("--lr: expected a finite value >= 0");
+  if (!(opt_.momentum >= 0 && opt_.momentum < 1)) throw InputError("momentum: expected a value in [0, 1)");
+  if (!(opt_.beta1 >= 0 && opt_.beta1 < 1 && opt_.beta2 >= 0 && opt_.beta2 < 1))
+    throw InputError("adam betas: expected values in [0, 1)");
+  if (!(opt_.weight_decay >= 0)) throw InputError("weight decay: expected a value >= 0");
+  for (size_t i = 0; i < params_.size(); ++i) {
+    PW_CHECK(params_[i]->shape() == grads_[i]->shape(), "parameter and gradient shapes differ");
+    const bool first = opt_.kind == OptimizerKind::adam || opt_.momentum > 0;
+    if (first) m_.push_back(Tensor::zeros(params_[i]->shape(), alloc));
+    if (opt_.kind == OptimizerKind::adam) v_.push_back(Tensor::zeros(params_[i]->shape(), alloc));
+  }
+}
+
+int64_t Optimizer::state_bytes() const {
+  int64_t b = 0;
+  for (const Tensor& t : m_) b += t.bytes();
+  for (const Tensor& t : v_) b += t.bytes();
+  return b;
+}
+
+void Optimizer::step() {
+  ++steps_;
+  const float lr = static_cast<float>(opt_.lr);
+  const float wd = static_cast<float>(opt_.weight_decay);
+  for (size_t i = 0; i < params_.size(); ++i) {
+    float* p = params_[i]->data();
+    const float* g = grads_[i]->data();
+    const int64_t n = params_[i]->numel();
+    if (opt_.kind == OptimizerKind::sgd) {
+      const float mu = static_cast<float>(opt_.momentum);
+      float* v = m_.empty() ? nullptr : m_[i].data();
+      parallel_for(n, [&](int64_t b, int64_t e) {
+        for (int64_t k = b; k < e; ++k) {
+          const float d = g[k] + wd * p[k];
+          if (v) {
+            v[k] = mu * v[k] + d;
+            p[k] -= lr * v[k];
+          } else {
+            p[k] -= lr * d;
+          }
+        }
+      }, 4096);
+    } else {
+      const float b1 = static_cast<float>(opt_.beta1), b2 = static_cast<float>(opt_.beta2);
+      const float c1 = static_cast<float>(1.0 / (1.0 - std::pow(opt_.beta1, double(steps_))));
+      const float c2 = static_cast<float>(1.0 / (1.0 - std::pow(opt_.beta2, double(steps_))));
+      const float eps = static_cast<float>(opt_.eps);
+      float* m = m_[i].data();
+      float* v = v_[i].data();
+      parallel_for(n, [&](int64_t b, int64_t e) {
+        for (int64_t k = b; k < e; ++k) {
+          m[k] = b1 * m[k] + (1 - b1) * g[k];
+          v[k] = b2 * v[k] + (1 - b2) * g[k] * g[k];
+          p[k] -= lr * ((m[k] * c1) / (std::sqrt(v[k] * c2) + eps) + wd * p[k]);
+        }
+      }, 4096);
+    }
+  }
+}
+
+}  // namespace pw::exec

@@ -1,0 +1,49 @@
+// Single-device training: a Network over the whole model run as one LayerRange, gradient
+// accumulation over micro-batches (each micro-batch's loss scaled by 1/num_micro_batches, so
+// the update equals that of the whole mini-batch), one optimizer step per mini-batch.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "exec/optimizer.h"
+#include "models/layer_graph.h"
+
+namespace pw::exec {
+
+struct TrainOptions {
+  int64_t steps = 100;
+  int64_t batch = 16;        // samples per mini-batch (optimizer step)
+  int64_t micro_batch = 0;   // samples per forward/backward; 0 = batch. Must divide batch.
+  OptimizerOptions optimizer;
+  std::string data_file;     // empty: the default (text models) / synthetic data
+  uint64_t seed = 1;
+};
+
+struct StepProgress {
+  int64_t step = 0;          // 1-based, steps done
+  int64_t steps = 0;
+  double loss = 0;           // this step's mean loss
+  double samples_per_s = 0;  // over the steps so far
+  double elapsed_s = 0;
+  double eta_s = 0;
+};
+
+struct TrainResult {
+  std::vector<double> losses;    // one per step (mean over its micro-batches)
+  double samples_per_s = 0;      // over all steps (first step included)
+  double seconds = 0;
+  int64_t peak_memory_bytes = 0; // allocator peak during training (params, grads, state, stash)
+  int64_t parameter_bytes = 0;
+  int64_t optimizer_bytes = 0;
+  std::string data;              // description of the data source
+};
+
+// Validates everything before computing (bad sizes, missing data file: InputError).
+// `on_step` (may be empty) is called after every step on the calling thread.
+TrainResult train(const models::Model& model, const TrainOptions& options,
+                  const std::function<void(const StepProgress&)>& on_step = {});
+
+}  // namespace pw::exec

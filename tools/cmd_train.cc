@@ -1,0 +1,190 @@
+// `pipewright train --model M [sizes] [--steps N] [--batch B] [--micro-batch U] [--lr X]
+//  [--optimizer sgd|adam] [--weight-decay W] [--data FILE] [--seed S] [--threads T] [--json]`:
+// single-device training with the oneDNN executor. Zoo families get small defaults that train
+// in seconds on 2 cores; sizing flags override them. Progress goes to stderr (rewritten in place
+// on a terminal, a line every ~10% of the steps or 5 s otherwise); the summary to stdout.
+#ifdef PW_HAVE_EXEC
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "exec/parallel.h"
+#include "exec/trainer.h"
+#include "models/error.h"
+#include "tools/command_registry.h"
+#include "tools/model_report.h"
+
+namespace {
+
+struct TrainArgs {
+  std::string model;
+  pw::models::ZooOptions zoo;
+  int64_t steps = 100;
+  int64_t batch = 0;
+  int64_t micro_batch = 0;
+  double lr = -1;
+  std::string optimizer = "adam";
+  double weight_decay = 0;
+  std::string data;
+  uint64_t seed = 1;
+  int threads = 0;
+  bool json = false;
+};
+
+const char* const kSizeFlags[] = {"--layers", "--d-model", "--heads", "--ffn", "--seq", "--vocab",
+                                  "--depth", "--width", "--image", "--width-divisor", "--classes",
+                                  "--tied-embeddings"};
+
+// Small defaults per family, then the flags the user gave.
+pw::models::ZooOptions train_sizes(const std::string& family, const pw::models::ZooOptions& given,
+                                   const CLI::App& sub) {
+  pw::models::ZooOptions z = given;
+  auto set = [&](const char* flag, int64_t& field, int64_t small) {
+    if (sub.count(flag) == 0) field = small;
+  };
+  if (family == "gpt") {
+    set("--layers", z.layers, 2);
+    set("--d-model", z.d_model, 64);
+    set("--heads", z.heads, 4);
+    set("--ffn", z.ffn, 256);
+    set("--seq", z.seq, 64);
+    set("--vocab", z.vocab, 256);
+    set("--batch", z.batch, 16);
+  } else if (family == "mlp") {
+    set("--depth", z.depth, 3);
+    set("--width", z.width, 64);
+    set("--batch", z.batch, 32);
+  } else if (family == "vgg16" || family == "resnet50") {
+    set("--image", z.image, 32);
+    set("--width-divisor", z.width_divisor, 8);
+    set("--classes", z.classes, 10);
+    set("--batch", z.batch, 8);
+  }
+  return z;
+}
+
+std::string fmt_time(double s) {
+  char buf[32];
+  if (s >= 3600) std::snprintf(buf, sizeof buf, "%dh%02dm", int(s / 3600), int(s / 60) % 60);
+  else if (s >= 60) std::snprintf(buf, sizeof buf, "%dm%02ds", int(s / 60), int(s) % 60);
+  else std::snprintf(buf, sizeof buf, "%.1fs", s);
+  return buf;
+}
+
+void run(const TrainArgs& a, const CLI::App& sub) {
+  const bool zoo = pw::tools::is_zoo_name(a.model) && a.model != "default";
+  if (!zoo)
+    for (const char* flag : kSizeFlags)
+      if (sub.count(flag) > 0)
+        throw pw::InputError(std::string(flag) + ": sizing options apply to a zoo family (gpt, mlp, vgg16), not to \"" +
+                             a.model + "\"");
+  if (sub.count("--batch") > 0 && a.batch < 1)
+    throw pw::InputError("--batch: expected >= 1, got " + std::to_string(a.batch));
+  pw::models::ZooOptions z = a.zoo;
+  if (sub.count("--batch") > 0) z.batch = a.batch;
+  if (zoo) z = train_sizes(a.model, z, sub);
+  pw::tools::ModelSource src = pw::tools::resolve_model(a.model, z, "--model");
+  pw::exec::TrainOptions o;
+  o.steps = a.steps;
+  o.batch = sub.count("--batch") > 0 ? a.batch : src.model.batch();
+  o.micro_batch = a.micro_batch;
+  o.optimizer.kind = pw::exec::parse_optimizer_kind(a.optimizer, "--optimizer");
+  o.optimizer.lr = a.lr >= 0 ? a.lr : (o.optimizer.kind == pw::exec::OptimizerKind::adam ? 3e-3 : 0.05);
+  if (sub.count("--lr") > 0 && !(a.lr > 0)) throw pw::InputError("--lr: expected a value > 0");
+  o.optimizer.weight_decay = a.weight_decay;
+  o.data_file = a.data;
+  o.seed = a.seed;
+  if (sub.count("--threads") > 0) {
+    if (a.threads < 1) throw pw::InputError("--threads: expected >= 1");
+    pw::exec::set_num_threads(a.threads);
+  }
+
+  const bool tty = isatty(fileno(stderr)) != 0;
+  const int64_t every = std::max<int64_t>(1, o.steps / 10);
+  auto last = std::chrono::steady_clock::now();
+  auto progress = [&](const pw::exec::StepProgress& p) {
+    const auto now = std::chrono::steady_clock::now();
+    const double since = std::chrono::duration<double>(now - last).count();
+    const bool final = p.step == p.steps;
+    char line[160];
+    std::snprintf(line, sizeof line, "step %lld/%lld  loss %.4f  %.1f samples/s  ETA %s",
+                  static_cast<long long>(p.step), static_cast<long long>(p.steps), p.loss, p.samples_per_s,
+                  fmt_time(p.eta_s).c_str());
+    if (tty) {
+      if (since >= 0.1 || final) {
+        std::fprintf(stderr, "\r\033[K%s%s", line, final ? "\n" : "");
+        last = now;
+      }
+    } else if (p.step % every == 0 || final || since >= 5.0) {
+      std::fprintf(stderr, "%s\n", line);
+      last = now;
+    }
+    std::fflush(stderr);
+  };
+  pw::exec::TrainResult r = pw::exec::train(src.model, o, progress);
+
+  if (a.json) {
+    pw::Json j{{"model", src.model.name()},
+               {"steps", o.steps},
+               {"batch", o.batch},
+               {"micro_batch", o.micro_batch == 0 ? o.batch : o.micro_batch},
+               {"optimizer", a.optimizer},
+               {"lr", o.optimizer.lr},
+               {"seed", o.seed},
+               {"threads", pw::exec::max_threads()},
+               {"data", r.data},
+               {"losses", r.losses},
+               {"samples_per_s", r.samples_per_s},
+               {"seconds", r.seconds},
+               {"peak_memory_bytes", r.peak_memory_bytes},
+               {"parameter_bytes", r.parameter_bytes},
+               {"optimizer_bytes", r.optimizer_bytes}};
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::printf("model %s, %lld steps of batch %lld on %s\n", src.model.name().c_str(),
+                static_cast<long long>(o.steps), static_cast<long long>(o.batch), r.data.c_str());
+    std::printf("loss %.4f -> %.4f (%.1f%% lower)\n", r.losses.front(), r.losses.back(),
+                100.0 * (1.0 - r.losses.back() / r.losses.front()));
+    std::printf("%.1f samples/s, %s, peak memory %s (parameters %s, optimizer state %s)\n", r.samples_per_s,
+                fmt_time(r.seconds).c_str(), pw::tools::human_bytes(double(r.peak_memory_bytes)).c_str(),
+                pw::tools::human_bytes(double(r.parameter_bytes)).c_str(),
+                pw::tools::human_bytes(double(r.optimizer_bytes)).c_str());
+  }
+}
+
+pw::tools::CommandRegistrar reg("train", [](CLI::App& app) {
+  auto a = std::make_shared<TrainArgs>();
+  auto* sub = app.add_subcommand("train", "Train a model on this machine (oneDNN executor, one device)");
+  sub->add_option("--model", a->model, "gpt | mlp | vgg16 | default | a model JSON file")->required();
+  auto& z = a->zoo;
+  sub->add_option("--layers", z.layers, "gpt: transformer blocks (default 2)");
+  sub->add_option("--d-model", z.d_model, "gpt: hidden size (default 64)");
+  sub->add_option("--heads", z.heads, "gpt: attention heads (default 4)");
+  sub->add_option("--ffn", z.ffn, "gpt: MLP hidden size (default 256)");
+  sub->add_option("--seq", z.seq, "gpt: sequence length (default 64)");
+  sub->add_option("--vocab", z.vocab, "gpt: vocabulary size (default 256, byte-level)");
+  sub->add_option("--depth", z.depth, "mlp: linear layers (default 3)");
+  sub->add_option("--width", z.width, "mlp: layer width (default 64)");
+  sub->add_option("--image", z.image, "conv nets: image side (default 32)");
+  sub->add_option("--width-divisor", z.width_divisor, "conv nets: divide every channel count (default 8)");
+  sub->add_option("--classes", z.classes, "conv nets: output classes (default 10)");
+  sub->add_flag("--tied-embeddings", z.tied_embeddings, "gpt: the LM head reuses the token embedding");
+  sub->add_option("--steps", a->steps, "optimizer steps")->capture_default_str();
+  sub->add_option("--batch", a->batch, "samples per step (default: gpt 16, mlp 32, vgg16 8, a file: its batch)");
+  sub->add_option("--micro-batch", a->micro_batch, "samples per forward/backward (gradient accumulation); 0 = batch")
+      ->capture_default_str();
+  sub->add_option("--lr", a->lr, "learning rate (default: adam 0.003, sgd 0.05)");
+  sub->add_option("--optimizer", a->optimizer, "sgd (momentum 0.9) | adam")->capture_default_str();
+  sub->add_option("--weight-decay", a->weight_decay, "weight decay (adam: decoupled)")->capture_default_str();
+  sub->add_option("--data", a->data, "text file for gpt (default /usr/share/common-licenses/GPL-3)");
+  sub->add_option("--seed", a->seed, "seed of initialization and data")->capture_default_str();
+  sub->add_option("--threads", a->threads, "OpenMP threads (default: all)");
+  sub->add_flag("--json", a->json, "print a JSON summary (losses, samples_per_s, peak_memory_bytes, ...)");
+  sub->callback([a, sub] { run(*a, *sub); });
+});
+
+}  // namespace
+#endif  // PW_HAVE_EXEC
