@@ -174,8 +174,9 @@ Model model_from_json(const Json& j) {
     if (lj.contains("output_shape")) {
       const Json& shp = require_array(lj, "output_shape", at);
       for (size_t k = 0; k < shp.size(); ++k) {
-        Json wrap = {{"d", shp[k]}};
-        l.output_shape.push_back(get_int(wrap, "d", join_path(at, "output_shape") + "/" + std::to_string(k), 1) );
+        const std::string key = std::to_string(k);
+        Json wrap = {{key, shp[k]}};
+        l.output_shape.push_back(get_int(wrap, key, join_path(at, "output_shape"), 1));
       }
     }
     if (lj.contains("attrs")) {

@@ -85,6 +85,13 @@ ModelSource resolve_model(const std::string& spec, const models::ZooOptions& opt
   }
   src.model = models::load_model_file(spec);
   src.file = spec;
+  // Attributes the cost model needs (and their agreement with output_shape) are checked here,
+  // so that such errors name the file like the JSON errors do.
+  try {
+    for (const models::LayerSpec& l : src.model.layers()) models::layer_cost(l, 1);
+  } catch (const InputError& e) {
+    throw InputError(spec + ": " + e.what());
+  }
   return src;
 }
 
