@@ -18,22 +18,23 @@ namespace pw::models {
 // Operator kinds known to the cost model and the executor. "opaque" is an imported layer
 // whose work is known only through its profile (e.g. a PipeDream graph node).
 enum class LayerKind {
-  input,              // data source (no compute); output_shape = one sample
+  input,              // data source (no compute); output_shape = one sample; attrs {seq, vocab}
+                      // for token ids (int32), else descriptive ({dim} or {c, h, w})
   embedding,          // token + position embedding: attrs vocab, seq, d_model
-  linear,             // attrs in, out; applied to the last dim, other dims are rows
+  linear,             // attrs in, out, bias (0/1, default 1); applied to the last dim, other dims are rows
   relu,
   gelu,
   layer_norm,         // attrs dim
   attention,          // causal multi-head self-attention: attrs seq, d_model, heads
   transformer_block,  // pre-norm GPT block: attrs seq, d_model, heads, ffn
   residual_add,       // sum of its two inputs
-  lm_head,            // attrs seq, d_model, vocab (logits)
+  lm_head,            // attrs seq, d_model, vocab, tied (0/1: reuses the embedding's token table); logits
   softmax_xent,       // softmax cross-entropy loss over attrs classes (per row: attrs rows)
-  mse_loss,
-  conv2d,             // attrs in_c, out_c, kernel, stride, pad, in_h, in_w
-  max_pool,           // attrs c, kernel, stride, in_h, in_w
-  avg_pool,           // attrs c, kernel, stride, in_h, in_w (kernel = in_h: global pooling)
-  batch_norm,         // attrs c
+  mse_loss,           // attrs dim; the target has the prediction's shape
+  conv2d,             // attrs in_c, out_c, kernel, stride, pad, in_h, in_w, bias (0/1, default 1)
+  max_pool,           // attrs c, kernel, stride, pad (default 0), in_h, in_w
+  avg_pool,           // attrs c, kernel, stride, pad (default 0), in_h, in_w (kernel = in_h: global)
+  batch_norm,         // attrs c (the zoo also records h, w)
   flatten,
   opaque,
 };

@@ -26,7 +26,10 @@ struct LayerProfile {
   int64_t output_bytes = 0;        // the layer's output activation (what a cut after it sends)
   int64_t stash_bytes = 0;         // bytes kept from forward until backward (incl. output if needed)
   int64_t parameter_bytes = 0;
-  int64_t optimizer_bytes = 0;     // optimizer state for these parameters (0 if unknown)
+  // Per-parameter memory beyond the weights and one same-size gradient buffer: optimizer state
+  // (moments, fp32 master copies) and any extra gradient precision. Weights + gradients + state
+  // = 2 * parameter_bytes + optimizer_bytes (models/optimizer_memory.h). 0 if unknown.
+  int64_t optimizer_bytes = 0;
   int64_t workspace_bytes = 0;     // transient bytes while the layer runs (not kept)
   bool is_data_loading = false;    // an input source: forward_ns is data-loading time
 
