@@ -15,7 +15,7 @@
 namespace pw::planner {
 namespace {
 
-constexpr int kMaxPipeDreamStates = 20000;
+constexpr int kMaxPipeDreamStates = 5000;
 
 std::vector<SyncStage> baseline_split(const models::Profile& p, int stages, bool greedy) {
   const int n = static_cast<int>(p.layers.size());

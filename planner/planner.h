@@ -10,7 +10,7 @@
 //   corrected cost model (planner/replicated_dp.h), cuts at prefixes of the layer order, levels
 //   from the cluster solved bottom-up.
 // - "pipedream": PipeDream's own optimizer's cost model exactly, on its antichain states; when
-//   those exceed 20000 (raw Inception-v3, NASNets) the prefixes of the topological order are used
+//   those exceed 5000 (raw Inception-v3, NASNets) the prefixes of the topological order are used
 //   instead (plan.cut_family says which). Times per mini-batch are the profile's (PipeDream
 //   profiles are per mini-batch); predicted.bottleneck_time_s = "Time per stage in pipeline".
 // The profile holds costs for profile.micro_batch samples; times and activation bytes scale
