@@ -71,7 +71,11 @@ void PipelineRuntime::thread_main(int device) {
   std::string why;
   if (options_.pin_threads && !cores.cores.empty() && !Machine::instance().bind_current_thread(cores, &why))
     pin_errors_[device] = why;
-  if (options_.set_thread_count && !cores.cores.empty()) set_num_threads(static_cast<int>(cores.cores.size()));
+  if (options_.set_thread_count) {
+    const int n = options_.threads_per_worker > 0 ? options_.threads_per_worker
+                                                  : static_cast<int>(std::max<size_t>(1, cores.cores.size()));
+    set_num_threads(n);
+  }
   if (options_.on_worker_start) options_.on_worker_start(device, cores);
   uint64_t seen = 0;
   {

@@ -40,7 +40,8 @@ struct RuntimeOptions {
   std::chrono::nanoseconds spin = std::chrono::microseconds(50);  // spin before sleeping
   std::chrono::milliseconds timeout{0};        // per iteration; 0 = wait forever
   bool pin_threads = true;                     // hwloc binding of worker threads
-  bool set_thread_count = true;                // OpenMP threads per worker = its cores
+  bool set_thread_count = true;                // set each worker's OpenMP thread count:
+  int threads_per_worker = 0;                  //   this many, or 0 = its number of cores
   bool record_trace = true;
   bool vertical_sync = false;                  // PipeDream vertical sync (async kinds only)
   // Optional: called on each worker thread after pinning (e.g. to warm up per-thread state).

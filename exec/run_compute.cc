@@ -1,0 +1,350 @@
+#include "exec/run_compute.h"
+
+#include <algorithm>
+
+#include "models/error.h"
+
+namespace pw::exec {
+
+struct LayerStageCompute::Stage {
+  std::unique_ptr<LayerRange> range;
+  bool recompute = false;
+  std::unique_ptr<StageOptimizer> opt;
+  std::vector<Tensor*> params, grads;
+  // Forward mapping. Per range input: -1 data, -2 targets, >= 0 index in the incoming payload.
+  std::vector<int> in_src;
+  std::vector<bool> in_clone;  // the payload tensor is also passed on: the range gets a copy
+  // Per name of the outgoing cut: >= 0 index in range outputs, < 0: -(k+1) incoming payload k.
+  std::vector<int> out_src;
+  int loss_output = -1;
+  // Backward mapping. Per range output: index in the incoming gradient payload, or -1.
+  std::vector<int> grad_src;
+  // Per name of the incoming cut: range input index (or -1), outgoing-cut index (or -1).
+  std::vector<int> bgrad_input, bgrad_pass;
+  std::set<int> in_flight;
+  std::map<int, std::vector<Tensor>> stashed;         // weight copy per micro-batch
+  std::map<int64_t, std::vector<Tensor>> history;     // vertical sync: version -> weights
+  int64_t version = 0;
+  int64_t last_requested = 0;
+  bool keep_history = false;
+  int64_t peak_act = 0;
+  std::map<std::pair<int, int>, double> losses;       // (iteration, micro-batch) -> mean loss
+};
+
+namespace {
+int64_t tensors_bytes(const std::vector<Tensor>& ts) {
+  int64_t b = 0;
+  for (const Tensor& t : ts) b += t.bytes();
+  return b;
+}
+std::vector<int64_t> with_batch(int64_t b, const std::vector<int64_t>& sample) {
+  std::vector<int64_t> s{b};
+  s.insert(s.end(), sample.begin(), sample.end());
+  return s;
+}
+void add_into(Tensor& dst, const Tensor& src) {
+  PW_CHECK(dst.numel() == src.numel(), "gradient shapes differ");
+  float* d = dst.data();
+  const float* s = src.data();
+  for (int64_t i = 0; i < dst.numel(); ++i) d[i] += s[i];
+}
+}  // namespace
+
+LayerStageCompute::LayerStageCompute(Network& net, std::vector<StageRange> ranges, ComputeConfig config, DataFn data,
+                                     const OptimizerFactory& make_optimizer)
+    : net_(net), config_(config), data_(std::move(data)) {
+  if (ranges.empty()) throw InputError("pipeline: no stages");
+  if (config_.batch < 1 || config_.micro_batch_size < 1 || config_.micro_batch_size > config_.batch)
+    throw InputError("pipeline: micro-batch size must be in [1, batch]");
+  num_micro_batches_ = static_cast<int>((config_.batch + config_.micro_batch_size - 1) / config_.micro_batch_size);
+  int expect = 0;
+  for (size_t s = 0; s < ranges.size(); ++s) {
+    if (ranges[s].begin != expect || ranges[s].end <= ranges[s].begin)
+      throw InputError("pipeline: stage " + std::to_string(s) + " covers layers [" + std::to_string(ranges[s].begin) +
+                       ", " + std::to_string(ranges[s].end) + "), expected a non-empty range starting at layer " +
+                       std::to_string(expect));
+    expect = ranges[s].end;
+  }
+  if (expect != net.size())
+    throw InputError("pipeline: stages cover layers [0, " + std::to_string(expect) + ") but the model has " +
+                     std::to_string(net.size()) + " layers");
+  const auto& model = net.model();
+  const int S = static_cast<int>(ranges.size());
+  std::vector<int> stage_of_layer(net.size());
+  for (int s = 0; s < S; ++s)
+    for (int l = ranges[s].begin; l < ranges[s].end; ++l) stage_of_layer[l] = s;
+  // Weights shared across stages (tied embeddings) cannot be split.
+  {
+    std::map<const float*, int> owner;
+    for (int l = 0; l < net.size(); ++l)
+      for (Tensor* p : net.layer(l).parameters()) {
+        auto [it, fresh] = owner.emplace(p->data(), stage_of_layer[l]);
+        if (!fresh && it->second != stage_of_layer[l])
+          throw InputError("pipeline: layer \"" + net.layer(l).name() +
+                           "\" shares weights with a layer of another stage (tied embeddings); put both in one stage");
+      }
+  }
+  for (int s = 0; s < S; ++s) {
+    auto st = std::make_unique<Stage>();
+    st->range = std::make_unique<LayerRange>(net, ranges[s].begin, ranges[s].end);
+    st->recompute = ranges[s].recompute;
+    st->params = st->range->parameters();
+    st->grads = st->range->gradients();
+    st->opt = make_optimizer(st->params, st->grads);
+    stages_.push_back(std::move(st));
+  }
+  // Cut c: names produced at stage <= c and read by a stage > c, in producer order.
+  cuts_.assign(S > 1 ? S - 1 : 0, {});
+  std::map<std::string, int> last_reader;
+  for (int s = 0; s < S; ++s)
+    for (const auto& in : stages_[s]->range->inputs())
+      if (in.name != kDataInput && in.name != kTargetInput) last_reader[in.name] = s;
+  for (int l = 0; l < net.size(); ++l) {
+    auto it = last_reader.find(model.layers()[l].name);
+    if (it == last_reader.end()) continue;
+    for (int c = stage_of_layer[l]; c < it->second; ++c) cuts_[c].push_back(it->first);
+  }
+  auto index_in = [](const std::vector<std::string>& v, const std::string& n) {
+    auto it = std::find(v.begin(), v.end(), n);
+    return it == v.end() ? -1 : static_cast<int>(it - v.begin());
+  };
+  static const std::vector<std::string> kNone;
+  for (int s = 0; s < S; ++s) {
+    Stage& st = *stages_[s];
+    const auto& incoming = s > 0 ? cuts_[s - 1] : kNone;
+    const auto& outgoing = s + 1 < S ? cuts_[s] : kNone;
+    for (const auto& in : st.range->inputs()) {
+      if (in.name == kDataInput) st.in_src.push_back(-1);
+      else if (in.name == kTargetInput) st.in_src.push_back(-2);
+      else st.in_src.push_back(index_in(incoming, in.name));
+      PW_CHECK(st.in_src.back() != -1 || in.name == kDataInput, "range input missing from the cut: " + in.name);
+      st.in_clone.push_back(index_in(outgoing, in.name) >= 0);
+    }
+    const auto& outs = st.range->outputs();
+    for (const auto& name : outgoing) {
+      const int k = index_in([&] {
+        std::vector<std::string> v;
+        for (const auto& o : outs) v.push_back(o.name);
+        return v;
+      }(), name);
+      if (k >= 0) {
+        st.out_src.push_back(k);
+      } else {
+        const int p = index_in(incoming, name);
+        PW_CHECK(p >= 0, "cut tensor neither produced nor received: " + name);
+        st.out_src.push_back(-(p + 1));
+      }
+    }
+    for (size_t k = 0; k < outs.size(); ++k) {
+      if (net.layer(model.index_of(outs[k].name)).is_loss()) {
+        st.loss_output = static_cast<int>(k);
+        loss_stage_ = s;
+      }
+      st.grad_src.push_back(index_in(outgoing, outs[k].name));
+    }
+    std::vector<std::string> in_names;
+    for (const auto& in : st.range->inputs()) in_names.push_back(in.name);
+    for (const auto& name : incoming) {
+      st.bgrad_input.push_back(index_in(in_names, name));
+      st.bgrad_pass.push_back(index_in(outgoing, name));
+    }
+  }
+}
+
+LayerStageCompute::~LayerStageCompute() = default;
+
+const std::vector<std::string>& LayerStageCompute::cut(int c) const { return cuts_.at(c); }
+
+int64_t LayerStageCompute::micro_batch_count(int j) const {
+  const int64_t first = j * config_.micro_batch_size;
+  return std::min(config_.micro_batch_size, config_.batch - first);
+}
+
+std::vector<Tensor> LayerStageCompute::clone_params(Stage& st) {
+  std::vector<Tensor> out;
+  out.reserve(st.params.size());
+  for (Tensor* p : st.params) out.push_back(p->clone());
+  return out;
+}
+
+void LayerStageCompute::note_activation_peak(Stage& st) {
+  int64_t b = 0;
+  for (int mb : st.in_flight) b += st.range->stash_bytes(mb);
+  st.peak_act = std::max(st.peak_act, b);
+}
+
+std::vector<Tensor> LayerStageCompute::forward(const OpContext& c, std::vector<Tensor> input) {
+  Stage& st = stage(c.stage);
+  const int64_t count = micro_batch_count(c.micro_batch);
+  const int64_t first = c.micro_batch * config_.micro_batch_size;
+  const auto& rin = st.range->inputs();
+  // Data and targets of this micro-batch, for the inputs that need them.
+  Tensor data, targets;
+  for (size_t k = 0; k < rin.size(); ++k) {
+    if (st.in_src[k] == -1) data = Tensor(with_batch(count, rin[k].sample_shape));
+    if (st.in_src[k] == -2) targets = Tensor(with_batch(count, rin[k].sample_shape));
+  }
+  if (!data.empty() || !targets.empty())
+    data_(c.iteration, first, count, data.empty() ? nullptr : &data, targets.empty() ? nullptr : &targets);
+  std::vector<Tensor> range_in;
+  for (size_t k = 0; k < rin.size(); ++k) {
+    const int src = st.in_src[k];
+    if (src == -1) range_in.push_back(std::move(data));
+    else if (src == -2) range_in.push_back(std::move(targets));
+    else range_in.push_back(st.in_clone[k] ? input.at(src).clone() : std::move(input.at(src)));
+  }
+  // Weight version for this micro-batch (asynchronous schedules).
+  std::vector<Tensor> outs;
+  if (config_.asynchronous && config_.weight_stashing) {
+    std::vector<Tensor> w;
+    if (c.weight_version >= 0) {
+      st.keep_history = true;
+      st.last_requested = c.weight_version;
+      for (auto it = st.history.begin(); it != st.history.end() && it->first < st.last_requested;)
+        it = st.history.erase(it);
+    }
+    if (c.weight_version >= 0 && c.weight_version != st.version) {
+      auto it = st.history.find(c.weight_version);
+      PW_CHECK(it != st.history.end(), "weight version " + std::to_string(c.weight_version) + " of stage " +
+                                           std::to_string(c.stage) + " is gone");
+      for (const Tensor& t : it->second) w.push_back(t.clone());
+    } else {
+      w = clone_params(st);
+    }
+    for (size_t i = 0; i < w.size(); ++i) std::swap(*st.params[i], w[i]);
+    try {
+      outs = st.range->forward(c.micro_batch, std::move(range_in));
+    } catch (...) {
+      for (size_t i = 0; i < w.size(); ++i) std::swap(*st.params[i], w[i]);
+      throw;
+    }
+    for (size_t i = 0; i < w.size(); ++i) std::swap(*st.params[i], w[i]);
+    st.stashed[c.micro_batch] = std::move(w);
+  } else {
+    outs = st.range->forward(c.micro_batch, std::move(range_in));
+  }
+  st.in_flight.insert(c.micro_batch);
+  if (st.loss_output >= 0) st.losses[{c.iteration, c.micro_batch}] = outs[st.loss_output].data()[0];
+  note_activation_peak(st);
+  if (st.recompute) st.range->drop_stash(c.micro_batch);
+  // Payload for the next stage: own outputs and pass-through tensors (left in `input`).
+  std::vector<Tensor> payload;
+  for (int src : st.out_src) payload.push_back(src >= 0 ? std::move(outs[src]) : std::move(input.at(-src - 1)));
+  return payload;
+}
+
+std::vector<Tensor> LayerStageCompute::backward_common(const OpContext& c, std::vector<Tensor> grad, bool fused) {
+  Stage& st = stage(c.stage);
+  PW_CHECK(st.in_flight.count(c.micro_batch), "backward of a micro-batch that is not in flight");
+  const auto& outs = st.range->outputs();
+  std::vector<Tensor> grad_out(outs.size());
+  for (size_t k = 0; k < outs.size(); ++k) {
+    if (static_cast<int>(k) == st.loss_output) {
+      grad_out[k] = Tensor(std::vector<int64_t>{1});
+      grad_out[k].data()[0] = config_.asynchronous
+                                  ? 1.0f
+                                  : static_cast<float>(static_cast<double>(micro_batch_count(c.micro_batch)) /
+                                                       static_cast<double>(config_.batch));
+    } else if (st.grad_src[k] >= 0 && !grad.at(st.grad_src[k]).empty()) {
+      // Pass-through gradients keep their slot in `grad`; own outputs' gradients move here.
+      grad_out[k] = std::move(grad[st.grad_src[k]]);
+    }
+  }
+  if (st.recompute) {
+    st.range->recompute(c.micro_batch);
+    note_activation_peak(st);
+  }
+  auto it = st.stashed.find(c.micro_batch);
+  std::vector<Tensor>* w = it != st.stashed.end() ? &it->second : nullptr;
+  if (w)
+    for (size_t i = 0; i < w->size(); ++i) std::swap(*st.params[i], (*w)[i]);
+  std::vector<Tensor> gin;
+  try {
+    gin = fused ? st.range->backward(c.micro_batch, std::move(grad_out))
+                : st.range->backward_input(c.micro_batch, std::move(grad_out));
+  } catch (...) {
+    if (w)
+      for (size_t i = 0; i < w->size(); ++i) std::swap(*st.params[i], (*w)[i]);
+    throw;
+  }
+  if (w) {
+    for (size_t i = 0; i < w->size(); ++i) std::swap(*st.params[i], (*w)[i]);
+    st.stashed.erase(it);  // W does not read parameters
+  }
+  if (fused) st.in_flight.erase(c.micro_batch);
+  // Gradient payload for the previous stage: own input gradients plus pass-through gradients.
+  std::vector<Tensor> payload;
+  for (size_t n = 0; n < st.bgrad_input.size(); ++n) {
+    Tensor g;
+    if (st.bgrad_input[n] >= 0) g = std::move(gin[st.bgrad_input[n]]);
+    if (st.bgrad_pass[n] >= 0 && !grad.at(st.bgrad_pass[n]).empty()) {
+      Tensor& pass = grad[st.bgrad_pass[n]];
+      if (g.empty()) g = std::move(pass);
+      else add_into(g, pass);
+    }
+    payload.push_back(std::move(g));
+  }
+  return payload;
+}
+
+std::vector<Tensor> LayerStageCompute::backward_input(const OpContext& c, std::vector<Tensor> grad) {
+  return backward_common(c, std::move(grad), false);
+}
+
+std::vector<Tensor> LayerStageCompute::backward(const OpContext& c, std::vector<Tensor> grad) {
+  return backward_common(c, std::move(grad), true);
+}
+
+void LayerStageCompute::backward_weight(const OpContext& c) {
+  Stage& st = stage(c.stage);
+  PW_CHECK(st.in_flight.count(c.micro_batch), "W of a micro-batch that is not in flight");
+  st.range->backward_weight(c.micro_batch);
+  st.in_flight.erase(c.micro_batch);
+}
+
+void LayerStageCompute::step(int s, int iteration) {
+  Stage& st = stage(s);
+  if (st.keep_history) st.history[st.version] = clone_params(st);
+  st.opt->step();
+  st.range->zero_grad();
+  ++st.version;
+}
+
+int64_t LayerStageCompute::weight_version(int s) const { return stages_.at(s)->version; }
+
+int64_t LayerStageCompute::weights_optimizer_bytes(int s) const {
+  const Stage& st = *stages_.at(s);
+  int64_t b = st.opt ? st.opt->state_bytes() : 0;
+  for (Tensor* p : st.params) b += p->bytes();
+  for (Tensor* g : st.grads) b += g->bytes();
+  return b;
+}
+
+int64_t LayerStageCompute::memory_bytes(int s) const {
+  const Stage& st = *stages_.at(s);
+  int64_t b = weights_optimizer_bytes(s);
+  for (const auto& [mb, w] : st.stashed) b += tensors_bytes(w);
+  for (const auto& [v, w] : st.history) b += tensors_bytes(w);
+  for (int mb : st.in_flight) b += st.range->stash_bytes(mb);
+  return b;
+}
+
+int64_t LayerStageCompute::peak_activation_bytes(int s) const { return stages_.at(s)->peak_act; }
+
+void LayerStageCompute::reset_peaks() {
+  for (auto& st : stages_) st->peak_act = 0;
+}
+
+double LayerStageCompute::loss(int iteration) const {
+  PW_CHECK(loss_stage_ >= 0, "the model has no loss layer");
+  const Stage& st = *stages_[loss_stage_];
+  double sum = 0;
+  for (int j = 0; j < num_micro_batches_; ++j) {
+    auto it = st.losses.find({iteration, j});
+    PW_CHECK(it != st.losses.end(), "no loss recorded for iteration " + std::to_string(iteration));
+    sum += it->second * static_cast<double>(micro_batch_count(j));
+  }
+  return sum / static_cast<double>(config_.batch);
+}
+
+}  // namespace pw::exec

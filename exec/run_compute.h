@@ -1,0 +1,121 @@
+// LayerStageCompute: the StageCompute of real training — each virtual stage is an
+// exec::LayerRange of one Network, driven by the pipeline runtime.
+//
+// Cuts. The payload from virtual stage s to s+1 is every tensor produced at or before s and
+// read after s (skip connections are passed through intermediate stages), in producer-layer
+// order; the backward payload carries their total gradients in the same order. ":data" and
+// ":targets" are never sent: each stage that reads them gets them from the DataFn for its
+// micro-batch (as a data loader on that device would).
+//
+// Data and loss. Micro-batch j of iteration it covers samples [j*b, j*b + b) of the
+// iteration's mini-batch (b = micro_batch_size; the last micro-batch may be smaller when
+// batch does not divide). Synchronous mode scales each micro-batch's mean loss by
+// count_j / batch, so accumulated gradients equal those of one pass over the whole batch.
+// Asynchronous mode (PipeDream) steps after every micro-batch with its own mean loss.
+//
+// Weight versions (asynchronous mode). weight_stashing: a stage runs the forward of j on its
+// latest weights and keeps a copy of them, which its backward of j uses; the update applies
+// to the latest weights. Vertical sync (OpContext::weight_version >= 0): every stage runs j on
+// its own weights as they were after `weight_version` steps; stages keep the older versions
+// that micro-batches in flight or still to come may ask for.
+//
+// Re-materialization: a stage with recompute keeps only its inputs per micro-batch after the
+// forward (LayerRange::drop_stash) and rebuilds the rest before the backward.
+//
+// Memory: memory_bytes(s) = parameters + gradients + optimizer state + stashed weight
+// versions + LayerRange::stash_bytes of every micro-batch in flight, counted from the tensors
+// themselves (exact per stage even though all stages share one process allocator).
+// Thread-safety: as StageCompute (one thread per stage); losses() after the run only.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "exec/network.h"
+#include "exec/stage_compute.h"
+
+namespace pw::exec {
+
+// Fills the ":data" and ":targets" tensors ([count, sample shape...]) for samples
+// [first, first + count) of iteration `iteration`'s mini-batch. Must be deterministic and
+// thread-safe (called from several stage threads).
+using DataFn = std::function<void(int iteration, int64_t first, int64_t count, Tensor* data, Tensor* targets)>;
+
+// The parameter update of one virtual stage. step() reads the gradients and updates the
+// parameters in place (it must not zero the gradients; the caller does).
+class StageOptimizer {
+ public:
+  virtual ~StageOptimizer() = default;
+  virtual void step() = 0;
+  virtual int64_t state_bytes() const = 0;
+};
+using OptimizerFactory =
+    std::function<std::unique_ptr<StageOptimizer>(std::vector<Tensor*> params, std::vector<Tensor*> grads)>;
+
+struct StageRange {
+  int begin = 0;  // first layer
+  int end = 0;    // one past the last
+  bool recompute = false;
+};
+
+struct ComputeConfig {
+  int64_t batch = 1;             // samples per mini-batch
+  int64_t micro_batch_size = 1;
+  bool asynchronous = false;     // PipeDream: per-micro-batch steps with unscaled mean losses
+  bool weight_stashing = true;   // asynchronous only
+};
+
+class LayerStageCompute final : public StageCompute {
+ public:
+  // `net` must outlive the compute. Stages must cover [0, net.size()) contiguously in order;
+  // throws InputError otherwise, or when a stage would need weights another stage owns
+  // (tied embeddings split across stages).
+  LayerStageCompute(Network& net, std::vector<StageRange> stages, ComputeConfig config, DataFn data,
+                    const OptimizerFactory& make_optimizer);
+  ~LayerStageCompute() override;
+
+  int num_stages() const override { return static_cast<int>(stages_.size()); }
+  std::vector<Tensor> forward(const OpContext& ctx, std::vector<Tensor> input) override;
+  std::vector<Tensor> backward_input(const OpContext& ctx, std::vector<Tensor> grad_output) override;
+  void backward_weight(const OpContext& ctx) override;
+  std::vector<Tensor> backward(const OpContext& ctx, std::vector<Tensor> grad_output) override;
+  void step(int stage, int iteration) override;
+  int64_t weight_version(int stage) const override;
+  int64_t memory_bytes(int stage) const override;
+
+  int num_micro_batches() const { return num_micro_batches_; }
+  int64_t micro_batch_count(int micro_batch) const;
+  // Mean loss of an iteration over its whole mini-batch (sample-weighted over micro-batches);
+  // requires that the stage holding the loss ran every forward of that iteration.
+  double loss(int iteration) const;
+  // Names crossing cut c (between virtual stages c and c+1).
+  const std::vector<std::string>& cut(int c) const;
+  // Largest sum of in-flight activation bytes (LayerRange::stash_bytes) seen on the stage,
+  // sampled after every op; reset_peaks() starts a new window.
+  int64_t peak_activation_bytes(int stage) const;
+  void reset_peaks();
+  // Parameters + gradients + optimizer state of the stage (the baseline memory).
+  int64_t weights_optimizer_bytes(int stage) const;
+
+ private:
+  struct Stage;
+  Stage& stage(int s) { return *stages_.at(s); }
+  std::vector<Tensor> backward_common(const OpContext& ctx, std::vector<Tensor> grad_output, bool fused);
+  void note_activation_peak(Stage& st);
+  std::vector<Tensor> clone_params(Stage& st);
+
+  Network& net_;
+  ComputeConfig config_;
+  DataFn data_;
+  int num_micro_batches_ = 1;
+  std::vector<std::unique_ptr<Stage>> stages_;
+  std::vector<std::vector<std::string>> cuts_;
+  int loss_stage_ = -1;
+};
+
+}  // namespace pw::exec
