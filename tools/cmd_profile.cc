@@ -12,6 +12,14 @@
 #include "tools/command_registry.h"
 #include "tools/model_report.h"
 
+#ifdef PW_HAVE_EXEC
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "exec/profiler.h"
+#endif
+
 namespace {
 
 struct ProfileArgs {
@@ -23,6 +31,10 @@ struct ProfileArgs {
   bool bf16 = false;
   bool json = false;
   std::string output;
+  bool measure = false;  // run the layers with the oneDNN executor (exec/profiler)
+  int reps = 10;
+  int warmup = 2;
+  int threads = 0;
 };
 
 void check_args(const ProfileArgs& a) {
@@ -38,6 +50,7 @@ void check_args(const ProfileArgs& a) {
 }
 
 pw::models::Profile analytic(const ProfileArgs& a, const pw::models::Model& model) {
+  if (a.device.empty()) throw pw::InputError("--device: required unless --measure is given");
   const pw::models::DeviceSpec device = pw::tools::resolve_device(a.device, "--device");
   return pw::models::analytic_profile(model, device, a.micro_batch, {a.efficiency, a.bf16, a.optimizer});
 }
@@ -45,6 +58,30 @@ pw::models::Profile analytic(const ProfileArgs& a, const pw::models::Model& mode
 pw::models::Profile make_profile(const ProfileArgs& a) {
   check_args(a);
   pw::tools::ModelSource src = pw::tools::resolve_model(a.model, pw::models::ZooOptions{}, "--model");
+#ifdef PW_HAVE_EXEC
+  if (a.measure) {
+    if (!a.device.empty())
+      throw pw::InputError("--device: a measured profile runs on this machine; drop --device or --measure");
+    pw::exec::MeasureOptions o;
+    o.micro_batch = a.micro_batch;
+    o.reps = a.reps;
+    o.warmup = a.warmup;
+    o.threads = a.threads;
+    o.optimizer = a.optimizer;
+    if (a.threads < 0) throw pw::InputError("--threads: expected >= 1");
+    const bool tty = isatty(fileno(stderr)) != 0;
+    o.progress = [tty](int done, int total, const std::string& name) {
+      if (tty)
+        std::fprintf(stderr, "\r\033[Kmeasuring layer %d/%d (%s)%s", done, total, name.c_str(), done == total ? "\n" : "");
+      else if (done == total || done % std::max(1, total / 10) == 0)
+        std::fprintf(stderr, "measured %d/%d layers\n", done, total);
+      std::fflush(stderr);
+    };
+    return pw::exec::measure_profile(src.model, o);
+  }
+#else
+  if (a.measure) throw pw::InputError("--measure: this pipewright was built without the executor (oneDNN)");
+#endif
   return analytic(a, src.model);
 }
 
@@ -59,10 +96,14 @@ void run(const ProfileArgs& a) {
 
 pw::tools::CommandRegistrar reg("profile", [](CLI::App& app) {
   auto a = std::make_shared<ProfileArgs>();
-  auto* sub = app.add_subcommand("profile", "Per-layer time and memory of a model on a device (analytic)");
+  auto* sub = app.add_subcommand("profile", "Per-layer time and memory of a model on a device (analytic) or measured here (--measure)");
   sub->add_option("--model", a->model, "a model JSON file, or gpt | mlp | vgg16 | resnet50 | default")->required();
-  sub->add_option("--device", a->device, "a catalog device (a100-80g, cpu-core-avx2, ...) or a device JSON file")
-      ->required();
+  sub->add_option("--device", a->device,
+                  "a catalog device (a100-80g, cpu-core-avx2, ...) or a device JSON file (required unless --measure)");
+  sub->add_flag("--measure", a->measure, "measure each layer's F, B, W on this CPU (oneDNN executor) instead");
+  sub->add_option("--reps", a->reps, "--measure: timed repetitions per layer (median reported)")->capture_default_str();
+  sub->add_option("--warmup", a->warmup, "--measure: untimed repetitions first")->capture_default_str();
+  sub->add_option("--threads", a->threads, "--measure: OpenMP threads (default: all)");
   sub->add_option("--micro-batch", a->micro_batch, "samples per micro-batch")->required();
   sub->add_option("--efficiency", a->efficiency, "fraction of peak FLOP/s reached, in (0, 1]")->capture_default_str();
   sub->add_option("--optimizer", a->optimizer, "sgd | sgd-momentum | rmsprop | adam | adam-mixed")

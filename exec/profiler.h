@@ -1,0 +1,52 @@
+// The measuring profiler: runs each layer's forward (F), input-gradient (B) and weight-gradient
+// (W) in isolation on this machine, after warm-up, and writes the same models::Profile the
+// analytic cost model writes (source "measured").
+//
+// Per layer: inputs are the real outputs of the preceding layers on one synthetic micro-batch
+// (token ids for embeddings, class ids / values for loss targets); each rep runs F, then B, then
+// W on a fresh Context; times are medians over `reps` (after `warmup` reps); the spread
+// (max - min) / median of each is reported in LayerMeasurement. Bytes come from the tensors and
+// the allocator: output_bytes = output tensor, stash_bytes = the layer's forward inputs (which
+// the executor keeps) + its Context, parameter_bytes = parameter tensors, optimizer_bytes =
+// state of `optimizer` (models/optimizer_memory catalog), workspace_bytes = allocator peak
+// during the layer beyond its inputs, output, stash and gradients. The input layer is marked
+// is_data_loading (its time is the copy of the batch).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "models/layer_graph.h"
+#include "models/profile.h"
+
+namespace pw::exec {
+
+struct MeasureOptions {
+  int64_t micro_batch = 1;
+  int reps = 10;
+  int warmup = 2;
+  int threads = 0;                 // 0: leave the OpenMP default
+  std::string optimizer = "adam";  // for optimizer_bytes
+  uint64_t seed = 1;
+  // Called after each layer: (layers done, total, layer name). May be empty.
+  std::function<void(int, int, const std::string&)> progress;
+};
+
+struct LayerMeasurement {
+  double forward_spread = 0;  // (max - min) / median over the reps
+  double backward_input_spread = 0;
+  double backward_weight_spread = 0;
+};
+
+// Throws InputError for micro_batch < 1, reps < 1, warmup < 0, an unknown optimizer, or a
+// model the executor cannot run.
+models::Profile measure_profile(const models::Model& model, const MeasureOptions& options,
+                                std::vector<LayerMeasurement>* spreads = nullptr);
+
+// "model name" from /proc/cpuinfo (or "unknown CPU") and the number of online CPUs.
+std::string cpu_model_name();
+int cpu_count();
+
+}  // namespace pw::exec
