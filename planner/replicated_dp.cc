@@ -82,6 +82,13 @@ class Solver {
     const bool final_level = level + 1 == static_cast<int>(levels_.size());
     (void)final_level;
     for (int m = 1; m < M; ++m) {
+      // PipeDream starts j at i + 1, so a one-state segment never gets the "fewer machines"
+      // option (a quirk); the corrected model gives it one.
+      if (!o_.quirks && o_.fewer_machines) {
+        const Cell& fewer = at(i, m - 1);
+        Cell& cur = at(i, m);
+        if (!std::isnan(fewer.t) && (std::isnan(cur.t) || fewer.t < cur.t)) cur = fewer;
+      }
       for (int j = i + 1; j < n_; ++j) {
         Cell best = at(j, m);
         if (o_.fewer_machines && m > 0) {

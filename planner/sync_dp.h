@@ -17,12 +17,25 @@
 //   without re-materialization in-flight * stash; with it in-flight * input cut bytes + stash
 //   (one micro-batch's working set).
 //
-// DP: over suffixes (k = first layer, q = stages left) with Pareto fronts of (max, sum) pairs,
-// re-materialization chosen per stage; exact for the model above. Complexity
-// O(P * n^2 * F) for P <= min(devices, n) stages and front size F, pruned exactly by the
-// incumbent: a partial plan whose (m-1)*max + sum already reaches the best complete plan is
-// dropped, and a stage's extension stops once (m-1) * its compute reaches it.
-// Thread-safety: pure functions.
+// Optimizer (exact for the model above). Write S = sum_s t_s + sum_c 2 x_c and
+// M = max(max_s t_s, max_c x_c), so iteration = S + (m-1) M; sum_s t_s is the total compute plus
+// the re-forward of re-materialized stages. For a bottleneck bound X, g(X) = min S over
+// partitions with M <= X is a suffix DP over (first layer k, stages left q):
+//   G(k, q) = min over the next cut j of [extra(k, j) + 2 x(j, q) + G(j, q - 1)],
+// where a stage is allowed when its time and its cuts are <= X and it fits in memory. Without
+// re-materialization extra = 0 and the allowed j form a window (k, J(k)] whose ends only move
+// right as k grows (times and memory grow with j and shrink with k): a monotone-deque sliding
+// minimum, O(1) amortized per cell. Re-materialized stages (needed only past J(k)) are a
+// range minimum over a sparse table with the window end found by binary search. One
+// evaluation is O(P n) (O(P n log n) when re-materialization is possible) time and O(P n)
+// memory, P = min(devices, n) stages.
+// g is non-increasing in X, so the optimum is searched over X by interval bisection with the
+// exact bound: every partition whose M lies in (lo, hi] has S >= g(hi), so the interval is
+// dropped once g(hi) + (m-1) lo reaches the incumbent; a probe at X also yields a real
+// partition (its M <= X) that may become the incumbent, and partitions with M between that
+// partition's M and X cannot beat it. Typically 10-40 evaluations per micro-batch count.
+// Thread-safety: const members may run concurrently except optimize(), which records
+// last_evaluations().
 #pragma once
 
 #include <cstdint>
@@ -67,19 +80,25 @@ class SyncModel {
   SyncEvaluation evaluate(const std::vector<SyncStage>& stages, const SyncConfig& cfg) const;
   // The optimal partition for cfg (empty when nothing fits).
   std::vector<SyncStage> optimize(const SyncConfig& cfg, double* best_iteration_s) const;
-  // Smallest per-device memory any partition needs (recompute on, one micro-batch in flight
-  // bound ignored: uses cfg's m and schedule).
+  // Smallest per-device memory limit under which some partition fits (cfg's m, schedule and
+  // re-materialization mode; cfg.memory_limit ignored); -1 when none fits under 2^60 bytes.
   int64_t min_memory_needed(const SyncConfig& cfg) const;
+  // Number of threshold-DP evaluations made by the last optimize() call (for benchmarks).
+  int last_evaluations() const { return last_evaluations_; }
   int n() const { return static_cast<int>(fwd_.size()) - 1; }
   int max_stages() const;
 
  private:
+  struct Solved;
   double cut_s(int c, int q_left_of_cut, double scale) const;  // c in 1..n-1
   SyncStageCost stage(int a, int b, bool rec, int q, int p, const SyncConfig& cfg) const;
+  // Threshold DP: min S over partitions with every stage time and cut <= bound.
+  bool solve(const SyncConfig& cfg, double bound, Solved& out) const;
   const models::Cluster& cluster_;
   int64_t profile_batch_;
   std::vector<int64_t> fwd_, bwd_, stash_, param_, work_;  // prefix sums (size n+1)
   std::vector<int64_t> cut_bytes_;                         // size n+1 (0 at 0 and n)
+  mutable int last_evaluations_ = 0;
 };
 
 }  // namespace pw::planner
