@@ -1,0 +1,69 @@
+// run_pipeline: trains a model as a pipeline described by a Plan — the driver behind
+// `pipewright run` and the runtime benchmark.
+//
+// Checks (InputError, one line each): the plan's stages must cover the model's layers
+// contiguously and in order (and name them, when layer_names are given), there must be no
+// more stages than layers, replicated stages are not supported, the batch must be
+// micro_batch_size x num_micro_batches, and the schedule must allow the plan's micro-batch
+// count (planner::make_schedule's rules, e.g. interleaved needs a multiple of the devices).
+//
+// Data: exec/data.h's source for the model (text for gpt, synthetic otherwise); each
+// iteration draws one mini-batch, sliced into micro-batches. Synchronous schedules step once
+// per iteration; pipedream-async (and 2bw, run with weight stashing) after every micro-batch.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "exec/optimizer.h"
+#include "exec/pipeline_runtime.h"
+#include "models/layer_graph.h"
+#include "planner/plan.h"
+#include "sim/trace.h"
+
+namespace pw::exec {
+
+struct PipelineRunOptions {
+  int steps = 10;
+  std::string data_file;           // "" = default data for the model
+  uint64_t seed = 1;
+  OptimizerOptions optimizer;      // default: SGD lr 0.01 momentum 0.9
+  bool vertical_sync = false;      // asynchronous schedules only
+  int threads_per_worker = 0;      // 0 = the worker's cores
+  std::chrono::milliseconds timeout{0};
+};
+
+struct StepReport {
+  int step = 0;                    // 1-based
+  int steps = 0;
+  double loss = 0;
+  int64_t iteration_ns = 0;
+  double samples_per_s = 0;        // this step
+};
+
+struct PipelineRunResult {
+  std::vector<double> losses;          // per step, mean over the mini-batch
+  std::vector<int64_t> iteration_ns;   // per step, wall time
+  double samples_per_s = 0;            // batch / median iteration time
+  double median_iteration_ms = 0;
+  std::vector<int64_t> peak_memory_bytes;      // per device: largest sampled memory_bytes
+  std::vector<int64_t> peak_activation_bytes;  // per virtual stage (LayerStageCompute)
+  std::vector<std::string> placement;          // per device, e.g. "core 0 (socket 0)"
+  std::string warning;                         // oversubscription / pinning, "" if none
+  sim::Trace trace;                            // measured, all steps
+};
+
+// Throws InputError with a one-line reason when the plan does not fit the model (see above).
+void check_plan_for_model(const planner::Plan& plan, const models::Model& model);
+
+// An even split of the model's layers into stages * chunks virtual stages (equal layer
+// counts, the first ones one larger), batch = micro_batch_size * num_micro_batches.
+planner::Plan even_plan(const models::Model& model, int stages, int num_micro_batches, int64_t micro_batch_size,
+                        planner::ScheduleKind kind, bool recompute, int chunks = 1);
+
+PipelineRunResult run_pipeline(const models::Model& model, const planner::Plan& plan, const PipelineRunOptions& options,
+                               const std::function<void(const StepReport&)>& on_step = {});
+
+}  // namespace pw::exec

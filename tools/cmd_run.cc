@@ -1,0 +1,248 @@
+// `pipewright run`: trains a model as a real pipeline on this machine (exec/run_pipeline.h).
+//   pipewright run --plan plan.json [--model M] [--steps N] [--data FILE] [--trace F] [--svg F]
+//                  [--compare] [--json]
+//   pipewright run --model M --stages S --micro-batches M [--micro-batch-size B]
+//                  [--schedule K] [--chunks V] [--recompute] ...   (an even plan built here)
+// Progress goes to stderr, one line per step; the summary to stdout (text, or JSON with --json).
+// --compare measures a profile of the model on this machine (exec/profiler.h), simulates the
+// same plan with it (sim/) and prints predicted vs measured iteration time and peak memory.
+#ifdef PW_HAVE_EXEC
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "exec/pinning.h"
+#include "exec/profiler.h"
+#include "exec/run_pipeline.h"
+#include "models/error.h"
+#include "planner/schedule_gen.h"
+#include "sim/engine.h"
+#include "sim/plan_costs.h"
+#include "sim/report.h"
+#include "sim/trace_io.h"
+#include "tools/command_registry.h"
+#include "tools/model_report.h"
+
+namespace {
+
+struct RunArgs {
+  std::string plan, model, data, trace, svg, schedule = "1f1b", optimizer = "sgd";
+  pw::models::ZooOptions zoo;
+  int stages = 0, micro_batches = 0, chunks = 0, steps = 10, threads = 0;
+  int64_t micro_batch_size = 0;
+  double lr = 0.01;
+  uint64_t seed = 1;
+  bool recompute = false, compare = false, json = false, vertical_sync = false;
+};
+
+// Small sizes per family (as `train`), overridden by the flags given.
+pw::models::ZooOptions run_sizes(const std::string& family, pw::models::ZooOptions z, const CLI::App& sub) {
+  auto set = [&](const char* flag, int64_t& field, int64_t v) {
+    if (sub.count(flag) == 0) field = v;
+  };
+  if (family == "gpt") {
+    set("--layers", z.layers, 4);
+    set("--d-model", z.d_model, 64);
+    set("--heads", z.heads, 4);
+    set("--ffn", z.ffn, 256);
+    set("--seq", z.seq, 64);
+    set("--vocab", z.vocab, 256);
+    z.batch = 16;
+  } else if (family == "mlp") {
+    set("--depth", z.depth, 4);
+    set("--width", z.width, 256);
+    z.batch = 32;
+  }
+  return z;
+}
+
+struct Comparison {
+  double predicted_iteration_ms = 0;
+  std::vector<int64_t> predicted_peak_memory_bytes;
+};
+
+Comparison compare_with_simulation(const pw::models::Model& model, const pw::planner::Plan& plan, int threads) {
+  pw::exec::MeasureOptions mo;
+  mo.micro_batch = plan.micro_batch_size;
+  mo.reps = 7;
+  mo.warmup = 2;
+  mo.threads = threads;
+  mo.optimizer = "sgd";
+  std::fprintf(stderr, "compare: measuring a profile of %s at micro-batch %lld\n", model.name().c_str(),
+               static_cast<long long>(plan.micro_batch_size));
+  const pw::models::Profile profile = pw::exec::measure_profile(model, mo);
+  const pw::sim::StageCosts costs = pw::sim::stage_costs_from_plan(plan, profile);
+  const pw::planner::Schedule sched = pw::sim::schedule_for_plan(plan, costs);
+  pw::sim::SimOptions so;
+  so.iterations = 1;
+  const pw::sim::SimResult sr = pw::sim::simulate(sched, costs, pw::sim::network_for_plan(plan, nullptr), so);
+  Comparison c;
+  c.predicted_iteration_ms = static_cast<double>(sr.report.iteration_ns) / 1e6;
+  for (const auto& d : sr.report.devices) c.predicted_peak_memory_bytes.push_back(d.peak_memory_bytes);
+  return c;
+}
+
+void run(const RunArgs& a, const CLI::App& sub) {
+  const bool quick = !sub.get_option("--stages")->empty();
+  if (a.plan.empty() && !quick) throw pw::InputError("run: expected --plan FILE, or --model M --stages S --micro-batches M");
+  if (!a.plan.empty() && quick) throw pw::InputError("--stages: give either --plan or the quick form, not both");
+  if (quick && a.model.empty()) throw pw::InputError("--stages: the quick form needs --model");
+  if (a.steps < 1) throw pw::InputError("--steps: expected >= 1, got " + std::to_string(a.steps));
+
+  pw::planner::Plan plan;
+  if (!a.plan.empty()) plan = pw::planner::load_plan_file(a.plan);
+  const std::string model_spec = !a.model.empty() ? a.model : plan.model;
+  pw::models::ZooOptions z = a.zoo;
+  if (pw::tools::is_zoo_name(model_spec) && model_spec != "default") z = run_sizes(model_spec, z, sub);
+  const pw::tools::ModelSource src =
+      pw::tools::resolve_model(model_spec, z, a.model.empty() ? a.plan + ": /model" : "--model");
+  const pw::models::Model& model = src.model;
+
+  if (quick) {
+    if (a.stages < 1) throw pw::InputError("--stages: expected >= 1, got " + std::to_string(a.stages));
+    if (a.micro_batches < 1) throw pw::InputError("--micro-batches: expected >= 1");
+    const auto kind = pw::planner::parse_schedule_kind(a.schedule, "--schedule");
+    const int chunks = a.chunks > 0 ? a.chunks : (kind == pw::planner::ScheduleKind::interleaved_1f1b ? 2 : 1);
+    const int64_t mbs = a.micro_batch_size > 0 ? a.micro_batch_size
+                                               : std::max<int64_t>(1, model.batch() / a.micro_batches);
+    plan = pw::exec::even_plan(model, a.stages, a.micro_batches, mbs, kind, a.recompute, chunks);
+    try {
+      pw::planner::make_schedule(kind, a.stages, a.micro_batches, chunks);
+    } catch (const pw::InputError& e) {
+      throw pw::InputError(std::string("--schedule: ") + e.what());
+    }
+  }
+  pw::exec::check_plan_for_model(plan, model);
+
+  pw::exec::PipelineRunOptions o;
+  o.steps = a.steps;
+  o.data_file = a.data;
+  o.seed = a.seed;
+  o.optimizer.kind = pw::exec::parse_optimizer_kind(a.optimizer, "--optimizer");
+  if (!(a.lr > 0)) throw pw::InputError("--lr: expected a value > 0");
+  o.optimizer.lr = a.lr;
+  o.vertical_sync = a.vertical_sync;
+  if (a.vertical_sync && pw::planner::is_synchronous(plan.schedule))
+    throw pw::InputError("--vertical-sync: applies to pipedream-async / 2bw only");
+  o.threads_per_worker = a.threads;
+
+  const int devices = plan.num_stages() / plan.chunks;
+  std::fprintf(stderr, "run: %s, %d stages on %d workers, %s, %d micro-batches of %lld%s\n", model.name().c_str(),
+               plan.num_stages(), devices, std::string(pw::planner::to_string(plan.schedule)).c_str(),
+               plan.num_micro_batches, static_cast<long long>(plan.micro_batch_size),
+               std::any_of(plan.stages.begin(), plan.stages.end(), [](auto& s) { return s.recompute; })
+                   ? ", recompute"
+                   : "");
+  auto progress = [](const pw::exec::StepReport& s) {
+    std::fprintf(stderr, "step %d/%d  loss %.4f  %.1f samples/s  %.2f ms\n", s.step, s.steps, s.loss,
+                 s.samples_per_s, static_cast<double>(s.iteration_ns) / 1e6);
+    std::fflush(stderr);
+  };
+  pw::exec::PipelineRunResult r = pw::exec::run_pipeline(model, plan, o, progress);
+  if (!r.warning.empty()) std::fprintf(stderr, "%s\n", r.warning.c_str());
+
+  Comparison cmp;
+  if (a.compare) {
+    const int cores = pw::exec::Machine::instance().num_cores();
+    cmp = compare_with_simulation(model, plan, a.threads > 0 ? a.threads : std::max(1, cores / devices));
+  }
+
+  // Outputs last (atomic writes).
+  pw::sim::RunInfo info;
+  info.schedule = std::string(pw::planner::to_string(plan.schedule));
+  info.num_stages = plan.num_stages();
+  info.num_micro_batches = plan.num_micro_batches;
+  info.iterations = a.steps;
+  info.samples_per_micro_batch = plan.micro_batch_size;
+  if (!a.trace.empty()) pw::write_file_atomic(a.trace, pw::sim::chrome_trace_json(r.trace).dump() + "\n");
+  if (!a.svg.empty()) {
+    const pw::sim::Report rep = pw::sim::summarize(r.trace, info);
+    pw::write_file_atomic(a.svg, pw::sim::timeline_svg(r.trace, rep, "measured: " + model.name() + ", " +
+                                                                         info.schedule + ", " +
+                                                                         std::to_string(devices) + " workers"));
+  }
+  if (a.json) {
+    pw::Json stages = pw::Json::array();
+    for (int d = 0; d < devices; ++d) {
+      pw::Json s{{"device", d}, {"cores", r.placement[d]}, {"peak_memory_bytes", r.peak_memory_bytes[d]}};
+      if (a.compare) s["predicted_peak_memory_bytes"] = cmp.predicted_peak_memory_bytes.at(d);
+      stages.push_back(s);
+    }
+    pw::Json j{{"model", model.name()},
+               {"schedule", info.schedule},
+               {"stages", plan.num_stages()},
+               {"workers", devices},
+               {"micro_batches", plan.num_micro_batches},
+               {"micro_batch_size", plan.micro_batch_size},
+               {"batch", plan.batch},
+               {"steps", a.steps},
+               {"losses", r.losses},
+               {"samples_per_s", r.samples_per_s},
+               {"iteration_ms", r.median_iteration_ms},
+               {"peak_memory_bytes", r.peak_memory_bytes},
+               {"per_stage", stages}};
+    std::vector<double> its;
+    for (int64_t ns : r.iteration_ns) its.push_back(static_cast<double>(ns) / 1e6);
+    j["iteration_ms_per_step"] = its;
+    if (a.compare) {
+      j["predicted_iteration_ms"] = cmp.predicted_iteration_ms;
+      j["predicted_peak_memory_bytes"] = cmp.predicted_peak_memory_bytes;
+    }
+    if (!r.warning.empty()) j["warning"] = r.warning;
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::printf("model %s, %s, %d workers, %d steps of batch %lld\n", model.name().c_str(), info.schedule.c_str(),
+                devices, a.steps, static_cast<long long>(plan.batch));
+    std::printf("loss %.4f -> %.4f\n", r.losses.front(), r.losses.back());
+    std::printf("iteration %.2f ms (median), %.1f samples/s\n", r.median_iteration_ms, r.samples_per_s);
+    if (a.compare)
+      std::printf("predicted iteration %.2f ms, measured %.2f ms (%+.1f%%)\n", cmp.predicted_iteration_ms,
+                  r.median_iteration_ms, 100.0 * (r.median_iteration_ms / cmp.predicted_iteration_ms - 1.0));
+    for (int d = 0; d < devices; ++d) {
+      std::printf("worker %d (%s): peak memory %s", d, r.placement[d].c_str(),
+                  pw::tools::human_bytes(double(r.peak_memory_bytes[d])).c_str());
+      if (a.compare)
+        std::printf(", predicted %s", pw::tools::human_bytes(double(cmp.predicted_peak_memory_bytes.at(d))).c_str());
+      std::printf("\n");
+    }
+  }
+}
+
+pw::tools::CommandRegistrar reg("run", [](CLI::App& app) {
+  auto a = std::make_shared<RunArgs>();
+  auto* sub = app.add_subcommand("run", "Train a model as a pipeline on this machine (one pinned worker per stage)");
+  sub->add_option("--plan", a->plan, "plan JSON (pipewright.plan/1)");
+  sub->add_option("--model", a->model, "gpt | mlp | default | a model JSON (quick form; with --plan: the plan's model)");
+  sub->add_option("--stages", a->stages, "quick form: pipeline stages (an even split of the layers)");
+  sub->add_option("--micro-batches", a->micro_batches, "quick form: micro-batches per step");
+  sub->add_option("--micro-batch-size", a->micro_batch_size, "quick form: samples per micro-batch (default batch / M)");
+  sub->add_option("--schedule", a->schedule, "quick form: gpipe | 1f1b | zb-h1 | zb-h2 | interleaved-1f1b | pipedream-async | 2bw")
+      ->capture_default_str();
+  sub->add_option("--chunks", a->chunks, "quick form: model chunks per worker (interleaved; default 2)");
+  sub->add_flag("--recompute", a->recompute, "quick form: re-materialize activations in every stage");
+  auto& z = a->zoo;
+  sub->add_option("--layers", z.layers, "gpt: transformer blocks (default 4)");
+  sub->add_option("--d-model", z.d_model, "gpt: hidden size (default 64)");
+  sub->add_option("--heads", z.heads, "gpt: attention heads (default 4)");
+  sub->add_option("--ffn", z.ffn, "gpt: MLP hidden size (default 256)");
+  sub->add_option("--seq", z.seq, "gpt: sequence length (default 64)");
+  sub->add_option("--vocab", z.vocab, "gpt: vocabulary (default 256)");
+  sub->add_option("--depth", z.depth, "mlp: linear layers (default 4)");
+  sub->add_option("--width", z.width, "mlp: width (default 256)");
+  sub->add_option("--steps", a->steps, "optimizer steps (mini-batches)")->capture_default_str();
+  sub->add_option("--data", a->data, "text file for gpt (default /usr/share/common-licenses/GPL-3)");
+  sub->add_option("--optimizer", a->optimizer, "sgd (momentum 0.9) | adam")->capture_default_str();
+  sub->add_option("--lr", a->lr, "learning rate")->capture_default_str();
+  sub->add_option("--seed", a->seed, "seed of initialization and data")->capture_default_str();
+  sub->add_option("--threads", a->threads, "OpenMP threads per worker (default: its cores)");
+  sub->add_flag("--vertical-sync", a->vertical_sync, "pipedream-async: PipeDream vertical sync of weight versions");
+  sub->add_option("--trace", a->trace, "write the measured timeline as Chrome trace-event JSON");
+  sub->add_option("--svg", a->svg, "write the measured timeline as SVG");
+  sub->add_flag("--compare", a->compare, "measure a profile, simulate the plan, print predicted vs measured");
+  sub->add_flag("--json", a->json, "print a JSON summary");
+  sub->callback([a, sub] { run(*a, *sub); });
+});
+
+}  // namespace
+#endif  // PW_HAVE_EXEC
