@@ -236,7 +236,7 @@ Work work_of(const LayerSpec& l, double B, int eb) {
 }
 
 int64_t to_bytes(const LayerSpec& l, double bytes) {
-  if (!(bytes < 9.0e18)) throw InputError(describe(l) + ": size too large (over 2^63 bytes)");
+  if (!(bytes < 9.0e18)) throw InputError(describe(l) + ": size too large (a count or byte size over 9e18)");
   return static_cast<int64_t>(std::llround(bytes));
 }
 
@@ -343,7 +343,9 @@ double model_flops_per_sample(const Model& model) {
 
 int64_t model_parameter_count(const Model& model) {
   int64_t total = 0;
-  for (const LayerSpec& l : model.layers()) total += layer_parameter_count(l);
+  for (const LayerSpec& l : model.layers())
+    if (__builtin_add_overflow(total, layer_parameter_count(l), &total))
+      throw InputError("model \"" + model.name() + "\": more than 2^63 parameters");
   return total;
 }
 

@@ -56,7 +56,9 @@ int64_t LayerSpec::attr_or(std::string_view key, int64_t fallback) const {
 
 int64_t LayerSpec::output_elements() const {
   int64_t n = 1;
-  for (int64_t d : output_shape) n *= d;
+  for (int64_t d : output_shape)
+    if (__builtin_mul_overflow(n, d, &n) || n > (int64_t{1} << 56))
+      throw InputError("layer \"" + name + "\": output_shape has more than 2^56 elements");
   return n;
 }
 

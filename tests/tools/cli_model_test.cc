@@ -143,6 +143,8 @@ TEST_CASE("bad model files: exit 2, one line naming the file and JSON path, no o
       {"attrs disagree with shape", edited([](Json& j) { j["layers"][1]["attrs"]["out"] = 7; }),
        {"layer \"fc\" (linear): output_shape [5] must end in out = 7"}},
       {"zero attr", edited([](Json& j) { j["layers"][1]["attrs"]["in"] = 0; }), {"attribute \"in\" must be >= 1"}},
+      {"huge shape", edited([](Json& j) { j["layers"][0]["output_shape"] = {1 << 30, 1 << 30, 1 << 30}; }),
+       {"layer \"x\": output_shape has more than 2^56 elements"}},
   };
   for (const Case& c : cases) {
     CAPTURE(c.what);
@@ -183,6 +185,8 @@ TEST_CASE("bad flags: exit 2, one line naming the flag, no output file") {
   expect_bad(run_cli({"model", "gpt", "--layers", "-1", "-o", out}), {"--layers"}, dir, keep);
   expect_bad(run_cli({"model", "mlp", "--batch", "0", "-o", out}), {"--batch"}, dir, keep);
   expect_bad(run_cli({"model", "vgg16", "--image", "8", "-o", out}), {"--image"}, dir, keep);
+  expect_bad(run_cli({"model", "gpt", "--d-model", "1073741824", "--heads", "1", "--ffn", "1073741824", "-o", out}),
+             {"more than 2^63 parameters"}, dir, keep);
   expect_bad(run_cli({"model", "alexnet", "-o", out}), {"\"alexnet\" is neither a model family"}, dir, keep);
   expect_bad(run_cli({"model", model, "--layers", "3", "-o", out}), {"--layers: sizing options apply to a zoo family"},
              dir, keep);
