@@ -30,6 +30,10 @@ struct MeasureOptions {
   int threads = 0;                 // 0: leave the OpenMP default
   std::string optimizer = "adam";  // for optimizer_bytes
   uint64_t seed = 1;
+  // Time with the calling thread's CPU clock instead of the wall clock. Requires threads == 1
+  // (all work then runs on the calling thread); robust to other processes competing for the
+  // cores, equal to wall time on an idle machine.
+  bool thread_cpu_time = false;
   // Called after each layer: (layers done, total, layer name). May be empty.
   std::function<void(int, int, const std::string&)> progress;
 };

@@ -1,0 +1,85 @@
+// pw_bench_exec: kernel efficiency of the oneDNN layers against a bare oneDNN matmul measured in
+// the same run (acceptance: linear fwd+bwd >= 70%, GPT block fwd+bwd >= 50% of the matmul rate).
+// Counters: "flops" as a rate (FLOP/s). Run: pw_bench_exec --benchmark_format=json
+#include <benchmark/benchmark.h>
+
+#include <vector>
+
+#include "exec/bare_matmul.h"
+#include "exec/layer.h"
+#include "exec/layers/common.h"
+
+namespace {
+
+using namespace pw::exec;
+
+Tensor random(std::vector<int64_t> shape, uint64_t seed) {
+  Tensor t(std::move(shape));
+  Rng r(seed);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data()[i] = static_cast<float>(r.uniform() - 0.5);
+  return t;
+}
+
+pw::models::LayerSpec spec(pw::models::LayerKind kind, std::vector<int64_t> out,
+                           std::map<std::string, int64_t> attrs) {
+  return pw::models::LayerSpec{"bench", kind, {"x"}, std::move(out), std::move(attrs)};
+}
+
+// M=256, K=N=1024; arg 1: weights stored transposed ("ba"), 0: "ab".
+void BM_BareMatmul(benchmark::State& state) {
+  const int64_t m = 256, k = 1024, n = 1024;
+  BareMatmul mm(m, k, n, state.range(0) == 1);
+  Tensor a = random({m, k}, 1), b = random({k, n}, 2), c({m, n});
+  for (auto _ : state) {
+    mm.run(a.data(), b.data(), c.data());
+    benchmark::DoNotOptimize(c.data());
+  }
+  state.counters["flops"] = benchmark::Counter(2.0 * m * k * n, benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel(state.range(0) == 1 ? "weights ba" : "weights ab");
+}
+BENCHMARK(BM_BareMatmul)->Arg(1)->Arg(0)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// linear 1024 -> 1024 at batch 256: F + B + W (3 matmuls of 2*M*K*N each).
+void BM_LinearFwdBwd(benchmark::State& state) {
+  const int64_t m = 256, k = 1024, n = 1024;
+  auto l = make_layer(spec(pw::models::LayerKind::linear, {n}, {{"in", k}, {"out", n}}), {{k}});
+  l->init_parameters(1);
+  Tensor x = random({m, k}, 3), dy = random({m, n}, 4);
+  const Tensor* in[] = {&x};
+  for (auto _ : state) {
+    Context ctx;
+    Tensor y = l->forward(in, ctx);
+    auto dx = l->backward_input(in, ctx, dy);
+    l->backward_weight(in, ctx, dy);
+    benchmark::DoNotOptimize(dx[0].data());
+  }
+  state.counters["flops"] = benchmark::Counter(3 * 2.0 * m * k * n, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_LinearFwdBwd)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// One GPT block, d_model 512, seq 256, 8 heads, ffn 2048, micro-batch 1: F + B + W.
+// FLOPs: 3 x forward; forward = 2*s*(4d^2 + 2df) (projections, MLP) + 4*s^2*d (scores, mix;
+// counted dense although the mask makes half of it zero).
+void BM_GptBlockFwdBwd(benchmark::State& state) {
+  const int64_t s = 256, d = 512, f = 2048, b = state.range(0);
+  auto l = make_layer(spec(pw::models::LayerKind::transformer_block, {s, d},
+                           {{"seq", s}, {"d_model", d}, {"heads", 8}, {"ffn", f}}),
+                      {{s, d}});
+  l->init_parameters(1);
+  Tensor x = random({b, s, d}, 5), dy = random({b, s, d}, 6);
+  const Tensor* in[] = {&x};
+  for (auto _ : state) {
+    Context ctx;
+    Tensor y = l->forward(in, ctx);
+    auto dx = l->backward_input(in, ctx, dy);
+    l->backward_weight(in, ctx, dy);
+    benchmark::DoNotOptimize(dx[0].data());
+  }
+  const double fwd = 2.0 * s * (4.0 * d * d + 2.0 * d * f) + 4.0 * s * s * d;
+  state.counters["flops"] = benchmark::Counter(3 * fwd * b, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_GptBlockFwdBwd)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();
