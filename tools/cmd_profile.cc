@@ -1,7 +1,7 @@
 // `pipewright profile --model M --device D --micro-batch B [...]`: a per-layer Profile of a model
 // for one micro-batch on one device, printed as a table (or JSON) and optionally saved.
-// Today the profile is analytic (models/cost); a measured profile (exec/profiler) plugs in as a
-// second producer in make_profile().
+// The profile is analytic (models/cost: roofline on a catalog device) or, with --measure,
+// measured on this machine by the oneDNN executor (exec/profiler); make_profile() picks.
 #include <iostream>
 #include <memory>
 
