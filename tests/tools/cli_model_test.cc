@@ -170,6 +170,7 @@ TEST_CASE("bad flags: exit 2, one line naming the flag, no output file") {
     return run_cli(args);
   };
   expect_bad(profile({"--device", "tpu-v9", "--micro-batch", "2"}), {"--device: unknown device kind \"tpu-v9\""}, dir, keep);
+  expect_bad(profile({"--micro-batch", "2"}), {"--device: required unless --measure"}, dir, keep);
   expect_bad(profile({"--device", "a100-80g", "--micro-batch", "0"}), {"--micro-batch: expected an integer >= 1, got 0"},
              dir, keep);
   expect_bad(profile({"--device", "a100-80g", "--micro-batch", "-3"}), {"--micro-batch"}, dir, keep);
