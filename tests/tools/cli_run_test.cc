@@ -1,0 +1,101 @@
+// CLI tests of `pipewright run`: quick form, plan form, outputs, bad input.
+#include <doctest/doctest.h>
+
+#include <fstream>
+
+#include "models/json_util.h"
+#include "planner/plan.h"
+#include "tests/tools/cli_runner.h"
+
+using pw::Json;
+using pw::test::CliResult;
+using pw::test::run_cli;
+using pw::test::ScratchDir;
+
+namespace {
+void expect_bad_run(const CliResult& r, const std::string& needle, const ScratchDir& dir,
+                    const std::vector<std::string>& keep) {
+  CAPTURE(r.err);
+  CHECK(r.rc == 2);
+  CHECK(pw::test::line_count(r.err) == 1);
+  CHECK(r.err.find(needle) != std::string::npos);
+  CHECK(r.out.empty());
+  CHECK(dir.entries() == keep);
+}
+
+// A plan over the run's small mlp (depth 2, width 8: input, fc0, relu0, fc1, loss = 5 layers).
+pw::planner::Plan mlp_plan(std::vector<std::pair<int, int>> ranges, int m) {
+  pw::planner::Plan p;
+  p.model = "mlp";
+  p.schedule = pw::planner::ScheduleKind::gpipe;
+  p.micro_batch_size = 2;
+  p.num_micro_batches = m;
+  p.batch = 2 * m;
+  for (size_t s = 0; s < ranges.size(); ++s) {
+    pw::planner::StagePlan st;
+    st.first_layer = ranges[s].first;
+    st.end_layer = ranges[s].second;
+    static const char* const kNames[] = {"input", "fc0", "relu0", "fc1", "loss"};
+    for (int l = st.first_layer; l < st.end_layer; ++l) st.layer_names.push_back(kNames[l]);
+    st.devices = {static_cast<int>(s)};
+    p.stages.push_back(st);
+  }
+  p.num_devices_used = static_cast<int>(ranges.size());
+  return p;
+}
+std::string plan_file(const ScratchDir& dir, const pw::planner::Plan& p) {
+  Json j;
+  to_json(j, p);
+  return dir.write("plan.json", j.dump());
+}
+}  // namespace
+
+TEST_CASE("run quick form: JSON summary, progress lines, trace and SVG files") {
+  ScratchDir dir;
+  const CliResult r = run_cli({"run", "--model", "gpt", "--layers", "2", "--d-model", "16", "--heads", "2", "--ffn",
+                               "32", "--seq", "8", "--vocab", "64", "--stages", "2", "--micro-batches", "4",
+                               "--schedule", "1f1b", "--steps", "3", "--json", "--trace", dir.file("t.json"), "--svg",
+                               dir.file("t.svg")});
+  CAPTURE(r.err);
+  REQUIRE(r.rc == 0);
+  const Json j = Json::parse(r.out);
+  CHECK(j.at("losses").size() == 3);
+  CHECK(j.at("samples_per_s").get<double>() > 0);
+  CHECK(j.at("iteration_ms").get<double>() > 0);
+  CHECK(j.at("peak_memory_bytes").size() == 2);
+  CHECK(j.at("schedule") == "1f1b");
+  CHECK(r.err.find("step 3/3") != std::string::npos);
+  CHECK(dir.entries() == std::vector<std::string>{"t.json", "t.svg"});
+  std::ifstream in(dir.file("t.json"));
+  const Json t = Json::parse(in);
+  CHECK(t.contains("traceEvents"));
+}
+
+TEST_CASE("run --plan: trains the plan's stages; --compare adds the prediction") {
+  ScratchDir dir;
+  const std::string plan = plan_file(dir, mlp_plan({{0, 2}, {2, 5}}, 2));
+  const CliResult r = run_cli({"run", "--plan", plan, "--depth", "2", "--width", "8", "--steps", "2", "--compare",
+                               "--json"});
+  CAPTURE(r.err);
+  REQUIRE(r.rc == 0);
+  const Json j = Json::parse(r.out);
+  CHECK(j.at("losses").size() == 2);
+  CHECK(j.at("predicted_iteration_ms").get<double>() > 0);
+  CHECK(j.at("predicted_peak_memory_bytes").size() == 2);
+}
+
+TEST_CASE("run: bad input exits 2 with one line and writes nothing") {
+  ScratchDir dir;
+  const std::string plan = plan_file(dir, mlp_plan({{0, 2}, {2, 4}}, 2));
+  expect_bad_run(run_cli({"run", "--plan", plan, "--depth", "2", "--width", "8", "--trace", dir.file("t.json")}),
+                 "has 5 layers", dir, {"plan.json"});
+  expect_bad_run(run_cli({"run", "--model", "mlp", "--depth", "2", "--stages", "9", "--micro-batches", "2",
+                          "--trace", dir.file("t.json")}),
+                 "only 5 layers", dir, {"plan.json"});
+  expect_bad_run(run_cli({"run", "--model", "gpt", "--stages", "2", "--micro-batches", "3", "--schedule",
+                          "interleaved-1f1b", "--svg", dir.file("t.svg")}),
+                 "--schedule", dir, {"plan.json"});
+  expect_bad_run(run_cli({"run", "--model", "mlp", "--stages", "2", "--micro-batches", "2", "--schedule", "bogus"}),
+                 "unknown schedule", dir, {"plan.json"});
+  expect_bad_run(run_cli({"run", "--steps", "2"}), "expected --plan", dir, {"plan.json"});
+}
