@@ -86,9 +86,11 @@ ModelSource resolve_model(const std::string& spec, const models::ZooOptions& opt
   src.model = models::load_model_file(spec);
   src.file = spec;
   // Attributes the cost model needs (and their agreement with output_shape) are checked here,
-  // so that such errors name the file like the JSON errors do.
+  // so that such errors name the file like the JSON errors do. Opaque layers are left to the
+  // consumer (they have no attrs to check; whether they are usable depends on the command).
   try {
-    for (const models::LayerSpec& l : src.model.layers()) models::layer_cost(l, 1);
+    for (const models::LayerSpec& l : src.model.layers())
+      if (l.kind != models::LayerKind::opaque) models::layer_cost(l, 1);
   } catch (const InputError& e) {
     throw InputError(spec + ": " + e.what());
   }

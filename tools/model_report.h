@@ -23,8 +23,9 @@ struct ModelSource {
 // True for the zoo families and "default" (the main job's built-in model).
 bool is_zoo_name(const std::string& spec);
 
-// `spec` is a zoo family (built with `options`), "default", or a model JSON file.
-// Throws InputError naming `flag` when it is none of these.
+// `spec` is a zoo family (built with `options`), "default", or a model JSON file. A file's
+// layers are checked against the cost model's attribute rules (opaque layers excepted), errors
+// prefixed with the file name. Throws InputError naming `flag` when `spec` is none of these.
 ModelSource resolve_model(const std::string& spec, const models::ZooOptions& options,
                           const std::string& flag);
 
