@@ -1,0 +1,81 @@
+// CLI tests of `pipewright train` and `pipewright profile --measure`: a short successful run
+// with its JSON summary, and bad input (exit 2, one line, nothing written).
+#include <doctest/doctest.h>
+
+#include "models/json_util.h"
+#include "tests/tools/cli_runner.h"
+
+using pw::Json;
+using pw::test::CliResult;
+using pw::test::run_cli;
+using pw::test::ScratchDir;
+
+namespace {
+
+std::string model_file(const ScratchDir& dir, const std::string& fc_kind, int64_t fc_in) {
+  return dir.write("model.json", R"({
+    "format": "pipewright.model/1", "name": "tiny", "batch": 4,
+    "layers": [
+      {"name": "x", "kind": "input", "inputs": [], "output_shape": [3], "attrs": {}},
+      {"name": "fc", "kind": ")" + fc_kind + R"(", "inputs": ["x"], "output_shape": [5],
+       "attrs": {"in": )" + std::to_string(fc_in) + R"(, "out": 5, "c": 3}},
+      {"name": "loss", "kind": "mse_loss", "inputs": ["fc"], "output_shape": [1], "attrs": {"dim": 5}}
+    ]})");
+}
+
+void expect_bad(const CliResult& r, const std::string& needle) {
+  CHECK(r.rc == 2);
+  CHECK(pw::test::line_count(r.err) == 1);
+  CAPTURE(r.err);
+  CHECK(r.err.find(needle) != std::string::npos);
+  CHECK(r.out.empty());
+}
+
+TEST_CASE("train: mlp --json prints one loss per step; a model file trains too") {
+  CliResult r = run_cli({"train", "--model", "mlp", "--steps", "4", "--threads", "1", "--json"});
+  REQUIRE(r.rc == 0);
+  Json j = Json::parse(r.out);
+  CHECK(j.at("losses").size() == 4);
+  CHECK(j.at("samples_per_s").get<double>() > 0);
+  CHECK(j.at("peak_memory_bytes").get<int64_t>() > 0);
+  ScratchDir dir;
+  CliResult f = run_cli({"train", "--model", model_file(dir, "linear", 3), "--steps", "3", "--threads", "1"});
+  CHECK(f.rc == 0);
+  CHECK(f.out.find("loss") != std::string::npos);
+  CHECK(dir.entries() == std::vector<std::string>{"model.json"});
+}
+
+TEST_CASE("train: bad input exits 2 with one line") {
+  ScratchDir dir;
+  const std::string bn = dir.write("bn.json", R"({
+    "format": "pipewright.model/1", "name": "bn", "batch": 4,
+    "layers": [
+      {"name": "x", "kind": "input", "inputs": [], "output_shape": [3], "attrs": {}},
+      {"name": "bn", "kind": "batch_norm", "inputs": ["x"], "output_shape": [3], "attrs": {"c": 3}},
+      {"name": "loss", "kind": "mse_loss", "inputs": ["bn"], "output_shape": [1], "attrs": {"dim": 3}}
+    ]})");
+  expect_bad(run_cli({"train", "--model", bn, "--steps", "1"}), "cannot be executed");
+  expect_bad(run_cli({"train", "--model", model_file(dir, "wobble", 3), "--steps", "1"}), "unknown layer kind");
+  expect_bad(run_cli({"train", "--model", model_file(dir, "linear", 4), "--steps", "1"}), "shape");
+  expect_bad(run_cli({"train", "--model", "mlp", "--batch", "0"}), "--batch");
+  expect_bad(run_cli({"train", "--model", "gpt", "--data", dir.file("missing.txt")}), "missing.txt");
+  expect_bad(run_cli({"train", "--model", "gpt", "--data", dir.write("empty.txt", "")}), "empty");
+  expect_bad(run_cli({"train", "--model", "mlp", "--optimizer", "lion"}), "--optimizer");
+  CHECK(dir.entries() == std::vector<std::string>{"bn.json", "empty.txt", "model.json"});
+}
+
+TEST_CASE("profile --measure writes a measured profile; bad micro-batch writes nothing") {
+  ScratchDir dir;
+  CliResult r = run_cli({"profile", "--model", model_file(dir, "linear", 3), "--measure", "--micro-batch", "2",
+                         "--reps", "2", "--threads", "1", "-o", dir.file("p.json")});
+  REQUIRE(r.rc == 0);
+  Json p = Json::parse(pw::test::slurp(dir.file("p.json")));
+  CHECK(p.at("source") == "measured");
+  CHECK(p.at("layers").size() == 3);
+  CliResult bad = run_cli({"profile", "--model", model_file(dir, "linear", 3), "--measure", "--micro-batch", "0",
+                           "-o", dir.file("q.json")});
+  CHECK(bad.rc == 2);
+  CHECK_FALSE(dir.exists("q.json"));
+}
+
+}  // namespace
