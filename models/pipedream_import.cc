@@ -11,6 +11,22 @@
 #include "models/json_util.h"
 
 namespace pw::models {
+
+int64_t infer_pipedream_batch(const Profile& p) {
+  const LayerProfile* input = nullptr;
+  for (const auto& l : p.layers)
+    if (l.is_data_loading) {
+      if (input) return 0;
+      input = &l;
+    }
+  if (!input || input->output_bytes <= 0) return 0;
+  for (int64_t side : {224, 299, 331}) {
+    const int64_t per_sample = 4 * 3 * side * side;
+    if (input->output_bytes % per_sample == 0) return input->output_bytes / per_sample;
+  }
+  return 0;
+}
+
 namespace {
 
 constexpr std::string_view kSep = " -- ";
@@ -62,18 +78,8 @@ std::string model_name_from_path(const std::string& file) {
 }
 
 int64_t infer_micro_batch(const Profile& p) {
-  const LayerProfile* input = nullptr;
-  for (const auto& l : p.layers)
-    if (l.is_data_loading) {
-      if (input) return 1;
-      input = &l;
-    }
-  if (!input || input->output_bytes <= 0) return 1;
-  for (int64_t side : {224, 299, 331}) {
-    const int64_t per_sample = 4 * 3 * side * side;
-    if (input->output_bytes % per_sample == 0) return input->output_bytes / per_sample;
-  }
-  return 1;
+  const int64_t b = infer_pipedream_batch(p);
+  return b > 0 ? b : 1;
 }
 
 struct RawNode {

@@ -43,6 +43,10 @@ PipeDreamGraph parse_pipedream_graph(std::string_view text, const std::string& f
 PipeDreamGraph read_pipedream_graph(const std::string& file);
 Profile import_pipedream_graph(const std::string& file);
 
+// The mini-batch a PipeDream profile was measured at, inferred as described above; 0 when it
+// cannot be inferred (GNMT, test graphs: import_pipedream_graph then sets micro_batch = 1).
+int64_t infer_pipedream_batch(const Profile& p);
+
 // "12.345" (ms, at most 6 decimals, no sign or exponent) -> 12345000 ns; throws InputError
 // "<where>: expected ..." otherwise.
 int64_t parse_ms_to_ns(std::string_view s, const std::string& where);

@@ -8,6 +8,7 @@
 
 #include "models/error.h"
 #include "models/optimizer_memory.h"
+#include "models/pipedream_import.h"
 #include "planner/cut_states.h"
 #include "planner/replicated_dp.h"
 #include "planner/sync_dp.h"
@@ -16,6 +17,7 @@ namespace pw::planner {
 namespace {
 
 constexpr int kMaxPipeDreamStates = 5000;
+constexpr int64_t kUnknownPipeDreamBatch = 64;
 
 std::vector<SyncStage> baseline_split(const models::Profile& p, int stages, bool greedy) {
   const int n = static_cast<int>(p.layers.size());
@@ -335,6 +337,12 @@ PlanOutcome make_plan(const models::Profile& profile, const models::Cluster& clu
     throw InputError("--partitioner: baselines exist for the sync objective only");
   const auto& opt = models::find_optimizer(req.optimizer);
   const double ppb = opt.total() / opt.weight_bytes;
+  if (profile.source == "pipedream" && req.objective != "pipedream" && models::infer_pipedream_batch(profile) == 0) {
+    // The profile does not say how many samples its numbers hold: --batch says it (else the default).
+    models::Profile holds = profile;
+    holds.micro_batch = req.batch > 0 ? req.batch : kUnknownPipeDreamBatch;
+    return req.objective == "sync" ? plan_sync(holds, cluster, req, ppb) : plan_replicated(holds, cluster, req, ppb);
+  }
   return req.objective == "sync" ? plan_sync(profile, cluster, req, ppb)
                                  : plan_replicated(profile, cluster, req, ppb);
 }

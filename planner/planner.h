@@ -14,7 +14,11 @@
 //   instead (plan.cut_family says which). Times per mini-batch are the profile's (PipeDream
 //   profiles are per mini-batch); predicted.bottleneck_time_s = "Time per stage in pipeline".
 // The profile holds costs for profile.micro_batch samples; times and activation bytes scale
-// linearly in samples, parameters are constant.
+// linearly in samples, parameters are constant. A PipeDream profile whose batch cannot be
+// inferred (models::infer_pipedream_batch == 0: GNMT; the importer then says micro_batch 1) is
+// taken to hold the whole mini-batch of --batch samples (req.batch), or of 64 samples when
+// --batch is not given (the batch size of PipeDream's GNMT profiling command), so that sync
+// planning can split it into micro-batches.
 //
 // Infeasible (nothing fits the per-device memory) is a normal outcome: feasible = false with the
 // smallest per-device memory that would fit and the largest batch that fits now (0 if none).

@@ -33,6 +33,8 @@ SyncModel::SyncModel(const models::Profile& p, const models::Cluster& c)
       diff[u + 1] += p.layers[u].output_bytes;
       diff[last_use[u] + 1] -= p.layers[u].output_bytes;
     }
+  const int L = static_cast<int>(c.levels().size());
+  period_ = L >= 2 ? c.group_size(L - 2) : 1;
   cut_bytes_.assign(n + 1, 0);
   int64_t run = 0;
   for (int c = 0; c <= n; ++c) {
@@ -98,43 +100,114 @@ struct SyncModel::Solved {
   double sum = 0;   // S, computed in the DP's order
   double max = 0;   // M of the partition found
   std::vector<SyncStage> stages;
-  // Scratch reused between evaluations.
-  std::vector<double> G;        // (P+1) x (n+1), row q
-  std::vector<int> next;        // chosen next cut
-  std::vector<uint8_t> rec;     // chosen re-materialization
-  std::vector<double> w, wr;    // window values per j
-  std::vector<std::vector<int>> sparse;
-  std::vector<int> deque;
+  // Scratch reused between evaluations (per class c: row c of (n + 1) entries).
+  std::vector<double> G, w, wr;
+  std::vector<int> next, prev_class, plain_end, sparse;
+  std::vector<uint8_t> rec;
+  std::vector<std::vector<int>> deques;
+  std::vector<size_t> heads, tails;
 };
 
 namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// Stage classes: stages with q stages left (q = 1 is the last stage) that cost the same. In
+// "exact" mode class c holds q = c + 1 only (c < P). Otherwise q < q0 are exact and q >= q0 fall
+// into `period` classes by (q - q0) mod period: the in-flight count min(q, m) is constant from
+// q0 = m on (gpipe: q0 = 1) and the link after a stage depends on q modulo the inner group size.
+struct StageClass {
+  int q_rep = 1;          // a member q used for the link level (>= 2 when has_cut)
+  int64_t inflight = 1;
+  bool has_last = false;  // q = 1 is a member: the stage may end the pipeline
+  bool has_cut = false;   // a member q >= 2: the stage may be followed by others
+  int prev[2] = {-1, -1}; // classes of q - 1 for the members q >= 2
+};
+}  // namespace
+
+double SyncModel::cut_level_s(int c, int level, double scale) const {
+  const auto& lv = cluster_.levels()[level];
+  return static_cast<double>(lv.latency_ns) * 1e-9 + cut_bytes_[c] * scale / lv.bandwidth_bytes_per_s;
 }
 
-bool SyncModel::solve(const SyncConfig& cfg, double bound, Solved& out) const {
+bool SyncModel::solve(const SyncConfig& cfg, double bound, Solved& out, bool exact) const {
   ++last_evaluations_;
   const int n = this->n();
   const int P = max_stages();
   const double scale = static_cast<double>(cfg.micro_batch_size) / profile_batch_;
   const double s = scale * 1e-9;
-  const size_t W = static_cast<size_t>(n) + 1;
-  auto& G = out.G;
-  G.assign(static_cast<size_t>(P + 1) * W, kInf);
-  out.next.assign(G.size(), -1);
-  out.rec.assign(G.size(), 0);
-  const bool allow_plain = cfg.recompute != 1, allow_rec = cfg.recompute != 0;
   auto inflight = [&](int q) -> int64_t { return cfg.gpipe_memory ? cfg.m : std::min(q, cfg.m); };
+  const int q0 = cfg.gpipe_memory ? 1 : cfg.m;
+  const bool periodic = !exact && static_cast<int64_t>(q0) + 2 * period_ <= P;
+  std::vector<StageClass> cls;
+  if (!periodic) {
+    for (int q = 1; q <= P; ++q) {
+      StageClass c;
+      c.q_rep = q;
+      c.inflight = inflight(q);
+      c.has_last = q == 1;
+      c.has_cut = q >= 2;
+      c.prev[0] = q - 2;
+      cls.push_back(c);
+    }
+  } else {
+    for (int q = 1; q < q0; ++q) {
+      StageClass c;
+      c.q_rep = q;
+      c.inflight = inflight(q);
+      c.has_last = q == 1;
+      c.has_cut = q >= 2;
+      c.prev[0] = q - 2;
+      cls.push_back(c);
+    }
+    for (int r = 0; r < period_; ++r) {
+      StageClass c;
+      const int q = q0 + r;
+      c.q_rep = q >= 2 ? q : q + period_;
+      c.inflight = inflight(q);
+      c.has_last = q == 1;
+      c.has_cut = true;
+      const int self = static_cast<int>(cls.size());
+      if (r > 0) {
+        c.prev[0] = self - 1;
+      } else {
+        c.prev[0] = self + period_ - 1;     // q - 1 >= q0 (q = q0 + t * period, t >= 1)
+        if (q0 >= 2) c.prev[1] = q0 - 2;    // q - 1 = q0 - 1
+      }
+      cls.push_back(c);
+    }
+  }
+  const int nc = static_cast<int>(cls.size());
+  std::vector<int> level(nc, -1);
+  for (int c = 0; c < nc; ++c)
+    if (cls[c].has_cut) level[c] = cluster_.level_between(cls[c].q_rep - 1, cls[c].q_rep - 2);
+  const size_t W = static_cast<size_t>(n) + 1;
+  const size_t cells = static_cast<size_t>(nc) * W;
+  out.G.assign(cells, kInf);
+  out.next.assign(cells, -1);
+  out.prev_class.assign(cells, -1);
+  out.rec.assign(cells, 0);
+  out.w.assign(cells, kInf);
+  out.plain_end.assign(nc, n - 1);
+  // Per class a deque of cut positions in dq[head, tail): the front holds the newest (smallest
+  // j), values decrease towards the back; new positions enter at the front.
+  out.deques.resize(nc);
+  out.heads.assign(nc, W);
+  out.tails.assign(nc, W);
+  for (int c = 0; c < nc; ++c) out.deques[c].resize(W);
+  const bool allow_plain = cfg.recompute != 1, allow_rec = cfg.recompute != 0;
   auto persist = [&](int a, int b) {
     return static_cast<int64_t>(std::ceil((param_[b] - param_[a]) * cfg.persistent_per_parameter_byte));
   };
   const int64_t L = cfg.memory_limit;
+  auto plain_time_ok = [&](int a, int b) { return ((fwd_[b] - fwd_[a]) + (bwd_[b] - bwd_[a])) * s <= bound; };
+  auto rec_time_ok = [&](int a, int b) { return (2 * (fwd_[b] - fwd_[a]) + (bwd_[b] - bwd_[a])) * s <= bound; };
   auto plain_ok = [&](int a, int b, int64_t inf) {
-    if (((fwd_[b] - fwd_[a]) + (bwd_[b] - bwd_[a])) * s > bound) return false;
+    if (!plain_time_ok(a, b)) return false;
     if (L <= 0) return true;
     return persist(a, b) + static_cast<int64_t>(std::ceil(inf * ((stash_[b] - stash_[a]) * scale))) <= L;
   };
   auto rec_ok = [&](int a, int b, int64_t inf) {
-    if ((2 * (fwd_[b] - fwd_[a]) + (bwd_[b] - bwd_[a])) * s > bound) return false;
+    if (!rec_time_ok(a, b)) return false;
     if (L <= 0) return true;
     return persist(a, b) + static_cast<int64_t>(std::ceil(inf * (cut_bytes_[a] * scale) + (stash_[b] - stash_[a]) * scale)) <= L;
   };
@@ -144,128 +217,133 @@ bool SyncModel::solve(const SyncConfig& cfg, double bound, Solved& out) const {
     const int64_t worst = persist(0, n) + static_cast<int64_t>(std::ceil(inflight(P) * ((stash_[n] - stash_[0]) * scale)));
     if (worst <= L) rec_useful = false;
   }
-  // q = 1: the last stage [k, n).
-  for (int k = 0; k < n; ++k) {
-    const size_t c = W + k;
-    if (allow_plain && plain_ok(k, n, inflight(1))) {
-      G[c] = 0;
-      out.next[c] = n;
-    } else if (rec_useful && rec_ok(k, n, inflight(1))) {
-      G[c] = (fwd_[n] - fwd_[k]) * s;
-      out.next[c] = n;
-      out.rec[c] = 1;
-    }
+  // Sparse tables (per class) of the first minimum of wr over [j, j + 2^l), filled as j is finished.
+  int lg = 1;
+  while ((1 << lg) <= n) ++lg;
+  if (rec_useful) {
+    out.wr.assign(cells, kInf);
+    out.sparse.assign(static_cast<size_t>(nc) * lg * W, 0);
   }
-  auto& w = out.w;
-  auto& wr = out.wr;
-  auto& dq = out.deque;
-  w.assign(W, kInf);
-  wr.assign(W, kInf);
-  for (int q = 2; q <= P; ++q) {
-    const double* Gp = &G[static_cast<size_t>(q - 1) * W];
-    double* Gq = &G[static_cast<size_t>(q) * W];
-    const int kmax = n - q;      // first layer of this stage
-    const int jmax = n - q + 1;  // last allowed cut
-    bool any = false;
-    for (int j = 1; j <= jmax; ++j) {
-      w[j] = kInf;
-      if (Gp[j] == kInf) continue;
-      const double x = cut_s(j, q, scale);
-      if (x > bound) continue;
-      w[j] = 2 * x + Gp[j];
-      any = true;
-    }
-    if (!any) break;  // no suffix of q-1 stages exists, nor of more
-    const int64_t inf = inflight(q);
-    // Plain stages: sliding-window minimum of w over (k, J(k)].
-    if (allow_plain) {
-      dq.clear();
-      size_t head = 0;
-      int J = 0;  // largest j pushed
-      for (int k = 0; k <= kmax; ++k) {
-        if (J < k) J = k;
-        while (J + 1 <= jmax && plain_ok(k, J + 1, inf)) {
-          ++J;
-          while (dq.size() > head && w[dq.back()] >= w[J]) dq.pop_back();
-          dq.push_back(J);
+  auto sp = [&](int c, int l, int j) -> int& { return out.sparse[(static_cast<size_t>(c) * lg + l) * W + j]; };
+  auto better = [&](int c, int a, int b) { return out.wr[c * W + b] < out.wr[c * W + a] ? b : a; };
+  for (int k = n - 1; k >= 0; --k) {
+    // Cut position j = k + 1 is final: enter it into every class's window.
+    const int j = k + 1;
+    if (j <= n - 1)
+      for (int c = 0; c < nc; ++c) {
+        if (!cls[c].has_cut) continue;
+        double rest = kInf;
+        int pc = -1;
+        for (int pr : cls[c].prev)
+          if (pr >= 0 && out.G[pr * W + j] < rest) {
+            rest = out.G[pr * W + j];
+            pc = pr;
+          }
+        double v = kInf;
+        if (rest < kInf) {
+          const double x = cut_level_s(j, level[c], scale);
+          if (x <= bound) v = 2 * x + rest;
         }
-        while (dq.size() > head && dq[head] <= k) ++head;
-        if (dq.size() > head && w[dq[head]] < kInf) {
-          Gq[k] = w[dq[head]];
-          out.next[static_cast<size_t>(q) * W + k] = dq[head];
+        out.w[c * W + j] = v;
+        out.prev_class[c * W + j] = pc;  // prev class of the stage starting at j (read via j)
+        auto& dq = out.deques[c];
+        size_t& head = out.heads[c];
+        while (head < out.tails[c] && out.w[c * W + dq[head]] >= v) ++head;
+        dq[--head] = j;
+        if (rec_useful) {
+          out.wr[c * W + j] = v == kInf ? kInf : fwd_[j] * s + v;
+          sp(c, 0, j) = j;
+          for (int l = 1; l < lg && j + (1 << l) - 1 <= n - 1; ++l)
+            sp(c, l, j) = better(c, sp(c, l - 1, j), sp(c, l - 1, j + (1 << (l - 1))));
         }
       }
-    }
-    if (!rec_useful) continue;
-    // Re-materialized stages: range minimum of wr(j) = fwd prefix * s + w(j) beyond the plain window.
-    const int levels = 1 + static_cast<int>(std::log2(std::max(jmax, 1)));
-    auto& sp = out.sparse;  // sp[l][j]: index of the first minimum of wr over [j, j + 2^l)
-    if (static_cast<int>(sp.size()) < levels) sp.resize(levels);
-    for (int j = 1; j <= jmax; ++j) wr[j] = w[j] == kInf ? kInf : fwd_[j] * s + w[j];
-    sp[0].resize(jmax + 1);
-    for (int j = 1; j <= jmax; ++j) sp[0][j] = j;
-    for (int l = 1; l < levels; ++l) {
-      sp[l].resize(jmax + 1);
-      for (int j = 1; j + (1 << l) - 1 <= jmax; ++j) {
-        const int a = sp[l - 1][j], b = sp[l - 1][j + (1 << (l - 1))];
-        sp[l][j] = wr[b] < wr[a] ? b : a;
+    for (int c = 0; c < nc; ++c) {
+      const StageClass& sc = cls[c];
+      const size_t cell = c * W + k;
+      double best = kInf;
+      int bj = -1;
+      bool brec = false;
+      if (sc.has_last) {
+        if (allow_plain && plain_ok(k, n, sc.inflight)) {
+          best = 0;
+          bj = n;
+        } else if (rec_useful && rec_ok(k, n, sc.inflight)) {
+          best = (fwd_[n] - fwd_[k]) * s;
+          bj = n;
+          brec = true;
+        }
       }
-    }
-    auto argmin = [&](int a, int b) {  // first index of the minimum of wr over [a, b]
-      const int l = static_cast<int>(std::log2(b - a + 1));
-      const int i1 = sp[l][a], i2 = sp[l][b - (1 << l) + 1];
-      return wr[i2] < wr[i1] ? i2 : i1;
-    };
-    int plain_end = 0;
-    for (int k = 0; k <= kmax; ++k) {
-      // Plain window end (recomputed; rec_useful implies memory binds somewhere).
-      if (allow_plain) {
-        if (plain_end < k) plain_end = k;
-        while (plain_end + 1 <= jmax && plain_ok(k, plain_end + 1, inf)) ++plain_end;
-      } else {
-        plain_end = k;
+      if (sc.has_cut && k + 1 <= n - 1) {
+        int& J = out.plain_end[c];
+        if (!allow_plain) {
+          J = k;
+        } else {
+          if (J > n - 1) J = n - 1;
+          while (J > k && !plain_ok(k, J, sc.inflight)) --J;
+        }
+        auto& dq = out.deques[c];
+        size_t& tail = out.tails[c];
+        while (out.heads[c] < tail && dq[tail - 1] > J) --tail;
+        if (out.heads[c] < tail && out.w[c * W + dq[tail - 1]] < best) {
+          best = out.w[c * W + dq[tail - 1]];
+          bj = dq[tail - 1];
+          brec = false;
+        }
+        // Re-materialized stages past the plain window; only when memory (not time) ended it.
+        if (rec_useful && J + 1 <= n - 1 && (!allow_plain || (rec_time_ok(k, J + 1) && !plain_ok(k, J + 1, sc.inflight))) &&
+            rec_ok(k, J + 1, sc.inflight)) {
+          int lo = J + 1, step = 1, hi = lo;
+          while (hi < n - 1 && rec_ok(k, std::min(n - 1, lo + step), sc.inflight)) {
+            lo = std::min(n - 1, lo + step);
+            step *= 2;
+            hi = lo;
+          }
+          hi = std::min(n - 1, lo + step);
+          if (hi > lo && rec_ok(k, hi, sc.inflight)) lo = hi;
+          while (hi - lo > 1) {
+            const int mid = lo + (hi - lo) / 2;
+            (rec_ok(k, mid, sc.inflight) ? lo : hi) = mid;
+          }
+          const int a = J + 1, e = lo;  // range [a, e]
+          const int l = static_cast<int>(std::log2(e - a + 1));
+          const int jm = better(c, sp(c, l, a), sp(c, l, e - (1 << l) + 1));
+          const double v = out.wr[c * W + jm] - fwd_[k] * s;
+          if (out.wr[c * W + jm] < kInf && v < best) {
+            best = v;
+            bj = jm;
+            brec = true;
+          }
+        }
       }
-      // Largest j with a re-materialized stage [k, j) allowed (monotone in j).
-      int lo = std::max(plain_end, k), hi = jmax;
-      if (lo >= hi || !rec_ok(k, lo + 1, inf)) continue;
-      const int first = ++lo;
-      while (hi - lo > 1) {
-        const int mid = lo + (hi - lo) / 2;
-        (rec_ok(k, mid, inf) ? lo : hi) = mid;
-      }
-      const int jr = rec_ok(k, hi, inf) ? hi : lo;
-      const int j = argmin(first, jr);
-      if (wr[j] == kInf) continue;
-      const double v = wr[j] - fwd_[k] * s;
-      const size_t c = static_cast<size_t>(q) * W + k;
-      if (v < Gq[k]) {
-        Gq[k] = v;
-        out.next[c] = j;
-        out.rec[c] = 1;
-      }
+      out.G[cell] = best;
+      out.next[cell] = bj;
+      out.rec[cell] = brec;
     }
   }
-  int best_q = -1;
+  int c = -1;
   double best = kInf;
-  for (int q = 1; q <= P; ++q)
-    if (G[static_cast<size_t>(q) * W] < best) {
-      best = G[static_cast<size_t>(q) * W];
-      best_q = q;
+  for (int cc = 0; cc < nc; ++cc)
+    if (out.G[cc * W] < best) {
+      best = out.G[cc * W];
+      c = cc;
     }
-  if (best_q < 0) return false;
+  if (c < 0) return false;
   out.stages.clear();
   out.sum = (fwd_[n] + bwd_[n]) * s + best;
   out.max = 0;
   int k = 0;
-  for (int q = best_q; q >= 1; --q) {
-    const size_t c = static_cast<size_t>(q) * W + k;
-    const int j = out.next[c];
-    const bool r = out.rec[c];
+  while (true) {
+    const size_t cell = c * W + k;
+    const int j = out.next[cell];
+    const bool r = out.rec[cell];
     out.stages.push_back({k, j, r});
     out.max = std::max(out.max, (r ? 2 * (fwd_[j] - fwd_[k]) + (bwd_[j] - bwd_[k]) : (fwd_[j] - fwd_[k]) + (bwd_[j] - bwd_[k])) * s);
-    if (q > 1) out.max = std::max(out.max, cut_s(j, q, scale));
+    if (j == n) break;
+    out.max = std::max(out.max, cut_level_s(j, level[c], scale));
+    c = out.prev_class[c * W + j];
     k = j;
   }
+  if (periodic && static_cast<int>(out.stages.size()) > P) return solve(cfg, bound, out, true);
   return true;
 }
 
@@ -282,12 +360,18 @@ std::vector<SyncStage> SyncModel::optimize(const SyncConfig& cfg, double* best_i
       best_stages = s.stages;
     }
   };
-  if (!solve(cfg, kInf, sol)) return {};
+  if (!solve(cfg, kInf, sol, false)) return {};
   consider(sol);
   if (m1 > 0) {
     // Intervals (lo, hi) of the bottleneck still to search, with g(top) known for the part above.
     struct Interval { double lo, top_sum, top_max; };
-    std::vector<Interval> todo{{0.0, sol.sum, sol.max}};
+    // Every partition has M >= the slowest layer and >= the mean stage time.
+    const int n = this->n();
+    const double s = static_cast<double>(cfg.micro_batch_size) / profile_batch_ * 1e-9;
+    double lower = (fwd_[n] + bwd_[n]) * s / max_stages();
+    for (int l = 0; l < n; ++l) lower = std::max(lower, ((fwd_[l + 1] - fwd_[l]) + (bwd_[l + 1] - bwd_[l])) * s);
+    lower = std::nextafter(lower * (1 - 1e-12), 0.0);
+    std::vector<Interval> todo{{lower, sol.sum, sol.max}};
     while (!todo.empty()) {
       Interval iv = todo.back();
       todo.pop_back();
@@ -297,9 +381,9 @@ std::vector<SyncStage> SyncModel::optimize(const SyncConfig& cfg, double* best_i
       if (iv.top_sum + m1 * iv.lo >= best) continue;
       // Bisect (geometric when the range is wide), walk down when it is narrow.
       double mid = iv.lo > 0 ? iv.lo + (hi - iv.lo) / 2 : hi / 2;
-      if (iv.lo > 0 && hi - iv.lo < 1e-3 * hi) mid = hi;
+      if (iv.lo > 0 && hi - iv.lo < 1e-9 * hi) mid = hi;
       if (!(mid > iv.lo)) mid = hi;
-      if (!solve(cfg, mid, sol)) {
+      if (!solve(cfg, mid, sol, false)) {
         // Nothing fits under mid: search (mid, hi) only.
         if (mid < hi) todo.push_back({mid, iv.top_sum, iv.top_max});
         continue;
@@ -321,7 +405,7 @@ int64_t SyncModel::min_memory_needed(const SyncConfig& cfg) const {
   int64_t lo = 0, hi = 1;
   auto fits = [&](int64_t lim) {
     c.memory_limit = lim;
-    return solve(c, kInf, sol);
+    return solve(c, kInf, sol, false);
   };
   while (!fits(hi)) {
     if (hi > (int64_t{1} << 60)) return -1;

@@ -93,11 +93,16 @@ class SyncModel {
   double cut_s(int c, int q_left_of_cut, double scale) const;  // c in 1..n-1
   SyncStageCost stage(int a, int b, bool rec, int q, int p, const SyncConfig& cfg) const;
   // Threshold DP: min S over partitions with every stage time and cut <= bound.
-  bool solve(const SyncConfig& cfg, double bound, Solved& out) const;
+  // exact = false first solves the relaxation where stages left q >= q0 are grouped into
+  // classes by q mod period_ (no stage-count limit) and falls back to exact when it needs
+  // more than max_stages() stages.
+  bool solve(const SyncConfig& cfg, double bound, Solved& out, bool exact) const;
+  double cut_level_s(int c, int level, double scale) const;
   const models::Cluster& cluster_;
   int64_t profile_batch_;
   std::vector<int64_t> fwd_, bwd_, stash_, param_, work_;  // prefix sums (size n+1)
   std::vector<int64_t> cut_bytes_;                         // size n+1 (0 at 0 and n)
+  int period_ = 1;  // link level after a stage repeats with this period in q
   mutable int last_evaluations_ = 0;
 };
 
