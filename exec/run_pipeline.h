@@ -8,7 +8,8 @@
 // count (planner::make_schedule's rules, e.g. interleaved needs a multiple of the devices).
 //
 // Data: exec/data.h's source for the model (text for gpt, synthetic otherwise); each
-// iteration draws one mini-batch, sliced into micro-batches. Synchronous schedules step once
+// iteration draws one mini-batch (before the iteration's timing starts: data loading is not
+// part of the measured pipeline), sliced into micro-batches. Synchronous schedules step once
 // per iteration; pipedream-async (and 2bw, run with weight stashing) after every micro-batch.
 #pragma once
 
