@@ -35,6 +35,7 @@ struct ProfileArgs {
   int reps = 10;
   int warmup = 2;
   int threads = 0;
+  bool cpu_clock = false;
 };
 
 void check_args(const ProfileArgs& a) {
@@ -68,6 +69,8 @@ pw::models::Profile make_profile(const ProfileArgs& a) {
     o.warmup = a.warmup;
     o.threads = a.threads;
     o.optimizer = a.optimizer;
+    o.thread_cpu_time = a.cpu_clock;
+    if (a.cpu_clock && a.threads != 1) throw pw::InputError("--cpu-clock: needs --threads 1");
     if (a.threads < 0) throw pw::InputError("--threads: expected >= 1");
     const bool tty = isatty(fileno(stderr)) != 0;
     o.progress = [tty](int done, int total, const std::string& name) {
@@ -104,6 +107,8 @@ pw::tools::CommandRegistrar reg("profile", [](CLI::App& app) {
   sub->add_option("--reps", a->reps, "--measure: timed repetitions per layer (median reported)")->capture_default_str();
   sub->add_option("--warmup", a->warmup, "--measure: untimed repetitions first")->capture_default_str();
   sub->add_option("--threads", a->threads, "--measure: OpenMP threads (default: all)");
+  sub->add_flag("--cpu-clock", a->cpu_clock,
+                "--measure: time on the thread's CPU clock (needs --threads 1; robust on a busy machine)");
   sub->add_option("--micro-batch", a->micro_batch, "samples per micro-batch")->required();
   sub->add_option("--efficiency", a->efficiency, "fraction of peak FLOP/s reached, in (0, 1]")->capture_default_str();
   sub->add_option("--optimizer", a->optimizer, "sgd | sgd-momentum | rmsprop | adam | adam-mixed")
