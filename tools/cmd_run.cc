@@ -92,7 +92,9 @@ void run(const RunArgs& a, const CLI::App& sub) {
 
   pw::planner::Plan plan;
   if (!a.plan.empty()) plan = pw::planner::load_plan_file(a.plan);
-  const std::string model_spec = !a.model.empty() ? a.model : plan.model;
+  // A plan names its model; the built-in default model is found by that name, others need --model.
+  std::string model_spec = !a.model.empty() ? a.model : plan.model;
+  if (a.model.empty() && plan.model == pw::models::default_model().name()) model_spec = "default";
   pw::models::ZooOptions z = a.zoo;
   if (pw::tools::is_zoo_name(model_spec) && model_spec != "default") z = run_sizes(model_spec, z, sub);
   const pw::tools::ModelSource src =
