@@ -57,7 +57,18 @@ void text(std::ostringstream& o, double x, double y, std::string_view s, int siz
 
 void titles(std::ostringstream& o, const Frame& f, int w, std::string_view title,
             std::string_view x_label, std::string_view y_label) {
-  text(o, w / 2.0, 28, title, 18, "middle", " font-weight=\"bold\"");
+  // Bold 18 px sans-serif averages about 10.5 px per character: long titles shrink, then wrap.
+  const double fits18 = (w - 20) / 10.5;
+  if (title.size() <= fits18) {
+    text(o, w / 2.0, 28, title, 18, "middle", " font-weight=\"bold\"");
+  } else if (title.size() <= fits18 * 18 / 14) {
+    text(o, w / 2.0, 28, title, 14, "middle", " font-weight=\"bold\"");
+  } else {
+    size_t cut = title.rfind(' ', title.size() / 2 + 8);
+    if (cut == std::string_view::npos || cut == 0) cut = title.size() / 2;
+    text(o, w / 2.0, 20, title.substr(0, cut), 14, "middle", " font-weight=\"bold\"");
+    text(o, w / 2.0, 38, title.substr(cut + (title[cut] == ' ' ? 1 : 0)), 14, "middle", " font-weight=\"bold\"");
+  }
   text(o, (f.left + f.right) / 2, f.bottom + 48, x_label, 14);
   double cy = (f.top + f.bottom) / 2;
   o << "<text x=\"22\" y=\"" << num(cy) << "\" font-size=\"14\" " << kFont
@@ -96,6 +107,15 @@ void legend(std::ostringstream& o, const Frame& f, const std::vector<std::string
     }
     text(o, x + 32, y + 4, names[i], 12, "start");
   }
+}
+
+// Right edge of the plot area: room for the legend's longest name (12 px text, ~7 px/char),
+// but the plot keeps at least 55% of the width.
+double plot_right(int width, const std::vector<std::string>& names) {
+  size_t longest = 0;
+  for (const std::string& n : names) longest = std::max(longest, n.size());
+  double legend = std::max(120.0, 60.0 + 7.0 * static_cast<double>(longest));
+  return std::max(width * 0.55, width - legend);
 }
 
 void check_finite(double v, const std::string& title, const std::string& series, bool positive) {
@@ -204,12 +224,25 @@ std::string render_line_chart_svg(const LineChart& c) {
   bool empty = !(xmin <= xmax);
   if (empty) xmin = ymin = 1, xmax = ymax = 10;
 
-  Frame f{90, 50, static_cast<double>(c.width) - 230, static_cast<double>(c.height) - 70};
+  std::vector<std::string> legend_names;
+  for (const LineSeries& s : c.series) legend_names.push_back(s.name);
+  Frame f{90, 50, plot_right(c.width, legend_names), static_cast<double>(c.height) - 70};
   std::vector<AxisTick> xt = c.log_x ? log_ticks(xmin, xmax) : linear_ticks(xmin, xmax);
   std::vector<AxisTick> yt = c.log_y ? log_ticks(ymin, ymax) : linear_ticks(std::min(0.0, ymin), ymax);
   Axis ax{c.log_x, xt.front().value, xt.back().value, f.left, f.right};
   Axis ay{c.log_y, yt.front().value, yt.back().value, f.bottom, f.top};
-  if (!c.x_ticks.empty()) {
+  if (!c.x_ticks.empty() && !empty) {
+    // Explicit ticks: the axis spans the data and those ticks, with 4% padding each side.
+    double lo = xmin, hi = xmax;
+    for (double v : c.x_ticks)
+      if (!c.log_x || v > 0) lo = std::min(lo, v), hi = std::max(hi, v);
+    if (c.log_x) {
+      double pad = std::max(0.04 * std::log10(hi / lo), 0.02);
+      ax.lo = lo / std::pow(10, pad), ax.hi = hi * std::pow(10, pad);
+    } else {
+      double pad = std::max(0.04 * (hi - lo), 1e-9);
+      ax.lo = lo - pad, ax.hi = hi + pad;
+    }
     xt.clear();
     for (double v : c.x_ticks)
       if (v >= ax.lo && v <= ax.hi && (!c.log_x || v > 0)) xt.push_back({v, format_tick(v)});
@@ -269,7 +302,9 @@ std::string render_bar_chart_svg(const BarChart& c) {
   bool empty = nc == 0 || ns == 0;
   if (ymax == ymin) ymax = ymin + 1;
 
-  Frame f{90, 50, static_cast<double>(c.width) - 230, static_cast<double>(c.height) - 70};
+  std::vector<std::string> legend_names;
+  for (const BarSeries& s : c.series) legend_names.push_back(s.name);
+  Frame f{90, 50, plot_right(c.width, legend_names), static_cast<double>(c.height) - 70};
   std::vector<AxisTick> yt = linear_ticks(ymin, ymax);
   Axis ay{false, yt.front().value, yt.back().value, f.bottom, f.top};
 

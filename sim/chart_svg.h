@@ -47,8 +47,8 @@ struct LineChart {
   std::string y_label;
   bool log_x = false;
   bool log_y = false;
-  // When non-empty, these replace the automatic ticks of the axis (values must lie inside
-  // the data range after it is widened to the automatic ticks; others are dropped).
+  // When non-empty, these replace the automatic x ticks, and the x axis spans exactly the data
+  // and these ticks (4% padding) instead of whole tick steps / decades.
   std::vector<double> x_ticks;
   std::vector<LineSeries> series;
   int width = 860;

@@ -67,7 +67,7 @@ const std::vector<std::string_view>& whatif_setting_names() {
   static const std::vector<std::string_view> names = {
       "family", "layers", "d_model", "heads", "ffn", "seq", "vocab", "depth", "width", "image",
       "width_divisor", "classes", "tied_embeddings", "devices", "device", "devices_per_node",
-      "intra_node", "interconnect", "batch", "micro_batches", "schedule", "recompute",
+      "intra_node", "interconnect", "free_transfers", "batch", "micro_batches", "schedule", "recompute",
       "optimizer", "partitioner", "bf16", "efficiency"};
   return names;
 }
@@ -97,6 +97,7 @@ void apply_setting(WhatifConfig& c, std::string_view name, const Json& v, const 
   else if (name == "devices_per_node") c.devices_per_node = static_cast<int>(as_int(v, path, 1, kIntMax));
   else if (name == "intra_node") c.intra_node = as_string(v, path);
   else if (name == "interconnect") c.interconnect = as_string(v, path);
+  else if (name == "free_transfers") c.free_transfers = as_bool(v, path);
   else if (name == "batch") c.batch = as_int(v, path, 1);
   else if (name == "micro_batches") {
     if (v.is_string() && v.get<std::string>() == "auto") c.micro_batches = "auto";
@@ -137,6 +138,7 @@ Json setting_value(const WhatifConfig& c, std::string_view name) {
   if (name == "devices_per_node") return c.devices_per_node;
   if (name == "intra_node") return c.intra_node;
   if (name == "interconnect") return c.interconnect;
+  if (name == "free_transfers") return c.free_transfers;
   if (name == "batch") return c.batch;
   if (name == "micro_batches") {
     if (c.micro_batches == "auto") return c.micro_batches;

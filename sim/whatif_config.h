@@ -6,10 +6,11 @@
 //   family "gpt" | "mlp" | "vgg16" | "resnet50" (models::zoo_families());
 //   model sizes (integers >= 1): layers 12, d_model 768, heads 12, ffn 0 (= 4*d_model),
 //     seq 1024, vocab 50257, depth 4, width 1024, image 224, width_divisor 1, classes 1000;
-//   tied_embeddings bool, true (GPT convention; Megatron-LM's parameter count assumes it);
+//   tied_embeddings bool, false (as the model builder; Megatron-LM's GPT ties them);
 //   devices >= 1 (8); device: a device catalog name ("a100-80g");
 //   devices_per_node >= 1 (8): devices joined by `intra_node` (a link name, "nvlink3");
 //   interconnect: the link joining nodes ("ib-100g"); used only when devices > devices_per_node;
+//   free_transfers bool (false): every transfer between devices costs nothing;
 //   batch >= 1 samples per mini-batch (64); micro_batches: "auto" or an integer >= 1;
 //   schedule: a ScheduleKind name ("1f1b"); recompute "auto" | "on" | "off" (JSON true/false
 //   accepted as "on"/"off"); optimizer: an optimizer catalog name ("adam-mixed");
@@ -42,13 +43,14 @@ struct WhatifConfig {
   int64_t image = 224;
   int64_t width_divisor = 1;
   int64_t classes = 1000;
-  bool tied_embeddings = true;
+  bool tied_embeddings = false;
 
   int devices = 8;
   std::string device = "a100-80g";
   int devices_per_node = 8;
   std::string intra_node = "nvlink3";
   std::string interconnect = "ib-100g";
+  bool free_transfers = false;         // every transfer costs 0 ns (idealized, as in GPipe's tables)
 
   int64_t batch = 64;
   std::string micro_batches = "auto";  // "auto" or a positive integer in decimal

@@ -1,0 +1,162 @@
+#include "sim/whatif_charts.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "models/error.h"
+#include "sim/chart_svg.h"
+
+namespace pw::sim {
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+std::vector<double> sorted_unique(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  return v;
+}
+
+}  // namespace
+
+std::string max_model_svg(const std::vector<MaxModelResult>& rows, const std::string& title) {
+  LineChart lc;
+  lc.title = title;
+  lc.x_label = "devices";
+  lc.y_label = "parameters of the largest model that fits";
+  lc.log_x = lc.log_y = true;
+  LineSeries pipelined{"pipelined (micro-batching + re-materialization)", {}, {}, false};
+  const MaxModelResult* naive = nullptr;
+  std::vector<double> devices;
+  for (const MaxModelResult& r : rows) {
+    if (!r.reason.empty()) continue;  // nothing fits: no point on a log axis
+    if (r.mode == MaxModelMode::naive) {
+      naive = &r;
+      continue;
+    }
+    pipelined.x.push_back(r.devices);
+    pipelined.y.push_back(static_cast<double>(r.parameters));
+    devices.push_back(r.devices);
+  }
+  if (devices.empty() && naive) devices.push_back(1);
+  devices = sorted_unique(devices);
+  lc.x_ticks = devices;
+  if (!pipelined.x.empty()) lc.series.push_back(pipelined);
+  if (naive) {
+    LineSeries n{"naive (1 device, no pipelining)", {}, {}, true};
+    for (double d : devices) n.x.push_back(d), n.y.push_back(static_cast<double>(naive->parameters));
+    lc.series.push_back(n);
+  }
+
+  BarChart bc;
+  bc.title = "Memory of the fullest device at the largest model (GiB)";
+  bc.x_label = "configuration";
+  bc.y_label = "GiB";
+  bc.stacked = true;
+  BarSeries w{"weights + gradients + optimizer", {}}, a{"activations", {}}, free_{"free", {}};
+  for (const MaxModelResult& r : rows) {
+    if (!r.reason.empty()) continue;
+    bc.categories.push_back(std::string(to_string(r.mode)) + " " + std::to_string(r.devices));
+    w.values.push_back(r.weights_optimizer_bytes / kGiB);
+    a.values.push_back(r.activation_bytes / kGiB);
+    free_.values.push_back(std::max<double>(0, r.device_memory_bytes - r.memory_bytes) / kGiB);
+  }
+  bc.series = {w, a, free_};
+  return stack_svgs_vertically({render_line_chart_svg(lc), render_bar_chart_svg(bc)});
+}
+
+std::string throughput_svg(const std::vector<ThroughputCell>& cells, const std::string& title) {
+  LineChart lc;
+  lc.title = title;
+  lc.x_label = "micro-batches M";
+  lc.y_label = "throughput normalized to the baseline";
+  lc.log_x = true;
+  std::map<std::pair<std::string, int>, LineSeries> lines;
+  std::vector<std::pair<std::string, int>> order;
+  std::vector<double> ms;
+  for (const ThroughputCell& c : cells) {
+    ms.push_back(c.micro_batches);
+    auto key = std::make_pair(c.schedule, c.stages);
+    if (!lines.count(key)) {
+      lines[key] = LineSeries{c.schedule + ", K=" + std::to_string(c.stages), {}, {}, c.schedule == "gpipe"};
+      order.push_back(key);
+    }
+    if (!c.feasible || c.normalized < 0) continue;
+    lines[key].x.push_back(c.micro_batches);
+    lines[key].y.push_back(c.normalized);
+  }
+  lc.x_ticks = sorted_unique(ms);
+  for (const auto& k : order) lc.series.push_back(lines[k]);
+  std::vector<std::string> svgs{render_line_chart_svg(lc)};
+
+  // Per schedule, the fastest feasible cell's per-stage memory.
+  std::vector<std::string> schedules;
+  for (const ThroughputCell& c : cells)
+    if (std::find(schedules.begin(), schedules.end(), c.schedule) == schedules.end()) schedules.push_back(c.schedule);
+  for (const std::string& s : schedules) {
+    const ThroughputCell* best = nullptr;
+    for (const ThroughputCell& c : cells)
+      if (c.schedule == s && c.feasible && (!best || c.throughput_samples_per_s > best->throughput_samples_per_s))
+        best = &c;
+    if (!best) continue;
+    BarChart bc;
+    bc.title = "Memory per stage, " + s + " K=" + std::to_string(best->stages) + " M=" +
+               std::to_string(best->micro_batches) + " (GiB)";
+    bc.x_label = "stage";
+    bc.y_label = "GiB";
+    bc.stacked = true;
+    BarSeries w{"weights + gradients + optimizer", {}}, a{"activations (planner)", {}};
+    for (size_t i = 0; i < best->stage_memory.size(); ++i) {
+      bc.categories.push_back(std::to_string(i));
+      w.values.push_back(best->stage_memory[i].weights_optimizer_bytes / kGiB);
+      a.values.push_back(best->stage_memory[i].activation_bytes / kGiB);
+    }
+    bc.series = {w, a};
+    svgs.push_back(render_bar_chart_svg(bc));
+  }
+  return stack_svgs_vertically(svgs);
+}
+
+std::string sweep_svg(const Table& t, const std::vector<std::string>& axes, const std::string& x_axis,
+                      const std::string& metric, const std::string& title) {
+  const int xi = t.column(x_axis), yi = t.column(metric), fi = t.column("feasible");
+  if (xi < 0) throw InputError("--svg-x: no column \"" + x_axis + "\" in the sweep");
+  if (yi < 0) throw InputError("--svg-metric: no column \"" + metric + "\" in the sweep");
+  std::vector<int> key_cols;
+  for (const std::string& a : axes)
+    if (a != x_axis) key_cols.push_back(t.column(a));
+  std::map<std::string, LineSeries> lines;
+  std::vector<std::string> order;
+  std::vector<double> xs;
+  bool positive = true;
+  for (const auto& row : t.rows) {
+    if (!row[xi].is_number()) throw InputError("--svg-x: column \"" + x_axis + "\" is not numeric");
+    std::string key;
+    for (int k : key_cols) key += (key.empty() ? "" : ", ") + t.columns[k] + "=" + cell_text(row[k]);
+    if (!lines.count(key)) {
+      lines[key] = LineSeries{key.empty() ? metric : key, {}, {}, false};
+      order.push_back(key);
+    }
+    if ((fi >= 0 && row[fi] != true) || !row[yi].is_number()) continue;
+    double x = row[xi].get<double>();
+    xs.push_back(x);
+    positive = positive && x > 0;
+    lines[key].x.push_back(x);
+    lines[key].y.push_back(row[yi].get<double>());
+  }
+  if (order.size() > 10)
+    throw InputError("--svg: the sweep has " + std::to_string(order.size()) +
+                     " lines (combinations of the axes other than " + x_axis + "); at most 10 can be drawn");
+  LineChart lc;
+  lc.title = title;
+  lc.x_label = x_axis;
+  lc.y_label = metric;
+  xs = sorted_unique(xs);
+  lc.log_x = positive && !xs.empty() && xs.back() >= 8 * xs.front();
+  lc.x_ticks = xs.size() <= 12 ? xs : std::vector<double>{};
+  for (const std::string& k : order) lc.series.push_back(lines[k]);
+  return render_line_chart_svg(lc);
+}
+
+}  // namespace pw::sim

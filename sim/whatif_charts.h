@@ -1,0 +1,28 @@
+// The pictures of the what-if studies, as SVG documents (sim/chart_svg.h).
+//
+// - max-model: parameters vs devices on log-log axes, one line per mode (naive dashed, flat
+//   at its single-device value), then a stacked bar per configuration of the fullest device's
+//   memory (weights + optimizer, activations) in GiB against the device capacity.
+// - throughput: normalized throughput vs micro-batches (log x), one line per (schedule, K),
+//   then stacked per-stage memory bars (GiB) of the highest-throughput cell of each schedule.
+// - sweep: `metric` vs a numeric x axis (log when all values > 0 and span >= 8x), one line per
+//   combination of the other axes (at most 10; more throws InputError naming the count).
+// Infeasible rows/cells are left out of lines. Pure functions.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "sim/whatif_max_model.h"
+#include "sim/whatif_table.h"
+#include "sim/whatif_throughput.h"
+
+namespace pw::sim {
+
+std::string max_model_svg(const std::vector<MaxModelResult>& rows, const std::string& title);
+std::string throughput_svg(const std::vector<ThroughputCell>& cells, const std::string& title);
+// `x_axis`: a column of `t` with numeric values; series are keyed by the other `axes` columns.
+std::string sweep_svg(const Table& t, const std::vector<std::string>& axes, const std::string& x_axis,
+                      const std::string& metric, const std::string& title);
+
+}  // namespace pw::sim

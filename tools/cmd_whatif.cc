@@ -1,0 +1,332 @@
+// `pipewright whatif max-model | throughput | sweep`: capacity studies on analytic profiles of
+// the device catalog (sim/whatif_*.h): the largest model that fits on N devices, the
+// throughput of a (K, M, schedule) grid normalized to a baseline, and arbitrary sweeps from a
+// spec file. Tables on stdout (or JSON with --json), pictures with --svg; files are written
+// only once everything has been computed.
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "models/error.h"
+#include "models/json_util.h"
+#include "models/profile.h"
+#include "sim/whatif_charts.h"
+#include "sim/whatif_config.h"
+#include "sim/whatif_eval.h"
+#include "sim/whatif_max_model.h"
+#include "sim/whatif_runner.h"
+#include "sim/whatif_sweep.h"
+#include "sim/whatif_throughput.h"
+#include "tools/command_registry.h"
+
+namespace {
+
+using pw::Json;
+using pw::sim::WhatifConfig;
+
+struct CommonArgs {
+  WhatifConfig cfg;
+  bool json = false;
+  std::string svg;
+  int threads = 0;
+  bool progress = false, no_progress = false;
+  bool fp32 = false;
+};
+
+void add_model_flags(CLI::App* sub, CommonArgs& a) {
+  WhatifConfig& c = a.cfg;
+  sub->add_option("--family", c.family, "gpt | mlp | vgg16 | resnet50")->capture_default_str();
+  sub->add_option("--layers", c.layers, "gpt: transformer blocks")->capture_default_str();
+  sub->add_option("--d-model", c.d_model, "gpt: hidden size")->capture_default_str();
+  sub->add_option("--heads", c.heads, "gpt: attention heads")->capture_default_str();
+  sub->add_option("--ffn", c.ffn, "gpt: MLP hidden size (0 = 4 * d-model)")->capture_default_str();
+  sub->add_option("--seq", c.seq, "gpt: sequence length")->capture_default_str();
+  sub->add_option("--vocab", c.vocab, "gpt: vocabulary size")->capture_default_str();
+  sub->add_option("--batch", c.batch, "samples per mini-batch")->capture_default_str();
+  sub->add_option("--depth", c.depth, "mlp: linear layers")->capture_default_str();
+  sub->add_option("--width", c.width, "mlp: layer width")->capture_default_str();
+  sub->add_option("--image", c.image, "conv nets: image side in pixels")->capture_default_str();
+  sub->add_option("--width-divisor", c.width_divisor, "conv nets: divide every channel count")->capture_default_str();
+  sub->add_option("--classes", c.classes, "conv nets: output classes")->capture_default_str();
+  sub->add_flag("--tied-embeddings", c.tied_embeddings, "gpt: the LM head reuses the token embedding");
+  sub->add_option("--device", c.device, "device kind from the catalog")->capture_default_str();
+  sub->add_option("--devices-per-node", c.devices_per_node, "devices joined by --intra-node")->capture_default_str();
+  sub->add_option("--intra-node", c.intra_node, "link inside a node")->capture_default_str();
+  sub->add_option("--interconnect", c.interconnect, "link between nodes")->capture_default_str();
+  sub->add_flag("--free-transfers", c.free_transfers, "transfers between devices cost nothing (idealized)");
+  sub->add_option("--optimizer", c.optimizer, "sgd | sgd-momentum | rmsprop | adam | adam-mixed")->capture_default_str();
+  sub->add_option("--partitioner", c.partitioner, "dp | gpipe-greedy | even")->capture_default_str();
+  sub->add_option("--efficiency", c.efficiency, "fraction of peak FLOP/s the cost model assumes")->capture_default_str();
+  sub->add_flag("--fp32", a.fp32, "cost at the fp32 rate with 4-byte activations (default: bf16)");
+  sub->add_flag("--json", a.json, "print rows as JSON");
+  sub->add_option("--svg", a.svg, "write the study's pictures to this SVG file");
+  sub->add_option("--threads", a.threads, "worker threads (default: all hardware threads)");
+  sub->add_flag("--progress", a.progress, "draw a progress bar on stderr even when it is not a terminal");
+  sub->add_flag("--no-progress", a.no_progress, "no progress bar");
+}
+
+void finish_common(CommonArgs& a) {
+  a.cfg.bf16 = !a.fp32;
+  if (a.threads < 0) throw pw::InputError("--threads: expected an integer >= 0");
+  // Settings go through the same checks as sweep spec values (ranges, catalog names).
+  pw::sim::config_from_json(pw::sim::to_json(a.cfg), "");
+  pw::sim::validate_config(a.cfg, "");
+}
+
+bool show_progress(const CommonArgs& a) { return !a.no_progress && (a.progress || isatty(STDERR_FILENO)); }
+
+std::string gib(int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", static_cast<double>(bytes) / (1LL << 30));
+  return buf;
+}
+
+// Rounded to `digits` decimals, for readable text tables.
+double round_to(double v, int digits) {
+  double scale = std::pow(10.0, digits);
+  return std::round(v * scale) / scale;
+}
+
+std::string human_count(int64_t n) {
+  char buf[32];
+  double v = static_cast<double>(n);
+  if (v >= 1e12) std::snprintf(buf, sizeof buf, "%.2fT", v / 1e12);
+  else if (v >= 1e9) std::snprintf(buf, sizeof buf, "%.2fB", v / 1e9);
+  else if (v >= 1e6) std::snprintf(buf, sizeof buf, "%.1fM", v / 1e6);
+  else std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(n));
+  return buf;
+}
+
+std::string model_title(const WhatifConfig& c) {
+  std::ostringstream o;
+  if (c.family == "gpt")
+    o << "GPT d_model " << c.d_model << ", heads " << c.heads << ", seq " << c.seq << ", vocab " << c.vocab;
+  else if (c.family == "mlp")
+    o << "MLP width " << c.width;
+  else
+    o << c.family;
+  o << ", batch " << c.batch << ", " << c.optimizer << " on " << c.device;
+  return o.str();
+}
+
+// ---- max-model ----
+
+struct MaxModelArgs {
+  CommonArgs common;
+  std::vector<int> devices{1, 8, 64};
+  int64_t max_layers = 1 << 20;
+};
+
+void run_max_model(MaxModelArgs& a) {
+  finish_common(a.common);
+  WhatifConfig& c = a.common.cfg;
+  std::vector<pw::sim::MaxModelResult> rows =
+      pw::sim::max_model_study(c, a.devices, a.max_layers, a.common.threads, show_progress(a.common));
+  pw::sim::Table t = pw::sim::max_model_table(rows);
+  std::string svg;
+  if (!a.common.svg.empty()) svg = pw::sim::max_model_svg(rows, "Largest model that fits: " + model_title(c));
+  if (a.common.json) {
+    std::cout << pw::sim::rows_to_json(t).dump(2) << "\n";
+  } else {
+    pw::sim::Table v;
+    v.columns = {"devices", "mode", pw::sim::max_model_size_setting(c.family), "parameters", "weights+opt GiB",
+                 "activations GiB", "total GiB", "stages", "M", "recompute", "iteration s", "probes"};
+    for (const auto& r : rows) {
+      if (!r.reason.empty()) {
+        v.rows.push_back({r.devices, std::string(to_string(r.mode)), 0, "does not fit", nullptr, nullptr, nullptr,
+                          nullptr, nullptr, nullptr, nullptr, nullptr});
+        continue;
+      }
+      v.rows.push_back({r.devices, std::string(to_string(r.mode)),
+                        r.capped ? Json(std::to_string(r.layers) + "+") : Json(r.layers), human_count(r.parameters), gib(r.weights_optimizer_bytes),
+                        gib(r.activation_bytes), gib(r.memory_bytes), r.stages, r.micro_batches,
+                        std::to_string(r.recompute_stages) + "/" + std::to_string(r.stages), round_to(r.iteration_s, 3),
+                        r.probes});
+    }
+    std::cout << "largest model that fits: " << model_title(c) << " (" << gib(rows.front().device_memory_bytes)
+              << " GiB per device)\n"
+              << pw::sim::to_text(v);
+    for (const auto& r : rows)
+      if (!r.reason.empty()) std::cout << "note: " << r.reason << "\n";
+  }
+  if (!svg.empty()) pw::write_file_atomic(a.common.svg, svg);
+}
+
+// ---- throughput ----
+
+struct ThroughputArgs {
+  CommonArgs common;
+  std::vector<int> stages{1, 2, 4, 8};
+  std::vector<int> micro_batches{1, 4, 8, 32};
+  std::vector<std::string> schedules{"gpipe"};
+  std::string baseline;
+  std::string recompute = "on";
+  std::string profile;
+};
+
+void run_throughput(ThroughputArgs& a) {
+  a.common.cfg.recompute = a.recompute;
+  finish_common(a.common);
+  WhatifConfig& c = a.common.cfg;
+  pw::sim::ThroughputRequest req;
+  req.stages = a.stages;
+  req.micro_batches = a.micro_batches;
+  req.schedules = a.schedules;
+  req.threads = a.common.threads;
+  req.progress = show_progress(a.common);
+  if (!a.baseline.empty()) {
+    // K,M[,schedule]
+    std::stringstream ss(a.baseline);
+    std::string k, m, s;
+    std::getline(ss, k, ',');
+    std::getline(ss, m, ',');
+    std::getline(ss, s, ',');
+    try {
+      size_t pk = 0, pm = 0;
+      req.baseline_stages = std::stoi(k, &pk);
+      req.baseline_micro_batches = std::stoi(m, &pm);
+      if (pk != k.size() || pm != m.size()) throw std::invalid_argument("trailing characters");
+    } catch (const std::exception&) {
+      throw pw::InputError("--baseline: expected K,M[,schedule] (e.g. 2,1,gpipe), got \"" + a.baseline + "\"");
+    }
+    req.baseline_schedule = s;
+  }
+  pw::models::Profile measured;
+  if (!a.profile.empty()) {
+    measured = pw::models::load_profile_file(a.profile);
+    req.profile = &measured;
+  }
+  std::vector<pw::sim::ThroughputCell> cells = pw::sim::throughput_grid(c, req);
+  pw::sim::Table t = pw::sim::throughput_table(cells);
+  std::string svg;
+  if (!a.common.svg.empty()) svg = pw::sim::throughput_svg(cells, "Throughput vs micro-batches: " + model_title(c));
+  if (a.common.json) {
+    std::cout << pw::sim::rows_to_json(t).dump(2) << "\n";
+  } else {
+    pw::sim::Table v;
+    v.columns = {"K", "M", "schedule", "stages", "iteration s", "samples/s", "normalized", "bubble", "peak GiB",
+                 "note"};
+    for (const auto& cell : cells) {
+      if (!cell.feasible) {
+        v.rows.push_back({cell.stages, cell.micro_batches, cell.schedule, nullptr, nullptr, nullptr, nullptr,
+                          nullptr, nullptr, "does not fit: " + cell.reason});
+        continue;
+      }
+      v.rows.push_back({cell.stages, cell.micro_batches, cell.schedule, cell.stages_used,
+                        round_to(cell.iteration_s, 4), round_to(cell.throughput_samples_per_s, 1),
+                        cell.normalized >= 0 ? Json(round_to(cell.normalized, 3)) : Json(nullptr),
+                        round_to(cell.bubble_rate, 3), round_to(cell.peak_memory_bytes / double(1LL << 30), 2),
+                        nullptr});
+    }
+    std::cout << "throughput grid: " << model_title(c) << ", recompute " << c.recompute << "\n" << pw::sim::to_text(v);
+  }
+  if (!svg.empty()) pw::write_file_atomic(a.common.svg, svg);
+}
+
+// ---- sweep ----
+
+struct SweepArgs {
+  std::string spec;
+  std::string output;
+  bool json = false;
+  std::string svg, svg_x, svg_metric = "throughput_samples_per_s";
+  int threads = 0;
+  bool progress = false, no_progress = false;
+  bool no_simulate = false;
+};
+
+void run_sweep_cmd(SweepArgs& a) {
+  if (a.threads < 0) throw pw::InputError("--threads: expected an integer >= 0");
+  pw::sim::SweepSpec spec = pw::sim::load_sweep_spec(a.spec);
+  pw::sim::expand_sweep(spec);  // invalid combinations fail before any work
+  pw::sim::SweepOptions o;
+  o.threads = a.threads;
+  o.progress = !a.no_progress && (a.progress || isatty(STDERR_FILENO));
+  pw::sim::EvalOptions eo;
+  eo.simulate = !a.no_simulate;
+  pw::sim::Table t = pw::sim::run_sweep(
+      spec, pw::sim::whatif_result_columns(),
+      [&](const WhatifConfig& c) { return pw::sim::whatif_result_row(pw::sim::evaluate_whatif(c, eo)); }, o);
+  std::string svg;
+  if (!a.svg.empty()) {
+    std::vector<std::string> axes;
+    for (const auto& ax : spec.axes) axes.push_back(ax.name);
+    std::string x = a.svg_x;
+    if (x.empty()) {
+      for (const auto& ax : spec.axes)
+        if (ax.name == "devices") x = ax.name;
+      if (x.empty())
+        for (const auto& ax : spec.axes)
+          if (ax.values.front().is_number()) {
+            x = ax.name;
+            break;
+          }
+      if (x.empty()) throw pw::InputError("--svg: the sweep has no numeric axis to put on the x axis");
+    }
+    svg = pw::sim::sweep_svg(t, axes, x, a.svg_metric, "Sweep " + a.spec + ": " + a.svg_metric);
+  }
+  Json result = pw::sim::sweep_result_json(spec, t);
+  if (a.json) std::cout << result.dump(2) << "\n";
+  else if (a.output.empty()) std::cout << pw::sim::to_text(t);
+  if (!a.output.empty()) {
+    pw::write_file_atomic(a.output + ".csv", pw::sim::to_csv(t));
+    pw::save_json_file(a.output + ".json", result);
+  }
+  if (!svg.empty()) pw::write_file_atomic(a.svg, svg);
+  int feasible = 0;
+  const int fi = t.column("feasible");
+  for (const auto& r : t.rows) feasible += r[fi] == true;
+  std::cerr << "sweep: " << t.rows.size() << " points, " << feasible << " feasible"
+            << (a.output.empty() ? "" : "; wrote " + a.output + ".csv and " + a.output + ".json") << "\n";
+}
+
+pw::tools::CommandRegistrar reg("whatif", [](CLI::App& app) {
+  auto* sub = app.add_subcommand("whatif", "Capacity studies: largest model, throughput grids, sweeps");
+  sub->require_subcommand(1);
+
+  auto mm = std::make_shared<MaxModelArgs>();
+  mm->common.cfg.recompute = "on";
+  auto* m = sub->add_subcommand("max-model", "Largest model (layers, parameters) that fits on N devices");
+  add_model_flags(m, mm->common);
+  m->add_option("--devices", mm->devices, "device counts, e.g. 1,8,64")->delimiter(',')->capture_default_str();
+  m->add_option("--micro-batches", mm->common.cfg.micro_batches, "pipelined: auto or a count")->capture_default_str();
+  m->add_option("--recompute", mm->common.cfg.recompute, "pipelined: on | off | auto")->capture_default_str();
+  m->add_option("--schedule", mm->common.cfg.schedule, "pipelined: gpipe | 1f1b | zb-h1")->capture_default_str();
+  m->add_option("--max-layers", mm->max_layers, "stop the search at this size")->capture_default_str();
+  m->callback([mm] { run_max_model(*mm); });
+
+  auto tp = std::make_shared<ThroughputArgs>();
+  auto* t = sub->add_subcommand("throughput", "Simulated throughput over partitions K x micro-batches M x schedules");
+  add_model_flags(t, tp->common);
+  t->add_option("--stages,-K", tp->stages, "partition counts, e.g. 2,4,8")->delimiter(',')->capture_default_str();
+  t->add_option("--micro-batches,-M", tp->micro_batches, "micro-batch counts, e.g. 1,4,32")
+      ->delimiter(',')
+      ->capture_default_str();
+  t->add_option("--schedules", tp->schedules, "gpipe,1f1b,zb-h1")->delimiter(',')->capture_default_str();
+  t->add_option("--baseline", tp->baseline, "K,M[,schedule] of the cell normalized to 1 (default: first cell)");
+  t->add_option("--recompute", tp->recompute, "on | off | auto")->capture_default_str();
+  t->add_option("--profile", tp->profile,
+                "a profile JSON (pipewright.profile/1) used instead of the analytic one; --device still "
+                "sets the memory and the cluster");
+  t->callback([tp] { run_throughput(*tp); });
+
+  auto sw = std::make_shared<SweepArgs>();
+  auto* s = sub->add_subcommand("sweep", "Evaluate a grid of settings from a spec file, in parallel");
+  s->add_option("--spec", sw->spec, "sweep spec JSON (pipewright.sweep/1)")->required();
+  s->add_option("-o,--output", sw->output, "write PREFIX.csv and PREFIX.json");
+  s->add_flag("--json", sw->json, "print the result JSON");
+  s->add_option("--svg", sw->svg, "write a line chart of --svg-metric against --svg-x");
+  s->add_option("--svg-x", sw->svg_x, "x axis of the chart (default: devices, else the first numeric axis)");
+  s->add_option("--svg-metric", sw->svg_metric, "result column on the y axis")->capture_default_str();
+  s->add_option("--threads", sw->threads, "worker threads (default: all hardware threads)");
+  s->add_flag("--no-simulate", sw->no_simulate, "planner predictions only (faster)");
+  s->add_flag("--progress", sw->progress, "draw a progress bar on stderr even when it is not a terminal");
+  s->add_flag("--no-progress", sw->no_progress, "no progress bar");
+  s->callback([sw] { run_sweep_cmd(*sw); });
+});
+
+}  // namespace
