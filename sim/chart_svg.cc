@@ -93,7 +93,7 @@ void frame_box(std::ostringstream& o, const Frame& f) {
 
 // Legend entries in the right margin, one per row; `line` draws a line swatch, else a box.
 void legend(std::ostringstream& o, const Frame& f, const std::vector<std::string>& names,
-            const std::vector<bool>& dashed, bool line) {
+            const std::vector<bool>& dashed, bool line, const std::vector<std::string>& colors = {}) {
   double x = f.right + 16, y = f.top + 8;
   for (size_t i = 0; i < names.size(); ++i, y += 22) {
     if (line) {
@@ -103,7 +103,7 @@ void legend(std::ostringstream& o, const Frame& f, const std::vector<std::string
       o << "<circle cx=\"" << num(x + 12) << "\" cy=\"" << num(y) << "\" r=\"3.5\" fill=\"" << color(i) << "\"/>\n";
     } else {
       o << "<rect x=\"" << num(x) << "\" y=\"" << num(y - 7) << "\" width=\"24\" height=\"14\" fill=\""
-        << color(i) << "\"/>\n";
+        << (i < colors.size() && !colors[i].empty() ? xml_escape(colors[i]) : color(i)) << "\"/>\n";
     }
     text(o, x + 32, y + 4, names[i], 12, "start");
   }
@@ -328,7 +328,8 @@ std::string render_bar_chart_svg(const BarChart& c) {
       double top = ay.map(y_hi), bottom = ay.map(y_lo);
       double x = c.stacked ? x0 : x0 + bar * s;
       o << "<rect x=\"" << num(x) << "\" y=\"" << num(top) << "\" width=\"" << num(std::max(bar - 1, 1.0))
-        << "\" height=\"" << num(bottom - top) << "\" fill=\"" << color(s) << "\"><title>"
+        << "\" height=\"" << num(bottom - top) << "\" fill=\""
+        << (c.series[s].color.empty() ? color(s) : xml_escape(c.series[s].color)) << "\"><title>"
         << xml_escape(c.categories[i]) << ", " << xml_escape(c.series[s].name) << ": " << format_tick(v)
         << "</title></rect>\n";
       if (c.stacked) base += v;
@@ -336,9 +337,9 @@ std::string render_bar_chart_svg(const BarChart& c) {
     text(o, f.left + slot * (i + 0.5), f.bottom + 20, c.categories[i], label_size);
   }
   frame_box(o, f);
-  std::vector<std::string> names;
-  for (const BarSeries& s : c.series) names.push_back(s.name);
-  legend(o, f, names, std::vector<bool>(ns, false), false);
+  std::vector<std::string> names, colors;
+  for (const BarSeries& s : c.series) names.push_back(s.name), colors.push_back(s.color);
+  legend(o, f, names, std::vector<bool>(ns, false), false, colors);
   o << closing();
   return o.str();
 }

@@ -58,6 +58,7 @@ struct LineChart {
 struct BarSeries {
   std::string name;
   std::vector<double> values;  // one per category
+  std::string color;           // "#rrggbb"; empty = the palette colour of the series' index
 };
 
 struct BarChart {

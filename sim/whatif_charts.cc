@@ -54,7 +54,7 @@ std::string max_model_svg(const std::vector<MaxModelResult>& rows, const std::st
   bc.x_label = "configuration";
   bc.y_label = "GiB";
   bc.stacked = true;
-  BarSeries w{"weights + gradients + optimizer", {}}, a{"activations", {}}, free_{"free", {}};
+  BarSeries w{"weights + gradients + optimizer", {}}, a{"activations", {}}, free_{"free", {}, "#d9d9d9"};
   for (const MaxModelResult& r : rows) {
     if (!r.reason.empty()) continue;
     bc.categories.push_back(std::string(to_string(r.mode)) + " " + std::to_string(r.devices));

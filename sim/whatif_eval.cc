@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "models/cost.h"
 #include "models/device.h"
@@ -120,6 +121,18 @@ WhatifEvaluation evaluate_whatif(const WhatifConfig& c, const EvalOptions& optio
       return e;
     }
   }
+  if (options.prescreen) {
+    double total = 0;
+    for (const models::LayerProfile& l : profile->layers) total += static_cast<double>(l.parameter_bytes) * ppb;
+    const double all = static_cast<double>(memory) * cluster.num_devices();
+    if (total > all) {
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "weights, gradients and optimizer state (%.1f GiB) exceed the memory of all %d devices (%.1f GiB)",
+                    total / (1LL << 30), cluster.num_devices(), all / (1LL << 30));
+      e.reason = buf;
+      return e;
+    }
+  }
   e.outcome = planner::make_plan(*profile, cluster, whatif_plan_request(c));
   e.feasible = e.outcome.feasible;
   if (!e.feasible) {
@@ -148,7 +161,7 @@ Json whatif_result_row(const WhatifEvaluation& e) {
   r["reason"] = e.feasible ? Json(nullptr) : Json(e.reason);
   r["parameters"] = e.parameters;
   if (!e.feasible) {
-    r["min_memory_bytes_to_fit"] = e.outcome.min_memory_bytes_to_fit;
+    if (e.outcome.min_memory_bytes_to_fit > 0) r["min_memory_bytes_to_fit"] = e.outcome.min_memory_bytes_to_fit;
     return r;
   }
   const planner::Plan& p = e.outcome.plan;

@@ -66,6 +66,11 @@ struct EvalOptions {
   // config's model settings then only label the row.
   const models::Profile* profile = nullptr;
   const models::Model* model = nullptr;  // with `profile`: for FLOPs and parameters (optional)
+  // Answer "infeasible" without calling the planner when the weights, gradients and optimizer
+  // state of the whole model exceed the memory of all devices together (no partition can fit;
+  // saves the planner's costly infeasibility diagnosis). min_memory_bytes_to_fit is then 0
+  // (unknown). find_max_model turns this off so that every probe is a planner call.
+  bool prescreen = true;
 };
 
 // InputError for bad settings; an infeasible plan is a normal result.

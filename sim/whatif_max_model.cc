@@ -49,6 +49,7 @@ MaxModelResult find_max_model(const WhatifConfig& config, MaxModelMode mode, int
 
   EvalOptions eo;
   eo.simulate = false;
+  eo.prescreen = false;
   const int64_t capacity = models::find_device(c.device).memory_bytes;
   int probes = 0;
   WhatifEvaluation best;
