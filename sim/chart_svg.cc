@@ -318,6 +318,11 @@ std::string render_bar_chart_svg(const BarChart& c) {
   double group = slot * 0.8;
   double bar = c.stacked || ns == 0 ? group : group / ns;
   int label_size = slot < 40 ? 10 : 12;
+  // Category labels: every `label_step`-th one when they would overlap (~6 px per character).
+  size_t longest = 1;
+  for (const std::string& cat : c.categories) longest = std::max(longest, cat.size());
+  const double label_px = 6.0 * static_cast<double>(longest) + 6;
+  const size_t label_step = slot > 0 ? std::max<size_t>(1, static_cast<size_t>(std::ceil(label_px / slot))) : 1;
   for (size_t i = 0; i < nc; ++i) {
     double x0 = f.left + slot * i + (slot - group) / 2;
     double base = 0;
@@ -334,7 +339,7 @@ std::string render_bar_chart_svg(const BarChart& c) {
         << "</title></rect>\n";
       if (c.stacked) base += v;
     }
-    text(o, f.left + slot * (i + 0.5), f.bottom + 20, c.categories[i], label_size);
+    if (i % label_step == 0) text(o, f.left + slot * (i + 0.5), f.bottom + 20, c.categories[i], label_size);
   }
   frame_box(o, f);
   std::vector<std::string> names, colors;

@@ -52,6 +52,8 @@ struct ThroughputCell {
   double normalized = 0;                // < 0 when the baseline does not fit
   double bubble_rate = 0;               // simulated
   int64_t peak_memory_bytes = 0;        // simulated, largest over devices
+  int64_t device_memory_bytes = 0;      // capacity (the simulated peak may exceed it: the
+                                        // planner's memory model is not the simulator's)
   std::vector<StageMemory> stage_memory;        // planner's per-stage breakdown
   std::vector<int64_t> stage_peak_memory_bytes; // simulated peak per stage's device
 };
@@ -61,7 +63,7 @@ std::vector<ThroughputCell> throughput_grid(const WhatifConfig& config, const Th
 
 // Columns: stages, micro_batches, schedule, feasible, stages_used, micro_batch_size,
 // parameters, flops_per_iteration, iteration_s, throughput_samples_per_s, normalized,
-// bubble_rate, peak_memory_bytes, stage_peak_memory_bytes (array), reason.
+// bubble_rate, peak_memory_bytes, device_memory_bytes, stage_peak_memory_bytes (array), reason.
 Table throughput_table(const std::vector<ThroughputCell>& cells);
 
 }  // namespace pw::sim

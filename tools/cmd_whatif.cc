@@ -202,8 +202,11 @@ void run_throughput(ThroughputArgs& a) {
   }
   std::vector<pw::sim::ThroughputCell> cells = pw::sim::throughput_grid(c, req);
   pw::sim::Table t = pw::sim::throughput_table(cells);
+  const std::string title = a.profile.empty() ? model_title(c)
+                                              : "profile of " + measured.model + ", batch " + std::to_string(c.batch) +
+                                                    " on " + c.device;
   std::string svg;
-  if (!a.common.svg.empty()) svg = pw::sim::throughput_svg(cells, "Throughput vs micro-batches: " + model_title(c));
+  if (!a.common.svg.empty()) svg = pw::sim::throughput_svg(cells, "Throughput vs micro-batches: " + title);
   if (a.common.json) {
     std::cout << pw::sim::rows_to_json(t).dump(2) << "\n";
   } else {
@@ -220,9 +223,11 @@ void run_throughput(ThroughputArgs& a) {
                         round_to(cell.iteration_s, 4), round_to(cell.throughput_samples_per_s, 1),
                         cell.normalized >= 0 ? Json(round_to(cell.normalized, 3)) : Json(nullptr),
                         round_to(cell.bubble_rate, 3), round_to(cell.peak_memory_bytes / double(1LL << 30), 2),
-                        nullptr});
+                        cell.peak_memory_bytes > cell.device_memory_bytes
+                            ? Json("simulated peak exceeds the device's " + gib(cell.device_memory_bytes) + " GiB")
+                            : Json(nullptr)});
     }
-    std::cout << "throughput grid: " << model_title(c) << ", recompute " << c.recompute << "\n" << pw::sim::to_text(v);
+    std::cout << "throughput grid: " << title << ", recompute " << c.recompute << "\n" << pw::sim::to_text(v);
   }
   if (!svg.empty()) pw::write_file_atomic(a.common.svg, svg);
 }
