@@ -137,7 +137,7 @@ bool SyncModel::solve(const SyncConfig& cfg, double bound, Solved& out, bool exa
   const double s = scale * 1e-9;
   auto inflight = [&](int q) -> int64_t { return cfg.gpipe_memory ? cfg.m : std::min(q, cfg.m); };
   const int q0 = cfg.gpipe_memory ? 1 : cfg.m;
-  const bool periodic = !exact && static_cast<int64_t>(q0) + 2 * period_ <= P;
+  const bool periodic = !exact && !cfg.exact_stage_classes && static_cast<int64_t>(q0) + 2 * period_ <= P;
   std::vector<StageClass> cls;
   if (!periodic) {
     for (int q = 1; q <= P; ++q) {

@@ -59,6 +59,7 @@ struct SyncConfig {
   int recompute = -1;            // -1 auto, 0 off, 1 on
   int64_t memory_limit = 0;      // bytes per device
   double persistent_per_parameter_byte = 4.0;
+  bool exact_stage_classes = false;  // skip the grouped relaxation (tests compare the two)
 };
 
 struct SyncStageCost {
