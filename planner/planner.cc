@@ -285,6 +285,9 @@ PlanOutcome plan_replicated(const models::Profile& p, const models::Cluster& c, 
   plan.num_micro_batches = 1;
   int pos = 0, used = 0;
   int64_t peak = 0;
+  // In flight on a stage: ceil(devices of this and every later stage / its replicas).
+  std::vector<int64_t> from_here(r.stages.size() + 1, 0);
+  for (size_t s = r.stages.size(); s-- > 0;) from_here[s] = from_here[s + 1] + static_cast<int64_t>(r.stages[s].devices.size());
   for (size_t s = 0; s < r.stages.size(); ++s) {
     StagePlan sp;
     sp.first_layer = pos;
@@ -305,7 +308,7 @@ PlanOutcome plan_replicated(const models::Profile& p, const models::Cluster& c, 
     used += sp.replicas();
     sp.predicted.forward_ns = std::llround(f * scale);
     sp.predicted.backward_ns = std::llround(b * scale);
-    const int64_t inflight = (c.num_devices() - (used - sp.replicas()) + sp.replicas() - 1) / sp.replicas();
+    const int64_t inflight = (from_here[s] + sp.replicas() - 1) / sp.replicas();
     sp.predicted.weights_optimizer_bytes = static_cast<int64_t>(std::ceil(par * ppb));
     sp.predicted.activation_bytes = static_cast<int64_t>(std::ceil(inflight * act * scale + (inflight - 1) * par));
     sp.predicted.memory_bytes = sp.predicted.weights_optimizer_bytes + sp.predicted.activation_bytes;

@@ -45,17 +45,21 @@ class Solver {
     const double B = levels_[level].bandwidth;
     const double lat = levels_[level].latency_s;
     const double w = level == 0 ? 1.0 : levels_[level - 1].machines;
-    const bool flat = levels_.size() == 1;
     std::vector<Cell> A(static_cast<size_t>(n_) * M);
     auto at = [&](int j, int m) -> Cell& { return A[static_cast<size_t>(j) * M + m]; };
     auto allreduce = [&](int r, double P) {
       return r > 1 ? 2.0 * (r - 1) / r * P / B + 2.0 * (r - 1) * lat : 0.0;
     };
+    // Corrected model: memory is checked where stages meet devices (level 0). Devices outside
+    // this level-0 group all count as downstream, an upper bound for any group's position.
+    int64_t outside = 1;
+    for (const auto& l : levels_) outside *= l.machines;
+    outside -= levels_[0].machines;
     auto corrected_mem_ok = [&](int i0, int j, int r, int from_here) {
-      if (!o_.use_memory_constraint || !flat) return true;
+      if (!o_.use_memory_constraint || level > 0) return true;
       const double P = diff(s_.parameter_bytes, i0, j);
       const double act = diff(s_.stash_bytes, i0, j) * o_.activation_scale;
-      const int64_t inflight = ceil_div(from_here, r);
+      const int64_t inflight = ceil_div(from_here + outside, r);
       return P * o_.persistent_per_parameter_byte + (inflight - 1) * P + inflight * act <= o_.memory_bytes;
     };
     for (int j = i; j < n_; ++j) {
@@ -245,7 +249,6 @@ struct Evaluator {
   }
   // Time of a segment made of `stages` on one level-`level` group.
   double eval(int level, const std::vector<ReplicatedStage>& stages) const {
-    const int M = levels[level].machines;
     const double B = levels[level].bandwidth;
     const double lat = levels[level].latency_s;
     const double w = level == 0 ? 1.0 : levels[level - 1].machines;

@@ -14,8 +14,11 @@
 //   both cases (the group shares its level-l link, so no /w), inter-stage traffic
 //   (in + out cut bytes)/B per direction plus latency, shared by the stage's r replicas and
 //   overlapped with compute (max), exact cut bytes (tensors consumed outside the downset).
-//   Memory (flat clusters): persistent optimizer bytes + (in_flight - 1) stashed weight versions
-//   + in_flight stashed activations, in_flight = ceil(devices from this stage on / r).
+//   Memory, checked for the stages of level 0 (the devices): persistent optimizer bytes +
+//   (in_flight - 1) stashed weight versions + in_flight stashed activations, in_flight =
+//   ceil(devices from this stage on / r). Inside a level-0 group "devices from this stage on" are
+//   the group's from this stage on plus every device outside the group (exact on a flat
+//   cluster; on a hierarchy an upper bound for every group position, so each plan found fits).
 //
 // Complexity: S states, M machines per level, E = sum_j |preds(j)| (<= S^2/2):
 // final level O(E * M^2 / 2), every inner level O(S * E * M^2 / 2) (all start rows are needed),
