@@ -12,6 +12,11 @@
 #include <iostream>
 #include <memory>
 
+#include <chrono>
+
+#include "exec/network.h"
+#include "exec/optimizer.h"
+#include "exec/parallel.h"
 #include "exec/pinning.h"
 #include "exec/profiler.h"
 #include "exec/run_pipeline.h"
@@ -62,17 +67,49 @@ struct Comparison {
   std::vector<int64_t> predicted_peak_memory_bytes;
 };
 
-Comparison compare_with_simulation(const pw::models::Model& model, const pw::planner::Plan& plan, int threads) {
+// Median time of one optimizer step over each pipeline device's parameters (ns), measured here
+// like the layers: the simulator's step op.
+std::vector<int64_t> measure_step_ns(const pw::models::Model& model, const pw::planner::Plan& plan,
+                                     const pw::exec::OptimizerOptions& oo) {
+  pw::exec::Network net(model, 1);
+  const int devices = plan.num_stages() / plan.chunks;
+  std::vector<int64_t> out(devices, 0);
+  for (int d = 0; d < devices; ++d) {
+    std::vector<std::unique_ptr<pw::exec::LayerRange>> ranges;
+    std::vector<pw::exec::Tensor*> params, grads;
+    for (int s = d; s < plan.num_stages(); s += devices) {
+      ranges.push_back(std::make_unique<pw::exec::LayerRange>(net, plan.stages[s].first_layer, plan.stages[s].end_layer));
+      for (auto* p : ranges.back()->parameters()) params.push_back(p);
+      for (auto* g : ranges.back()->gradients()) grads.push_back(g);
+    }
+    if (params.empty()) continue;
+    pw::exec::Optimizer opt(params, grads, oo);
+    std::vector<int64_t> t;
+    for (int rep = 0; rep < 7; ++rep) {
+      const auto a = std::chrono::steady_clock::now();
+      opt.step();
+      for (auto& r : ranges) r->zero_grad();
+      t.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - a).count());
+    }
+    std::sort(t.begin(), t.end());
+    out[d] = t[t.size() / 2];
+  }
+  return out;
+}
+
+Comparison compare_with_simulation(const pw::models::Model& model, const pw::planner::Plan& plan, int threads,
+                                   const pw::exec::OptimizerOptions& oo) {
   pw::exec::MeasureOptions mo;
   mo.micro_batch = plan.micro_batch_size;
   mo.reps = 7;
   mo.warmup = 2;
   mo.threads = threads;
-  mo.optimizer = "sgd";
+  mo.optimizer = oo.kind == pw::exec::OptimizerKind::adam ? "adam" : (oo.momentum > 0 ? "sgd-momentum" : "sgd");
   std::fprintf(stderr, "compare: measuring a profile of %s at micro-batch %lld\n", model.name().c_str(),
                static_cast<long long>(plan.micro_batch_size));
   const pw::models::Profile profile = pw::exec::measure_profile(model, mo);
-  const pw::sim::StageCosts costs = pw::sim::stage_costs_from_plan(plan, profile);
+  pw::sim::StageCosts costs = pw::sim::stage_costs_from_plan(plan, profile);
+  if (pw::planner::is_synchronous(plan.schedule)) costs.step_ns = measure_step_ns(model, plan, oo);
   const pw::planner::Schedule sched = pw::sim::schedule_for_plan(plan, costs);
   pw::sim::SimOptions so;
   so.iterations = 1;
@@ -147,7 +184,8 @@ void run(const RunArgs& a, const CLI::App& sub) {
   Comparison cmp;
   if (a.compare) {
     const int cores = pw::exec::Machine::instance().num_cores();
-    cmp = compare_with_simulation(model, plan, a.threads > 0 ? a.threads : std::max(1, cores / devices));
+    pw::exec::set_num_threads(a.threads > 0 ? a.threads : std::max(1, cores / devices));
+    cmp = compare_with_simulation(model, plan, a.threads > 0 ? a.threads : std::max(1, cores / devices), o.optimizer);
   }
 
   // Outputs last (atomic writes).
