@@ -125,7 +125,7 @@ TEST_CASE("softmax_xent: value on a hand-checkable case and gradient") {
   expect_ok(grad_check(*l, ins, {true, false}), 1, 0);
 }
 
-TEST_CASE("softmax_xent: a target outside [0, classes) is an input error") {
+TEST_CASE("softmax_xent: a target outside (0, classes) is an input error") {
   auto l = make_layer(spec("loss", LayerKind::softmax_xent, {"x"}, {1}, {{"rows", 1}, {"classes", 3}}), {{3}});
   Tensor x = Tensor::zeros({2, 3});
   Tensor t({2, 1});

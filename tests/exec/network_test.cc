@@ -189,7 +189,7 @@ TEST_CASE("weight versions: swapping parameter tensors changes what forward read
   CHECK(all.forward(2, batch(4, 31))[0].data()[0] == l0);
 }
 
-TEST_CASE("Network: deterministic seeded initialization; shape mismatches are input errors") {
+TEST_CASE("Network: deterministic seeded initialization, shape mismatches are input errors") {
   Network a(skip_model(), 9), b(skip_model(), 9), c(skip_model(), 10);
   auto pa = a.parameters(), pb = b.parameters(), pc = c.parameters();
   CHECK(std::equal(pa[0]->data(), pa[0]->data() + pa[0]->numel(), pb[0]->data()));

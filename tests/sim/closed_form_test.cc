@@ -66,7 +66,7 @@ TEST_CASE("in-flight micro-batches: gpipe m, 1f1b min(p-s, m)") {
     }
 }
 
-TEST_CASE("zb-h1: bubble time (p-1)(T_F+T_B-T_W) when T_W <= T_F; peak activations p*M_B on stage 0") {
+TEST_CASE("zb-h1: bubble time (p-1)(T_F+T_B-T_W) when T_W <= T_F, peak activations p*M_B on stage 0") {
   const int64_t mb_bytes = 1 << 20;
   for (int p : {2, 3, 4, 8})
     for (int m : {8, 16, 24})
@@ -86,7 +86,7 @@ TEST_CASE("zb-h1: bubble time (p-1)(T_F+T_B-T_W) when T_W <= T_F; peak activatio
       }
 }
 
-TEST_CASE("zb-h2: bubble time (p-1)(T_F+T_B-2T_W) when T_W <= T_F, 2T_W <= T_F+T_B, m >= 2p-1; peak (2p-1)*M_B") {
+TEST_CASE("zb-h2: bubble time (p-1)(T_F+T_B-2T_W) when T_W <= T_F, 2T_W <= T_F+T_B, m >= 2p-1, peak (2p-1)*M_B") {
   const int64_t mb_bytes = 1000;
   for (int p : {2, 3, 4, 8})
     for (int m : {2 * p - 1, 2 * p, 3 * p + 1})

@@ -89,7 +89,7 @@ TEST_CASE("gpipe, 2 unequal stages on a cluster link: transfers queue on the lin
   CHECK(fwd == std::vector<std::pair<int64_t, int64_t>>{{2, 9}, {7, 14}, {12, 19}});
 }
 
-TEST_CASE("iterations: synchronous runs back to back; report from the trace equals the engine's") {
+TEST_CASE("iterations: synchronous runs back to back, report from the trace equals the engine's") {
   for (ScheduleKind kind : {ScheduleKind::gpipe, ScheduleKind::one_f_one_b, ScheduleKind::zb_h1, ScheduleKind::zb_h2,
                             ScheduleKind::pipedream_async, ScheduleKind::two_bw}) {
     CAPTURE(kind);

@@ -31,7 +31,7 @@ WhatifConfig uniform_gpt() {
 
 }  // namespace
 
-TEST_CASE("max-model: naive < pipelined on one device; the result is the boundary") {
+TEST_CASE("max-model: naive < pipelined on one device, the result is the boundary") {
   WhatifConfig c = uniform_gpt();
   c.d_model = 2048;
   c.heads = 16;
@@ -79,7 +79,7 @@ TEST_CASE("max-model: layers grow linearly with the device count (8 to 128, with
   CHECK(svg.find("<polyline") != std::string::npos);
 }
 
-TEST_CASE("max-model: nothing fits -> Infeasible; fixed-depth families -> InputError") {
+TEST_CASE("max-model: nothing fits -> Infeasible, fixed-depth families -> InputError") {
   WhatifConfig c = uniform_gpt();
   c.device = "tpu-v2-core";  // 8 GiB: a 262M-parameter embedding (18 B each) cannot be placed
   c.vocab = 32000;
