@@ -1,0 +1,149 @@
+// CLI tests of `pipewright plan` and `pipewright import`: plans from a graph.txt, a profile JSON
+// and a zoo model; -o writes a plan that plan_from_json reads back; bad input exits 2 with one
+// line; infeasible exits 3 naming the smallest memory and the largest batch, with no plan file.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "models/json_util.h"
+#include "planner/plan.h"
+#include "tests/tools/cli_runner.h"
+
+using pw::Json;
+using pw::test::CliResult;
+using pw::test::run_cli;
+using pw::test::ScratchDir;
+
+namespace {
+
+const std::string kVgg = std::string(PW_SHARED_DIR) + "/pipedream-profiles/vgg16/graph.txt";
+
+void expect_exit(const CliResult& r, int rc, const std::vector<std::string>& needles, const ScratchDir& dir) {
+  CHECK(r.rc == rc);
+  CHECK(pw::test::line_count(r.err) == 1);
+  for (const std::string& n : needles) {
+    CAPTURE(n);
+    CAPTURE(r.err);
+    CHECK(r.err.find(n) != std::string::npos);
+  }
+  CHECK(dir.entries().empty());
+}
+
+}  // namespace
+
+TEST_CASE("plan: a PipeDream graph.txt is recognised; -o writes a plan that reads back") {
+  ScratchDir dir;
+  const std::string out = dir.file("plan.json");
+  CliResult r = run_cli({"plan", "--profile", kVgg, "--devices", "4", "-o", out});
+  REQUIRE(r.rc == 0);
+  CHECK(r.out.find("plan for vgg16") != std::string::npos);
+  CHECK(r.out.find("iteration") != std::string::npos);
+  const pw::planner::Plan p = pw::planner::plan_from_json(pw::load_json_file(out));
+  CHECK(p.model == "vgg16");
+  CHECK(p.objective == "sync");
+  CHECK(p.num_stages() >= 2);
+  CHECK(p.num_stages() <= 4);
+  CHECK(p.stages.front().first_layer == 0);
+  CHECK(p.stages.back().end_layer == 41);
+  CHECK(p.batch == 128);
+  CHECK(p.batch == p.micro_batch_size * p.num_micro_batches);
+  // --json prints the same plan.
+  CliResult j = run_cli({"plan", "--profile", kVgg, "--devices", "4", "--json"});
+  REQUIRE(j.rc == 0);
+  const pw::planner::Plan pj = pw::planner::plan_from_json(Json::parse(j.out));
+  CHECK(pj.predicted.iteration_time_s == doctest::Approx(p.predicted.iteration_time_s).epsilon(1e-12));
+}
+
+TEST_CASE("plan: pipedream objective prints PipeDream's time per stage (vgg16 -n 4, ratio 1)") {
+  // _reference_runs/vgg16_n4: "Time per stage in pipeline: 0.1763491658666667" at 1.25e9 B/s.
+  CliResult r = run_cli({"plan", "--profile", kVgg, "--objective", "pipedream", "--levels", "4", "--bandwidths",
+                         "1.25e9", "--activation-comm", "--json"});
+  REQUIRE(r.rc == 0);
+  const pw::planner::Plan p = pw::planner::plan_from_json(Json::parse(r.out));
+  CHECK(p.predicted.bottleneck_time_s <= 0.1763491658666667 * (1 + 1e-9));
+  CHECK(p.predicted.bottleneck_time_s == doctest::Approx(0.1763491658666667).epsilon(1e-9));
+}
+
+TEST_CASE("plan: --model gpt --device a100-80g plans from the analytic profile; import writes a profile") {
+  ScratchDir dir;
+  CliResult r = run_cli({"plan", "--model", "gpt", "--device", "a100-80g", "--devices", "4", "-o", dir.file("p.json")});
+  REQUIRE(r.rc == 0);
+  const pw::planner::Plan p = pw::planner::load_plan_file(dir.file("p.json"));
+  CHECK(p.num_stages() >= 1);
+  CHECK(p.predicted.iteration_time_s > 0);
+  CliResult imp = run_cli({"import", "pipedream", kVgg, "-o", dir.file("vgg.json")});
+  REQUIRE(imp.rc == 0);
+  CHECK(imp.out.find("41 nodes") != std::string::npos);
+  CliResult again = run_cli({"plan", "--profile", dir.file("vgg.json"), "--devices", "4", "--json"});
+  REQUIRE(again.rc == 0);
+  CHECK(pw::planner::plan_from_json(Json::parse(again.out)).stages.back().end_layer == 41);
+}
+
+TEST_CASE("plan: bad input exits 2 with one line and writes nothing") {
+  ScratchDir dir;
+  const std::string out = dir.file("plan.json");
+  // Zero devices.
+  expect_exit(run_cli({"plan", "--profile", kVgg, "--devices", "0", "-o", out}), 2, {"--devices"}, dir);
+  // Memory smaller than the largest layer's weights and optimizer state (fc6: 411 MB * 4).
+  expect_exit(run_cli({"plan", "--profile", kVgg, "--devices", "4", "--memory-limit", "1000000", "-o", out}), 2,
+              {"memory limit 1000000", "layer"}, dir);
+  // Batch smaller than the micro-batch count.
+  expect_exit(run_cli({"plan", "--profile", kVgg, "--devices", "4", "--batch", "4", "--micro-batches", "8", "-o", out}),
+              2, {"--micro-batches", "batch"}, dir);
+  // Unknown schedule.
+  expect_exit(run_cli({"plan", "--profile", kVgg, "--devices", "4", "--schedule", "fastest", "-o", out}), 2,
+              {"--schedule", "fastest"}, dir);
+  // --levels and --bandwidths of different lengths.
+  expect_exit(run_cli({"plan", "--profile", kVgg, "--levels", "4,4", "--bandwidths", "1e9", "-o", out}), 2,
+              {"--bandwidths"}, dir);
+  // A cluster file whose level has no groups.
+  {
+    ScratchDir cdir;
+    const std::string cl = cdir.write("c.json", R"({"format": "pipewright.cluster/1", "name": "bad",
+      "device": "a100-80g", "levels": [{"name": "node", "count": 4, "bandwidth_bytes_per_s": 1e11, "latency_ns": 0},
+                                     {"name": "net", "count": 0, "bandwidth_bytes_per_s": 1e10, "latency_ns": 0}]})");
+    CliResult r = run_cli({"plan", "--profile", kVgg, "--cluster", cl, "-o", out});
+    CHECK(r.rc == 2);
+    CHECK(pw::test::line_count(r.err) == 1);
+    CHECK(r.err.find("count") != std::string::npos);
+    CHECK(dir.entries().empty());
+  }
+  // A missing profile file.
+  expect_exit(run_cli({"plan", "--profile", dir.file("none.txt"), "--devices", "2", "-o", out}), 2, {"none.txt"}, dir);
+}
+
+TEST_CASE("plan: infeasible exits 3 with the smallest memory and the largest batch, no plan file") {
+  ScratchDir dir;
+  const std::string out = dir.file("plan.json");
+  // One device of 3 GB and one micro-batch: vgg16's weights and Adam state (2.21 GB) fit,
+  // 128 samples of activations do not.
+  const std::vector<std::string> base = {"plan", "--profile", kVgg, "--devices", "1", "--memory-limit", "3000000000",
+                                         "--micro-batches", "1"};
+  std::vector<std::string> args = base;
+  args.insert(args.end(), {"-o", out});
+  CliResult r = run_cli(args);
+  CHECK(r.rc == 3);
+  CHECK(pw::test::line_count(r.err) == 1);
+  CHECK(r.err.find("smallest per-device memory that would fit: ") != std::string::npos);
+  CHECK(r.err.find("largest batch that fits now: ") != std::string::npos);
+  const size_t at = r.err.find("smallest per-device memory that would fit: ");
+  const int64_t need = std::stoll(r.err.substr(at + 43));
+  CHECK(need > 3000000000);
+  const int64_t batch = std::stoll(r.err.substr(r.err.find("largest batch that fits now: ") + 29));
+  CHECK(batch >= 1);
+  CHECK(batch < 128);
+  CHECK(dir.entries().empty());
+  // The numbers are right: the memory named fits the batch, the batch named fits the memory
+  // and one sample more does not.
+  CliResult fit = run_cli({"plan", "--profile", kVgg, "--devices", "1", "--memory-limit", std::to_string(need),
+                           "--micro-batches", "1"});
+  CHECK(fit.rc == 0);
+  CliResult less = run_cli({"plan", "--profile", kVgg, "--devices", "1", "--memory-limit", std::to_string(need - 1),
+                            "--micro-batches", "1"});
+  CHECK(less.rc == 3);
+  std::vector<std::string> at_batch = base;
+  at_batch.insert(at_batch.end(), {"--batch", std::to_string(batch)});
+  CHECK(run_cli(at_batch).rc == 0);
+  at_batch.back() = std::to_string(batch + 1);
+  CHECK(run_cli(at_batch).rc == 3);
+}
