@@ -1,41 +1,165 @@
-// `pipewright demo`: the main job on the built-in default model (models::default_model()):
-// describe it, then print its analytic profile on a device. Later issues extend this with plan,
-// simulate and run.
+// `pipewright demo`: the main job on the built-in default model (models::default_model()).
+// Describe the model and print its analytic profile; then, with the executor: measure a profile
+// on this CPU, plan the pipeline on this machine's cores, simulate the plan, train it for a few
+// steps as a real pipeline, and set the measured iteration time and memory beside the
+// prediction. `--out-dir D` also writes profile.json, plan.json and the predicted and measured
+// timelines (Chrome trace JSON and SVG) there.
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
+#include "models/cluster.h"
 #include "models/cost.h"
 #include "models/error.h"
+#include "planner/planner.h"
+#include "sim/engine.h"
+#include "sim/plan_costs.h"
+#include "sim/report.h"
+#include "sim/trace_io.h"
 #include "tools/command_registry.h"
 #include "tools/model_report.h"
+#ifdef PW_HAVE_EXEC
+#include "exec/parallel.h"
+#include "exec/pinning.h"
+#include "exec/profiler.h"
+#include "exec/run_compare.h"
+#include "exec/run_pipeline.h"
+#endif
 
 namespace {
 
 struct DemoArgs {
   std::string device = "cpu-core-avx2";
   int64_t micro_batch = 4;
+  int steps = 5;
+  int stages = 0;  // 0: as many as this machine has cores (at least 2)
+  std::string out_dir;
 };
+
+std::string out_path(const DemoArgs& a, const std::string& name) {
+  return (std::filesystem::path(a.out_dir) / name).string();
+}
+
+void describe(const DemoArgs& a, const pw::tools::ModelSource& src) {
+  const pw::models::DeviceSpec device = pw::tools::resolve_device(a.device, "--device");
+  const pw::models::Profile profile = pw::models::analytic_profile(src.model, device, a.micro_batch);
+  std::cout << "== 1. The default model (built in: a byte-level GPT) ==\n";
+  pw::tools::print_model_summary(std::cout, src);
+  std::cout << "\n";
+  pw::tools::print_model_layers(std::cout, src.model);
+  std::cout << "\n== 2. Analytic profile on " << device.name << " (roofline at 50% of peak, Adam) ==\n";
+  pw::tools::print_profile(std::cout, profile);
+}
+
+#ifdef PW_HAVE_EXEC
+void plan_simulate_run(const DemoArgs& a, const pw::models::Model& model) {
+  namespace exec = pw::exec;
+  const int cores = exec::Machine::instance().num_cores();
+  const int devices = a.stages > 0 ? a.stages : std::max(2, cores);
+  const int threads = std::max(1, cores / devices);
+  exec::set_num_threads(threads);
+  exec::OptimizerOptions opt;  // SGD with momentum, as `run`
+
+  std::cout << "\n== 3. Measured profile on this CPU (micro-batch " << a.micro_batch << ", " << threads
+            << " thread" << (threads > 1 ? "s" : "") << ") ==\n";
+  exec::MeasureOptions mo;
+  mo.micro_batch = a.micro_batch;
+  mo.reps = 7;
+  mo.threads = threads;
+  mo.optimizer = "sgd-momentum";
+  const pw::models::Profile measured = exec::measure_profile(model, mo);
+  pw::tools::print_profile(std::cout, measured);
+
+  // The workers are this machine's cores; in-process channels hand buffers over without a copy,
+  // so a transfer costs about the runtime's per-message latency (bench/RESULTS.md).
+  pw::models::DeviceSpec core = pw::models::find_device("cpu-core-avx2");
+  const pw::models::Cluster cluster = pw::models::make_flat_cluster(core, devices, 20e9, 10'000);
+  pw::planner::PlanRequest req;
+  req.batch = model.batch();
+  req.schedule = "1f1b";
+  req.optimizer = "sgd-momentum";
+  const pw::planner::PlanOutcome out = pw::planner::make_plan(measured, cluster, req);
+  if (!out.feasible) throw pw::Infeasible("the default model does not fit this machine: " + out.reason);
+  const pw::planner::Plan& plan = out.plan;
+  std::cout << "\n== 4. Plan for " << devices << " workers (batch " << plan.batch << ") ==\n"
+            << pw::planner::format_plan_table(plan);
+
+  const pw::sim::StageCosts costs = pw::sim::stage_costs_from_plan(plan, measured, &cluster);
+  pw::sim::SimOptions so;
+  so.record_trace = !a.out_dir.empty();
+  const pw::sim::SimResult predicted =
+      pw::sim::simulate(pw::sim::schedule_for_plan(plan, costs), costs, pw::sim::network_for_plan(plan, &cluster), so);
+  std::cout << "\n== 5. Simulation of the plan ==\n" << pw::sim::format_report(predicted.report);
+
+  std::cout << "\n== 6. Training it as a real pipeline (" << a.steps << " steps) ==\n";
+  exec::PipelineRunOptions ro;
+  ro.steps = a.steps;
+  ro.optimizer = opt;
+  ro.threads_per_worker = threads;
+  const exec::PipelineRunResult run = exec::run_pipeline(model, plan, ro, [](const exec::StepReport& s) {
+    std::printf("step %d/%d  loss %.4f  %.1f samples/s\n", s.step, s.steps, s.loss, s.samples_per_s);
+    std::fflush(stdout);
+  });
+  if (!run.warning.empty()) std::fprintf(stderr, "%s\n", run.warning.c_str());
+
+  // The step op is part of the prediction the run is compared with (as `run --compare`).
+  const exec::Prediction pred = exec::predict_from_measurement(model, plan, threads, opt);
+  std::cout << "\n== 7. Predicted vs measured ==\n";
+  std::printf("iteration: predicted %.2f ms, measured %.2f ms (median of %d steps, %+.1f%%)\n", pred.iteration_ms,
+              run.median_iteration_ms, a.steps, 100.0 * (run.median_iteration_ms / pred.iteration_ms - 1.0));
+  for (size_t d = 0; d < run.peak_memory_bytes.size(); ++d)
+    std::printf("worker %zu (%s): peak memory predicted %s, measured %s\n", d, run.placement[d].c_str(),
+                pw::tools::human_bytes(double(pred.peak_memory_bytes.at(d))).c_str(),
+                pw::tools::human_bytes(double(run.peak_memory_bytes[d])).c_str());
+  std::printf("loss %.4f -> %.4f\n", run.losses.front(), run.losses.back());
+
+  if (!a.out_dir.empty()) {
+    pw::models::save_profile_file(out_path(a, "profile.json"), measured);
+    pw::planner::save_plan_file(out_path(a, "plan.json"), plan);
+    pw::write_file_atomic(out_path(a, "predicted.trace.json"), pw::sim::chrome_trace_json(predicted.trace).dump() + "\n");
+    pw::write_file_atomic(out_path(a, "predicted.svg"),
+                          pw::sim::timeline_svg(predicted.trace, predicted.report, "predicted: default model"));
+    pw::write_file_atomic(out_path(a, "measured.trace.json"), pw::sim::chrome_trace_json(run.trace).dump() + "\n");
+    pw::sim::RunInfo info;
+    info.schedule = std::string(pw::planner::to_string(plan.schedule));
+    info.num_stages = plan.num_stages();
+    info.num_micro_batches = plan.num_micro_batches;
+    info.iterations = a.steps;
+    info.samples_per_micro_batch = plan.micro_batch_size;
+    pw::write_file_atomic(out_path(a, "measured.svg"), pw::sim::timeline_svg(run.trace, pw::sim::summarize(run.trace, info),
+                                                                             "measured: default model"));
+    std::cout << "wrote profile.json, plan.json, predicted/measured .trace.json and .svg to " << a.out_dir << "\n";
+  }
+}
+#endif
 
 void run(const DemoArgs& a) {
   if (a.micro_batch < 1)
     throw pw::InputError("--micro-batch: expected an integer >= 1, got " + std::to_string(a.micro_batch));
-  pw::tools::ModelSource src = pw::tools::resolve_model("default", {}, "model");
-  const pw::models::DeviceSpec device = pw::tools::resolve_device(a.device, "--device");
-  const pw::models::Profile profile = pw::models::analytic_profile(src.model, device, a.micro_batch);
-
-  std::cout << "== The default model (built in: a byte-level GPT) ==\n";
-  pw::tools::print_model_summary(std::cout, src);
-  std::cout << "\n";
-  pw::tools::print_model_layers(std::cout, src.model);
-  std::cout << "\n== Analytic profile (roofline at 50% of peak, Adam) ==\n";
-  pw::tools::print_profile(std::cout, profile);
+  if (a.steps < 1) throw pw::InputError("--steps: expected an integer >= 1, got " + std::to_string(a.steps));
+  if (a.stages < 0) throw pw::InputError("--stages: expected an integer >= 1");
+  if (!a.out_dir.empty() && !std::filesystem::is_directory(a.out_dir))
+    throw pw::InputError("--out-dir: " + a.out_dir + " is not a directory");
+  const pw::tools::ModelSource src = pw::tools::resolve_model("default", {}, "model");
+  describe(a, src);
+#ifdef PW_HAVE_EXEC
+  plan_simulate_run(a, src.model);
+#else
+  std::cout << "\n(built without the executor: -DPW_WITH_DNNL=OFF; plan, simulate and run need it here)\n";
+#endif
 }
 
 pw::tools::CommandRegistrar reg("demo", [](CLI::App& app) {
   auto a = std::make_shared<DemoArgs>();
-  auto* sub = app.add_subcommand("demo", "The main job on the built-in default model");
-  sub->add_option("--device", a->device, "catalog device to profile on")->capture_default_str();
-  sub->add_option("--micro-batch", a->micro_batch, "samples per micro-batch")->capture_default_str();
+  auto* sub = app.add_subcommand(
+      "demo", "The main job on the built-in default model: profile, plan, simulate, run, compare");
+  sub->add_option("--device", a->device, "catalog device of the analytic profile")->capture_default_str();
+  sub->add_option("--micro-batch", a->micro_batch, "samples per micro-batch when profiling")->capture_default_str();
+  sub->add_option("--steps", a->steps, "training steps of the pipeline run")->capture_default_str();
+  sub->add_option("--stages", a->stages, "pipeline workers (default: this machine's cores, at least 2)");
+  sub->add_option("--out-dir", a->out_dir, "directory to write profile, plan and timelines into");
   sub->callback([a] { run(*a); });
 });
 

@@ -19,6 +19,7 @@
 #include "exec/parallel.h"
 #include "exec/pinning.h"
 #include "exec/profiler.h"
+#include "exec/run_compare.h"
 #include "exec/run_pipeline.h"
 #include "models/error.h"
 #include "planner/schedule_gen.h"
@@ -60,64 +61,6 @@ pw::models::ZooOptions run_sizes(const std::string& family, pw::models::ZooOptio
     z.batch = 32;
   }
   return z;
-}
-
-struct Comparison {
-  double predicted_iteration_ms = 0;
-  std::vector<int64_t> predicted_peak_memory_bytes;
-};
-
-// Median time of one optimizer step over each pipeline device's parameters (ns), measured here
-// like the layers: the simulator's step op.
-std::vector<int64_t> measure_step_ns(const pw::models::Model& model, const pw::planner::Plan& plan,
-                                     const pw::exec::OptimizerOptions& oo) {
-  pw::exec::Network net(model, 1);
-  const int devices = plan.num_stages() / plan.chunks;
-  std::vector<int64_t> out(devices, 0);
-  for (int d = 0; d < devices; ++d) {
-    std::vector<std::unique_ptr<pw::exec::LayerRange>> ranges;
-    std::vector<pw::exec::Tensor*> params, grads;
-    for (int s = d; s < plan.num_stages(); s += devices) {
-      ranges.push_back(std::make_unique<pw::exec::LayerRange>(net, plan.stages[s].first_layer, plan.stages[s].end_layer));
-      for (auto* p : ranges.back()->parameters()) params.push_back(p);
-      for (auto* g : ranges.back()->gradients()) grads.push_back(g);
-    }
-    if (params.empty()) continue;
-    pw::exec::Optimizer opt(params, grads, oo);
-    std::vector<int64_t> t;
-    for (int rep = 0; rep < 7; ++rep) {
-      const auto a = std::chrono::steady_clock::now();
-      opt.step();
-      for (auto& r : ranges) r->zero_grad();
-      t.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - a).count());
-    }
-    std::sort(t.begin(), t.end());
-    out[d] = t[t.size() / 2];
-  }
-  return out;
-}
-
-Comparison compare_with_simulation(const pw::models::Model& model, const pw::planner::Plan& plan, int threads,
-                                   const pw::exec::OptimizerOptions& oo) {
-  pw::exec::MeasureOptions mo;
-  mo.micro_batch = plan.micro_batch_size;
-  mo.reps = 7;
-  mo.warmup = 2;
-  mo.threads = threads;
-  mo.optimizer = oo.kind == pw::exec::OptimizerKind::adam ? "adam" : (oo.momentum > 0 ? "sgd-momentum" : "sgd");
-  std::fprintf(stderr, "compare: measuring a profile of %s at micro-batch %lld\n", model.name().c_str(),
-               static_cast<long long>(plan.micro_batch_size));
-  const pw::models::Profile profile = pw::exec::measure_profile(model, mo);
-  pw::sim::StageCosts costs = pw::sim::stage_costs_from_plan(plan, profile);
-  if (pw::planner::is_synchronous(plan.schedule)) costs.step_ns = measure_step_ns(model, plan, oo);
-  const pw::planner::Schedule sched = pw::sim::schedule_for_plan(plan, costs);
-  pw::sim::SimOptions so;
-  so.iterations = 1;
-  const pw::sim::SimResult sr = pw::sim::simulate(sched, costs, pw::sim::network_for_plan(plan, nullptr), so);
-  Comparison c;
-  c.predicted_iteration_ms = static_cast<double>(sr.report.iteration_ns) / 1e6;
-  for (const auto& d : sr.report.devices) c.predicted_peak_memory_bytes.push_back(d.peak_memory_bytes);
-  return c;
 }
 
 void run(const RunArgs& a, const CLI::App& sub) {
@@ -181,11 +124,14 @@ void run(const RunArgs& a, const CLI::App& sub) {
   pw::exec::PipelineRunResult r = pw::exec::run_pipeline(model, plan, o, progress);
   if (!r.warning.empty()) std::fprintf(stderr, "%s\n", r.warning.c_str());
 
-  Comparison cmp;
+  pw::exec::Prediction cmp;
   if (a.compare) {
     const int cores = pw::exec::Machine::instance().num_cores();
-    pw::exec::set_num_threads(a.threads > 0 ? a.threads : std::max(1, cores / devices));
-    cmp = compare_with_simulation(model, plan, a.threads > 0 ? a.threads : std::max(1, cores / devices), o.optimizer);
+    const int threads = a.threads > 0 ? a.threads : std::max(1, cores / devices);
+    pw::exec::set_num_threads(threads);
+    std::fprintf(stderr, "compare: measuring a profile of %s at micro-batch %lld\n", model.name().c_str(),
+                 static_cast<long long>(plan.micro_batch_size));
+    cmp = pw::exec::predict_from_measurement(model, plan, threads, o.optimizer);
   }
 
   // Outputs last (atomic writes).
@@ -206,7 +152,7 @@ void run(const RunArgs& a, const CLI::App& sub) {
     pw::Json stages = pw::Json::array();
     for (int d = 0; d < devices; ++d) {
       pw::Json s{{"device", d}, {"cores", r.placement[d]}, {"peak_memory_bytes", r.peak_memory_bytes[d]}};
-      if (a.compare) s["predicted_peak_memory_bytes"] = cmp.predicted_peak_memory_bytes.at(d);
+      if (a.compare) s["predicted_peak_memory_bytes"] = cmp.peak_memory_bytes.at(d);
       stages.push_back(s);
     }
     pw::Json j{{"model", model.name()},
@@ -226,8 +172,8 @@ void run(const RunArgs& a, const CLI::App& sub) {
     for (int64_t ns : r.iteration_ns) its.push_back(static_cast<double>(ns) / 1e6);
     j["iteration_ms_per_step"] = its;
     if (a.compare) {
-      j["predicted_iteration_ms"] = cmp.predicted_iteration_ms;
-      j["predicted_peak_memory_bytes"] = cmp.predicted_peak_memory_bytes;
+      j["predicted_iteration_ms"] = cmp.iteration_ms;
+      j["predicted_peak_memory_bytes"] = cmp.peak_memory_bytes;
     }
     if (!r.warning.empty()) j["warning"] = r.warning;
     std::cout << j.dump(2) << "\n";
@@ -237,13 +183,13 @@ void run(const RunArgs& a, const CLI::App& sub) {
     std::printf("loss %.4f -> %.4f\n", r.losses.front(), r.losses.back());
     std::printf("iteration %.2f ms (median), %.1f samples/s\n", r.median_iteration_ms, r.samples_per_s);
     if (a.compare)
-      std::printf("predicted iteration %.2f ms, measured %.2f ms (%+.1f%%)\n", cmp.predicted_iteration_ms,
-                  r.median_iteration_ms, 100.0 * (r.median_iteration_ms / cmp.predicted_iteration_ms - 1.0));
+      std::printf("predicted iteration %.2f ms, measured %.2f ms (%+.1f%%)\n", cmp.iteration_ms,
+                  r.median_iteration_ms, 100.0 * (r.median_iteration_ms / cmp.iteration_ms - 1.0));
     for (int d = 0; d < devices; ++d) {
       std::printf("worker %d (%s): peak memory %s", d, r.placement[d].c_str(),
                   pw::tools::human_bytes(double(r.peak_memory_bytes[d])).c_str());
       if (a.compare)
-        std::printf(", predicted %s", pw::tools::human_bytes(double(cmp.predicted_peak_memory_bytes.at(d))).c_str());
+        std::printf(", predicted %s", pw::tools::human_bytes(double(cmp.peak_memory_bytes.at(d))).c_str());
       std::printf("\n");
     }
   }

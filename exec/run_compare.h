@@ -1,0 +1,36 @@
+// run_compare: the prediction a measured run is set beside. Measures a profile of the model on
+// this machine (exec/profiler.h) and the optimizer step per worker, simulates the same plan
+// with them (sim/), and returns the predicted iteration time and per-worker peak memory.
+// Used by `pipewright run --compare` and by the main job (`pipewright demo`).
+//
+// Not thread-safe with a pipeline run in flight (it measures on the calling thread and sets
+// the OpenMP thread count).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "exec/optimizer.h"
+#include "models/layer_graph.h"
+#include "models/profile.h"
+#include "planner/plan.h"
+#include "sim/report.h"
+
+namespace pw::exec {
+
+struct Prediction {
+  models::Profile profile;                 // measured here, at the plan's micro-batch size
+  sim::Report report;                      // simulation of the plan with that profile
+  double iteration_ms = 0;
+  std::vector<int64_t> peak_memory_bytes;  // per worker (device)
+};
+
+// Median time (ns) of one optimizer step over the parameters of each worker of the plan.
+std::vector<int64_t> measure_step_ns(const models::Model& model, const planner::Plan& plan,
+                                     const OptimizerOptions& optimizer);
+
+// `threads`: OpenMP threads to measure with (the worker's core count in the run).
+Prediction predict_from_measurement(const models::Model& model, const planner::Plan& plan, int threads,
+                                    const OptimizerOptions& optimizer);
+
+}  // namespace pw::exec
