@@ -20,20 +20,26 @@
 // Optimizer (exact for the model above). Write S = sum_s t_s + sum_c 2 x_c and
 // M = max(max_s t_s, max_c x_c), so iteration = S + (m-1) M; sum_s t_s is the total compute plus
 // the re-forward of re-materialized stages. For a bottleneck bound X, g(X) = min S over
-// partitions with M <= X is a suffix DP over (first layer k, stages left q):
-//   G(k, q) = min over the next cut j of [extra(k, j) + 2 x(j, q) + G(j, q - 1)],
-// where a stage is allowed when its time and its cuts are <= X and it fits in memory. Without
-// re-materialization extra = 0 and the allowed j form a window (k, J(k)] whose ends only move
-// right as k grows (times and memory grow with j and shrink with k): a monotone-deque sliding
-// minimum, O(1) amortized per cell. Re-materialized stages (needed only past J(k)) are a
-// range minimum over a sparse table with the window end found by binary search. One
-// evaluation is O(P n) (O(P n log n) when re-materialization is possible) time and O(P n)
-// memory, P = min(devices, n) stages.
+// partitions with M <= X is a DP over (first layer k, stage class c), k from n-1 down to 0:
+//   G(k, c) = min over the next cut j of [extra(k, j) + 2 x_c(j) + G(j, prev(c))].
+// A stage's cost depends on q (stages from it to the end) only through its in-flight count
+// min(q, m) (gpipe: m) and the link level after it (periodic in q with the inner group size g),
+// so stages with q >= q0 (= m; gpipe 1) are grouped into g classes by (q - q0) mod g: m + g
+// classes instead of P = min(devices, n) exact stage counts. The grouping drops the limit of P
+// stages; when the grouped optimum has more than P stages the bound is solved again with the P
+// exact classes. A stage is allowed when its time and cuts are <= X and it fits in memory;
+// without re-materialization extra = 0 and the allowed j form a window (k, J(k)] whose ends
+// only move left as k falls (times and memory grow with the stage): a monotone-deque sliding
+// minimum, O(1) amortized per cell. Re-materialized stages (needed only past J(k), when memory
+// ended the window) are a range minimum over a sparse table filled as positions are finished,
+// with the window end found by galloping search. One evaluation is O(n C) time and memory,
+// O(n C log n) when re-materialization can help, C = m + g classes (P when exact).
 // g is non-increasing in X, so the optimum is searched over X by interval bisection with the
 // exact bound: every partition whose M lies in (lo, hi] has S >= g(hi), so the interval is
 // dropped once g(hi) + (m-1) lo reaches the incumbent; a probe at X also yields a real
 // partition (its M <= X) that may become the incumbent, and partitions with M between that
-// partition's M and X cannot beat it. Typically 10-40 evaluations per micro-batch count.
+// partition's M and X cannot beat it. The lower end starts at max(slowest layer, total / P).
+// Measured: 1-200 evaluations per micro-batch count (bench/RESULTS.md, "Planner").
 // Thread-safety: const members may run concurrently except optimize(), which records
 // last_evaluations().
 #pragma once
