@@ -27,8 +27,11 @@ class Solver {
   Solver(const CutStates& s, const std::vector<ReplicatedLevel>& levels, const ReplicatedOptions& o)
       : s_(s), levels_(levels), o_(o), n_(s.num_states()) {}
 
-  double ct(int level, int i, int j) const {
+  // r_parent: replicas of the level-1 stage this level-0 segment belongs to (two-level corrected
+  // model with memory: its bound depends on it); 1 otherwise.
+  double ct(int level, int i, int j, int r_parent = 1) const {
     if (j < i) return kNone;
+    if (level == 1 && !rtables_.empty()) return rtables_[r_parent - 1][static_cast<size_t>(i) * n_ + j];
     if (level == 0) {
       int64_t c = s_.compute_ns[j] - (i == 0 ? 0 : s_.compute_ns[i - 1]);
       return o_.quirks ? static_cast<double>(c) / 1e9 : static_cast<double>(c) * o_.time_scale;
@@ -40,7 +43,7 @@ class Solver {
   }
 
   // Fills one start row of level `level`: A[j * M + m].
-  std::vector<Cell> solve_row(int level, int i) const {
+  std::vector<Cell> solve_row(int level, int i, int r_parent = 1, bool* memory_bound = nullptr) const {
     const int M = levels_[level].machines;
     const double B = levels_[level].bandwidth;
     const double lat = levels_[level].latency_s;
@@ -52,23 +55,26 @@ class Solver {
     };
     // Corrected model: memory is checked where stages meet devices (level 0). Devices outside
     // this level-0 group all count as downstream, an upper bound for any group's position.
-    int64_t outside = 1;
-    for (const auto& l : levels_) outside *= l.machines;
-    outside -= levels_[0].machines;
+    // With r_parent replicas of the enclosing level-1 stage the devices downstream of a stage,
+    // over all its r * r_parent replicas, are at most D - r_parent * (group devices before it).
+    int64_t D = 1;
+    for (const auto& l : levels_) D *= l.machines;
     auto corrected_mem_ok = [&](int i0, int j, int r, int from_here) {
       if (!o_.use_memory_constraint || level > 0) return true;
       const double P = diff(s_.parameter_bytes, i0, j);
       const double act = diff(s_.stash_bytes, i0, j) * o_.activation_scale;
-      const int64_t inflight = ceil_div(from_here + outside, r);
-      return P * o_.persistent_per_parameter_byte + (inflight - 1) * P + inflight * act <= o_.memory_bytes;
+      const int64_t inflight = ceil_div(D - static_cast<int64_t>(r_parent) * (M - from_here), static_cast<int64_t>(r) * r_parent);
+      const bool ok = P * o_.persistent_per_parameter_byte + (inflight - 1) * P + inflight * act <= o_.memory_bytes;
+      if (!ok && memory_bound) *memory_bound = true;
+      return ok;
     };
     for (int j = i; j < n_; ++j) {
-      const double C = ct(level, i, j);
-      if (std::isnan(C)) continue;
       const double P = diff(s_.parameter_bytes, i, j);
       const int max_m = o_.straight ? 1 : M;
       for (int m = 0; m < max_m; ++m) {
         const int r = m + 1;
+        const double C = ct(level, i, j, r);
+        if (std::isnan(C)) continue;
         double t;
         if (o_.quirks) {
           const double stash = static_cast<double>(ceil_div(M - r, r)) * (diff(s_.activation_bytes, i, j) + P);
@@ -104,7 +110,7 @@ class Solver {
         for (int k : s_.preds[j]) {
           if (k < i) continue;  // A[i][k] exists only for k >= i
           if (i > 0 && s_.pred_set[i - 1].test(k)) continue;
-          const double Cl = ct(level, k + 1, j);
+          const double Cl = ct(level, k + 1, j, m);  // the smallest over r_parent <= m
           if (std::isnan(Cl)) continue;
           const double bestv = std::isnan(best.t) ? std::numeric_limits<double>::infinity() : best.t;
           if (Cl / m >= bestv) continue;  // every r' <= m gives at least Cl / r' >= bestv
@@ -117,6 +123,8 @@ class Solver {
           for (int mp = min_mp; mp <= max_mp; ++mp) {
             const Cell& prev = at(k, m - mp);
             if (std::isnan(prev.t)) continue;
+            const double Cm = rtables_.empty() || level != 1 ? Cl : ct(level, k + 1, j, mp);
+            if (std::isnan(Cm)) continue;
             double t;
             if (o_.quirks) {
               const double stash = (diff(s_.activation_bytes, k + 1, j) + Pl) *
@@ -131,7 +139,7 @@ class Solver {
             } else {
               if (!corrected_mem_ok(k + 1, j, mp, M - (m + 1) + mp)) continue;
               const double comm = ((lat + out_k / B) + (has_out ? lat + out_j / B : 0.0)) / mp;
-              const double last = std::max((Cl + allreduce(mp, Pl)) / mp, comm);
+              const double last = std::max((Cm + allreduce(mp, Pl)) / mp, comm);
               t = std::max(prev.t, last);
             }
             if (std::isnan(best.t) || best.t > t) best = Cell{t, k, m - mp, mp};
@@ -147,13 +155,27 @@ class Solver {
     ReplicatedResult res;
     const int L = static_cast<int>(levels_.size());
     tables_.assign(L, {});
+    const bool per_parent = L == 2 && !o_.quirks && o_.use_memory_constraint;
     for (int level = 0; level + 1 < L; ++level) {
       const int M = levels_[level].machines;
       std::vector<double> next(static_cast<size_t>(n_ + 1) * n_, kNone);
-      for (int i = 0; i <= n_; ++i) {
-        if (i == n_) break;
-        std::vector<Cell> row = solve_row(level, i);
+      std::vector<int> bound_rows;
+      for (int i = 0; i < n_; ++i) {
+        bool bound = false;
+        std::vector<Cell> row = solve_row(level, i, 1, &bound);
+        if (bound) bound_rows.push_back(i);
         for (int j = i; j < n_; ++j) next[static_cast<size_t>(i) * n_ + j] = row[static_cast<size_t>(j) * M + M - 1].t;
+      }
+      if (per_parent) {
+        // Rows the memory check never cut are the same for every r_parent (the bound only
+        // loosens as r_parent grows); the others are solved again per r_parent.
+        rtables_.assign(levels_[1].machines, next);
+        for (int rp = 2; rp <= levels_[1].machines; ++rp)
+          for (int i : bound_rows) {
+            std::vector<Cell> row = solve_row(level, i, rp);
+            for (int j = i; j < n_; ++j)
+              rtables_[rp - 1][static_cast<size_t>(i) * n_ + j] = row[static_cast<size_t>(j) * M + M - 1].t;
+          }
       }
       tables_[level + 1] = std::move(next);
     }
@@ -168,8 +190,8 @@ class Solver {
     for (const auto& l : levels_) span *= l.machines;
     std::ostringstream table;
     table.precision(17);
-    struct Seg { int start, end; std::vector<int> bases; };
-    std::vector<Seg> segs{{0, n_, {0}}};
+    struct Seg { int start, end; std::vector<int> bases; int reps = 1; };
+    std::vector<Seg> segs{{0, n_, {0}, 1}};
     for (int level = L - 1; level >= 0; --level) {
       const int Ml = levels_[level].machines;
       int64_t gs = 1;
@@ -177,7 +199,7 @@ class Solver {
       table << "Level " << level + 1 << "\n";
       std::vector<Seg> next;
       for (const Seg& seg : segs) {
-        std::vector<Cell> row = level == L - 1 ? top : solve_row(level, seg.start);
+        std::vector<Cell> row = level == L - 1 ? top : solve_row(level, seg.start, rtables_.empty() ? 1 : seg.reps);
         // Collect (start, end, machines) back to front.
         std::vector<std::array<int, 3>> parts;
         int j = seg.end - 1, m = Ml - 1;
@@ -195,7 +217,7 @@ class Solver {
         std::reverse(parts.begin(), parts.end());
         int machine = 0;
         for (const auto& pt : parts) {
-          Seg child{pt[0], pt[1], {}};
+          Seg child{pt[0], pt[1], {}, pt[2]};
           for (int b : seg.bases)
             for (int q = 0; q < pt[2]; ++q) child.bases.push_back(static_cast<int>(b + (machine + q) * gs));
           machine += pt[2];
@@ -220,6 +242,7 @@ class Solver {
   const ReplicatedOptions& o_;
   int n_;
   std::vector<std::vector<double>> tables_;
+  std::vector<std::vector<double>> rtables_;  // per r_parent - 1: level-1 costs (see ct)
 };
 
 }  // namespace

@@ -27,25 +27,26 @@ struct Brute {
   const CutStates& s;
   const std::vector<ReplicatedLevel>& levels;
   const ReplicatedOptions& o;
-  std::map<std::tuple<int, int, int>, double> memo;
+  std::map<std::tuple<int, int, int, int>, double> memo;
 
   int n() const { return s.num_states(); }
   double range(const std::vector<int64_t>& v, int a, int b) const {  // states a..b
     return static_cast<double>(v[b] - (a == 0 ? 0 : v[a - 1]));
   }
-  // Time of states a..b on one whole group of `level` (level -1: raw compute).
-  double group_time(int level, int a, int b) {
+  // Time of states a..b on one whole group of `level` (level -1: raw compute); r_parent:
+  // replicas of the enclosing level-(level+1) stage (memory bound of the corrected model).
+  double group_time(int level, int a, int b, int r_parent) {
     if (level < 0) return o.quirks ? range(s.compute_ns, a, b) / 1e9 : range(s.compute_ns, a, b) * o.time_scale;
-    auto key = std::make_tuple(level, a, b);
+    auto key = std::make_tuple(level, a, b, r_parent);
     auto it = memo.find(key);
     if (it != memo.end()) return it->second;
     double best = kInf;
-    search(level, a, b, a, 0, 0.0, true, best);
+    search(level, a, b, a, 0, 0.0, true, r_parent, best);
     memo[key] = best;
     return best;
   }
   // Stages cover a..pos-1 already with `used` machines (idle included) and bottleneck `worst`.
-  void search(int level, int a, int b, int pos, int used, double worst, bool first, double& best) {
+  void search(int level, int a, int b, int pos, int used, double worst, bool first, int r_parent, double& best) {
     const int M = levels[level].machines;
     if (pos == b + 1) {
       if (used == M || o.fewer_machines) best = std::min(best, worst);
@@ -59,10 +60,12 @@ struct Brute {
         for (int k : s.preds[e]) pred = pred || k == pos - 1;
         if (!pred) continue;
       }
-      const double C = group_time(level - 1, pos, e);
-      if (!std::isfinite(C)) continue;
       const double P = range(s.parameter_bytes, pos, e);
       for (int r = 1; r <= (o.straight ? 1 : M - used); ++r) {
+        // Two levels, corrected model with memory: the inner bound depends on r; else not.
+        const bool per_parent = levels.size() == 2 && !o.quirks && o.use_memory_constraint;
+        const double C = group_time(level - 1, pos, e, per_parent && level == 1 ? r : 1);
+        if (!std::isfinite(C)) continue;
         double t;
         if (o.quirks) {
           const int through = used + r;
@@ -79,10 +82,10 @@ struct Brute {
           }
         } else {
           if (o.use_memory_constraint && level == 0) {
-            int outside = 1;
-            for (const auto& l : levels) outside *= l.machines;
-            const int from_here = M - used + outside - M;
-            const int64_t inflight = (from_here + r - 1) / r;
+            int D = 1;
+            for (const auto& l : levels) D *= l.machines;
+            // Devices downstream over all r * r_parent replicas: at most D - r_parent * used.
+            const int64_t inflight = (D - r_parent * used + r * r_parent - 1) / (r * r_parent);
             const double act = range(s.stash_bytes, pos, e) * o.activation_scale;
             if (P * o.persistent_per_parameter_byte + (inflight - 1) * P + inflight * act > o.memory_bytes) continue;
           }
@@ -102,11 +105,11 @@ struct Brute {
         if (single_first && e == b && r != M) continue;
         const int max_idle = o.fewer_machines && !single_first ? M - used - r : 0;
         for (int idle = 0; idle <= max_idle; ++idle)
-          search(level, a, b, e + 1, used + r + idle, std::max(worst, t), false, best);
+          search(level, a, b, e + 1, used + r + idle, std::max(worst, t), false, r_parent, best);
       }
     }
   }
-  double solve() { return group_time(static_cast<int>(levels.size()) - 1, 0, n() - 1); }
+  double solve() { return group_time(static_cast<int>(levels.size()) - 1, 0, n() - 1, 1); }
 };
 
 std::vector<ReplicatedLevel> random_levels(std::mt19937& rng, bool latency) {
