@@ -154,7 +154,7 @@ TEST_CASE("runtime: per-op events of a device do not overlap and follow the list
   }
 }
 
-TEST_CASE("runtime: pipedream-async steps after every backward; vertical sync tags stage 0's version") {
+TEST_CASE("runtime: pipedream-async steps after every backward, vertical sync tags stage 0's version") {
   const int S = 3, M = 6;
   planner::Schedule s = planner::make_schedule(ScheduleKind::pipedream_async, S, M);
   FakeCompute fake(S);

@@ -42,7 +42,7 @@ Reference train_reference(const std::string& family) {
 
 }  // namespace
 
-TEST_CASE("runtime training: pipelines equal one-device training (gpipe, 1f1b, zb-h1, interleaved; recompute on/off)") {
+TEST_CASE("runtime training: pipelines equal one-device training (gpipe, 1f1b, zb-h1, interleaved, recompute on/off)") {
   const ScheduleKind kinds[] = {ScheduleKind::gpipe, ScheduleKind::one_f_one_b, ScheduleKind::zb_h1,
                                 ScheduleKind::interleaved_1f1b};
   for (const std::string family : {"mlp", "gpt"}) {

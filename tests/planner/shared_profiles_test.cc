@@ -39,7 +39,7 @@ models::Cluster make(const std::vector<int>& counts) {
 
 }  // namespace
 
-TEST_CASE("every shared profile plans: sync on 4..64 devices and 4x4, 8x8; async and pipedream on 16") {
+TEST_CASE("every shared profile plans: sync on 4..64 devices and 4x4, 8x8, async and pipedream on 16") {
   const std::vector<std::vector<int>> topologies = {{4}, {8}, {16}, {32}, {64}, {4, 4}, {8, 8}};
   for (const char* f : kProfiles) {
     CAPTURE(f);

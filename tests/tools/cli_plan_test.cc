@@ -31,7 +31,7 @@ void expect_exit(const CliResult& r, int rc, const std::vector<std::string>& nee
 
 }  // namespace
 
-TEST_CASE("plan: a PipeDream graph.txt is recognised; -o writes a plan that reads back") {
+TEST_CASE("plan: a PipeDream graph.txt is recognised, -o writes a plan that reads back") {
   ScratchDir dir;
   const std::string out = dir.file("plan.json");
   CliResult r = run_cli({"plan", "--profile", kVgg, "--devices", "4", "-o", out});
@@ -64,7 +64,7 @@ TEST_CASE("plan: pipedream objective prints PipeDream's time per stage (vgg16 -n
   CHECK(p.predicted.bottleneck_time_s == doctest::Approx(0.1763491658666667).epsilon(1e-9));
 }
 
-TEST_CASE("plan: --model gpt --device a100-80g plans from the analytic profile; import writes a profile") {
+TEST_CASE("plan: --model gpt --device a100-80g plans from the analytic profile, import writes a profile") {
   ScratchDir dir;
   CliResult r = run_cli({"plan", "--model", "gpt", "--device", "a100-80g", "--devices", "4", "-o", dir.file("p.json")});
   REQUIRE(r.rc == 0);

@@ -71,7 +71,7 @@ TEST_CASE("run quick form: JSON summary, progress lines, trace and SVG files") {
   CHECK(t.contains("traceEvents"));
 }
 
-TEST_CASE("run --plan: trains the plan's stages; --compare adds the prediction") {
+TEST_CASE("run --plan: trains the plan's stages, --compare adds the prediction") {
   ScratchDir dir;
   const std::string plan = plan_file(dir, mlp_plan({{0, 2}, {2, 5}}, 2));
   const CliResult r = run_cli({"run", "--plan", plan, "--depth", "2", "--width", "8", "--steps", "2", "--compare",

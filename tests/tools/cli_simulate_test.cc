@@ -72,7 +72,7 @@ TEST_CASE("simulate: bad input exits 2 with one line and leaves no file") {
   expect_bad_sim(run_cli({"simulate", "--plan", dir.file("none.json")}), "none.json", dir, {});
 }
 
-TEST_CASE("simulate --plan with a profile; a plan naming layers the profile lacks is exit 2") {
+TEST_CASE("simulate --plan with a profile, a plan naming layers the profile lacks is exit 2") {
   ScratchDir dir;
   pw::models::Profile prof;
   prof.model = "tiny";

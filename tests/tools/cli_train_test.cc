@@ -31,7 +31,7 @@ void expect_bad(const CliResult& r, const std::string& needle) {
   CHECK(r.out.empty());
 }
 
-TEST_CASE("train: mlp --json prints one loss per step; a model file trains too") {
+TEST_CASE("train: mlp --json prints one loss per step, a model file trains too") {
   CliResult r = run_cli({"train", "--model", "mlp", "--steps", "4", "--threads", "1", "--json"});
   REQUIRE(r.rc == 0);
   Json j = Json::parse(r.out);
@@ -64,7 +64,7 @@ TEST_CASE("train: bad input exits 2 with one line") {
   CHECK(dir.entries() == std::vector<std::string>{"bn.json", "empty.txt", "model.json"});
 }
 
-TEST_CASE("profile --measure writes a measured profile; bad micro-batch writes nothing") {
+TEST_CASE("profile --measure writes a measured profile, bad micro-batch writes nothing") {
   ScratchDir dir;
   CliResult r = run_cli({"profile", "--model", model_file(dir, "linear", 3), "--measure", "--micro-batch", "2",
                          "--reps", "2", "--threads", "1", "-o", dir.file("p.json")});

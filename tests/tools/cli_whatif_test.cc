@@ -121,7 +121,7 @@ TEST_CASE("whatif sweep: CSV and JSON with -o, one row per grid point") {
     CHECK(j["rows"][i + 1]["iteration_s"].get<double>() <= j["rows"][i]["iteration_s"].get<double>());
 }
 
-TEST_CASE("whatif bad input: unknown device (2), empty axis (2), nothing fits (3); no files left") {
+TEST_CASE("whatif bad input: unknown device (2), empty axis (2), nothing fits (3), no files left") {
   ScratchDir dir;
   expect_error(run_cli({"whatif", "max-model", "--device", "tpu-v9", "--devices", "8", "--svg", dir.file("a.svg")}), 2,
                "unknown device kind \"tpu-v9\"", dir, {});
