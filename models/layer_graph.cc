@@ -62,8 +62,7 @@ int64_t LayerSpec::output_elements() const {
   return n;
 }
 
-std::vector<int> topological_order(int n, const std::vector<Edge>& edges,
-                                   const std::vector<std::string>& names, const std::string& what) {
+std::vector<int> stable_topological_order(int n, const std::vector<Edge>& edges) {
   std::vector<int> indeg(n, 0);
   std::vector<std::vector<int>> out(n);
   for (const Edge& e : edges) {
@@ -82,13 +81,20 @@ std::vector<int> topological_order(int n, const std::vector<Edge>& edges,
     for (int w : out[v])
       if (--indeg[w] == 0) ready.push(w);
   }
+  return order;
+}
+
+std::vector<int> topological_order(int n, const std::vector<Edge>& edges,
+                                   const std::vector<std::string>& names, const std::string& what) {
+  std::vector<int> order = stable_topological_order(n, edges);
   if (static_cast<int>(order.size()) != n) {
+    std::vector<bool> done(n, false);
+    for (int v : order) done[v] = true;
     std::string stuck;
     int shown = 0;
     for (int i = 0; i < n && shown < 5; ++i)
-      if (indeg[i] > 0) {
+      if (!done[i])
         stuck += (shown++ ? ", " : "") + (i < static_cast<int>(names.size()) ? names[i] : std::to_string(i));
-      }
     throw InputError(what + ": the graph has a cycle (through " + stuck + ")");
   }
   return order;

@@ -89,6 +89,10 @@ class Model {
   std::map<std::string, int, std::less<>> index_;
 };
 
+// Kahn's algorithm, stable (among ready nodes the smallest index first). When the edges have a
+// cycle the result is partial (size < n): the missing nodes are on a cycle or behind one.
+std::vector<int> stable_topological_order(int n, const std::vector<Edge>& edges);
+
 // Topological order of n nodes under `edges` (stable: ties by index). Throws InputError
 // "<what>: cycle through <names...>" when there is none; `names` labels nodes in messages.
 std::vector<int> topological_order(int n, const std::vector<Edge>& edges,

@@ -4,7 +4,6 @@
 #include <filesystem>
 #include <limits>
 #include <map>
-#include <queue>
 #include <set>
 
 #include "models/error.h"
@@ -206,41 +205,32 @@ PipeDreamGraph parse_pipedream_graph(std::string_view text, const std::string& f
   if (nodes.empty()) throw InputError(file + ": no node lines (expected a PipeDream graph)");
 
   const int n = static_cast<int>(nodes.size());
-  std::vector<std::vector<int>> out(n);
-  std::vector<int> indeg(n, 0);
+  std::vector<Edge> dag;
+  dag.reserve(edges.size());
+  std::vector<bool> has_input(n, false);
   for (const auto& e : edges) {
-    out[e.from].push_back(e.to);
-    ++indeg[e.to];
+    dag.push_back({e.from, e.to});
+    has_input[e.to] = true;
   }
   for (int i = 0; i < n; ++i)
-    if (indeg[i] == 0 && nodes[i].desc.rfind("Input", 0) == 0) nodes[i].prof.is_data_loading = true;
+    if (!has_input[i] && nodes[i].desc.rfind("Input", 0) == 0) nodes[i].prof.is_data_loading = true;
 
-  // Stable Kahn: among ready nodes the earliest line first.
-  std::vector<int> deg = indeg;
-  std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
-  for (int i = 0; i < n; ++i)
-    if (deg[i] == 0) ready.push(i);
-  std::vector<int> order;
-  order.reserve(n);
-  while (!ready.empty()) {
-    int v = ready.top();
-    ready.pop();
-    order.push_back(v);
-    for (int w : out[v])
-      if (--deg[w] == 0) ready.push(w);
-  }
+  // Stable: among ready nodes the earliest line first.
+  const std::vector<int> order = stable_topological_order(n, dag);
   if (static_cast<int>(order.size()) != n) {
     // Walk back along in-edges among unfinished nodes until a node repeats: that is a cycle.
+    std::vector<bool> unfinished(n, true);
+    for (int v : order) unfinished[v] = false;
     std::vector<std::vector<int>> in_edge(n);
     for (size_t k = 0; k < edges.size(); ++k) in_edge[edges[k].to].push_back(static_cast<int>(k));
     int v = 0;
-    while (deg[v] == 0) ++v;
+    while (!unfinished[v]) ++v;
     std::vector<int> visit(n, -1);
     std::vector<int> path_edges;
     while (visit[v] < 0) {
       visit[v] = static_cast<int>(path_edges.size());
       for (int k : in_edge[v])
-        if (deg[edges[k].from] > 0) {
+        if (unfinished[edges[k].from]) {
           path_edges.push_back(k);
           v = edges[k].from;
           break;
