@@ -7,6 +7,7 @@
 #include "models/layer_graph.h"
 #include "tools/command_registry.h"
 #include "tools/model_report.h"
+#include "tools/zoo_flags.h"
 
 namespace {
 
@@ -17,17 +18,14 @@ struct ModelArgs {
   std::string output;
 };
 
-// Sizing flags, in the order they are listed by --help.
-const char* const kSizeFlags[] = {"--layers", "--d-model", "--heads", "--ffn", "--seq", "--vocab", "--batch",
-                                  "--depth", "--width", "--image", "--width-divisor", "--classes",
-                                  "--tied-embeddings"};
-
 void run(const ModelArgs& a, const CLI::App& sub) {
-  if (!pw::tools::is_zoo_name(a.spec) || a.spec == "default")
-    for (const char* flag : kSizeFlags)
-      if (sub.count(flag) > 0)
-        throw pw::InputError(std::string(flag) + ": sizing options apply to a zoo family (gpt, mlp, vgg16, "
-                             "resnet50), not to \"" + a.spec + "\"");
+  if (!pw::tools::is_zoo_name(a.spec) || a.spec == "default") {
+    const char* flag = pw::tools::first_size_flag_given(sub);
+    if (flag == nullptr && sub.count("--batch") > 0) flag = "--batch";
+    if (flag != nullptr)
+      throw pw::InputError(std::string(flag) + ": sizing options apply to a zoo family (gpt, mlp, vgg16, "
+                           "resnet50), not to \"" + a.spec + "\"");
+  }
   pw::tools::ModelSource src = pw::tools::resolve_model(a.spec, a.zoo, "MODEL");
   // Everything the summary needs is computed before any output, so bad input prints nothing.
   pw::Json summary = pw::tools::model_summary_json(src);
@@ -46,19 +44,8 @@ pw::tools::CommandRegistrar reg("model", [](CLI::App& app) {
   auto* sub = app.add_subcommand("model", "Build a zoo model (or read a model file) and describe it");
   sub->add_option("MODEL", args->spec, "gpt | mlp | vgg16 | resnet50 | default | a model JSON file")->required();
   pw::models::ZooOptions& z = args->zoo;
-  sub->add_option("--layers", z.layers, "gpt: transformer blocks")->capture_default_str();
-  sub->add_option("--d-model", z.d_model, "gpt: hidden size")->capture_default_str();
-  sub->add_option("--heads", z.heads, "gpt: attention heads")->capture_default_str();
-  sub->add_option("--ffn", z.ffn, "gpt: MLP hidden size (0 = 4 * d-model)")->capture_default_str();
-  sub->add_option("--seq", z.seq, "gpt: sequence length")->capture_default_str();
-  sub->add_option("--vocab", z.vocab, "gpt: vocabulary size")->capture_default_str();
+  pw::tools::add_zoo_size_options(sub, z, pw::models::ZooOptions{});
   sub->add_option("--batch", z.batch, "samples per mini-batch")->capture_default_str();
-  sub->add_option("--depth", z.depth, "mlp: linear layers")->capture_default_str();
-  sub->add_option("--width", z.width, "mlp: layer width")->capture_default_str();
-  sub->add_option("--image", z.image, "conv nets: image side in pixels")->capture_default_str();
-  sub->add_option("--width-divisor", z.width_divisor, "conv nets: divide every channel count")->capture_default_str();
-  sub->add_option("--classes", z.classes, "conv nets: output classes")->capture_default_str();
-  sub->add_flag("--tied-embeddings", z.tied_embeddings, "gpt: the LM head reuses the token embedding");
   sub->add_flag("--json", args->json, "print the summary as JSON");
   sub->add_option("-o,--output", args->output, "write the model (pipewright.model/1) to this file");
   sub->callback([args, sub] { run(*args, *sub); });

@@ -29,6 +29,7 @@
 #include "sim/trace_io.h"
 #include "tools/command_registry.h"
 #include "tools/model_report.h"
+#include "tools/zoo_flags.h"
 
 namespace {
 
@@ -42,24 +43,20 @@ struct RunArgs {
   bool recompute = false, compare = false, json = false, vertical_sync = false;
 };
 
-// Small sizes per family (as `train`), overridden by the flags given.
-pw::models::ZooOptions run_sizes(const std::string& family, pw::models::ZooOptions z, const CLI::App& sub) {
-  auto set = [&](const char* flag, int64_t& field, int64_t v) {
-    if (sub.count(flag) == 0) field = v;
-  };
-  if (family == "gpt") {
-    set("--layers", z.layers, 4);
-    set("--d-model", z.d_model, 64);
-    set("--heads", z.heads, 4);
-    set("--ffn", z.ffn, 256);
-    set("--seq", z.seq, 64);
-    set("--vocab", z.vocab, 256);
-    z.batch = 16;
-  } else if (family == "mlp") {
-    set("--depth", z.depth, 4);
-    set("--width", z.width, 256);
-    z.batch = 32;
-  }
+// Small sizes per family (as `train`: a pipeline of them runs in milliseconds per step).
+pw::models::ZooOptions run_defaults() {
+  pw::models::ZooOptions z;
+  z.layers = 4;
+  z.d_model = 64;
+  z.heads = 4;
+  z.ffn = 256;
+  z.seq = 64;
+  z.vocab = 256;
+  z.depth = 4;
+  z.width = 256;
+  z.image = 32;
+  z.width_divisor = 8;
+  z.classes = 10;
   return z;
 }
 
@@ -76,7 +73,10 @@ void run(const RunArgs& a, const CLI::App& sub) {
   std::string model_spec = !a.model.empty() ? a.model : plan.model;
   if (a.model.empty() && plan.model == pw::models::default_model().name()) model_spec = "default";
   pw::models::ZooOptions z = a.zoo;
-  if (pw::tools::is_zoo_name(model_spec) && model_spec != "default") z = run_sizes(model_spec, z, sub);
+  if (pw::tools::is_zoo_name(model_spec) && model_spec != "default") {
+    z = pw::tools::with_unset_sizes_from(z, run_defaults(), sub);
+    z.batch = model_spec == "gpt" ? 16 : model_spec == "mlp" ? 32 : 8;
+  }
   const pw::tools::ModelSource src =
       pw::tools::resolve_model(model_spec, z, a.model.empty() ? a.plan + ": /model" : "--model");
   const pw::models::Model& model = src.model;
@@ -207,15 +207,7 @@ pw::tools::CommandRegistrar reg("run", [](CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--chunks", a->chunks, "quick form: model chunks per worker (interleaved; default 2)");
   sub->add_flag("--recompute", a->recompute, "quick form: re-materialize activations in every stage");
-  auto& z = a->zoo;
-  sub->add_option("--layers", z.layers, "gpt: transformer blocks (default 4)");
-  sub->add_option("--d-model", z.d_model, "gpt: hidden size (default 64)");
-  sub->add_option("--heads", z.heads, "gpt: attention heads (default 4)");
-  sub->add_option("--ffn", z.ffn, "gpt: MLP hidden size (default 256)");
-  sub->add_option("--seq", z.seq, "gpt: sequence length (default 64)");
-  sub->add_option("--vocab", z.vocab, "gpt: vocabulary (default 256)");
-  sub->add_option("--depth", z.depth, "mlp: linear layers (default 4)");
-  sub->add_option("--width", z.width, "mlp: width (default 256)");
+  pw::tools::add_zoo_size_options(sub, a->zoo, run_defaults());
   sub->add_option("--steps", a->steps, "optimizer steps (mini-batches)")->capture_default_str();
   sub->add_option("--data", a->data, "text file for gpt (default /usr/share/common-licenses/GPL-3)");
   sub->add_option("--optimizer", a->optimizer, "sgd (momentum 0.9) | adam")->capture_default_str();

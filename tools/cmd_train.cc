@@ -16,6 +16,7 @@
 #include "models/error.h"
 #include "tools/command_registry.h"
 #include "tools/model_report.h"
+#include "tools/zoo_flags.h"
 
 namespace {
 
@@ -34,37 +35,25 @@ struct TrainArgs {
   bool json = false;
 };
 
-const char* const kSizeFlags[] = {"--layers", "--d-model", "--heads", "--ffn", "--seq", "--vocab",
-                                  "--depth", "--width", "--image", "--width-divisor", "--classes",
-                                  "--tied-embeddings"};
-
-// Small defaults per family, then the flags the user gave.
-pw::models::ZooOptions train_sizes(const std::string& family, const pw::models::ZooOptions& given,
-                                   const CLI::App& sub) {
-  pw::models::ZooOptions z = given;
-  auto set = [&](const char* flag, int64_t& field, int64_t small) {
-    if (sub.count(flag) == 0) field = small;
-  };
-  if (family == "gpt") {
-    set("--layers", z.layers, 2);
-    set("--d-model", z.d_model, 64);
-    set("--heads", z.heads, 4);
-    set("--ffn", z.ffn, 256);
-    set("--seq", z.seq, 64);
-    set("--vocab", z.vocab, 256);
-    set("--batch", z.batch, 16);
-  } else if (family == "mlp") {
-    set("--depth", z.depth, 3);
-    set("--width", z.width, 64);
-    set("--batch", z.batch, 32);
-  } else if (family == "vgg16" || family == "resnet50") {
-    set("--image", z.image, 32);
-    set("--width-divisor", z.width_divisor, 8);
-    set("--classes", z.classes, 10);
-    set("--batch", z.batch, 8);
-  }
+// Small sizes that train in seconds on 2 cores (the zoo's defaults are far larger).
+pw::models::ZooOptions train_defaults() {
+  pw::models::ZooOptions z;
+  z.layers = 2;
+  z.d_model = 64;
+  z.heads = 4;
+  z.ffn = 256;
+  z.seq = 64;
+  z.vocab = 256;
+  z.depth = 3;
+  z.width = 64;
+  z.image = 32;
+  z.width_divisor = 8;
+  z.classes = 10;
   return z;
 }
+
+// Samples per step when --batch is not given.
+int64_t train_batch(const std::string& family) { return family == "gpt" ? 16 : family == "mlp" ? 32 : 8; }
 
 std::string fmt_time(double s) {
   char buf[32];
@@ -76,16 +65,16 @@ std::string fmt_time(double s) {
 
 void run(const TrainArgs& a, const CLI::App& sub) {
   const bool zoo = pw::tools::is_zoo_name(a.model) && a.model != "default";
-  if (!zoo)
-    for (const char* flag : kSizeFlags)
-      if (sub.count(flag) > 0)
-        throw pw::InputError(std::string(flag) + ": sizing options apply to a zoo family (gpt, mlp, vgg16), not to \"" +
-                             a.model + "\"");
+  if (const char* flag = pw::tools::first_size_flag_given(sub); !zoo && flag != nullptr)
+    throw pw::InputError(std::string(flag) + ": sizing options apply to a zoo family (gpt, mlp, vgg16), not to \"" +
+                         a.model + "\"");
   if (sub.count("--batch") > 0 && a.batch < 1)
     throw pw::InputError("--batch: expected >= 1, got " + std::to_string(a.batch));
   pw::models::ZooOptions z = a.zoo;
-  if (sub.count("--batch") > 0) z.batch = a.batch;
-  if (zoo) z = train_sizes(a.model, z, sub);
+  if (zoo) {
+    z = pw::tools::with_unset_sizes_from(z, train_defaults(), sub);
+    z.batch = sub.count("--batch") > 0 ? a.batch : train_batch(a.model);
+  }
   pw::tools::ModelSource src = pw::tools::resolve_model(a.model, z, "--model");
   pw::exec::TrainOptions o;
   o.steps = a.steps;
@@ -160,18 +149,7 @@ pw::tools::CommandRegistrar reg("train", [](CLI::App& app) {
   auto* sub = app.add_subcommand("train", "Train a model on this machine (oneDNN executor, one device)");
   sub->add_option("--model", a->model, "gpt | mlp | vgg16 | default | a model JSON file")->required();
   auto& z = a->zoo;
-  sub->add_option("--layers", z.layers, "gpt: transformer blocks (default 2)");
-  sub->add_option("--d-model", z.d_model, "gpt: hidden size (default 64)");
-  sub->add_option("--heads", z.heads, "gpt: attention heads (default 4)");
-  sub->add_option("--ffn", z.ffn, "gpt: MLP hidden size (default 256)");
-  sub->add_option("--seq", z.seq, "gpt: sequence length (default 64)");
-  sub->add_option("--vocab", z.vocab, "gpt: vocabulary size (default 256, byte-level)");
-  sub->add_option("--depth", z.depth, "mlp: linear layers (default 3)");
-  sub->add_option("--width", z.width, "mlp: layer width (default 64)");
-  sub->add_option("--image", z.image, "conv nets: image side (default 32)");
-  sub->add_option("--width-divisor", z.width_divisor, "conv nets: divide every channel count (default 8)");
-  sub->add_option("--classes", z.classes, "conv nets: output classes (default 10)");
-  sub->add_flag("--tied-embeddings", z.tied_embeddings, "gpt: the LM head reuses the token embedding");
+  pw::tools::add_zoo_size_options(sub, z, train_defaults());
   sub->add_option("--steps", a->steps, "optimizer steps")->capture_default_str();
   sub->add_option("--batch", a->batch, "samples per step (default: gpt 16, mlp 32, vgg16 8, a file: its batch)");
   sub->add_option("--micro-batch", a->micro_batch, "samples per forward/backward (gradient accumulation); 0 = batch")

@@ -2,6 +2,10 @@
 // naming the file / JSON path / flag, and no output file left behind on bad input.
 #include <doctest/doctest.h>
 
+#include <filesystem>
+
+#include "planner/plan.h"
+
 #include "models/json_util.h"
 #include "models/layer_graph.h"
 #include "models/profile.h"
@@ -100,13 +104,38 @@ TEST_CASE("profile prints a table, writes a profile file, and is deterministic")
   CHECK(q.layers[2].optimizer_bytes == 0);  // sgd keeps nothing beyond weights and gradients
 }
 
-TEST_CASE("demo describes the default model and its profile") {
-  CliResult r = run_cli({"demo"});
+TEST_CASE("demo: the main job describes, profiles, plans, simulates, runs and compares") {
+  CliResult r = run_cli({"demo", "--steps", "2"});
   REQUIRE(r.rc == 0);
   CHECK(r.out.find("gpt-l4-d128") != std::string::npos);
   CHECK(r.out.find("parameters   867072") != std::string::npos);
   CHECK(r.out.find("profile of gpt-l4-d128 on cpu-core-avx2") != std::string::npos);
-  CHECK(run_cli({"demo"}).out == r.out);
+#ifdef PW_HAVE_EXEC
+  for (const char* section : {"== 3. Measured profile", "== 4. Plan for", "== 5. Simulation of the plan",
+                              "== 6. Training it as a real pipeline", "== 7. Predicted vs measured"})
+    CHECK_MESSAGE(r.out.find(section) != std::string::npos, section);
+  CHECK(r.out.find("step 2/2") != std::string::npos);
+  CHECK(r.out.find("iteration: predicted ") != std::string::npos);
+#endif
+  // The analytic part (sections 1 and 2) is deterministic; measured times are not.
+  const std::string analytic = r.out.substr(0, r.out.find("== 3."));
+  const std::string again = run_cli({"demo", "--steps", "1"}).out;
+  CHECK(again.substr(0, again.find("== 3.")) == analytic);
+}
+
+TEST_CASE("demo --out-dir writes the profile, plan and timelines; bad flags exit 2") {
+  ScratchDir dir;
+  const std::string out = dir.file("");
+  CliResult r = run_cli({"demo", "--steps", "1", "--out-dir", out});
+  REQUIRE(r.rc == 0);
+#ifdef PW_HAVE_EXEC
+  for (const char* f : {"profile.json", "plan.json", "predicted.trace.json", "predicted.svg", "measured.trace.json",
+                        "measured.svg"})
+    CHECK_MESSAGE(dir.exists(f), f);
+  CHECK_NOTHROW(pw::planner::load_plan_file(dir.file("plan.json")));
+#endif
+  CHECK(run_cli({"demo", "--steps", "0"}).rc == 2);
+  CHECK(run_cli({"demo", "--out-dir", dir.file("missing")}).rc == 2);
 }
 
 TEST_CASE("bad model files: exit 2, one line naming the file and JSON path, no output file") {

@@ -1,0 +1,23 @@
+// The zoo sizing flags shared by `model`, `train` and `run`: --layers --d-model --heads --ffn
+// --seq --vocab --depth --width --image --width-divisor --classes --tied-embeddings (not
+// --batch: its meaning differs per command). Each command has its own defaults (`model` the
+// zoo's, `train`/`run` small sizes that train in seconds on 2 cores).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include "models/zoo.h"
+
+namespace pw::tools {
+
+// Registers the flags on `sub`, bound to `z`; --help shows the values in `defaults`.
+void add_zoo_size_options(CLI::App* sub, models::ZooOptions& z, const models::ZooOptions& defaults);
+
+// `given` with every sizing flag the user did not pass on `sub` taken from `defaults`.
+models::ZooOptions with_unset_sizes_from(const models::ZooOptions& given, const models::ZooOptions& defaults,
+                                         const CLI::App& sub);
+
+// The first sizing flag given on `sub`, or nullptr (to reject sizes given with a model file).
+const char* first_size_flag_given(const CLI::App& sub);
+
+}  // namespace pw::tools
