@@ -44,7 +44,7 @@ struct PlanPrediction {
   double iteration_time_s = 0;       // one mini-batch (sync: fill + steady + drain)
   double bottleneck_time_s = 0;      // slowest stage's time per mini-batch (steady state)
   double throughput_samples_per_s = 0;
-  double bubble_rate = 0;            // idle fraction of the bottleneck stage
+  double bubble_rate = 0;            // (iteration - busy of the longest-span stage) / iteration (DESIGN.md); sync: that stage is stage 0
   int64_t peak_memory_bytes = 0;     // largest over devices
 };
 

@@ -52,6 +52,7 @@ struct SyncBest {
 struct SyncSetup {
   std::vector<int> ms;
   bool gpipe = false;
+  bool zb = false;
   int recompute = -1;
   double ppb = 4;
 };
@@ -65,6 +66,7 @@ SyncBest best_sync(const SyncModel& model, const models::Profile& p, const PlanR
     cfg.m = m;
     cfg.micro_batch_size = (batch + m - 1) / m;
     cfg.gpipe_memory = su.gpipe;
+    cfg.zb_memory = su.zb;
     cfg.recompute = su.recompute;
     cfg.memory_limit = mem;
     cfg.persistent_per_parameter_byte = su.ppb;
@@ -124,6 +126,7 @@ PlanOutcome plan_sync(const models::Profile& p, const models::Cluster& c, const 
   if (kind != ScheduleKind::gpipe && kind != ScheduleKind::one_f_one_b && kind != ScheduleKind::zb_h1)
     throw InputError("--schedule: the sync objective plans gpipe, 1f1b or zb-h1, got \"" + req.schedule + "\"");
   su.gpipe = kind == ScheduleKind::gpipe;
+  su.zb = kind == ScheduleKind::zb_h1;
   su.recompute = req.recompute == "on" ? 1 : req.recompute == "off" ? 0 : -1;
   const int64_t mem = req.memory_limit_bytes > 0 ? req.memory_limit_bytes : c.device().memory_bytes;
   for (const auto& l : p.layers) {
@@ -144,6 +147,7 @@ PlanOutcome plan_sync(const models::Profile& p, const models::Cluster& c, const 
       cfg.m = m;
       cfg.micro_batch_size = (batch + m - 1) / m;
       cfg.gpipe_memory = su.gpipe;
+      cfg.zb_memory = su.zb;
       cfg.recompute = su.recompute;
       cfg.persistent_per_parameter_byte = ppb;
       int64_t v = model.min_memory_needed(cfg);
@@ -190,7 +194,9 @@ PlanOutcome plan_sync(const models::Profile& p, const models::Cluster& c, const 
   plan.predicted.iteration_time_s = ev.iteration_s;
   plan.predicted.bottleneck_time_s = ev.bottleneck_s;
   plan.predicted.throughput_samples_per_s = batch / ev.iteration_s;
-  plan.predicted.bubble_rate = ev.iteration_s > 0 ? (ev.iteration_s - ev.busy_of_bottleneck_s) / ev.iteration_s : 0;
+  // DESIGN.md: (cost - busy of the longest-span stage) / cost; in the closed form stage 0 spans
+  // the whole iteration (its first F starts it, its last backward ends it).
+  plan.predicted.bubble_rate = ev.iteration_s > 0 ? (ev.iteration_s - ev.busy_of_first_stage_s) / ev.iteration_s : 0;
   plan.predicted.peak_memory_bytes = ev.peak_memory_bytes;
   out.feasible = true;
   return out;

@@ -25,23 +25,60 @@ SyncModel::SyncModel(const models::Profile& p, const models::Cluster& c)
     param_[i + 1] = param_[i] + l.parameter_bytes;
     work_[i + 1] = std::max(work_[i], l.workspace_bytes);
   }
+  load_.assign(n + 1, 0);
+  for (int i = 0; i < n; ++i) load_[i + 1] = load_[i] + (p.layers[i].is_data_loading ? p.layers[i].output_bytes : 0);
+  work_max_.assign(1, std::vector<int64_t>(n, 0));
+  for (int i = 0; i < n; ++i) work_max_[0][i] = p.layers[i].workspace_bytes;
+  for (int l = 1; (1 << l) <= n; ++l) {
+    work_max_.emplace_back(n - (1 << l) + 1, 0);
+    for (int i = 0; i + (1 << l) <= n; ++i)
+      work_max_[l][i] = std::max(work_max_[l - 1][i], work_max_[l - 1][i + (1 << (l - 1))]);
+  }
   std::vector<int> last_use(n, -1);
   for (const auto& e : p.edges) last_use[e.from] = std::max(last_use[e.from], e.to);
-  std::vector<int64_t> diff(n + 2, 0);
+  std::vector<int64_t> diff(n + 2, 0), diff_all(n + 2, 0);
   for (int u = 0; u < n; ++u)
-    if (last_use[u] > u && !p.layers[u].is_data_loading) {
+    if (last_use[u] > u) {
+      diff_all[u + 1] += p.layers[u].output_bytes;
+      diff_all[last_use[u] + 1] -= p.layers[u].output_bytes;
+      if (p.layers[u].is_data_loading) continue;
       diff[u + 1] += p.layers[u].output_bytes;
       diff[last_use[u] + 1] -= p.layers[u].output_bytes;
     }
   const int L = static_cast<int>(c.levels().size());
   period_ = L >= 2 ? c.group_size(L - 2) : 1;
   cut_bytes_.assign(n + 1, 0);
-  int64_t run = 0;
+  in_bytes_.assign(n + 1, 0);
+  int64_t run = 0, run_all = 0;
   for (int c = 0; c <= n; ++c) {
     run += diff[c];
+    run_all += diff_all[c];
     cut_bytes_[c] = (c == 0 || c == n) ? 0 : run;
+    in_bytes_[c] = (c == 0 || c == n) ? 0 : run_all;
   }
 }
+
+int64_t SyncModel::work_range(int a, int b) const {
+  const int l = static_cast<int>(std::log2(b - a));
+  return std::max(work_max_[l][a], work_max_[l][b - (1 << l)]);
+}
+
+namespace {
+
+// Micro-batches a stage with q of p stages left holds at once: `kept` stashes (or inputs, with
+// re-materialization) and `reforward` re-materialized stashes (see sync_dp.h).
+struct Held {
+  int64_t kept = 1, reforward = 1;
+};
+
+Held held(const SyncConfig& cfg, int q, int p) {
+  const int64_t m = cfg.m;
+  if (cfg.gpipe_memory) return {m, 1};
+  if (cfg.zb_memory) return {std::min<int64_t>(p, m), std::min<int64_t>(p - q + 1, m)};
+  return {std::min<int64_t>(q, m), 1};
+}
+
+}  // namespace
 
 int SyncModel::max_stages() const { return std::min(cluster_.num_devices(), n()); }
 
@@ -53,17 +90,17 @@ double SyncModel::cut_s(int c, int q, double scale) const {
 }
 
 SyncStageCost SyncModel::stage(int a, int b, bool rec, int q, int p, const SyncConfig& cfg) const {
-  (void)p;
   const double scale = static_cast<double>(cfg.micro_batch_size) / profile_batch_;
   SyncStageCost s;
   s.forward_s = (fwd_[b] - fwd_[a]) * scale * 1e-9;
   s.backward_s = (bwd_[b] - bwd_[a]) * scale * 1e-9 + (rec ? s.forward_s : 0.0);
   s.compute_s = s.forward_s + s.backward_s;
-  const int64_t inflight = cfg.gpipe_memory ? cfg.m : std::min(q, cfg.m);
+  const Held h = held(cfg, q, p);
   s.persistent_bytes = static_cast<int64_t>(std::ceil((param_[b] - param_[a]) * cfg.persistent_per_parameter_byte));
   const double stash = (stash_[b] - stash_[a]) * scale;
-  double act = rec ? inflight * (cut_bytes_[a] * scale) + stash : inflight * stash;
-  s.activation_bytes = static_cast<int64_t>(std::ceil(act));
+  double act = rec ? h.kept * (input_bytes(a, b) * scale) + h.reforward * stash : h.kept * stash;
+  s.working_bytes = static_cast<int64_t>(std::ceil(work_range(a, b) * scale));
+  s.activation_bytes = static_cast<int64_t>(std::ceil(act)) + s.working_bytes;  // working set included
   s.memory_bytes = s.persistent_bytes + s.activation_bytes;
   return s;
 }
@@ -93,6 +130,7 @@ SyncEvaluation SyncModel::evaluate(const std::vector<SyncStage>& stages, const S
   ev.bottleneck_s = mx;
   ev.iteration_s = sum + (cfg.m - 1) * mx;
   ev.busy_of_bottleneck_s = cfg.m * ev.stages[bottleneck_stage].compute_s;
+  ev.busy_of_first_stage_s = cfg.m * ev.stages[0].compute_s;
   return ev;
 }
 
@@ -118,6 +156,7 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 struct StageClass {
   int q_rep = 1;          // a member q used for the link level (>= 2 when has_cut)
   int64_t inflight = 1;
+  int64_t reforward = 1;  // re-materialized stashes held at once (an upper bound for the class)
   bool has_last = false;  // q = 1 is a member: the stage may end the pipeline
   bool has_cut = false;   // a member q >= 2: the stage may be followed by others
   int prev[2] = {-1, -1}; // classes of q - 1 for the members q >= 2
@@ -135,15 +174,19 @@ bool SyncModel::solve(const SyncConfig& cfg, double bound, Solved& out, bool exa
   const int P = max_stages();
   const double scale = static_cast<double>(cfg.micro_batch_size) / profile_batch_;
   const double s = scale * 1e-9;
-  auto inflight = [&](int q) -> int64_t { return cfg.gpipe_memory ? cfg.m : std::min(q, cfg.m); };
+  // zb-h1: the number of stages is bounded by P (held() grows with p).
+  auto inflight = [&](int q) -> int64_t { return held(cfg, q, P).kept; };
   const int q0 = cfg.gpipe_memory ? 1 : cfg.m;
-  const bool periodic = !exact && !cfg.exact_stage_classes && static_cast<int64_t>(q0) + 2 * period_ <= P;
+  // zb-h1's re-forward count depends on q itself: exact classes only.
+  const bool periodic = !exact && !cfg.exact_stage_classes && !cfg.zb_memory &&
+                        static_cast<int64_t>(q0) + 2 * period_ <= P;
   std::vector<StageClass> cls;
   if (!periodic) {
     for (int q = 1; q <= P; ++q) {
       StageClass c;
       c.q_rep = q;
       c.inflight = inflight(q);
+      c.reforward = held(cfg, q, P).reforward;
       c.has_last = q == 1;
       c.has_cut = q >= 2;
       c.prev[0] = q - 2;
@@ -201,20 +244,24 @@ bool SyncModel::solve(const SyncConfig& cfg, double bound, Solved& out, bool exa
   const int64_t L = cfg.memory_limit;
   auto plain_time_ok = [&](int a, int b) { return ((fwd_[b] - fwd_[a]) + (bwd_[b] - bwd_[a])) * s <= bound; };
   auto rec_time_ok = [&](int a, int b) { return (2 * (fwd_[b] - fwd_[a]) + (bwd_[b] - bwd_[a])) * s <= bound; };
-  auto plain_ok = [&](int a, int b, int64_t inf) {
+  auto working = [&](int a, int b) { return static_cast<int64_t>(std::ceil(work_range(a, b) * scale)); };
+  auto plain_ok = [&](int a, int b, const StageClass& sc) {
     if (!plain_time_ok(a, b)) return false;
     if (L <= 0) return true;
-    return persist(a, b) + static_cast<int64_t>(std::ceil(inf * ((stash_[b] - stash_[a]) * scale))) <= L;
+    return persist(a, b) + working(a, b) +
+               static_cast<int64_t>(std::ceil(sc.inflight * ((stash_[b] - stash_[a]) * scale))) <= L;
   };
-  auto rec_ok = [&](int a, int b, int64_t inf) {
+  auto rec_ok = [&](int a, int b, const StageClass& sc) {
     if (!rec_time_ok(a, b)) return false;
     if (L <= 0) return true;
-    return persist(a, b) + static_cast<int64_t>(std::ceil(inf * (cut_bytes_[a] * scale) + (stash_[b] - stash_[a]) * scale)) <= L;
+    return persist(a, b) + working(a, b) +
+               static_cast<int64_t>(std::ceil(sc.inflight * (input_bytes(a, b) * scale) +
+                                              sc.reforward * ((stash_[b] - stash_[a]) * scale))) <= L;
   };
   // Re-materialization can only help where a plain stage does not fit in memory.
   bool rec_useful = allow_rec;
   if (allow_rec && allow_plain && L > 0) {
-    const int64_t worst = persist(0, n) + static_cast<int64_t>(std::ceil(inflight(P) * ((stash_[n] - stash_[0]) * scale)));
+    const int64_t worst = persist(0, n) + working(0, n) + static_cast<int64_t>(std::ceil(inflight(P) * ((stash_[n] - stash_[0]) * scale)));
     if (worst <= L) rec_useful = false;
   }
   // Sparse tables (per class) of the first minimum of wr over [j, j + 2^l), filled as j is finished.
@@ -264,10 +311,10 @@ bool SyncModel::solve(const SyncConfig& cfg, double bound, Solved& out, bool exa
       int bj = -1;
       bool brec = false;
       if (sc.has_last) {
-        if (allow_plain && plain_ok(k, n, sc.inflight)) {
+        if (allow_plain && plain_ok(k, n, sc)) {
           best = 0;
           bj = n;
-        } else if (rec_useful && rec_ok(k, n, sc.inflight)) {
+        } else if (rec_useful && rec_ok(k, n, sc)) {
           best = (fwd_[n] - fwd_[k]) * s;
           bj = n;
           brec = true;
@@ -279,7 +326,7 @@ bool SyncModel::solve(const SyncConfig& cfg, double bound, Solved& out, bool exa
           J = k;
         } else {
           if (J > n - 1) J = n - 1;
-          while (J > k && !plain_ok(k, J, sc.inflight)) --J;
+          while (J > k && !plain_ok(k, J, sc)) --J;
         }
         auto& dq = out.deques[c];
         size_t& tail = out.tails[c];
@@ -290,19 +337,19 @@ bool SyncModel::solve(const SyncConfig& cfg, double bound, Solved& out, bool exa
           brec = false;
         }
         // Re-materialized stages past the plain window; only when memory (not time) ended it.
-        if (rec_useful && J + 1 <= n - 1 && (!allow_plain || (rec_time_ok(k, J + 1) && !plain_ok(k, J + 1, sc.inflight))) &&
-            rec_ok(k, J + 1, sc.inflight)) {
+        if (rec_useful && J + 1 <= n - 1 && (!allow_plain || (rec_time_ok(k, J + 1) && !plain_ok(k, J + 1, sc))) &&
+            rec_ok(k, J + 1, sc)) {
           int lo = J + 1, step = 1, hi = lo;
-          while (hi < n - 1 && rec_ok(k, std::min(n - 1, lo + step), sc.inflight)) {
+          while (hi < n - 1 && rec_ok(k, std::min(n - 1, lo + step), sc)) {
             lo = std::min(n - 1, lo + step);
             step *= 2;
             hi = lo;
           }
           hi = std::min(n - 1, lo + step);
-          if (hi > lo && rec_ok(k, hi, sc.inflight)) lo = hi;
+          if (hi > lo && rec_ok(k, hi, sc)) lo = hi;
           while (hi - lo > 1) {
             const int mid = lo + (hi - lo) / 2;
-            (rec_ok(k, mid, sc.inflight) ? lo : hi) = mid;
+            (rec_ok(k, mid, sc) ? lo : hi) = mid;
           }
           const int a = J + 1, e = lo;  // range [a, e]
           const int l = static_cast<int>(std::log2(e - a + 1));

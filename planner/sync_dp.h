@@ -13,9 +13,15 @@
 // - iteration = sum_s t_s + sum_c 2 x_c + (m - 1) * max(max_s t_s, max_c x_c)
 //   (fill-drain: one micro-batch's latency through the pipeline plus m-1 bottleneck periods).
 // - Memory of stage s (q = p - s stages from it to the end): persistent = parameter_bytes /
-//   weight_bytes * optimizer total; in-flight = m (gpipe) or min(q, m) (1f1b, zb);
-//   without re-materialization in-flight * stash; with it in-flight * input cut bytes + stash
-//   (one micro-batch's working set).
+//   weight_bytes * optimizer total; plus the largest workspace of its layers (held while an op
+//   runs); plus activations as the simulator counts them for the schedule's op order
+//   (sim/engine.h): kept = m (gpipe), min(q, m) (1f1b) or min(p, m) (zb-h1: stage s = p - q
+//   delays W(j) until after B(j + s), so every stage holds p micro-batches from F to W);
+//   without re-materialization kept * stash; with it kept * input bytes (every tensor crossing
+//   into the stage, data-loading outputs included) + reforward * stash, reforward = 1 (gpipe,
+//   1f1b: B and W are one op) or min(s + 1, m) (zb-h1: the re-forward's stash lives from B(j)
+//   to W(j)). In optimize() the number of stages p of zb-h1 is not known while a stage is
+//   costed, so the DP bounds it by max_stages() (an upper bound; evaluate() uses the real p).
 //
 // Optimizer (exact for the model above). Write S = sum_s t_s + sum_c 2 x_c and
 // M = max(max_s t_s, max_c x_c), so iteration = S + (m-1) M; sum_s t_s is the total compute plus
@@ -62,6 +68,7 @@ struct SyncConfig {
   int m = 1;                     // micro-batches
   int64_t micro_batch_size = 1;  // samples
   bool gpipe_memory = false;     // in-flight m (gpipe) instead of min(q, m)
+  bool zb_memory = false;        // zb-h1 orders (planner/schedule_gen.cc): see the header comment
   int recompute = -1;            // -1 auto, 0 off, 1 on
   int64_t memory_limit = 0;      // bytes per device
   double persistent_per_parameter_byte = 4.0;
@@ -70,12 +77,16 @@ struct SyncConfig {
 
 struct SyncStageCost {
   double compute_s = 0, forward_s = 0, backward_s = 0, in_comm_s = 0, out_comm_s = 0;
-  int64_t memory_bytes = 0, persistent_bytes = 0, activation_bytes = 0;
+  int64_t memory_bytes = 0, persistent_bytes = 0, activation_bytes = 0;  // activation includes working
+  int64_t working_bytes = 0;
 };
 
 struct SyncEvaluation {
   bool fits = true;
   double iteration_s = 0, bottleneck_s = 0, busy_of_bottleneck_s = 0;
+  // Busy time of stage 0, the stage whose span is the whole fill-drain iteration in the closed
+  // form (DESIGN.md: bubble_rate = (cost - busy of the longest-span stage) / cost).
+  double busy_of_first_stage_s = 0;
   int64_t peak_memory_bytes = 0;
   std::vector<SyncStageCost> stages;
 };
@@ -109,6 +120,11 @@ class SyncModel {
   int64_t profile_batch_;
   std::vector<int64_t> fwd_, bwd_, stash_, param_, work_;  // prefix sums (size n+1)
   std::vector<int64_t> cut_bytes_;                         // size n+1 (0 at 0 and n)
+  std::vector<int64_t> in_bytes_;   // size n+1: bytes crossing cut c, data-loading outputs included
+  std::vector<int64_t> load_;       // prefix sums of data-loading output bytes (stage 0's input)
+  std::vector<std::vector<int64_t>> work_max_;  // sparse table: max workspace over [i, i + 2^l)
+  int64_t work_range(int a, int b) const;       // max workspace of layers [a, b)
+  int64_t input_bytes(int a, int b) const { return a == 0 ? load_[b] : in_bytes_[a]; }
   int period_ = 1;  // link level after a stage repeats with this period in q
   mutable int last_evaluations_ = 0;
 };

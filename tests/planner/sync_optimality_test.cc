@@ -21,10 +21,29 @@ struct Setting {
   int m = 1;
   int64_t b = 1;       // samples per micro-batch
   bool gpipe = false;
+  bool zb = false;
   int recompute = -1;  // -1 auto, 0 off, 1 on
   int64_t memory = 0;
   double ppb = 4;
 };
+
+// Bytes a re-materialized stage [a, e) keeps per micro-batch: every tensor crossing into it,
+// data-loading outputs included (stage 0: the data-loading outputs inside it).
+int64_t input_bytes(const models::Profile& p, int a, int e) {
+  int64_t bytes = 0;
+  if (a == 0) {
+    for (int u = 0; u < e; ++u)
+      if (p.layers[u].is_data_loading) bytes += p.layers[u].output_bytes;
+    return bytes;
+  }
+  for (int u = 0; u < a; ++u)
+    for (const auto& e2 : p.edges)
+      if (e2.from == u && e2.to >= a) {
+        bytes += p.layers[u].output_bytes;
+        break;
+      }
+  return bytes;
+}
 
 int64_t cut_bytes(const models::Profile& p, int c) {
   int64_t bytes = 0;
@@ -49,7 +68,7 @@ double iteration(const models::Profile& p, const models::Cluster& cl, const std:
   for (int st = 0; st < ps; ++st) {
     const int a = cuts[st], e = cuts[st + 1];
     const bool r = (rec >> st) & 1;
-    int64_t f = 0, bw = 0, params = 0, stash = 0;
+    int64_t f = 0, bw = 0, params = 0, stash = 0, work = 0;
     for (int l = a; l < e; ++l) {
       const auto& L = p.layers[l];
       if (!L.is_data_loading) {
@@ -58,15 +77,21 @@ double iteration(const models::Profile& p, const models::Cluster& cl, const std:
       }
       params += L.parameter_bytes;
       stash += L.stash_bytes;
+      work = std::max(work, L.workspace_bytes);
     }
     const double t = (f + bw + (r ? f : 0)) * scale * 1e-9;
     sum += t;
     mx = std::max(mx, t);
     const int q = ps - st;
-    const int64_t inflight = s.gpipe ? s.m : std::min<int64_t>(q, s.m);
+    // zb-h1: p bounded by the most stages the DP may use (sync_dp.h).
+    const int64_t P = std::min<int64_t>(cl.num_devices(), static_cast<int64_t>(p.layers.size()));
+    const int64_t inflight = s.gpipe ? s.m : s.zb ? std::min<int64_t>(P, s.m) : std::min<int64_t>(q, s.m);
+    const int64_t reforward = s.zb ? std::min<int64_t>(P - q + 1, s.m) : 1;
     const int64_t persist = static_cast<int64_t>(std::ceil(params * s.ppb));
-    const double act = r ? inflight * (cut_bytes(p, a) * scale) + stash * scale : inflight * (stash * scale);
-    if (s.memory > 0 && persist + static_cast<int64_t>(std::ceil(act)) > s.memory)
+    const double act = r ? inflight * (input_bytes(p, a, e) * scale) + reforward * (stash * scale)
+                         : inflight * (stash * scale);
+    const int64_t working = static_cast<int64_t>(std::ceil(work * scale));
+    if (s.memory > 0 && persist + static_cast<int64_t>(std::ceil(act)) + working > s.memory)
       return std::numeric_limits<double>::infinity();
     if (st + 1 < ps) {  // stage st on device ps-1-st sends to device ps-2-st
       const auto& lv = cl.levels()[cl.level_between(ps - 1 - st, ps - 2 - st)];
@@ -127,6 +152,7 @@ TEST_CASE("sync objective equals exhaustive search on random instances") {
     Setting s;
     s.gpipe = pick(0, 1) == 0;
     req.schedule = s.gpipe ? "gpipe" : (pick(0, 1) ? "1f1b" : "zb-h1");
+    s.zb = req.schedule == "zb-h1";
     s.recompute = pick(-1, 1);
     req.recompute = s.recompute < 0 ? "auto" : s.recompute ? "on" : "off";
     req.optimizer = pick(0, 1) ? "adam" : "sgd";
