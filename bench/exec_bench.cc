@@ -80,6 +80,51 @@ void BM_GptBlockFwdBwd(benchmark::State& state) {
 }
 BENCHMARK(BM_GptBlockFwdBwd)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond);
 
+// The GPT block's parts at its shapes (batch 1, seq 256, d_model 512, 8 heads, ffn 2048), F + B + W
+// each, to see where the block's time goes. "flops" counts the matmul FLOPs only (attention:
+// qkv + out projections and the dense score/mix products); the others report time only.
+void run_part(benchmark::State& state, const pw::models::LayerSpec& sp, std::vector<int64_t> in_shape,
+              double flops) {
+  auto l = make_layer(sp, {in_shape});
+  l->init_parameters(1);
+  std::vector<int64_t> shape{1};
+  shape.insert(shape.end(), in_shape.begin(), in_shape.end());
+  std::vector<int64_t> out_shape{1};
+  out_shape.insert(out_shape.end(), sp.output_shape.begin(), sp.output_shape.end());
+  Tensor x = random(shape, 7), dy = random(out_shape, 8);
+  const Tensor* in[] = {&x};
+  for (auto _ : state) {
+    Context ctx;
+    Tensor y = l->forward(in, ctx);
+    auto dx = l->backward_input(in, ctx, dy);
+    l->backward_weight(in, ctx, dy);
+    benchmark::DoNotOptimize(dx[0].data());
+  }
+  if (flops > 0)
+    state.counters["flops"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void BM_BlockPartAttention(benchmark::State& state) {
+  const int64_t s = 256, d = 512;
+  run_part(state, spec(pw::models::LayerKind::attention, {s, d}, {{"seq", s}, {"d_model", d}, {"heads", 8}}),
+           {s, d}, 3 * (2.0 * s * 4.0 * d * d + 4.0 * s * s * d));
+}
+void BM_BlockPartFc1(benchmark::State& state) {
+  const int64_t s = 256, d = 512, f = 2048;
+  run_part(state, spec(pw::models::LayerKind::linear, {s, f}, {{"in", d}, {"out", f}}), {s, d},
+           3 * 2.0 * s * d * f);
+}
+void BM_BlockPartGelu(benchmark::State& state) {
+  run_part(state, spec(pw::models::LayerKind::gelu, {256, 2048}, {}), {256, 2048}, 0);
+}
+void BM_BlockPartLayerNorm(benchmark::State& state) {
+  run_part(state, spec(pw::models::LayerKind::layer_norm, {256, 512}, {{"dim", 512}}), {256, 512}, 0);
+}
+BENCHMARK(BM_BlockPartAttention)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_BlockPartFc1)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_BlockPartGelu)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_BlockPartLayerNorm)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
 }  // namespace
 
 BENCHMARK_MAIN();

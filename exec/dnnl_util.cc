@@ -21,6 +21,48 @@ dnnl::memory::desc make_desc(const MatView& v) {
                             dnnl::memory::dims(v.strides.begin(), v.strides.end()));
 }
 
+namespace {
+struct GeluPrims {
+  dnnl::memory::desc md;
+  dnnl::eltwise_forward fwd;
+  dnnl::eltwise_backward bwd;
+};
+
+GeluPrims& gelu_prims(int64_t n) {
+  thread_local std::unordered_map<int64_t, GeluPrims> cache;
+  auto it = cache.find(n);
+  if (it != cache.end()) return it->second;
+  using dnnl::algorithm;
+  dnnl::memory::desc md({n}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::a);
+  dnnl::eltwise_forward::desc fd(dnnl::prop_kind::forward_training, algorithm::eltwise_gelu_tanh,
+                                 md, 0.0f, 0.0f);
+  dnnl::eltwise_forward::primitive_desc fpd(fd, cpu_engine());
+  dnnl::eltwise_backward::desc bd(algorithm::eltwise_gelu_tanh, md, md, 0.0f, 0.0f);
+  dnnl::eltwise_backward::primitive_desc bpd(bd, cpu_engine(), fpd);
+  return cache.emplace(n, GeluPrims{md, dnnl::eltwise_forward(fpd), dnnl::eltwise_backward(bpd)})
+      .first->second;
+}
+}  // namespace
+
+void gelu_tanh_forward(const float* x, float* y, int64_t n) {
+  if (n <= 0) return;
+  GeluPrims& p = gelu_prims(n);
+  auto& eng = cpu_engine();
+  p.fwd.execute(cpu_stream(), {{DNNL_ARG_SRC, dnnl::memory(p.md, eng, const_cast<float*>(x))},
+                               {DNNL_ARG_DST, dnnl::memory(p.md, eng, y)}});
+  cpu_stream().wait();
+}
+
+void gelu_tanh_backward(const float* x, const float* dy, float* dx, int64_t n) {
+  if (n <= 0) return;
+  GeluPrims& p = gelu_prims(n);
+  auto& eng = cpu_engine();
+  p.bwd.execute(cpu_stream(), {{DNNL_ARG_SRC, dnnl::memory(p.md, eng, const_cast<float*>(x))},
+                               {DNNL_ARG_DIFF_DST, dnnl::memory(p.md, eng, const_cast<float*>(dy))},
+                               {DNNL_ARG_DIFF_SRC, dnnl::memory(p.md, eng, dx)}});
+  cpu_stream().wait();
+}
+
 void MatmulCache::run(const MatView& a, const float* A, const MatView& b, const float* B,
                       const MatView& c, float* C, const float* bias, bool accumulate) {
   std::vector<int64_t> key;

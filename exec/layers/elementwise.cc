@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "exec/dnnl_util.h"
 #include "exec/layers/common.h"
 #include "exec/parallel.h"
 
@@ -29,26 +30,10 @@ std::vector<Tensor> InputLayer::backward_input(Inputs, Context&, const Tensor&) 
   return r;
 }
 
-void gelu_forward(const float* x, float* y, int64_t n) {
-  parallel_for(n, [&](int64_t b, int64_t e) {
-    constexpr float k = 0.7978845608028654f;  // sqrt(2/pi)
-    for (int64_t i = b; i < e; ++i) {
-      const float v = x[i];
-      y[i] = 0.5f * v * (1.0f + std::tanh(k * (v + 0.044715f * v * v * v)));
-    }
-  }, kGrain);
-}
+void gelu_forward(const float* x, float* y, int64_t n) { gelu_tanh_forward(x, y, n); }
 
 void gelu_backward(const float* x, const float* dy, float* dx, int64_t n) {
-  parallel_for(n, [&](int64_t b, int64_t e) {
-    constexpr float k = 0.7978845608028654f;
-    for (int64_t i = b; i < e; ++i) {
-      const float v = x[i];
-      const float t = std::tanh(k * (v + 0.044715f * v * v * v));
-      const float dt = (1.0f - t * t) * k * (1.0f + 3.0f * 0.044715f * v * v);
-      dx[i] = dy[i] * (0.5f * (1.0f + t) + 0.5f * v * dt);
-    }
-  }, kGrain);
+  gelu_tanh_backward(x, dy, dx, n);
 }
 
 Tensor ActivationLayer::forward(Inputs in, Context& ctx) {
