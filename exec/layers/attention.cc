@@ -1,9 +1,10 @@
 #include "exec/layers/attention.h"
 
+#include <algorithm>
 #include <cmath>
-#include <limits>
 
 #include "exec/layers/common.h"
+#include "exec/layers/softmax_rows.h"
 #include "exec/parallel.h"
 #include "models/error.h"
 
@@ -50,16 +51,8 @@ Tensor AttentionCore::forward(const Tensor& qkv, Context& ctx) {
     for (int64_t r = r0; r < r1; ++r) {
       const int64_t i = r % s;
       float* row = p + r * s;
-      float mx = -std::numeric_limits<float>::infinity();
-      for (int64_t j = 0; j <= i; ++j) mx = std::max(mx, row[j] * scale);
-      float sum = 0.0f;
-      for (int64_t j = 0; j <= i; ++j) {
-        row[j] = std::exp(row[j] * scale - mx);
-        sum += row[j];
-      }
-      const float inv = 1.0f / sum;
-      for (int64_t j = 0; j <= i; ++j) row[j] *= inv;
-      for (int64_t j = i + 1; j < s; ++j) row[j] = 0.0f;
+      softmax_row(row, i + 1, scale);
+      std::fill(row + i + 1, row + s, 0.0f);
     }
   }, 16);
   Tensor out({b, s, d_});
@@ -89,12 +82,9 @@ Tensor AttentionCore::backward(const Tensor& qkv, const Context& ctx, const Tens
   parallel_for(b * h * s, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       const int64_t i = r % s;
-      const float* pr = p + r * s;
       float* dr = d + r * s;
-      float dot = 0.0f;
-      for (int64_t j = 0; j <= i; ++j) dot += pr[j] * dr[j];
-      for (int64_t j = 0; j <= i; ++j) dr[j] = pr[j] * (dr[j] - dot) * scale;
-      for (int64_t j = i + 1; j < s; ++j) dr[j] = 0.0f;
+      softmax_backward_row(p + r * s, dr, i + 1, scale);
+      std::fill(dr + i + 1, dr + s, 0.0f);
     }
   }, 16);
   // dQ = dS · K ; dK = dSᵀ · Q

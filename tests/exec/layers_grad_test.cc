@@ -1,7 +1,10 @@
 // Every layer's B and W against finite differences (exec/layers/*).
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 #include "exec/layer.h"
+#include "exec/layers/softmax_rows.h"
 #include "models/error.h"
 #include "tests/exec/grad_check.h"
 
@@ -243,6 +246,34 @@ TEST_CASE("make_layer rejects unsupported kinds and shape mismatches") {
   CHECK_THROWS_AS(make_layer(spec("fc", LayerKind::linear, {"x"}, {5}, {{"in", 7}, {"out", 5}}), {{6}}), InputError);
   CHECK_THROWS_AS(make_layer(spec("fc", LayerKind::linear, {"x"}, {4}, {{"in", 7}, {"out", 5}}), {{7}}), InputError);
   CHECK_THROWS_AS(make_layer(spec("fc", LayerKind::linear, {"x"}, {5}, {{"out", 5}}), {{7}}), InputError);
+}
+
+TEST_CASE("attention softmax row kernels match a double-precision reference") {
+  for (float x = -87.0f; x <= 88.0f; x += 0.37f)
+    CHECK(std::abs(fast_exp(x) / std::exp(double(x)) - 1.0) < 1e-6);
+  CHECK(fast_exp(-200.0f) >= 0.0f);
+  CHECK(fast_exp(-200.0f) < 1e-37f);
+  for (int64_t n : {1, 15, 16, 17, 40, 256}) {
+    std::vector<float> row(n), d(n);
+    for (int64_t j = 0; j < n; ++j) {
+      row[j] = static_cast<float>(std::sin(0.7 * j) * 9.0);
+      d[j] = static_cast<float>(std::cos(0.3 * j));
+    }
+    const float scale = 0.125f;
+    double mx = -1e30, sum = 0;
+    for (float v : row) mx = std::max(mx, double(v) * scale);
+    std::vector<double> ref(n);
+    for (int64_t j = 0; j < n; ++j) sum += ref[j] = std::exp(double(row[j]) * scale - mx);
+    double dot = 0;
+    for (int64_t j = 0; j < n; ++j) dot += (ref[j] /= sum) * d[j];
+    softmax_row(row.data(), n, scale);
+    softmax_backward_row(row.data(), d.data(), n, scale);
+    for (int64_t j = 0; j < n; ++j) {
+      CHECK(row[j] == doctest::Approx(ref[j]).epsilon(1e-5));
+      const double dref = ref[j] * (std::cos(0.3 * j) - dot) * scale;
+      CHECK(std::abs(d[j] - dref) < 1e-6);
+    }
+  }
 }
 
 }  // namespace
