@@ -133,8 +133,18 @@ models::Profile measure_profile(const models::Model& model, const MeasureOptions
       owned.push_back(make_targets(spec, layer.input_shapes().back(), mb, rng));
       in.push_back(&owned.back());
     }
+    // Inputs this layer holds for backward: data / targets it owns, and each producer's output
+    // at its first reader only (the executor keeps one copy per range however many read it).
     int64_t in_bytes = 0;
-    for (const Tensor* t : in) in_bytes += t->bytes();
+    for (const Tensor& t : owned) in_bytes += t.bytes();
+    for (size_t k = 0; k < spec.inputs.size(); ++k) {
+      const int j = model.index_of(spec.inputs[k]);
+      bool counted = std::find(spec.inputs.begin(), spec.inputs.begin() + k, spec.inputs[k]) !=
+                     spec.inputs.begin() + k;
+      for (const auto& e : model.edges())
+        if (e.from == j && e.to < i) counted = true;
+      if (!counted) in_bytes += outputs.at(j).bytes();
+    }
 
     std::vector<int64_t> tf, tb, tw;
     int64_t out_bytes = 0, stash = 0, workspace = 0;
@@ -146,6 +156,7 @@ models::Profile measure_profile(const models::Model& model, const MeasureOptions
       int64_t t0 = now_ns();
       Tensor y = layer.forward(in, ctx);
       const int64_t f = (now_ns() - t0);
+      const int64_t ctx_fwd = ctx.bytes();  // B may add to ctx what W reads; not held from F on
       Tensor dy = Tensor(y.shape());
       if (layer.is_loss()) dy.fill(1.0f);
       else for (int64_t k = 0; k < dy.numel(); ++k) dy.data()[k] = 1e-3f * static_cast<float>((k % 7) - 3);
@@ -161,10 +172,10 @@ models::Profile measure_profile(const models::Model& model, const MeasureOptions
         tw.push_back(w);
       }
       out_bytes = y.bytes();
-      stash = in_bytes + ctx.bytes();
+      stash = in_bytes + ctx_fwd;
       int64_t dx_bytes = 0;
       for (const Tensor& t : dx) dx_bytes += t.empty() ? 0 : t.bytes();
-      workspace = std::max<int64_t>(0, alloc.peak_bytes() - live0 - out_bytes - ctx.bytes() - dy.bytes() - dx_bytes);
+      workspace = std::max<int64_t>(0, alloc.peak_bytes() - live0 - out_bytes - ctx_fwd - dy.bytes() - dx_bytes);
       if (rep + 1 == o.warmup + o.reps) outputs[i] = std::move(y);
     }
     models::LayerProfile lp;

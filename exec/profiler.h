@@ -6,11 +6,17 @@
 // (token ids for embeddings, class ids / values for loss targets); each rep runs F, then B, then
 // W on a fresh Context; times are medians over `reps` (after `warmup` reps); the spread
 // (max - min) / median of each is reported in LayerMeasurement. Bytes come from the tensors and
-// the allocator: output_bytes = output tensor, stash_bytes = the layer's forward inputs (which
-// the executor keeps) + its Context, parameter_bytes = parameter tensors, optimizer_bytes =
-// state of `optimizer` (models/optimizer_memory catalog), workspace_bytes = allocator peak
-// during the layer beyond its inputs, output, stash and gradients. The input layer is marked
-// is_data_loading (its time is the copy of the batch).
+// the allocator: output_bytes = output tensor; stash_bytes = what the executor (LayerRange)
+// keeps for one micro-batch from the end of F until its backward, attributed to the layer: its
+// Context as F leaves it, the targets of a loss, and each forward input of which this layer is
+// the FIRST reader (a tensor read by several layers is held once, so it is counted once; the
+// sum over a chain of layers is exactly the range's stash, boundary input included; a tensor
+// read on both sides of a stage cut is held by both stages but counted once, at its first
+// reader); parameter_bytes = parameter tensors; optimizer_bytes = state of `optimizer`
+// (models/optimizer_memory catalog); workspace_bytes = allocator peak during F, B and W beyond
+// the inputs, output, stash (as above), output gradient and input gradients — transients,
+// including what B adds to the Context for a later W. The input layer is marked
+// is_data_loading (its time is the copy of the batch) and has stash_bytes 0.
 #pragma once
 
 #include <cstdint>

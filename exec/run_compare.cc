@@ -59,7 +59,15 @@ Prediction predict_from_measurement(const models::Model& model, const planner::P
   const sim::SimResult sr = sim::simulate(sched, costs, sim::network_for_plan(plan, nullptr), so);
   p.report = sr.report;
   p.iteration_ms = static_cast<double>(sr.report.iteration_ns) / 1e6;
-  for (const auto& d : sr.report.devices) p.peak_memory_bytes.push_back(d.peak_memory_bytes);
+  sim::StageCosts held = costs;
+  held.working_bytes.assign(held.working_bytes.size(), 0);
+  const sim::SimResult sh = sim::simulate(sched, held, sim::network_for_plan(plan, nullptr), so);
+  for (const auto& d : sh.report.devices) p.peak_memory_bytes.push_back(d.peak_memory_bytes);
+  p.working_bytes.assign(p.peak_memory_bytes.size(), 0);
+  for (int s = 0; s < sched.num_stages; ++s) {
+    int64_t& w = p.working_bytes.at(sched.stage_device.at(s));
+    w = std::max(w, costs.working_bytes.at(s));
+  }
   return p;
 }
 

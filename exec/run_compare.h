@@ -3,6 +3,14 @@
 // with them (sim/), and returns the predicted iteration time and per-worker peak memory.
 // Used by `pipewright run --compare` and by the main job (`pipewright demo`).
 //
+// Memory is compared like for like: the runtime measures (exec/run_compute.h memory_bytes,
+// sampled between ops) the tensors a worker holds — parameters, gradients, optimizer state,
+// stashed micro-batches — and never an op's transient working set. So peak_memory_bytes is
+// the simulated peak of exactly those (the plan simulated with working_bytes = 0); the
+// transient the simulator and planner add on top while an op runs (the profile's
+// workspace_bytes, largest over a worker's stages) is reported apart in working_bytes, and
+// report (the full simulation) includes it.
+//
 // Not thread-safe with a pipeline run in flight (it measures on the calling thread and sets
 // the OpenMP thread count).
 #pragma once
@@ -22,7 +30,8 @@ struct Prediction {
   models::Profile profile;                 // measured here, at the plan's micro-batch size
   sim::Report report;                      // simulation of the plan with that profile
   double iteration_ms = 0;
-  std::vector<int64_t> peak_memory_bytes;  // per worker (device)
+  std::vector<int64_t> peak_memory_bytes;  // per worker (device): held tensors, no workspace
+  std::vector<int64_t> working_bytes;      // per worker: largest transient of an op (not in the above)
 };
 
 // Median time (ns) of one optimizer step over the parameters of each worker of the plan.
