@@ -147,7 +147,7 @@ models::Profile measure_profile(const models::Model& model, const MeasureOptions
     }
 
     std::vector<int64_t> tf, tb, tw;
-    int64_t out_bytes = 0, stash = 0, workspace = 0;
+    int64_t out_bytes = 0, stash = 0, workspace = 0, pending = 0;
     for (int rep = 0; rep < o.warmup + o.reps; ++rep) {
       layer.zero_grad();
       const int64_t live0 = alloc.live_bytes();
@@ -163,6 +163,8 @@ models::Profile measure_profile(const models::Model& model, const MeasureOptions
       t0 = now_ns();
       std::vector<Tensor> dx = layer.backward_input(in, ctx, dy);
       const int64_t b = (now_ns() - t0);
+      // Kept from B until W by a LayerRange: what B added to the Context, and dy when W needs it.
+      pending = std::max<int64_t>(0, ctx.bytes() - ctx_fwd) + (layer.gradients().empty() ? 0 : dy.bytes());
       t0 = now_ns();
       layer.backward_weight(in, ctx, dy);
       const int64_t w = (now_ns() - t0);
@@ -193,7 +195,7 @@ models::Profile measure_profile(const models::Model& model, const MeasureOptions
     lp.workspace_bytes = workspace;
     lp.is_data_loading = spec.kind == LayerKind::input;
     prof.layers.push_back(lp);
-    if (spreads) (*spreads)[i] = {sf.spread, sb.spread, sw.spread};
+    if (spreads) (*spreads)[i] = {sf.spread, sb.spread, sw.spread, lp.is_data_loading ? 0 : pending};
     // Free what later layers no longer read.
     for (const std::string& p : spec.inputs) {
       const int j = model.index_of(p);

@@ -48,6 +48,10 @@ struct LayerMeasurement {
   double forward_spread = 0;  // (max - min) / median over the reps
   double backward_input_spread = 0;
   double backward_weight_spread = 0;
+  // Bytes a LayerRange keeps for one micro-batch from a split B until its W, beyond
+  // stash_bytes (what B adds to the Context for W, and the output gradient when the layer has
+  // weights); 0 for a fused BW. Not part of models::Profile: only run --compare uses it.
+  int64_t weight_pending_bytes = 0;
 };
 
 // Throws InputError for micro_batch < 1, reps < 1, warmup < 0, an unknown optimizer, or a

@@ -46,6 +46,7 @@ void StageCosts::validate(int S, int D) const {
   check(stash_bytes_per_micro_batch, "stash_bytes_per_micro_batch", S, true);
   check(input_bytes_per_micro_batch, "input_bytes_per_micro_batch", S, true);
   check(working_bytes, "working_bytes", S, true);
+  check(weight_pending_bytes_per_micro_batch, "weight_pending_bytes_per_micro_batch", S, true);
   if (!recompute.empty() && static_cast<int>(recompute.size()) != S)
     throw InputError("stage costs: recompute has " + std::to_string(recompute.size()) + " entries, expected " +
                      std::to_string(S));
@@ -273,6 +274,7 @@ class Engine {
       } else if (op.kind != OpKind::W && recompute(st)) {
         alloc += at(c_.stash_bytes_per_micro_batch, st);
       }
+      if (op.kind == OpKind::B) alloc += at(c_.weight_pending_bytes_per_micro_batch, st);
       mem(v, d, alloc);
     }
     push(now_ + dur, kDone, d, 0, 0);
@@ -334,6 +336,7 @@ class Engine {
         --stage_in_flight_[st];
         --v.in_flight;
       }
+      if (op.kind == OpKind::W) freed += at(c_.weight_pending_bytes_per_micro_batch, st);
       mem(v, d, -freed);
     }
     // Advance before sending, so that a free transfer waking this device sees its next op.

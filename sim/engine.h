@@ -18,7 +18,9 @@
 // (stashed versions). Per in-flight micro-batch (F start to the end of its last backward op,
 // BW or W): stash_bytes_per_micro_batch, or with recompute input_bytes_per_micro_batch plus
 // stash_bytes_per_micro_batch from the start of its B/BW (the re-forward) to that end.
-// working_bytes while any op of the stage runs. Frees at a time are applied before allocations
+// working_bytes while any op of the stage runs. weight_pending_bytes_per_micro_batch from the
+// start of a split B to the end of its W (what B keeps for W: output gradients, saved partial
+// results; no effect on BW). Frees at a time are applied before allocations
 // that start at the same time on the same device.
 //
 // Iterations: synchronous schedules run their lists K times back to back (each device's
@@ -50,6 +52,7 @@ struct StageCosts {
   // Memory model, per virtual stage (bytes); empty vectors mean 0.
   std::vector<int64_t> weights_optimizer_bytes, parameter_bytes;
   std::vector<int64_t> stash_bytes_per_micro_batch, input_bytes_per_micro_batch, working_bytes;
+  std::vector<int64_t> weight_pending_bytes_per_micro_batch;
   std::vector<uint8_t> recompute;      // per virtual stage; empty = none
   int64_t samples_per_micro_batch = 1;
 

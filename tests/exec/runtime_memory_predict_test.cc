@@ -1,7 +1,7 @@
 // Memory prediction of `run --compare` (exec/run_compare.h): the measured profile's stash_bytes
 // (exec/profiler.h) sum to what a LayerRange holds per micro-batch, and the per-worker peak the
 // simulator predicts from it matches the peak the pipeline runtime measures (memory_bytes
-// sampled between ops) for a small GPT over 2 stages under gpipe and 1f1b.
+// sampled between ops) for a small GPT over 2 stages under gpipe, 1f1b and zb-h1.
 #include <doctest/doctest.h>
 
 #include "exec/layers/common.h"
@@ -81,13 +81,13 @@ TEST_CASE("measured stash_bytes: a tensor with two readers is counted once, sums
   CHECK(range_stash(m, 3, 6, 4) == second);
 }
 
-TEST_CASE("run --compare: predicted per-worker peak memory is within 15% of the measured (gpt, gpipe and 1f1b)") {
+TEST_CASE("run --compare: predicted per-worker peak memory is within 15% of the measured (gpt, gpipe, 1f1b, zb-h1)") {
   struct Case {
     planner::ScheduleKind kind;
     int m;
   };
   for (const Case c : {Case{planner::ScheduleKind::gpipe, 2}, Case{planner::ScheduleKind::gpipe, 4},
-                       Case{planner::ScheduleKind::one_f_one_b, 4}}) {
+                       Case{planner::ScheduleKind::one_f_one_b, 4}, Case{planner::ScheduleKind::zb_h1, 4}}) {
     const int64_t mbs = 2;
     const models::Model model = small_gpt(mbs * c.m);
     const planner::Plan plan = even_plan(model, 2, c.m, mbs, c.kind, false);

@@ -149,3 +149,20 @@ TEST_CASE("bad input: iterations, cost sizes, negative costs") {
   CHECK_THROWS_AS(sim::simulate(s, sim::StageCosts::uniform(2, -1, 1, 1), sim::Network{}), InputError);
   CHECK_THROWS_AS(sim::Network::fixed(-5), InputError);
 }
+
+TEST_CASE("memory: weight_pending_bytes are held from a split B to its W, not by a fused BW") {
+  for (ScheduleKind kind : {ScheduleKind::zb_h1, ScheduleKind::one_f_one_b}) {
+    CAPTURE(kind);
+    const auto s = planner::make_schedule(kind, 1, 1);
+    sim::StageCosts c = sim::StageCosts::uniform(1, 10, 12, 8);
+    c.weights_optimizer_bytes.assign(1, 1000);
+    c.stash_bytes_per_micro_batch.assign(1, 100);
+    c.weight_pending_bytes_per_micro_batch.assign(1, 30);
+    const auto r = sim::simulate(s, c, sim::Network{}, {1, true});
+    CHECK(r.report.devices[0].peak_memory_bytes == (kind == ScheduleKind::zb_h1 ? 1130 : 1100));
+    CHECK(r.trace.memory.back().bytes == 1000);  // all released at the end
+  }
+  sim::StageCosts bad = sim::StageCosts::uniform(2, 1, 1, 1);
+  bad.weight_pending_bytes_per_micro_batch.assign(1, 0);
+  CHECK_THROWS_AS(bad.validate(2, 1), pw::InputError);
+}
