@@ -193,6 +193,7 @@ models::Profile measure_profile(const models::Model& model, const MeasureOptions
     lp.optimizer_bytes = static_cast<int64_t>(static_cast<double>(lp.parameter_bytes) / 4.0 *
                                               (opt->total() - 2 * opt->weight_bytes));
     lp.workspace_bytes = workspace;
+    lp.weight_pending_bytes = spec.kind == LayerKind::input ? 0 : pending;
     lp.is_data_loading = spec.kind == LayerKind::input;
     prof.layers.push_back(lp);
     if (spreads) (*spreads)[i] = {sf.spread, sb.spread, sw.spread, lp.is_data_loading ? 0 : pending};

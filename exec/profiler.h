@@ -50,7 +50,7 @@ struct LayerMeasurement {
   double backward_weight_spread = 0;
   // Bytes a LayerRange keeps for one micro-batch from a split B until its W, beyond
   // stash_bytes (what B adds to the Context for W, and the output gradient when the layer has
-  // weights); 0 for a fused BW. Not part of models::Profile: only run --compare uses it.
+  // weights); 0 for a fused BW. Also in the profile (LayerProfile::weight_pending_bytes).
   int64_t weight_pending_bytes = 0;
 };
 

@@ -50,13 +50,8 @@ Prediction predict_from_measurement(const models::Model& model, const planner::P
   mo.threads = threads;
   mo.optimizer = optimizer.kind == OptimizerKind::adam ? "adam" : (optimizer.momentum > 0 ? "sgd-momentum" : "sgd");
   Prediction p;
-  std::vector<LayerMeasurement> per_layer;
-  p.profile = measure_profile(model, mo, &per_layer);
+  p.profile = measure_profile(model, mo);
   sim::StageCosts costs = sim::stage_costs_from_plan(plan, p.profile);
-  costs.weight_pending_bytes_per_micro_batch.assign(plan.num_stages(), 0);
-  for (int s = 0; s < plan.num_stages(); ++s)
-    for (int li = plan.stages[s].first_layer; li < plan.stages[s].end_layer; ++li)
-      costs.weight_pending_bytes_per_micro_batch[s] += per_layer.at(li).weight_pending_bytes;
   if (planner::is_synchronous(plan.schedule)) costs.step_ns = measure_step_ns(model, plan, optimizer);
   const planner::Schedule sched = sim::schedule_for_plan(plan, costs);
   sim::SimOptions so;

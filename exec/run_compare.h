@@ -10,9 +10,8 @@
 // transient the simulator and planner add on top while an op runs (the profile's
 // workspace_bytes, largest over a worker's stages) is reported apart in working_bytes, and
 // report (the full simulation) includes it. Split schedules (zb-h1) also hold, from a B to
-// its W, what B keeps for W (LayerMeasurement::weight_pending_bytes, which the Profile has no
-// field for): the simulation here adds it (StageCosts::weight_pending_bytes_per_micro_batch);
-// the planner, which sees only the Profile, does not.
+// its W, what B keeps for W (the profile's weight_pending_bytes): the simulation and the
+// planner both count it.
 //
 // Not thread-safe with a pipeline run in flight (it measures on the calling thread and sets
 // the OpenMP thread count).

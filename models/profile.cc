@@ -41,7 +41,8 @@ void validate_profile(const Profile& p, const std::string& what) {
     const std::string at = what + ": layer " + std::to_string(i) + " (\"" + l.name + "\")";
     if (!names.insert(l.name).second) throw InputError(at + ": duplicate layer name");
     if (l.forward_ns < 0 || l.backward_input_ns < 0 || l.backward_weight_ns < 0 || l.output_bytes < 0 ||
-        l.stash_bytes < 0 || l.parameter_bytes < 0 || l.optimizer_bytes < 0 || l.workspace_bytes < 0)
+        l.stash_bytes < 0 || l.parameter_bytes < 0 || l.optimizer_bytes < 0 || l.workspace_bytes < 0 ||
+        l.weight_pending_bytes < 0)
       throw InputError(at + ": negative time or size");
   }
   const int n = static_cast<int>(p.layers.size());
@@ -66,6 +67,7 @@ void to_json(Json& j, const LayerProfile& l) {
            {"parameter_bytes", l.parameter_bytes},
            {"optimizer_bytes", l.optimizer_bytes},
            {"workspace_bytes", l.workspace_bytes}};
+  if (l.weight_pending_bytes > 0) j["weight_pending_bytes"] = l.weight_pending_bytes;
   if (l.is_data_loading) j["is_data_loading"] = true;
 }
 
@@ -113,6 +115,7 @@ Profile profile_from_json(const Json& j) {
     l.parameter_bytes = get_int(arr[i], "parameter_bytes", at);
     l.optimizer_bytes = get_int_or(arr[i], "optimizer_bytes", at, 0);
     l.workspace_bytes = get_int_or(arr[i], "workspace_bytes", at, 0);
+    l.weight_pending_bytes = get_int_or(arr[i], "weight_pending_bytes", at, 0);
     l.is_data_loading = get_bool_or(arr[i], "is_data_loading", at, false);
     p.layers.push_back(std::move(l));
   }

@@ -31,6 +31,10 @@ struct LayerProfile {
   // = 2 * parameter_bytes + optimizer_bytes (models/optimizer_memory.h). 0 if unknown.
   int64_t optimizer_bytes = 0;
   int64_t workspace_bytes = 0;     // transient bytes while the layer runs (not kept)
+  // Held from a split input-gradient step (B) until its weight-gradient step (W), beyond
+  // stash_bytes (e.g. output gradients W needs). Zero-bubble schedules hold it for every
+  // micro-batch whose W is delayed; fused backward (BW) never holds it. 0 when unknown.
+  int64_t weight_pending_bytes = 0;
   bool is_data_loading = false;    // an input source: forward_ns is data-loading time
 
   int64_t backward_ns() const { return backward_input_ns + backward_weight_ns; }

@@ -14,6 +14,7 @@ SyncModel::SyncModel(const models::Profile& p, const models::Cluster& c)
   fwd_.assign(n + 1, 0);
   bwd_.assign(n + 1, 0);
   stash_.assign(n + 1, 0);
+  pending_.assign(n + 1, 0);
   param_.assign(n + 1, 0);
   work_.assign(n + 1, 0);
   for (int i = 0; i < n; ++i) {
@@ -22,6 +23,7 @@ SyncModel::SyncModel(const models::Profile& p, const models::Cluster& c)
     fwd_[i + 1] = fwd_[i] + (load ? 0 : l.forward_ns);
     bwd_[i + 1] = bwd_[i] + (load ? 0 : l.backward_ns());
     stash_[i + 1] = stash_[i] + l.stash_bytes;
+    pending_[i + 1] = pending_[i] + l.weight_pending_bytes;
     param_[i + 1] = param_[i] + l.parameter_bytes;
     work_[i + 1] = std::max(work_[i], l.workspace_bytes);
   }
@@ -99,6 +101,8 @@ SyncStageCost SyncModel::stage(int a, int b, bool rec, int q, int p, const SyncC
   s.persistent_bytes = static_cast<int64_t>(std::ceil((param_[b] - param_[a]) * cfg.persistent_per_parameter_byte));
   const double stash = (stash_[b] - stash_[a]) * scale;
   double act = rec ? h.kept * (input_bytes(a, b) * scale) + h.reforward * stash : h.kept * stash;
+  // zb-h1 holds what B keeps for W from B(j) to W(j): the same count as re-forward stashes.
+  if (cfg.zb_memory) act += h.reforward * ((pending_[b] - pending_[a]) * scale);
   s.working_bytes = static_cast<int64_t>(std::ceil(work_range(a, b) * scale));
   s.activation_bytes = static_cast<int64_t>(std::ceil(act)) + s.working_bytes;  // working set included
   s.memory_bytes = s.persistent_bytes + s.activation_bytes;
@@ -245,18 +249,23 @@ bool SyncModel::solve(const SyncConfig& cfg, double bound, Solved& out, bool exa
   auto plain_time_ok = [&](int a, int b) { return ((fwd_[b] - fwd_[a]) + (bwd_[b] - bwd_[a])) * s <= bound; };
   auto rec_time_ok = [&](int a, int b) { return (2 * (fwd_[b] - fwd_[a]) + (bwd_[b] - bwd_[a])) * s <= bound; };
   auto working = [&](int a, int b) { return static_cast<int64_t>(std::ceil(work_range(a, b) * scale)); };
+  auto zb_pending = [&](int a, int b, const StageClass& sc) {
+    return cfg.zb_memory ? sc.reforward * ((pending_[b] - pending_[a]) * scale) : 0.0;
+  };
   auto plain_ok = [&](int a, int b, const StageClass& sc) {
     if (!plain_time_ok(a, b)) return false;
     if (L <= 0) return true;
     return persist(a, b) + working(a, b) +
-               static_cast<int64_t>(std::ceil(sc.inflight * ((stash_[b] - stash_[a]) * scale))) <= L;
+               static_cast<int64_t>(std::ceil(sc.inflight * ((stash_[b] - stash_[a]) * scale) +
+                                              zb_pending(a, b, sc))) <= L;
   };
   auto rec_ok = [&](int a, int b, const StageClass& sc) {
     if (!rec_time_ok(a, b)) return false;
     if (L <= 0) return true;
     return persist(a, b) + working(a, b) +
                static_cast<int64_t>(std::ceil(sc.inflight * (input_bytes(a, b) * scale) +
-                                              sc.reforward * ((stash_[b] - stash_[a]) * scale))) <= L;
+                                              sc.reforward * ((stash_[b] - stash_[a]) * scale) +
+                                              zb_pending(a, b, sc))) <= L;
   };
   // Re-materialization can only help where a plain stage does not fit in memory.
   bool rec_useful = allow_rec;

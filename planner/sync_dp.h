@@ -119,6 +119,7 @@ class SyncModel {
   const models::Cluster& cluster_;
   int64_t profile_batch_;
   std::vector<int64_t> fwd_, bwd_, stash_, param_, work_;  // prefix sums (size n+1)
+  std::vector<int64_t> pending_;  // prefix sums of weight_pending_bytes (held B..W in zb-h1)
   std::vector<int64_t> cut_bytes_;                         // size n+1 (0 at 0 and n)
   std::vector<int64_t> in_bytes_;   // size n+1: bytes crossing cut c, data-loading outputs included
   std::vector<int64_t> load_;       // prefix sums of data-loading output bytes (stage 0's input)

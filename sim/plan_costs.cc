@@ -72,6 +72,7 @@ StageCosts stage_costs_from_plan(const planner::Plan& plan, const models::Profil
   c.weights_optimizer_bytes.assign(S, 0);
   c.parameter_bytes.assign(S, 0);
   c.stash_bytes_per_micro_batch.assign(S, 0);
+  c.weight_pending_bytes_per_micro_batch.assign(S, 0);
   c.input_bytes_per_micro_batch.assign(S, 0);
   c.working_bytes.assign(S, 0);
   c.recompute.assign(S, 0);
@@ -80,7 +81,7 @@ StageCosts stage_costs_from_plan(const planner::Plan& plan, const models::Profil
   for (const models::Edge& e : profile.edges) last_use[e.from] = std::max(last_use[e.from], e.to);
   for (int k = 0; k < S; ++k) {
     const planner::StagePlan& st = plan.stages[k];
-    int64_t f = 0, b = 0, w = 0, stash = 0, params = 0, opt = 0, work = 0, loaded = 0;
+    int64_t f = 0, b = 0, w = 0, stash = 0, pending = 0, params = 0, opt = 0, work = 0, loaded = 0;
     for (int li = st.first_layer; li < st.end_layer; ++li) {
       const models::LayerProfile& l = profile.layers[li];
       if (l.is_data_loading) {
@@ -91,6 +92,7 @@ StageCosts stage_costs_from_plan(const planner::Plan& plan, const models::Profil
         w += l.backward_weight_ns;
       }
       stash += l.stash_bytes;
+      pending += l.weight_pending_bytes;
       params += l.parameter_bytes;
       opt += l.optimizer_bytes;
       work = std::max(work, l.workspace_bytes);
@@ -99,6 +101,7 @@ StageCosts stage_costs_from_plan(const planner::Plan& plan, const models::Profil
     c.backward_input_ns[k] = scaled(b);
     c.backward_weight_ns[k] = scaled(w);
     c.stash_bytes_per_micro_batch[k] = scaled(stash);
+    c.weight_pending_bytes_per_micro_batch[k] = scaled(pending);
     c.working_bytes[k] = scaled(work);
     c.parameter_bytes[k] = params;
     c.weights_optimizer_bytes[k] = 2 * params + opt;

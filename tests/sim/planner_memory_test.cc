@@ -56,6 +56,7 @@ TEST_CASE("planner per-stage memory equals or tightly bounds the simulated peak 
     for (auto& l : prof.layers) {
       l.optimizer_bytes = 2 * l.parameter_bytes;  // weights + grads + state = 4 x parameters
       l.workspace_bytes = pick(0, 16) * 1000;
+      l.weight_pending_bytes = pick(0, 8) * 500;  // held B..W by zb-h1 only
     }
     const pw::models::Cluster cluster = pw::test::random_cluster(rng, int64_t{1} << 40);
     const int p = pick(1, std::min(n, cluster.num_devices()));
