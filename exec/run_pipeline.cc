@@ -157,6 +157,7 @@ PipelineRunResult run_pipeline(const models::Model& model, const planner::Plan& 
                                const std::function<void(const StepReport&)>& on_step) {
   check_plan_for_model(plan, model);
   if (options.steps < 1) throw InputError("--steps: expected >= 1");
+  if (options.warmup_steps < 0) throw InputError("--warmup-steps: expected >= 0");
   const int devices = plan.num_stages() / plan.chunks;
   planner::Schedule schedule = planner::make_schedule(plan.schedule, devices, plan.num_micro_batches, plan.chunks);
   auto slicer = std::make_shared<BatchSlicer>(make_data_source(model, options.data_file, options.seed), plan.batch);
@@ -184,13 +185,14 @@ PipelineRunResult run_pipeline(const models::Model& model, const planner::Plan& 
   PipelineRunResult r;
   r.warning = rt.warning();
   for (const auto& c : rt.placement()) r.placement.push_back(c.to_string());
-  for (int i = 0; i < options.steps; ++i) {
+  for (int i = 0; i < options.warmup_steps + options.steps; ++i) {
     slicer->prepare(i);  // the data loader is not part of the timed pipeline iteration
     const int64_t ns = rt.run_iteration();
+    if (i < options.warmup_steps) continue;
     r.iteration_ns.push_back(ns);
     r.losses.push_back(compute.loss(i));
     if (on_step)
-      on_step({i + 1, options.steps, r.losses.back(), ns, static_cast<double>(plan.batch) * 1e9 / std::max<int64_t>(1, ns)});
+      on_step({i + 1 - options.warmup_steps, options.steps, r.losses.back(), ns, static_cast<double>(plan.batch) * 1e9 / std::max<int64_t>(1, ns)});
   }
   const int64_t med = median(r.iteration_ns);
   r.median_iteration_ms = static_cast<double>(med) / 1e6;

@@ -28,6 +28,10 @@ namespace pw::exec {
 
 struct PipelineRunOptions {
   int steps = 10;
+  // Extra training steps run before the `steps` measured ones: they train (the weights move on)
+  // but are not in losses, iteration_ns or the statistics. The first steps of a run are slower
+  // (measured: 5-8 steps at up to 2x on the CI machine) while the machine warms up.
+  int warmup_steps = 0;
   std::string data_file;           // "" = default data for the model
   uint64_t seed = 1;
   OptimizerOptions optimizer;      // default: SGD lr 0.01 momentum 0.9

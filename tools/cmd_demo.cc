@@ -96,6 +96,7 @@ void plan_simulate_run(const DemoArgs& a, const pw::models::Model& model) {
   std::cout << "\n== 6. Training it as a real pipeline (" << a.steps << " steps) ==\n";
   exec::PipelineRunOptions ro;
   ro.steps = a.steps;
+  ro.warmup_steps = 10;  // the machine warms up over the first steps; they train but are not timed
   ro.optimizer = opt;
   ro.threads_per_worker = threads;
   const exec::PipelineRunResult run = exec::run_pipeline(model, plan, ro, [](const exec::StepReport& s) {
@@ -126,7 +127,7 @@ void plan_simulate_run(const DemoArgs& a, const pw::models::Model& model) {
     info.schedule = std::string(pw::planner::to_string(plan.schedule));
     info.num_stages = plan.num_stages();
     info.num_micro_batches = plan.num_micro_batches;
-    info.iterations = a.steps;
+    info.iterations = ro.warmup_steps + a.steps;
     info.samples_per_micro_batch = plan.micro_batch_size;
     pw::write_file_atomic(out_path(a, "measured.svg"), pw::sim::timeline_svg(run.trace, pw::sim::summarize(run.trace, info),
                                                                              "measured: default model"));

@@ -37,6 +37,7 @@ struct RunArgs {
   std::string plan, model, data, trace, svg, schedule = "1f1b", optimizer = "sgd";
   pw::models::ZooOptions zoo;
   int stages = 0, micro_batches = 0, chunks = 0, steps = 10, threads = 0;
+  int warmup_steps = -1;  // -1: 10 with --compare (timings are compared), else 0
   int64_t micro_batch_size = 0;
   double lr = 0.01;
   uint64_t seed = 1;
@@ -99,6 +100,7 @@ void run(const RunArgs& a, const CLI::App& sub) {
 
   pw::exec::PipelineRunOptions o;
   o.steps = a.steps;
+  o.warmup_steps = a.warmup_steps >= 0 ? a.warmup_steps : (a.compare ? 10 : 0);
   o.data_file = a.data;
   o.seed = a.seed;
   o.optimizer.kind = pw::exec::parse_optimizer_kind(a.optimizer, "--optimizer");
@@ -139,7 +141,7 @@ void run(const RunArgs& a, const CLI::App& sub) {
   info.schedule = std::string(pw::planner::to_string(plan.schedule));
   info.num_stages = plan.num_stages();
   info.num_micro_batches = plan.num_micro_batches;
-  info.iterations = a.steps;
+  info.iterations = o.warmup_steps + a.steps;  // the trace holds the warm-up steps too
   info.samples_per_micro_batch = plan.micro_batch_size;
   if (!a.trace.empty()) pw::write_file_atomic(a.trace, pw::sim::chrome_trace_json(r.trace).dump() + "\n");
   if (!a.svg.empty()) {
@@ -163,6 +165,7 @@ void run(const RunArgs& a, const CLI::App& sub) {
                {"micro_batch_size", plan.micro_batch_size},
                {"batch", plan.batch},
                {"steps", a.steps},
+               {"warmup_steps", o.warmup_steps},
                {"losses", r.losses},
                {"samples_per_s", r.samples_per_s},
                {"iteration_ms", r.median_iteration_ms},
@@ -209,6 +212,8 @@ pw::tools::CommandRegistrar reg("run", [](CLI::App& app) {
   sub->add_flag("--recompute", a->recompute, "quick form: re-materialize activations in every stage");
   pw::tools::add_zoo_size_options(sub, a->zoo, run_defaults());
   sub->add_option("--steps", a->steps, "optimizer steps (mini-batches)")->capture_default_str();
+  sub->add_option("--warmup-steps", a->warmup_steps,
+                  "extra steps first, trained but not timed or reported (default: 10 with --compare, else 0)");
   sub->add_option("--data", a->data, "text file for gpt (default /usr/share/common-licenses/GPL-3)");
   sub->add_option("--optimizer", a->optimizer, "sgd (momentum 0.9) | adam")->capture_default_str();
   sub->add_option("--lr", a->lr, "learning rate")->capture_default_str();

@@ -1,9 +1,7 @@
 // pipewright: plan, simulate and run pipeline-parallel training.
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <iostream>
-#include <unistd.h>
 
 #include "models/error.h"
 #include "tools/command_registry.h"
@@ -15,19 +13,7 @@ std::vector<CommandEntry>& command_registry() {
 }
 }  // namespace pw::tools
 
-// OpenMP threads that spin while waiting collapse throughput when the machine is shared (another
-// pipeline worker, a build, a second test): measured 6x slower for a GPT block with 2 threads
-// and one busy core (bench/RESULTS.md). libgomp reads OMP_WAIT_POLICY in a load-time
-// constructor, so setting it here is too late for this process: re-execute once with the
-// variable set, unless the user chose a policy.
-static void default_to_passive_omp_wait(char** argv) {
-  if (std::getenv("OMP_WAIT_POLICY") != nullptr) return;
-  ::setenv("OMP_WAIT_POLICY", "passive", 1);
-  ::execv("/proc/self/exe", argv);  // returns only on failure: then run on with the default
-}
-
 int main(int argc, char** argv) {
-  default_to_passive_omp_wait(argv);
   CLI::App app{"pipewright: plans, simulates and runs pipeline-parallel training of deep networks",
                "pipewright"};
   app.set_version_flag("--version", std::string("pipewright ") + PW_VERSION);
