@@ -13,11 +13,13 @@
 #include "planner/planner.h"
 #include "tools/command_registry.h"
 #include "tools/model_report.h"
+#include "tools/zoo_flags.h"
 
 namespace {
 
 struct PlanArgs {
   std::string profile, model, device, cluster;
+  pw::models::ZooOptions zoo;  // sizing flags of a zoo --model
   int devices = -1;
   double bandwidth = 1.25e9;
   int64_t memory = 0;
@@ -47,7 +49,9 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-pw::models::Profile load_profile(const PlanArgs& a) {
+// A zoo or file --model also sets the default batch: the model's own (PipeDream graphs and
+// profiles carry theirs).
+pw::models::Profile load_profile(PlanArgs& a, const CLI::App& sub) {
   if (!a.profile.empty() && !a.model.empty())
     throw pw::InputError("--profile and --model: give one of them");
   if (!a.profile.empty()) {
@@ -56,9 +60,13 @@ pw::models::Profile load_profile(const PlanArgs& a) {
   }
   if (a.model.empty()) throw pw::InputError("plan: expected --profile FILE or --model M --device D");
   if (a.device.empty()) throw pw::InputError("--model: needs --device");
-  pw::models::ZooOptions zo;
+  if (const char* flag = pw::tools::first_size_flag_given(sub);
+      flag != nullptr && (!pw::tools::is_zoo_name(a.model) || a.model == "default"))
+    throw pw::InputError(std::string(flag) + ": sizing options apply to a zoo family, not to \"" + a.model + "\"");
+  pw::models::ZooOptions zo = a.zoo;
   if (a.req.batch > 0) zo.batch = a.req.batch;
   auto src = pw::tools::resolve_model(a.model, zo, "--model");
+  if (a.req.batch == 0) a.req.batch = src.model.batch();
   const auto dev = pw::tools::resolve_device(a.device, "--device");
   return pw::models::analytic_profile(src.model, dev, 1, {0.5, false, a.req.optimizer});
 }
@@ -87,8 +95,8 @@ pw::models::Cluster make_cluster(const PlanArgs& a) {
   return pw::models::make_flat_cluster(dev, n, a.bandwidth);
 }
 
-void run(PlanArgs a) {
-  const pw::models::Profile profile = load_profile(a);
+void run(PlanArgs a, const CLI::App& sub) {
+  const pw::models::Profile profile = load_profile(a, sub);
   const pw::models::Cluster cluster = make_cluster(a);
   const pw::planner::PlanOutcome out = pw::planner::make_plan(profile, cluster, a.req);
   if (!out.feasible) {
@@ -135,7 +143,8 @@ pw::tools::CommandRegistrar reg("plan", [](CLI::App& app) {
                 "pipedream objective: count inter-stage traffic (PipeDream's --activation_compression_ratio 1)");
   sub->add_flag("--json", a->json, "print the plan JSON instead of a table");
   sub->add_option("-o,--output", a->output, "write the plan (pipewright.plan/1) to this file");
-  sub->callback([a] { run(*a); });
+  pw::tools::add_zoo_size_options(sub, a->zoo, pw::models::ZooOptions{});
+  sub->callback([a, sub] { run(*a, *sub); });
 });
 
 }  // namespace
