@@ -147,3 +147,21 @@ TEST_CASE("plan: infeasible exits 3 with the smallest memory and the largest bat
   at_batch.back() = std::to_string(batch + 1);
   CHECK(run_cli(at_batch).rc == 3);
 }
+
+TEST_CASE("plan --model: zoo sizing flags shape the model, and its own batch is the default") {
+  CliResult r = run_cli({"plan", "--model", "gpt", "--layers", "2", "--d-model", "64", "--heads", "4", "--seq", "32",
+                         "--vocab", "256", "--device", "a100-80g", "--devices", "2", "--json"});
+  REQUIRE(r.rc == 0);
+  const pw::planner::Plan p = pw::planner::plan_from_json(Json::parse(r.out));
+  // input, embedding, block0, block1, final_norm, lm_head, loss
+  CHECK(p.stages.back().end_layer == 7);
+  CHECK(p.batch == 8);  // ZooOptions' default batch, not the profile's micro-batch of 1
+
+  CliResult d = run_cli({"plan", "--model", "default", "--device", "cpu-core-avx2", "--devices", "2", "--json"});
+  REQUIRE(d.rc == 0);
+  CHECK(pw::planner::plan_from_json(Json::parse(d.out)).batch == 16);
+
+  CliResult bad = run_cli({"plan", "--model", "default", "--layers", "3", "--device", "a100-80g", "--devices", "2"});
+  CHECK(bad.rc == 2);
+  CHECK(bad.err.find("--layers: sizing options apply to a zoo family") != std::string::npos);
+}
