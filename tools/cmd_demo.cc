@@ -148,7 +148,8 @@ void run(const DemoArgs& a) {
 #ifdef PW_HAVE_EXEC
   plan_simulate_run(a, src.model);
 #else
-  std::cout << "\n(built without the executor: -DPW_WITH_DNNL=OFF; plan, simulate and run need it here)\n";
+  std::cout << "\n(built without the executor, -DPW_WITH_DNNL=OFF: measuring, training and the predicted-vs-measured\n"
+               " comparison need it; `pipewright plan` and `simulate` work on the analytic profile above)\n";
 #endif
 }
 
