@@ -32,14 +32,7 @@ Json tiny_model() {
 // Exit code 2, exactly one line on stderr containing every `needles`, nothing but `keep` in dir.
 void expect_bad(const CliResult& r, const std::vector<std::string>& needles, const ScratchDir& dir,
                 const std::vector<std::string>& keep) {
-  CHECK(r.rc == 2);
-  CHECK(pw::test::line_count(r.err) == 1);
-  for (const std::string& n : needles) {
-    CAPTURE(n);
-    CHECK(r.err.find(n) != std::string::npos);
-  }
-  CHECK(r.out.empty());
-  CHECK(dir.entries() == keep);
+  pw::test::expect_rejected(r, 2, needles, &dir, keep);
 }
 
 }  // namespace

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include <doctest/doctest.h>
+
 #ifndef PW_CLI_PATH
 #error "PW_CLI_PATH must name the pipewright executable"
 #endif
@@ -104,6 +106,22 @@ inline int line_count(const std::string& s) {
   int n = 0;
   for (char c : s) n += c == '\n';
   return n + (!s.empty() && s.back() != '\n');
+}
+
+// A command rejected as bad input (or infeasible) must: exit with `rc`, print one line on
+// stderr containing every needle, print nothing on stdout, and leave `dir` (when given) holding
+// exactly `keep`: no output file, partial or temporary.
+inline void expect_rejected(const CliResult& r, int rc, const std::vector<std::string>& needles,
+                            const ScratchDir* dir = nullptr, const std::vector<std::string>& keep = {}) {
+  CAPTURE(r.err);
+  CHECK(r.rc == rc);
+  CHECK(line_count(r.err) == 1);
+  for (const std::string& n : needles) {
+    CAPTURE(n);
+    CHECK(r.err.find(n) != std::string::npos);
+  }
+  CHECK(r.out.empty());
+  if (dir != nullptr) CHECK(dir->entries() == keep);
 }
 
 }  // namespace pw::test

@@ -15,12 +15,7 @@ namespace {
 
 void expect_bad_sim(const CliResult& r, const std::string& needle, const ScratchDir& dir,
                     const std::vector<std::string>& keep) {
-  CAPTURE(r.err);
-  CHECK(r.rc == 2);
-  CHECK(pw::test::line_count(r.err) == 1);
-  CHECK(r.err.find(needle) != std::string::npos);
-  CHECK(r.out.empty());
-  CHECK(dir.entries() == keep);
+  pw::test::expect_rejected(r, 2, {needle}, &dir, keep);
 }
 
 std::vector<std::string> uniform(std::vector<std::string> extra) {

@@ -24,11 +24,7 @@ std::string model_file(const ScratchDir& dir, const std::string& fc_kind, int64_
 }
 
 void expect_bad(const CliResult& r, const std::string& needle) {
-  CHECK(r.rc == 2);
-  CHECK(pw::test::line_count(r.err) == 1);
-  CAPTURE(r.err);
-  CHECK(r.err.find(needle) != std::string::npos);
-  CHECK(r.out.empty());
+  pw::test::expect_rejected(r, 2, {needle});
 }
 
 TEST_CASE("train: mlp --json prints one loss per step, a model file trains too") {

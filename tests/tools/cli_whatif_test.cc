@@ -16,12 +16,7 @@ namespace {
 
 void expect_error(const CliResult& r, int rc, const std::string& needle, const ScratchDir& dir,
                   const std::vector<std::string>& keep) {
-  CAPTURE(r.err);
-  CHECK(r.rc == rc);
-  CHECK(pw::test::line_count(r.err) == 1);
-  CHECK(r.err.find(needle) != std::string::npos);
-  CHECK(r.out.empty());
-  CHECK(dir.entries() == keep);
+  pw::test::expect_rejected(r, rc, {needle}, &dir, keep);
 }
 
 // A GPT through `whatif throughput` (one cell, full re-materialization), as JSON.
