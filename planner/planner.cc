@@ -55,6 +55,19 @@ struct SyncSetup {
   bool zb = false;
   int recompute = -1;
   double ppb = 4;
+
+  // The DP's configuration for m micro-batches of the batch (the last may be smaller).
+  SyncConfig config(int m, int64_t batch, int64_t memory_limit) const {
+    SyncConfig cfg;
+    cfg.m = m;
+    cfg.micro_batch_size = (batch + m - 1) / m;
+    cfg.gpipe_memory = gpipe;
+    cfg.zb_memory = zb;
+    cfg.recompute = recompute;
+    cfg.memory_limit = memory_limit;
+    cfg.persistent_per_parameter_byte = ppb;
+    return cfg;
+  }
 };
 
 SyncBest best_sync(const SyncModel& model, const models::Profile& p, const PlanRequest& req,
@@ -62,14 +75,7 @@ SyncBest best_sync(const SyncModel& model, const models::Profile& p, const PlanR
   SyncBest best;
   for (int m : su.ms) {
     if (m > batch) continue;
-    SyncConfig cfg;
-    cfg.m = m;
-    cfg.micro_batch_size = (batch + m - 1) / m;
-    cfg.gpipe_memory = su.gpipe;
-    cfg.zb_memory = su.zb;
-    cfg.recompute = su.recompute;
-    cfg.memory_limit = mem;
-    cfg.persistent_per_parameter_byte = su.ppb;
+    SyncConfig cfg = su.config(m, batch, mem);
     if (req.partitioner == "dp") {
       double b = best.iteration;
       auto st = model.optimize(cfg, &b);
@@ -143,14 +149,7 @@ PlanOutcome plan_sync(const models::Profile& p, const models::Cluster& c, const 
     int64_t need = std::numeric_limits<int64_t>::max();
     for (int m : su.ms) {
       if (m > batch) continue;
-      SyncConfig cfg;
-      cfg.m = m;
-      cfg.micro_batch_size = (batch + m - 1) / m;
-      cfg.gpipe_memory = su.gpipe;
-      cfg.zb_memory = su.zb;
-      cfg.recompute = su.recompute;
-      cfg.persistent_per_parameter_byte = ppb;
-      int64_t v = model.min_memory_needed(cfg);
+      int64_t v = model.min_memory_needed(su.config(m, batch, 0));
       if (v > 0) need = std::min(need, v);
     }
     out.min_memory_bytes_to_fit = need;
