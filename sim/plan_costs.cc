@@ -34,6 +34,16 @@ int64_t allreduce_ns(const planner::StagePlan& st, int64_t bytes, const models::
 
 }  // namespace
 
+RunInfo run_info_for_plan(const planner::Plan& plan, int iterations) {
+  RunInfo info;
+  info.schedule = std::string(planner::to_string(plan.schedule));
+  info.num_stages = plan.num_stages();
+  info.num_micro_batches = plan.num_micro_batches;
+  info.iterations = iterations;
+  info.samples_per_micro_batch = plan.micro_batch_size;
+  return info;
+}
+
 StageCosts stage_costs_from_plan(const planner::Plan& plan, const models::Profile& profile,
                                  const models::Cluster* cluster) {
   const int S = plan.num_stages();

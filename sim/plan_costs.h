@@ -28,8 +28,12 @@
 #include "planner/schedule.h"
 #include "sim/engine.h"
 #include "sim/network.h"
+#include "sim/report.h"
 
 namespace pw::sim {
+
+// What a trace of `iterations` iterations of this plan does not say itself (for summarize()).
+RunInfo run_info_for_plan(const planner::Plan& plan, int iterations);
 
 StageCosts stage_costs_from_plan(const planner::Plan& plan, const models::Profile& profile,
                                  const models::Cluster* cluster = nullptr);

@@ -271,4 +271,10 @@ std::string timeline_svg(const Trace& t, const Report& r, const std::string& tit
   return o;
 }
 
+void write_timeline_files(const Trace& t, const Report& r, const std::string& title, const std::string& trace_file,
+                          const std::string& svg_file) {
+  if (!trace_file.empty()) write_file_atomic(trace_file, chrome_trace_json(t).dump() + "\n");
+  if (!svg_file.empty()) write_file_atomic(svg_file, timeline_svg(t, r, title));
+}
+
 }  // namespace pw::sim

@@ -30,4 +30,9 @@ Json chrome_trace_json(const Trace& t);
 // `title` heads the picture; the report supplies the bubble rate and makespan.
 std::string timeline_svg(const Trace& t, const Report& r, const std::string& title);
 
+// Writes the Chrome trace to `trace_file` and the SVG timeline to `svg_file`, each atomically
+// and only when its name is not empty (the --trace / --svg flags of simulate, run and demo).
+void write_timeline_files(const Trace& t, const Report& r, const std::string& title, const std::string& trace_file,
+                          const std::string& svg_file);
+
 }  // namespace pw::sim

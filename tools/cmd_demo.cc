@@ -119,18 +119,12 @@ void plan_simulate_run(const DemoArgs& a, const pw::models::Model& model) {
   if (!a.out_dir.empty()) {
     pw::models::save_profile_file(out_path(a, "profile.json"), measured);
     pw::planner::save_plan_file(out_path(a, "plan.json"), plan);
-    pw::write_file_atomic(out_path(a, "predicted.trace.json"), pw::sim::chrome_trace_json(predicted.trace).dump() + "\n");
-    pw::write_file_atomic(out_path(a, "predicted.svg"),
-                          pw::sim::timeline_svg(predicted.trace, predicted.report, "predicted: default model"));
-    pw::write_file_atomic(out_path(a, "measured.trace.json"), pw::sim::chrome_trace_json(run.trace).dump() + "\n");
-    pw::sim::RunInfo info;
-    info.schedule = std::string(pw::planner::to_string(plan.schedule));
-    info.num_stages = plan.num_stages();
-    info.num_micro_batches = plan.num_micro_batches;
-    info.iterations = ro.warmup_steps + a.steps;
-    info.samples_per_micro_batch = plan.micro_batch_size;
-    pw::write_file_atomic(out_path(a, "measured.svg"), pw::sim::timeline_svg(run.trace, pw::sim::summarize(run.trace, info),
-                                                                             "measured: default model"));
+    pw::sim::write_timeline_files(predicted.trace, predicted.report, "predicted: default model",
+                                  out_path(a, "predicted.trace.json"), out_path(a, "predicted.svg"));
+    const pw::sim::Report measured_report =
+        pw::sim::summarize(run.trace, pw::sim::run_info_for_plan(plan, ro.warmup_steps + a.steps));
+    pw::sim::write_timeline_files(run.trace, measured_report, "measured: default model",
+                                  out_path(a, "measured.trace.json"), out_path(a, "measured.svg"));
     std::cout << "wrote profile.json, plan.json, predicted/measured .trace.json and .svg to " << a.out_dir << "\n";
   }
 }

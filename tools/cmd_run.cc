@@ -44,20 +44,12 @@ struct RunArgs {
   bool recompute = false, compare = false, json = false, vertical_sync = false;
 };
 
-// Small sizes per family (as `train`: a pipeline of them runs in milliseconds per step).
+// Small sizes (tools/zoo_flags.h) with a deeper gpt and mlp, enough layers to split into stages.
 pw::models::ZooOptions run_defaults() {
-  pw::models::ZooOptions z;
+  pw::models::ZooOptions z = pw::tools::small_zoo_options();
   z.layers = 4;
-  z.d_model = 64;
-  z.heads = 4;
-  z.ffn = 256;
-  z.seq = 64;
-  z.vocab = 256;
   z.depth = 4;
   z.width = 256;
-  z.image = 32;
-  z.width_divisor = 8;
-  z.classes = 10;
   return z;
 }
 
@@ -137,19 +129,13 @@ void run(const RunArgs& a, const CLI::App& sub) {
   }
 
   // Outputs last (atomic writes).
-  pw::sim::RunInfo info;
-  info.schedule = std::string(pw::planner::to_string(plan.schedule));
-  info.num_stages = plan.num_stages();
-  info.num_micro_batches = plan.num_micro_batches;
-  info.iterations = o.warmup_steps + a.steps;  // the trace holds the warm-up steps too
-  info.samples_per_micro_batch = plan.micro_batch_size;
-  if (!a.trace.empty()) pw::write_file_atomic(a.trace, pw::sim::chrome_trace_json(r.trace).dump() + "\n");
-  if (!a.svg.empty()) {
-    const pw::sim::Report rep = pw::sim::summarize(r.trace, info);
-    pw::write_file_atomic(a.svg, pw::sim::timeline_svg(r.trace, rep, "measured: " + model.name() + ", " +
-                                                                         info.schedule + ", " +
-                                                                         std::to_string(devices) + " workers"));
-  }
+  // The trace holds the warm-up steps too.
+  const pw::sim::RunInfo info = pw::sim::run_info_for_plan(plan, o.warmup_steps + a.steps);
+  if (!a.trace.empty() || !a.svg.empty())
+    pw::sim::write_timeline_files(r.trace, pw::sim::summarize(r.trace, info),
+                                  "measured: " + model.name() + ", " + info.schedule + ", " + std::to_string(devices) +
+                                      " workers",
+                                  a.trace, a.svg);
   if (a.json) {
     pw::Json stages = pw::Json::array();
     for (int d = 0; d < devices; ++d) {

@@ -107,8 +107,7 @@ void run_simulate(const SimulateArgs& a, CLI::App* sub) {
   } else {
     std::cout << sim::format_report(r.report);
   }
-  if (!a.trace.empty()) write_file_atomic(a.trace, sim::chrome_trace_json(r.trace).dump() + "\n");
-  if (!a.svg.empty()) write_file_atomic(a.svg, sim::timeline_svg(r.trace, r.report, title));
+  sim::write_timeline_files(r.trace, r.report, title, a.trace, a.svg);
 }
 
 CommandRegistrar reg("simulate", [](CLI::App& app) {

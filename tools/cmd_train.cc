@@ -35,20 +35,12 @@ struct TrainArgs {
   bool json = false;
 };
 
-// Small sizes that train in seconds on 2 cores (the zoo's defaults are far larger).
+// Small sizes (tools/zoo_flags.h): 2 gpt blocks, an mlp of 3 layers of 64.
 pw::models::ZooOptions train_defaults() {
-  pw::models::ZooOptions z;
+  pw::models::ZooOptions z = pw::tools::small_zoo_options();
   z.layers = 2;
-  z.d_model = 64;
-  z.heads = 4;
-  z.ffn = 256;
-  z.seq = 64;
-  z.vocab = 256;
   z.depth = 3;
   z.width = 64;
-  z.image = 32;
-  z.width_divisor = 8;
-  z.classes = 10;
   return z;
 }
 

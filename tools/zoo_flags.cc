@@ -26,6 +26,19 @@ constexpr SizeFlag kSizeFlags[] = {
 constexpr const char* kTiedFlag = "--tied-embeddings";
 }  // namespace
 
+models::ZooOptions small_zoo_options() {
+  models::ZooOptions z;
+  z.d_model = 64;
+  z.heads = 4;
+  z.ffn = 256;
+  z.seq = 64;
+  z.vocab = 256;
+  z.image = 32;
+  z.width_divisor = 8;
+  z.classes = 10;
+  return z;
+}
+
 void add_zoo_size_options(CLI::App* sub, models::ZooOptions& z, const models::ZooOptions& defaults) {
   for (const SizeFlag& f : kSizeFlags)
     sub->add_option(f.flag, z.*f.field, std::string(f.help) + " (default " + std::to_string(defaults.*f.field) + ")");
