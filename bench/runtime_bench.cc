@@ -9,8 +9,8 @@
 
 #include <algorithm>
 
-#include "exec/pipeline_runtime.h"
-#include "exec/run_pipeline.h"
+#include "exec/runtime/pipeline_runtime.h"
+#include "exec/runtime/run_pipeline.h"
 #include "models/zoo.h"
 #include "planner/schedule_gen.h"
 

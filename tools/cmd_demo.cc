@@ -22,10 +22,10 @@
 #include "tools/model_report.h"
 #ifdef PW_HAVE_EXEC
 #include "exec/parallel.h"
-#include "exec/pinning.h"
+#include "exec/runtime/pinning.h"
 #include "exec/profiler.h"
-#include "exec/run_compare.h"
-#include "exec/run_pipeline.h"
+#include "exec/runtime/run_compare.h"
+#include "exec/runtime/run_pipeline.h"
 #endif
 
 namespace {

@@ -7,7 +7,7 @@
 #include "exec/network.h"
 #include "models/error.h"
 #include "models/zoo.h"
-#include "tests/exec/grad_check.h"
+#include "tests/exec/layers/grad_check.h"
 
 namespace pw::exec {
 namespace {

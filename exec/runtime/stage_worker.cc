@@ -1,4 +1,4 @@
-#include "exec/stage_worker.h"
+#include "exec/runtime/stage_worker.h"
 
 #include "models/error.h"
 #include "planner/schedule_validate.h"

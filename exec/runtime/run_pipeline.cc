@@ -1,4 +1,4 @@
-#include "exec/run_pipeline.h"
+#include "exec/runtime/run_pipeline.h"
 
 #include <algorithm>
 #include <cstring>
@@ -7,7 +7,7 @@
 
 #include "exec/data.h"
 #include "exec/network.h"
-#include "exec/run_compute.h"
+#include "exec/runtime/run_compute.h"
 #include "models/error.h"
 #include "planner/schedule_gen.h"
 

@@ -6,9 +6,9 @@
 
 #include "exec/layers/common.h"
 #include "exec/profiler.h"
-#include "exec/run_compare.h"
-#include "exec/run_pipeline.h"
-#include "tests/exec/runtime_training_util.h"
+#include "exec/runtime/run_compare.h"
+#include "exec/runtime/run_pipeline.h"
+#include "tests/exec/runtime/training_util.h"
 
 using namespace pw;
 using namespace pw::exec;

@@ -1,4 +1,4 @@
-#include "exec/pipeline_runtime.h"
+#include "exec/runtime/pipeline_runtime.h"
 
 #include <algorithm>
 

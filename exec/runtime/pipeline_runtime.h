@@ -26,10 +26,10 @@
 #include <thread>
 #include <vector>
 
-#include "exec/pinning.h"
-#include "exec/stage_compute.h"
-#include "exec/stage_worker.h"
-#include "exec/transport_inproc.h"
+#include "exec/runtime/pinning.h"
+#include "exec/runtime/stage_compute.h"
+#include "exec/runtime/stage_worker.h"
+#include "exec/transport/transport_inproc.h"
 #include "planner/schedule.h"
 #include "sim/trace.h"
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "exec/stage_compute.h"
+#include "exec/runtime/stage_compute.h"
 
 namespace pw::exec::testing {
 

@@ -5,9 +5,9 @@
 
 #include <map>
 
-#include "exec/pipeline_runtime.h"
+#include "exec/runtime/pipeline_runtime.h"
 #include "planner/schedule_gen.h"
-#include "tests/exec/runtime_training_util.h"
+#include "tests/exec/runtime/training_util.h"
 
 using namespace pw;
 using namespace pw::exec;

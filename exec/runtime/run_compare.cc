@@ -1,4 +1,4 @@
-#include "exec/run_compare.h"
+#include "exec/runtime/run_compare.h"
 
 #include <algorithm>
 #include <chrono>

@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "exec/stage_compute.h"
-#include "exec/transport.h"
+#include "exec/runtime/stage_compute.h"
+#include "exec/transport/transport.h"
 #include "planner/schedule.h"
 #include "sim/trace.h"
 

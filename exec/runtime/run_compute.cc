@@ -1,4 +1,4 @@
-#include "exec/run_compute.h"
+#include "exec/runtime/run_compute.h"
 
 #include <algorithm>
 

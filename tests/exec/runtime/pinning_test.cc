@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <thread>
 
-#include "exec/pinning.h"
+#include "exec/runtime/pinning.h"
 
 using namespace pw::exec;
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "exec/network.h"
-#include "exec/run_compute.h"
+#include "exec/runtime/run_compute.h"
 #include "models/zoo.h"
 
 namespace pw::exec::testing {

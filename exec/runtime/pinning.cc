@@ -1,4 +1,4 @@
-#include "exec/pinning.h"
+#include "exec/runtime/pinning.h"
 
 #include <hwloc.h>
 

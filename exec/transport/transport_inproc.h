@@ -20,7 +20,7 @@
 #include <mutex>
 #include <set>
 
-#include "exec/transport.h"
+#include "exec/transport/transport.h"
 
 namespace pw::exec {
 

@@ -1,4 +1,4 @@
-#include "exec/transport_inproc.h"
+#include "exec/transport/transport_inproc.h"
 
 #include <thread>
 

@@ -1,9 +1,9 @@
 // Acceptance: pipelined training equals single-device training on the whole mini-batch.
 #include <doctest/doctest.h>
 
-#include "exec/pipeline_runtime.h"
+#include "exec/runtime/pipeline_runtime.h"
 #include "planner/schedule_gen.h"
-#include "tests/exec/runtime_training_util.h"
+#include "tests/exec/runtime/training_util.h"
 
 using namespace pw;
 using namespace pw::exec;

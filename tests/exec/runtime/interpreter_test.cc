@@ -2,9 +2,9 @@
 
 #include <map>
 
-#include "exec/pipeline_runtime.h"
+#include "exec/runtime/pipeline_runtime.h"
 #include "planner/schedule_gen.h"
-#include "tests/exec/runtime_fake_compute.h"
+#include "tests/exec/runtime/fake_compute.h"
 
 using namespace pw;
 using namespace pw::exec;

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "exec/optimizer.h"
-#include "exec/pipeline_runtime.h"
+#include "exec/runtime/pipeline_runtime.h"
 #include "models/layer_graph.h"
 #include "planner/plan.h"
 #include "sim/trace.h"

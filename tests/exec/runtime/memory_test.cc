@@ -2,10 +2,10 @@
 #include <doctest/doctest.h>
 
 #include "exec/profiler.h"
-#include "exec/run_pipeline.h"
+#include "exec/runtime/run_pipeline.h"
 #include "sim/engine.h"
 #include "sim/plan_costs.h"
-#include "tests/exec/runtime_training_util.h"
+#include "tests/exec/runtime/training_util.h"
 
 using namespace pw;
 using namespace pw::exec;

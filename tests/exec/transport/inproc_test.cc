@@ -2,7 +2,7 @@
 
 #include <thread>
 
-#include "exec/transport_inproc.h"
+#include "exec/transport/transport_inproc.h"
 
 using namespace pw::exec;
 using Clock = Transport::Clock;

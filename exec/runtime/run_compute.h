@@ -37,7 +37,7 @@
 #include <vector>
 
 #include "exec/network.h"
-#include "exec/stage_compute.h"
+#include "exec/runtime/stage_compute.h"
 
 namespace pw::exec {
 

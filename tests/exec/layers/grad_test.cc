@@ -6,7 +6,7 @@
 #include "exec/layer.h"
 #include "exec/layers/softmax_rows.h"
 #include "models/error.h"
-#include "tests/exec/grad_check.h"
+#include "tests/exec/layers/grad_check.h"
 
 namespace pw::exec {
 namespace {
