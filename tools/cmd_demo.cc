@@ -21,6 +21,7 @@
 #include "tools/command_registry.h"
 #include "tools/model_report.h"
 #ifdef PW_HAVE_EXEC
+#include "exec/machine_load.h"
 #include "exec/parallel.h"
 #include "exec/runtime/pinning.h"
 #include "exec/profiler.h"
@@ -56,6 +57,9 @@ void describe(const DemoArgs& a, const pw::tools::ModelSource& src) {
 #ifdef PW_HAVE_EXEC
 void plan_simulate_run(const DemoArgs& a, const pw::models::Model& model) {
   namespace exec = pw::exec;
+  // The prediction assumes the cores to ourselves: read the load others put on them before we
+  // start and after we finish, and say so when the comparison was taken on a busy machine.
+  const exec::MachineLoad load_before = exec::sample_machine_load();
   const int cores = exec::Machine::instance().num_cores();
   const int devices = a.stages > 0 ? a.stages : std::max(2, cores);
   const int threads = std::max(1, cores / devices);
@@ -115,6 +119,12 @@ void plan_simulate_run(const DemoArgs& a, const pw::models::Model& model) {
                 pw::tools::human_bytes(double(pred.peak_memory_bytes.at(d))).c_str(),
                 pw::tools::human_bytes(double(run.peak_memory_bytes[d])).c_str());
   std::printf("loss %.4f -> %.4f\n", run.losses.front(), run.losses.back());
+  const exec::MachineLoad load_after = exec::sample_machine_load();
+  std::printf("%s before the run, %.1f after; %s\n", exec::describe(load_before).c_str(), load_after.busy_cores,
+              exec::describe_wait_policy().c_str());
+  if (exec::is_busy(load_before) || exec::is_busy(load_after))
+    std::printf("note: the machine was busy with other work, so the measured times include waiting for the CPU; "
+                "the prediction assumes the cores to ourselves: compare on a quiet machine\n");
 
   if (!a.out_dir.empty()) {
     pw::models::save_profile_file(out_path(a, "profile.json"), measured);
@@ -135,8 +145,13 @@ void run(const DemoArgs& a) {
     throw pw::InputError("--micro-batch: expected an integer >= 1, got " + std::to_string(a.micro_batch));
   if (a.steps < 1) throw pw::InputError("--steps: expected an integer >= 1, got " + std::to_string(a.steps));
   if (a.stages < 0) throw pw::InputError("--stages: expected an integer >= 1");
-  if (!a.out_dir.empty() && !std::filesystem::is_directory(a.out_dir))
-    throw pw::InputError("--out-dir: " + a.out_dir + " is not a directory");
+  if (!a.out_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(a.out_dir, ec);
+    if (!std::filesystem::is_directory(a.out_dir))
+      throw pw::InputError("--out-dir: cannot create the directory " + a.out_dir +
+                           (ec ? " (" + ec.message() + ")" : std::string(" (a file of that name exists)")));
+  }
   const pw::tools::ModelSource src = pw::tools::resolve_model("default", {}, "model");
   describe(a, src);
 #ifdef PW_HAVE_EXEC

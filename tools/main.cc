@@ -5,6 +5,31 @@
 
 #include "models/error.h"
 #include "tools/command_registry.h"
+#ifdef PW_HAVE_EXEC
+#include <unistd.h>
+
+#include <cstring>
+
+#include "exec/machine_load.h"
+
+namespace {
+// The commands that compute with OpenMP threads.
+bool computes(int argc, char** argv) {
+  if (argc < 2) return false;
+  for (const char* c : {"train", "run", "demo", "profile"})
+    if (std::strcmp(argv[1], c) == 0) return true;
+  return false;
+}
+
+// libgomp has read its environment before main(): when the tool chooses the OpenMP wait
+// behaviour (exec/machine_load.h), it re-executes itself once so that libgomp sees the choice.
+// The second process finds GOMP_SPINCOUNT set and goes on; if exec fails, so does this one.
+void choose_openmp_wait_policy(int argc, char** argv) {
+  if (!computes(argc, argv)) return;
+  if (pw::exec::choose_openmp_wait_policy().changed) ::execv("/proc/self/exe", argv);
+}
+}  // namespace
+#endif
 
 namespace pw::tools {
 std::vector<CommandEntry>& command_registry() {
@@ -14,6 +39,9 @@ std::vector<CommandEntry>& command_registry() {
 }  // namespace pw::tools
 
 int main(int argc, char** argv) {
+#ifdef PW_HAVE_EXEC
+  choose_openmp_wait_policy(argc, argv);
+#endif
   CLI::App app{"pipewright: plans, simulates and runs pipeline-parallel training of deep networks",
                "pipewright"};
   app.set_version_flag("--version", std::string("pipewright ") + PW_VERSION);

@@ -116,19 +116,20 @@ TEST_CASE("demo: the main job describes, profiles, plans, simulates, runs and co
   CHECK(again.substr(0, again.find("== 3.")) == analytic);
 }
 
-TEST_CASE("demo --out-dir writes the profile, plan and timelines; bad flags exit 2") {
+TEST_CASE("demo --out-dir creates its folder and writes the profile, plan and timelines; bad flags exit 2") {
   ScratchDir dir;
-  const std::string out = dir.file("");
-  CliResult r = run_cli({"demo", "--steps", "1", "--out-dir", out});
+  CliResult r = run_cli({"demo", "--steps", "1", "--out-dir", dir.file("new/out")});
   REQUIRE(r.rc == 0);
 #ifdef PW_HAVE_EXEC
   for (const char* f : {"profile.json", "plan.json", "predicted.trace.json", "predicted.svg", "measured.trace.json",
                         "measured.svg"})
-    CHECK_MESSAGE(dir.exists(f), f);
-  CHECK_NOTHROW(pw::planner::load_plan_file(dir.file("plan.json")));
+    CHECK_MESSAGE(dir.exists(std::string("new/out/") + f), f);
+  CHECK_NOTHROW(pw::planner::load_plan_file(dir.file("new/out/plan.json")));
+  CHECK(r.out.find("machine load: ") != std::string::npos);
 #endif
   CHECK(run_cli({"demo", "--steps", "0"}).rc == 2);
-  CHECK(run_cli({"demo", "--out-dir", dir.file("missing")}).rc == 2);
+  pw::write_file_atomic(dir.file("a-file"), "x");
+  expect_rejected(run_cli({"demo", "--out-dir", dir.file("a-file")}), 2, {"--out-dir", dir.file("a-file")});
 }
 
 TEST_CASE("bad model files: exit 2, one line naming the file and JSON path, no output file") {

@@ -1,0 +1,64 @@
+// How busy this machine's CPUs are, and the OpenMP waiting behaviour chosen from it.
+//
+// Why: libgomp's idle threads spin (about 300,000 iterations) before sleeping. On a machine of
+// its own that is the fastest choice for a pipeline worker's many small parallel regions; with
+// another job on the same cores a spinning thread burns the time slice its partner needs, and
+// `train` ran 35x slower (issue 18). Nobody should have to set OpenMP variables by hand, so the
+// tool chooses the spin count itself, once, before libgomp reads its environment.
+//
+// Contract: libgomp reads OMP_WAIT_POLICY and GOMP_SPINCOUNT once, when it is loaded, before
+// main(); a value set later is never seen (and the executable's preinit array runs before libc
+// has set up `environ`, so setenv there is lost too). So the tool decides in main() and, when
+// it set something, re-executes itself once (tools/main.cc). choose_openmp_wait_policy() never
+// throws and never overrides a value the user set (OMP_WAIT_POLICY or GOMP_SPINCOUNT).
+#pragma once
+
+#include <string>
+
+namespace pw::exec {
+
+// A reading of the CPUs this process may run on.
+struct MachineLoad {
+  int cores = 1;              // CPUs in this process's affinity mask
+  double busy_cores = 0;      // CPU time used by everything on the machine, in cores, over the window
+  double window_s = 0;        // length of the sampling window (0: instantaneous estimate)
+};
+
+// Samples /proc/stat twice, `window_s` apart, and reports the busy share of the machine's CPUs
+// scaled to the cores this process may use. Call it while this process is idle to measure the
+// load others put on the machine. Returns busy_cores = 0 when /proc is unreadable.
+MachineLoad sample_machine_load(double window_s = 0.25);
+
+// True when the reading leaves less than one idle core in every two the run wants: the
+// threshold at which `run --compare` and `demo` say the comparison was taken on a busy machine.
+bool is_busy(const MachineLoad& load);
+
+// One line for users: "machine load: 1.8 of 2 cores busy (sampled over 0.25 s)".
+std::string describe(const MachineLoad& load);
+
+// The spin counts chosen (GOMP_SPINCOUNT): spin briefly then sleep on a quiet machine; sleep
+// almost at once when other work competes for the cores.
+inline constexpr long kQuietSpinCount = 20000;
+inline constexpr long kBusySpinCount = 100;
+
+struct WaitPolicy {
+  bool user_set = false;   // OMP_WAIT_POLICY or GOMP_SPINCOUNT was in the environment: untouched
+  bool changed = false;    // this call exported GOMP_SPINCOUNT: libgomp of this process has not seen it
+  bool busy = false;       // the instantaneous estimate found the cores busy
+  long spin_count = 0;     // what GOMP_SPINCOUNT was set to (when !user_set)
+  double runnable_others = 0;  // runnable tasks besides this one (from /proc/loadavg)
+  double load_1min = 0;        // 1-minute load average
+  int cores = 1;
+};
+
+// Chooses and exports GOMP_SPINCOUNT (see the contract above), and PW_OPENMP_SPIN="busy|quiet"
+// so that the re-executed process knows the choice was the tool's. "Busy" when other tasks are
+// runnable right now or the 1-minute load average says a core's worth of other work runs:
+// instantaneous, so start-up costs nothing.
+WaitPolicy choose_openmp_wait_policy();
+
+// The choice in effect for this process: the tool's (PW_OPENMP_SPIN set), the user's, or none.
+// One line for progress output: "OpenMP waits: spin 20000 then sleep (quiet machine)".
+std::string describe_wait_policy();
+
+}  // namespace pw::exec
