@@ -2,9 +2,13 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
+#include <exception>
 #include <limits>
+#include <mutex>
 #include <sstream>
+#include <thread>
 
 #include "models/error.h"
 
@@ -25,7 +29,24 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 class Solver {
  public:
   Solver(const CutStates& s, const std::vector<ReplicatedLevel>& levels, const ReplicatedOptions& o)
-      : s_(s), levels_(levels), o_(o), n_(s.num_states()) {}
+      : s_(s), levels_(levels), o_(o), n_(s.num_states()) {
+    // Per state j its predecessors ordered by (downset compute, index), for the split windows.
+    by_compute_.resize(n_);
+    compute_of_.resize(n_);
+    for (int j = 0; j < n_; ++j) {
+      std::vector<int>& ks = by_compute_[j];
+      ks = s_.preds[j];
+      std::stable_sort(ks.begin(), ks.end(), [&](int a, int b) { return s_.compute_ns[a] < s_.compute_ns[b]; });
+      compute_of_[j].reserve(ks.size());
+      for (int k : ks) compute_of_[j].push_back(s_.compute_ns[k]);
+    }
+    // Seconds per compute ns on one machine of each level (a level-l machine is G_l devices).
+    double g = 1;
+    for (const auto& l : levels_) {
+      units_.push_back((o_.quirks ? 1e-9 : o_.time_scale) / g);
+      g *= l.machines;
+    }
+  }
 
   // r_parent: replicas of the level-1 stage this level-0 segment belongs to (two-level corrected
   // model with memory: its bound depends on it); 1 otherwise.
@@ -89,8 +110,8 @@ class Solver {
         at(j, m) = Cell{t, -1, -1, r};
       }
     }
-    const bool final_level = level + 1 == static_cast<int>(levels_.size());
-    (void)final_level;
+    const double unit = units_[level];
+    const int64_t base_comp = i == 0 ? 0 : s_.compute_ns[i - 1];
     for (int m = 1; m < M; ++m) {
       // PipeDream starts j at i + 1, so a one-state segment never gets the "fewer machines"
       // option (a quirk); the corrected model gives it one.
@@ -105,26 +126,46 @@ class Solver {
           const Cell& fewer = at(j, m - 1);
           if (!std::isnan(fewer.t) && (std::isnan(best.t) || fewer.t < best.t)) best = fewer;
         }
+        // Candidates (k, mp) in any order, keeping the one PipeDream's loop keeps: the smallest
+        // time, ties to the smallest k, then the smallest mp (after the base/fewer incumbent).
+        bool from_loop = false;
+        auto better = [&](double t, int k, int mp) {
+          if (std::isnan(best.t) || t < best.t) return true;
+          if (t > best.t || !from_loop) return false;
+          return k < best.k || (k == best.k && mp < best.np);
+        };
         const double out_j = o_.quirks ? static_cast<double>(s_.out_bytes[j]) : s_.cut_bytes[j] * o_.activation_scale;
         const bool has_out = j < n_ - 1;
-        for (int k : s_.preds[j]) {
-          if (k < i) continue;  // A[i][k] exists only for k >= i
-          if (i > 0 && s_.pred_set[i - 1].test(k)) continue;
-          const double Cl = ct(level, k + 1, j, m);  // the smallest over r_parent <= m
-          if (std::isnan(Cl)) continue;
-          const double bestv = std::isnan(best.t) ? std::numeric_limits<double>::infinity() : best.t;
-          if (Cl / m >= bestv) continue;  // every r' <= m gives at least Cl / r' >= bestv
-          const double out_k = o_.quirks ? static_cast<double>(s_.out_bytes[k]) : s_.cut_bytes[k] * o_.activation_scale;
-          const double Pl = diff(s_.parameter_bytes, k + 1, j);
-          const int max_mp = o_.straight ? 1 : m;
-          int min_mp = 1;
-          if (Cl > 0 && bestv < std::numeric_limits<double>::infinity())
-            min_mp = std::max(1, static_cast<int>(std::min<double>(Cl / bestv, m)));
-          for (int mp = min_mp; mp <= max_mp; ++mp) {
+        const std::vector<int>& ks = by_compute_[j];
+        const std::vector<int64_t>& cs = compute_of_[j];
+        const int max_mp = o_.straight ? 1 : m;
+        for (int mp = 1; mp <= max_mp; ++mp) {
+          // Lower bounds (the mediant inequality, level by level): the prefix on m + 1 - mp
+          // machines takes at least compute(i..k) * unit / (m + 1 - mp), the last stage at least
+          // compute(k+1..j) * unit / mp; a split whose bound exceeds the incumbent (with a
+          // relative slack for rounding) cannot be kept, so only a window of k is visited.
+          size_t lo = 0, hi = ks.size();
+          if (!std::isnan(best.t) && !o_.exhaustive_splits) {
+            const double lim = best.t * (1 + 1e-9) / unit;
+            const double hi_c = static_cast<double>(base_comp) + lim * (m + 1 - mp);
+            const double lo_c = static_cast<double>(s_.compute_ns[j]) - lim * mp;
+            lo = static_cast<size_t>(std::partition_point(cs.begin(), cs.end(), [&](int64_t c) { return static_cast<double>(c) < lo_c; }) - cs.begin());
+            hi = static_cast<size_t>(std::partition_point(cs.begin() + lo, cs.end(), [&](int64_t c) { return static_cast<double>(c) <= hi_c; }) - cs.begin());
+          }
+          for (size_t q = lo; q < hi; ++q) {
+            const int k = ks[q];
+            if (k < i) continue;  // A[i][k] exists only for k >= i
+            if (i > 0 && s_.pred_set[i - 1].test(k)) continue;
             const Cell& prev = at(k, m - mp);
             if (std::isnan(prev.t)) continue;
+            const double Cl = ct(level, k + 1, j, m);  // the smallest over r_parent <= m
+            if (std::isnan(Cl)) continue;
+            // Every r' <= m gives at least Cl / r' >= Cl / m (exact in floating point too).
+            if (!std::isnan(best.t) && Cl / m > best.t) continue;
             const double Cm = rtables_.empty() || level != 1 ? Cl : ct(level, k + 1, j, mp);
             if (std::isnan(Cm)) continue;
+            const double out_k = o_.quirks ? static_cast<double>(s_.out_bytes[k]) : s_.cut_bytes[k] * o_.activation_scale;
+            const double Pl = diff(s_.parameter_bytes, k + 1, j);
             double t;
             if (o_.quirks) {
               const double stash = (diff(s_.activation_bytes, k + 1, j) + Pl) *
@@ -142,13 +183,44 @@ class Solver {
               const double last = std::max((Cm + allreduce(mp, Pl)) / mp, comm);
               t = std::max(prev.t, last);
             }
-            if (std::isnan(best.t) || best.t > t) best = Cell{t, k, m - mp, mp};
+            if (better(t, k, mp)) {
+              best = Cell{t, k, m - mp, mp};
+              from_loop = true;
+            }
           }
         }
         at(j, m) = best;
       }
     }
     return A;
+  }
+
+  // Runs body(0..count-1) on o_.threads threads (0: the hardware's), tasks taken in order.
+  template <class F>
+  void parallel_for(int count, F&& body) const {
+    int threads = o_.threads > 0 ? o_.threads : static_cast<int>(std::thread::hardware_concurrency());
+    threads = std::max(1, std::min(threads, count));
+    if (threads == 1) {
+      for (int t = 0; t < count; ++t) body(t);
+      return;
+    }
+    std::atomic<int> next{0};
+    std::exception_ptr error;
+    std::mutex error_mutex;
+    auto work = [&] {
+      try {
+        for (int t; (t = next.fetch_add(1)) < count;) body(t);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(error_mutex);
+        if (!error) error = std::current_exception();
+        next = count;
+      }
+    };
+    std::vector<std::thread> pool;
+    for (int t = 1; t < threads; ++t) pool.emplace_back(work);
+    work();
+    for (auto& th : pool) th.join();
+    if (error) std::rethrow_exception(error);
   }
 
   ReplicatedResult run() {
@@ -159,23 +231,28 @@ class Solver {
     for (int level = 0; level + 1 < L; ++level) {
       const int M = levels_[level].machines;
       std::vector<double> next(static_cast<size_t>(n_ + 1) * n_, kNone);
-      std::vector<int> bound_rows;
-      for (int i = 0; i < n_; ++i) {
-        bool bound = false;
-        std::vector<Cell> row = solve_row(level, i, 1, &bound);
-        if (bound) bound_rows.push_back(i);
+      // Start rows are independent: solved on the worker threads, each writing its own row.
+      std::vector<char> bound(n_, 0);
+      parallel_for(n_, [&](int i) {
+        bool b = false;
+        std::vector<Cell> row = solve_row(level, i, 1, &b);
+        bound[i] = b;
         for (int j = i; j < n_; ++j) next[static_cast<size_t>(i) * n_ + j] = row[static_cast<size_t>(j) * M + M - 1].t;
-      }
+      });
+      std::vector<int> bound_rows;
+      for (int i = 0; i < n_; ++i)
+        if (bound[i]) bound_rows.push_back(i);
       if (per_parent) {
         // Rows the memory check never cut are the same for every r_parent (the bound only
         // loosens as r_parent grows); the others are solved again per r_parent.
         rtables_.assign(levels_[1].machines, next);
-        for (int rp = 2; rp <= levels_[1].machines; ++rp)
-          for (int i : bound_rows) {
-            std::vector<Cell> row = solve_row(level, i, rp);
-            for (int j = i; j < n_; ++j)
-              rtables_[rp - 1][static_cast<size_t>(i) * n_ + j] = row[static_cast<size_t>(j) * M + M - 1].t;
-          }
+        const int per = static_cast<int>(bound_rows.size());
+        parallel_for((levels_[1].machines - 1) * per, [&](int task) {
+          const int rp = 2 + task / per, i = bound_rows[task % per];
+          std::vector<Cell> row = solve_row(level, i, rp);
+          for (int j = i; j < n_; ++j)
+            rtables_[rp - 1][static_cast<size_t>(i) * n_ + j] = row[static_cast<size_t>(j) * M + M - 1].t;
+        });
       }
       tables_[level + 1] = std::move(next);
     }
@@ -243,6 +320,9 @@ class Solver {
   int n_;
   std::vector<std::vector<double>> tables_;
   std::vector<std::vector<double>> rtables_;  // per r_parent - 1: level-1 costs (see ct)
+  std::vector<std::vector<int>> by_compute_;      // per state: preds by (compute_ns, index)
+  std::vector<std::vector<int64_t>> compute_of_;  // their compute_ns, ascending
+  std::vector<double> units_;                     // per level: seconds per profile ns per machine
 };
 
 }  // namespace

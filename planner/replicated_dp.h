@@ -21,11 +21,17 @@
 //   cluster; on a hierarchy an upper bound for every group position, so each plan found fits).
 //
 // Complexity: S states, M machines per level, E = sum_j |preds(j)| (<= S^2/2):
-// final level O(E * M^2 / 2), every inner level O(S * E * M^2 / 2) (all start rows are needed),
-// both pruned exactly: a candidate (k, r') is skipped when its lower bound C/r' (or its
-// transfer term) already reaches the incumbent, since only strictly better candidates replace it.
-// Memory O(S^2) doubles for the inner-level tables plus O(S * M) per row.
-// Thread-safety: a pure function.
+// final level O(E * M^2 / 2), every inner level O(S * E * M^2 / 2) (all start rows are needed)
+// in the worst case; in practice far less, pruned exactly: for a cell (j, m) and a last-stage
+// width r' only the splits k whose lower bounds compute(i..k)/(m + 1 - r') and
+// compute(k+1..j)/r' (in seconds per machine of the level; the mediant inequality makes them
+// bounds at every level) stay within the incumbent are visited, a window of the predecessors
+// sorted by compute found by binary search. Ties resolve as PipeDream's loop order does
+// (smallest k, then smallest r'), so the plan is the one the exhaustive loop finds. The start
+// rows of an inner level are independent and solved on `threads` threads.
+// Memory O(S^2) doubles for the inner-level tables, O(E) for the sorted predecessor lists,
+// plus O(S * M) per row and thread.
+// Thread-safety: a pure function (it starts and joins its own threads).
 #pragma once
 
 #include <cstdint>
@@ -54,6 +60,9 @@ struct ReplicatedOptions {
   double time_scale = 1e-9;           // profile ns -> seconds per mini-batch
   double activation_scale = 1.0;
   double persistent_per_parameter_byte = 4.0;
+  int threads = 0;                    // worker threads for the inner levels; 0: the hardware's
+  // Visit every split instead of the windows the lower bounds leave (tests: same result).
+  bool exhaustive_splits = false;
 };
 
 struct ReplicatedStage {

@@ -1,5 +1,5 @@
 // `pipewright whatif max-model | throughput | sweep`: capacity studies on analytic profiles of
-// the device catalog (sim/whatif_*.h): the largest model that fits on N devices, the
+// the device catalog (whatif/*.h): the largest model that fits on N devices, the
 // throughput of a (K, M, schedule) grid normalized to a baseline, and arbitrary sweeps from a
 // spec file. Tables on stdout (or JSON with --json), pictures with --svg; files are written
 // only once everything has been computed.
@@ -14,19 +14,19 @@
 #include "models/error.h"
 #include "models/json_util.h"
 #include "models/profile.h"
-#include "sim/whatif_charts.h"
-#include "sim/whatif_config.h"
-#include "sim/whatif_eval.h"
-#include "sim/whatif_max_model.h"
-#include "sim/whatif_runner.h"
-#include "sim/whatif_sweep.h"
-#include "sim/whatif_throughput.h"
+#include "whatif/charts.h"
+#include "whatif/config.h"
+#include "whatif/eval.h"
+#include "whatif/max_model.h"
+#include "whatif/runner.h"
+#include "whatif/sweep.h"
+#include "whatif/throughput.h"
 #include "tools/command_registry.h"
 
 namespace {
 
 using pw::Json;
-using pw::sim::WhatifConfig;
+using pw::whatif::WhatifConfig;
 
 struct CommonArgs {
   WhatifConfig cfg;
@@ -73,8 +73,8 @@ void finish_common(CommonArgs& a) {
   a.cfg.bf16 = !a.fp32;
   if (a.threads < 0) throw pw::InputError("--threads: expected an integer >= 0");
   // Settings go through the same checks as sweep spec values (ranges, catalog names).
-  pw::sim::config_from_json(pw::sim::to_json(a.cfg), "");
-  pw::sim::validate_config(a.cfg, "");
+  pw::whatif::config_from_json(pw::whatif::to_json(a.cfg), "");
+  pw::whatif::validate_config(a.cfg, "");
 }
 
 bool show_progress(const CommonArgs& a) { return !a.no_progress && (a.progress || isatty(STDERR_FILENO)); }
@@ -124,16 +124,16 @@ struct MaxModelArgs {
 void run_max_model(MaxModelArgs& a) {
   finish_common(a.common);
   WhatifConfig& c = a.common.cfg;
-  std::vector<pw::sim::MaxModelResult> rows =
-      pw::sim::max_model_study(c, a.devices, a.max_layers, a.common.threads, show_progress(a.common));
-  pw::sim::Table t = pw::sim::max_model_table(rows);
+  std::vector<pw::whatif::MaxModelResult> rows =
+      pw::whatif::max_model_study(c, a.devices, a.max_layers, a.common.threads, show_progress(a.common));
+  pw::whatif::Table t = pw::whatif::max_model_table(rows);
   std::string svg;
-  if (!a.common.svg.empty()) svg = pw::sim::max_model_svg(rows, "Largest model that fits: " + model_title(c));
+  if (!a.common.svg.empty()) svg = pw::whatif::max_model_svg(rows, "Largest model that fits: " + model_title(c));
   if (a.common.json) {
-    std::cout << pw::sim::rows_to_json(t).dump(2) << "\n";
+    std::cout << pw::whatif::rows_to_json(t).dump(2) << "\n";
   } else {
-    pw::sim::Table v;
-    v.columns = {"devices", "mode", pw::sim::max_model_size_setting(c.family), "parameters", "weights+opt GiB",
+    pw::whatif::Table v;
+    v.columns = {"devices", "mode", pw::whatif::max_model_size_setting(c.family), "parameters", "weights+opt GiB",
                  "activations GiB", "total GiB", "stages", "M", "recompute", "iteration s", "probes"};
     for (const auto& r : rows) {
       if (!r.reason.empty()) {
@@ -149,7 +149,7 @@ void run_max_model(MaxModelArgs& a) {
     }
     std::cout << "largest model that fits: " << model_title(c) << " (" << gib(rows.front().device_memory_bytes)
               << " GiB per device)\n"
-              << pw::sim::to_text(v);
+              << pw::whatif::to_text(v);
     for (const auto& r : rows)
       if (!r.reason.empty()) std::cout << "note: " << r.reason << "\n";
   }
@@ -172,7 +172,7 @@ void run_throughput(ThroughputArgs& a) {
   a.common.cfg.recompute = a.recompute;
   finish_common(a.common);
   WhatifConfig& c = a.common.cfg;
-  pw::sim::ThroughputRequest req;
+  pw::whatif::ThroughputRequest req;
   req.stages = a.stages;
   req.micro_batches = a.micro_batches;
   req.schedules = a.schedules;
@@ -200,17 +200,17 @@ void run_throughput(ThroughputArgs& a) {
     measured = pw::models::load_profile_file(a.profile);
     req.profile = &measured;
   }
-  std::vector<pw::sim::ThroughputCell> cells = pw::sim::throughput_grid(c, req);
-  pw::sim::Table t = pw::sim::throughput_table(cells);
+  std::vector<pw::whatif::ThroughputCell> cells = pw::whatif::throughput_grid(c, req);
+  pw::whatif::Table t = pw::whatif::throughput_table(cells);
   const std::string title = a.profile.empty() ? model_title(c)
                                               : "profile of " + measured.model + ", batch " + std::to_string(c.batch) +
                                                     " on " + c.device;
   std::string svg;
-  if (!a.common.svg.empty()) svg = pw::sim::throughput_svg(cells, "Throughput vs micro-batches: " + title);
+  if (!a.common.svg.empty()) svg = pw::whatif::throughput_svg(cells, "Throughput vs micro-batches: " + title);
   if (a.common.json) {
-    std::cout << pw::sim::rows_to_json(t).dump(2) << "\n";
+    std::cout << pw::whatif::rows_to_json(t).dump(2) << "\n";
   } else {
-    pw::sim::Table v;
+    pw::whatif::Table v;
     v.columns = {"K", "M", "schedule", "stages", "iteration s", "samples/s", "normalized", "bubble", "peak GiB",
                  "note"};
     for (const auto& cell : cells) {
@@ -227,7 +227,7 @@ void run_throughput(ThroughputArgs& a) {
                             ? Json("simulated peak exceeds the device's " + gib(cell.device_memory_bytes) + " GiB")
                             : Json(nullptr)});
     }
-    std::cout << "throughput grid: " << title << ", recompute " << c.recompute << "\n" << pw::sim::to_text(v);
+    std::cout << "throughput grid: " << title << ", recompute " << c.recompute << "\n" << pw::whatif::to_text(v);
   }
   if (!svg.empty()) pw::write_file_atomic(a.common.svg, svg);
 }
@@ -246,16 +246,16 @@ struct SweepArgs {
 
 void run_sweep_cmd(SweepArgs& a) {
   if (a.threads < 0) throw pw::InputError("--threads: expected an integer >= 0");
-  pw::sim::SweepSpec spec = pw::sim::load_sweep_spec(a.spec);
-  pw::sim::expand_sweep(spec);  // invalid combinations fail before any work
-  pw::sim::SweepOptions o;
+  pw::whatif::SweepSpec spec = pw::whatif::load_sweep_spec(a.spec);
+  pw::whatif::expand_sweep(spec);  // invalid combinations fail before any work
+  pw::whatif::SweepOptions o;
   o.threads = a.threads;
   o.progress = !a.no_progress && (a.progress || isatty(STDERR_FILENO));
-  pw::sim::EvalOptions eo;
+  pw::whatif::EvalOptions eo;
   eo.simulate = !a.no_simulate;
-  pw::sim::Table t = pw::sim::run_sweep(
-      spec, pw::sim::whatif_result_columns(),
-      [&](const WhatifConfig& c) { return pw::sim::whatif_result_row(pw::sim::evaluate_whatif(c, eo)); }, o);
+  pw::whatif::Table t = pw::whatif::run_sweep(
+      spec, pw::whatif::whatif_result_columns(),
+      [&](const WhatifConfig& c) { return pw::whatif::whatif_result_row(pw::whatif::evaluate_whatif(c, eo)); }, o);
   std::string svg;
   if (!a.svg.empty()) {
     std::vector<std::string> axes;
@@ -272,13 +272,13 @@ void run_sweep_cmd(SweepArgs& a) {
           }
       if (x.empty()) throw pw::InputError("--svg: the sweep has no numeric axis to put on the x axis");
     }
-    svg = pw::sim::sweep_svg(t, axes, x, a.svg_metric, "Sweep " + a.spec + ": " + a.svg_metric);
+    svg = pw::whatif::sweep_svg(t, axes, x, a.svg_metric, "Sweep " + a.spec + ": " + a.svg_metric);
   }
-  Json result = pw::sim::sweep_result_json(spec, t);
+  Json result = pw::whatif::sweep_result_json(spec, t);
   if (a.json) std::cout << result.dump(2) << "\n";
-  else if (a.output.empty()) std::cout << pw::sim::to_text(t);
+  else if (a.output.empty()) std::cout << pw::whatif::to_text(t);
   if (!a.output.empty()) {
-    pw::write_file_atomic(a.output + ".csv", pw::sim::to_csv(t));
+    pw::write_file_atomic(a.output + ".csv", pw::whatif::to_csv(t));
     pw::save_json_file(a.output + ".json", result);
   }
   if (!svg.empty()) pw::write_file_atomic(a.svg, svg);

@@ -1,4 +1,4 @@
-#include "sim/chart_svg.h"
+#include "whatif/chart_svg.h"
 
 #include <doctest/doctest.h>
 
@@ -8,7 +8,7 @@
 
 #include "models/error.h"
 
-using namespace pw::sim;
+using namespace pw::whatif;
 
 namespace {
 

@@ -1,4 +1,4 @@
-// The pictures of the what-if studies, as SVG documents (sim/chart_svg.h).
+// The pictures of the what-if studies, as SVG documents (whatif/chart_svg.h).
 //
 // - max-model: parameters vs devices on log-log axes, one line per mode (naive dashed, flat
 //   at its single-device value), then a stacked bar per configuration of the fullest device's
@@ -13,11 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "sim/whatif_max_model.h"
-#include "sim/whatif_table.h"
-#include "sim/whatif_throughput.h"
+#include "whatif/max_model.h"
+#include "whatif/table.h"
+#include "whatif/throughput.h"
 
-namespace pw::sim {
+namespace pw::whatif {
 
 std::string max_model_svg(const std::vector<MaxModelResult>& rows, const std::string& title);
 std::string throughput_svg(const std::vector<ThroughputCell>& cells, const std::string& title);
@@ -25,4 +25,4 @@ std::string throughput_svg(const std::vector<ThroughputCell>& cells, const std::
 std::string sweep_svg(const Table& t, const std::vector<std::string>& axes, const std::string& x_axis,
                       const std::string& metric, const std::string& title);
 
-}  // namespace pw::sim
+}  // namespace pw::whatif

@@ -1,13 +1,13 @@
-#include "sim/whatif_charts.h"
+#include "whatif/charts.h"
 
 #include <algorithm>
 #include <map>
 #include <set>
 
 #include "models/error.h"
-#include "sim/chart_svg.h"
+#include "whatif/chart_svg.h"
 
-namespace pw::sim {
+namespace pw::whatif {
 namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
@@ -159,4 +159,4 @@ std::string sweep_svg(const Table& t, const std::vector<std::string>& axes, cons
   return render_line_chart_svg(lc);
 }
 
-}  // namespace pw::sim
+}  // namespace pw::whatif

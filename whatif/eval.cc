@@ -1,4 +1,4 @@
-#include "sim/whatif_eval.h"
+#include "whatif/eval.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,9 +8,9 @@
 #include "models/device.h"
 #include "models/error.h"
 #include "models/optimizer_memory.h"
-#include "sim/whatif_simulate.h"
+#include "whatif/simulate.h"
 
-namespace pw::sim {
+namespace pw::whatif {
 
 models::ZooOptions zoo_options(const WhatifConfig& c) {
   models::ZooOptions o;
@@ -195,4 +195,4 @@ Json whatif_result_row(const WhatifEvaluation& e) {
   return r;
 }
 
-}  // namespace pw::sim
+}  // namespace pw::whatif

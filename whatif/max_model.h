@@ -23,10 +23,10 @@
 #include <vector>
 
 #include "models/json_util.h"
-#include "sim/whatif_config.h"
-#include "sim/whatif_table.h"
+#include "whatif/config.h"
+#include "whatif/table.h"
 
-namespace pw::sim {
+namespace pw::whatif {
 
 enum class MaxModelMode { naive, pipelined };
 std::string_view to_string(MaxModelMode m);  // "naive", "pipelined"
@@ -77,4 +77,4 @@ std::vector<MaxModelResult> max_model_study(const WhatifConfig& config, const st
 // recompute_stages, iteration_s, throughput_samples_per_s, probes, reason.
 Table max_model_table(const std::vector<MaxModelResult>& rows);
 
-}  // namespace pw::sim
+}  // namespace pw::whatif

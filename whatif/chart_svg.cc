@@ -1,4 +1,4 @@
-#include "sim/chart_svg.h"
+#include "whatif/chart_svg.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,7 +8,7 @@
 
 #include "models/error.h"
 
-namespace pw::sim {
+namespace pw::whatif {
 namespace {
 
 // Tableau 10: distinguishable, colour-blind friendlier than the default web colours.
@@ -373,4 +373,4 @@ std::string stack_svgs_vertically(const std::vector<std::string>& svgs) {
   return o.str();
 }
 
-}  // namespace pw::sim
+}  // namespace pw::whatif

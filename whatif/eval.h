@@ -30,9 +30,9 @@
 #include "models/zoo.h"
 #include "planner/planner.h"
 #include "sim/report.h"
-#include "sim/whatif_config.h"
+#include "whatif/config.h"
 
-namespace pw::sim {
+namespace pw::whatif {
 
 models::ZooOptions zoo_options(const WhatifConfig& c);
 models::Model build_whatif_model(const WhatifConfig& c);
@@ -56,7 +56,7 @@ struct WhatifEvaluation {
   planner::PlanOutcome outcome;
   double flops_per_iteration = 0;     // 0 when infeasible
   bool simulated = false;
-  Report report;                      // when simulated
+  sim::Report report;                    // when simulated
 };
 
 struct EvalOptions {
@@ -85,4 +85,4 @@ WhatifEvaluation evaluate_whatif(const WhatifConfig& c, const EvalOptions& optio
 const std::vector<std::string>& whatif_result_columns();
 Json whatif_result_row(const WhatifEvaluation& e);
 
-}  // namespace pw::sim
+}  // namespace pw::whatif

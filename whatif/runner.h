@@ -16,7 +16,7 @@
 #include <mutex>
 #include <string>
 
-namespace pw::sim {
+namespace pw::whatif {
 
 // A one-line progress bar redrawn in place with '\r' on `out` (normally stderr), at most
 // every 100 ms: "label [#####.....] done/total pct% elapsed s". advance() is thread-safe.
@@ -54,4 +54,4 @@ int available_threads();
 void parallel_for(size_t n, int threads, const std::function<void(size_t)>& fn,
                   ProgressBar* progress = nullptr);
 
-}  // namespace pw::sim
+}  // namespace pw::whatif

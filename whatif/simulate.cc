@@ -1,11 +1,13 @@
-#include "sim/whatif_simulate.h"
+#include "whatif/simulate.h"
 
 #include "sim/engine.h"
 #include "sim/plan_costs.h"
 
-namespace pw::sim {
+namespace pw::whatif {
 
-Report simulate_plan(const planner::Plan& plan, const models::Profile& profile, const models::Cluster& cluster,
+using namespace pw::sim;
+
+sim::Report simulate_plan(const planner::Plan& plan, const models::Profile& profile, const models::Cluster& cluster,
                      int iterations) {
   StageCosts costs = stage_costs_from_plan(plan, profile, &cluster);
   planner::Schedule schedule = schedule_for_plan(plan, costs);
@@ -16,4 +18,4 @@ Report simulate_plan(const planner::Plan& plan, const models::Profile& profile, 
   return simulate(schedule, costs, network, options).report;
 }
 
-}  // namespace pw::sim
+}  // namespace pw::whatif

@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-namespace pw::sim {
+namespace pw::whatif {
 
 struct AxisTick {
   double value = 0;
@@ -78,4 +78,4 @@ std::string render_bar_chart_svg(const BarChart& chart);
 // Several charts stacked vertically in one SVG document (each keeps its own size).
 std::string stack_svgs_vertically(const std::vector<std::string>& svgs);
 
-}  // namespace pw::sim
+}  // namespace pw::whatif

@@ -28,7 +28,7 @@
 
 #include "models/json_util.h"
 
-namespace pw::sim {
+namespace pw::whatif {
 
 struct WhatifConfig {
   std::string family = "gpt";
@@ -87,4 +87,4 @@ void validate_config(const WhatifConfig& c, const std::string& where);
 // 0 for "auto", else the integer count.
 int micro_batch_count(const WhatifConfig& c);
 
-}  // namespace pw::sim
+}  // namespace pw::whatif

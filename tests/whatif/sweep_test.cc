@@ -1,4 +1,4 @@
-#include "sim/whatif_sweep.h"
+#include "whatif/sweep.h"
 
 #include <doctest/doctest.h>
 
@@ -9,9 +9,9 @@
 #include <stdexcept>
 
 #include "models/error.h"
-#include "sim/whatif_runner.h"
+#include "whatif/runner.h"
 
-using namespace pw::sim;
+using namespace pw::whatif;
 using pw::InputError;
 using pw::Json;
 

@@ -1,4 +1,4 @@
-#include "sim/whatif_table.h"
+#include "whatif/table.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 
 #include "models/error.h"
 
-namespace pw::sim {
+namespace pw::whatif {
 
 void Table::add_row(const Json& obj) {
   PW_CHECK(obj.is_object(), "table row must be an object");
@@ -95,4 +95,4 @@ std::string to_text(const Table& t) {
   return out;
 }
 
-}  // namespace pw::sim
+}  // namespace pw::whatif

@@ -1,13 +1,13 @@
-#include "sim/whatif_throughput.h"
+#include "whatif/throughput.h"
 
 #include <algorithm>
 #include <cstdio>
 
 #include "models/error.h"
-#include "sim/whatif_eval.h"
-#include "sim/whatif_runner.h"
+#include "whatif/eval.h"
+#include "whatif/runner.h"
 
-namespace pw::sim {
+namespace pw::whatif {
 
 std::vector<ThroughputCell> throughput_grid(const WhatifConfig& config, const ThroughputRequest& req) {
   if (req.stages.empty()) throw InputError("--stages: expected at least one partition count");
@@ -120,4 +120,4 @@ Table throughput_table(const std::vector<ThroughputCell>& cells) {
   return t;
 }
 
-}  // namespace pw::sim
+}  // namespace pw::whatif

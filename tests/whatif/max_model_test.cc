@@ -1,12 +1,12 @@
-#include "sim/whatif_max_model.h"
+#include "whatif/max_model.h"
 
 #include <doctest/doctest.h>
 
 #include "models/error.h"
-#include "sim/whatif_charts.h"
-#include "sim/whatif_eval.h"
+#include "whatif/charts.h"
+#include "whatif/eval.h"
 
-using namespace pw::sim;
+using namespace pw::whatif;
 
 namespace {
 

@@ -1,11 +1,11 @@
-#include "sim/whatif_throughput.h"
+#include "whatif/throughput.h"
 
 #include <doctest/doctest.h>
 
 #include "models/error.h"
-#include "sim/whatif_charts.h"
+#include "whatif/charts.h"
 
-using namespace pw::sim;
+using namespace pw::whatif;
 
 namespace {
 

@@ -4,7 +4,7 @@
 //   {"format": "pipewright.sweep/1",
 //    "fixed": {SETTING: VALUE, ...},          optional; settings shared by every point
 //    "axes":  {SETTING: [VALUE, ...], ...}}   required; at least one axis
-// SETTING is any name of whatif_setting_names() (sim/whatif_config.h), e.g. layers, d_model,
+// SETTING is any name of whatif_setting_names() (whatif/config.h), e.g. layers, d_model,
 // devices, device, interconnect, batch, micro_batches, schedule, recompute. A setting may not
 // be both fixed and an axis; an axis must have at least one value and no duplicates. Values
 // are checked when the spec is read (types, ranges, catalog names), with the JSON path.
@@ -19,10 +19,10 @@
 #include <vector>
 
 #include "models/json_util.h"
-#include "sim/whatif_config.h"
-#include "sim/whatif_table.h"
+#include "whatif/config.h"
+#include "whatif/table.h"
 
-namespace pw::sim {
+namespace pw::whatif {
 
 inline constexpr size_t kMaxSweepPoints = 10'000'000;
 
@@ -71,4 +71,4 @@ Table run_sweep(const SweepSpec& s, const std::vector<std::string>& result_colum
 // {"format": "pipewright.sweep-result/1", "spec": ..., "columns": [...], "rows": [{...}]}
 Json sweep_result_json(const SweepSpec& s, const Table& t);
 
-}  // namespace pw::sim
+}  // namespace pw::whatif

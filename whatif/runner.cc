@@ -1,4 +1,4 @@
-#include "sim/whatif_runner.h"
+#include "whatif/runner.h"
 
 #include <algorithm>
 #include <exception>
@@ -6,7 +6,7 @@
 #include <thread>
 #include <vector>
 
-namespace pw::sim {
+namespace pw::whatif {
 
 ProgressBar::ProgressBar(std::FILE* out, size_t total, std::string label, bool enabled)
     : out_(out), total_(total), label_(std::move(label)), enabled_(enabled && out != nullptr),
@@ -89,4 +89,4 @@ void parallel_for(size_t n, int threads, const std::function<void(size_t)>& fn, 
   if (error) std::rethrow_exception(error);
 }
 
-}  // namespace pw::sim
+}  // namespace pw::whatif

@@ -1,4 +1,4 @@
-#include "sim/whatif_max_model.h"
+#include "whatif/max_model.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,10 +7,10 @@
 #include "models/device.h"
 #include "models/error.h"
 #include "models/optimizer_memory.h"
-#include "sim/whatif_eval.h"
-#include "sim/whatif_runner.h"
+#include "whatif/eval.h"
+#include "whatif/runner.h"
 
-namespace pw::sim {
+namespace pw::whatif {
 namespace {
 
 void set_size(WhatifConfig& c, int64_t size) {
@@ -203,4 +203,4 @@ Table max_model_table(const std::vector<MaxModelResult>& rows) {
   return t;
 }
 
-}  // namespace pw::sim
+}  // namespace pw::whatif

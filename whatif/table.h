@@ -10,7 +10,7 @@
 
 #include "models/json_util.h"
 
-namespace pw::sim {
+namespace pw::whatif {
 
 struct Table {
   std::vector<std::string> columns;
@@ -32,4 +32,4 @@ std::string to_text(const Table& t);
 // One cell as CSV/text shows it (without CSV quoting).
 std::string cell_text(const Json& v);
 
-}  // namespace pw::sim
+}  // namespace pw::whatif

@@ -1,4 +1,4 @@
-#include "sim/whatif_config.h"
+#include "whatif/config.h"
 
 #include <algorithm>
 #include <cmath>
@@ -10,7 +10,7 @@
 #include "models/zoo.h"
 #include "planner/schedule.h"
 
-namespace pw::sim {
+namespace pw::whatif {
 namespace {
 
 std::string known_list() {
@@ -205,4 +205,4 @@ int micro_batch_count(const WhatifConfig& c) {
   return c.micro_batches == "auto" ? 0 : static_cast<int>(std::stoll(c.micro_batches));
 }
 
-}  // namespace pw::sim
+}  // namespace pw::whatif

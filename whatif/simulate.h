@@ -8,11 +8,11 @@
 #include "planner/plan.h"
 #include "sim/report.h"
 
-namespace pw::sim {
+namespace pw::whatif {
 
 // Simulates `iterations` back-to-back iterations (the report's iteration_ns is then the
 // steady-state period). Pure; safe to call concurrently.
-Report simulate_plan(const planner::Plan& plan, const models::Profile& profile, const models::Cluster& cluster,
+sim::Report simulate_plan(const planner::Plan& plan, const models::Profile& profile, const models::Cluster& cluster,
                      int iterations = 2);
 
-}  // namespace pw::sim
+}  // namespace pw::whatif

@@ -1,9 +1,9 @@
-#include "sim/whatif_sweep.h"
+#include "whatif/sweep.h"
 
 #include "models/error.h"
-#include "sim/whatif_runner.h"
+#include "whatif/runner.h"
 
-namespace pw::sim {
+namespace pw::whatif {
 namespace {
 
 bool is_catalog_setting(std::string_view name) {
@@ -150,4 +150,4 @@ Json sweep_result_json(const SweepSpec& s, const Table& t) {
               {"rows", rows_to_json(t)}};
 }
 
-}  // namespace pw::sim
+}  // namespace pw::whatif

@@ -5,12 +5,12 @@
 // Cell (K, M, schedule): the config with devices = K, micro_batches = M, schedule; the planner
 // partitions the model (with the "gpipe-greedy" or "even" partitioner it uses exactly K stages;
 // "dp" may choose fewer when that is faster: stages_used says), then the plan is simulated
-// (sim/whatif_simulate.h) for 2 iterations. A cell that does not fit is a row with
+// (whatif/simulate.h) for 2 iterations. A cell that does not fit is a row with
 // feasible = false and its reason. normalized = throughput / throughput of the baseline cell
 // (null when the baseline does not fit).
 //
 // The batch is fixed across the grid, so normalized throughput is the inverse ratio of the
-// iteration times. Cells are evaluated in parallel (sim/whatif_runner.h).
+// iteration times. Cells are evaluated in parallel (whatif/runner.h).
 #pragma once
 
 #include <cstdint>
@@ -18,11 +18,11 @@
 #include <vector>
 
 #include "models/profile.h"
-#include "sim/whatif_config.h"
-#include "sim/whatif_max_model.h"
-#include "sim/whatif_table.h"
+#include "whatif/config.h"
+#include "whatif/max_model.h"
+#include "whatif/table.h"
 
-namespace pw::sim {
+namespace pw::whatif {
 
 struct ThroughputRequest {
   std::vector<int> stages;              // K values (>= 1)
@@ -46,7 +46,7 @@ struct ThroughputCell {
   int stages_used = 0;
   int64_t micro_batch_size = 0;
   int64_t parameters = 0;               // of the model (0 with a measured profile)
-  double flops_per_iteration = 0;       // matmul FLOPs (sim/whatif_eval.h), 0 with a measured profile
+  double flops_per_iteration = 0;       // matmul FLOPs (whatif/eval.h), 0 with a measured profile
   double iteration_s = 0;               // simulated steady-state iteration
   double throughput_samples_per_s = 0;
   double normalized = 0;                // < 0 when the baseline does not fit
@@ -66,4 +66,4 @@ std::vector<ThroughputCell> throughput_grid(const WhatifConfig& config, const Th
 // bubble_rate, peak_memory_bytes, device_memory_bytes, stage_peak_memory_bytes (array), reason.
 Table throughput_table(const std::vector<ThroughputCell>& cells);
 
-}  // namespace pw::sim
+}  // namespace pw::whatif

@@ -1,0 +1,102 @@
+// The replicated DP's speed-ups change no result: the split windows (lower-bound pruning) and
+// the worker threads give bit-for-bit the plan of the exhaustive single-threaded loop, on the
+// shared PipeDream profiles over two and three levels and on random instances.
+#include <doctest/doctest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "models/pipedream_import.h"
+#include "planner/cut_states.h"
+#include "planner/replicated_dp.h"
+#include "tests/planner/random_instances.h"
+
+using namespace pw;
+using namespace pw::planner;
+
+namespace {
+
+void check_same(const ReplicatedResult& a, const ReplicatedResult& b) {
+  REQUIRE(a.feasible == b.feasible);
+  CHECK(a.bottleneck_s == b.bottleneck_s);  // bitwise: the same candidate wins
+  REQUIRE(a.stages.size() == b.stages.size());
+  for (size_t k = 0; k < a.stages.size(); ++k) {
+    CAPTURE(k);
+    CHECK(a.stages[k].start == b.stages[k].start);
+    CHECK(a.stages[k].end == b.stages[k].end);
+    CHECK(a.stages[k].devices == b.stages[k].devices);
+  }
+  CHECK(a.table == b.table);
+}
+
+// Windowed on 2 threads vs exhaustive on 1; returns the number of stages.
+size_t compare(const CutStates& s, const std::vector<ReplicatedLevel>& levels, ReplicatedOptions o) {
+  o.threads = 1;
+  o.exhaustive_splits = true;
+  ReplicatedResult exhaustive = replicated_partition(s, levels, o);
+  o.threads = 2;
+  o.exhaustive_splits = false;
+  ReplicatedResult fast = replicated_partition(s, levels, o);
+  check_same(exhaustive, fast);
+  return fast.stages.size();
+}
+
+}  // namespace
+
+TEST_CASE("replicated DP: windows and threads change no plan on the shared profiles") {
+  const std::string dir = std::string(PW_SHARED_DIR) + "/pipedream-profiles/";
+  for (const char* f : {"alexnet/graph.txt", "vgg16/graph.txt", "resnet18/graph.txt", "gnmt/graph.txt",
+                        "squeezenet1_0/graph.txt"}) {
+    CAPTURE(f);
+    models::Profile p = models::import_pipedream_graph(dir + f);
+    for (bool quirks : {true, false}) {
+      CAPTURE(quirks);
+      CutStates s = quirks ? pipedream_states(p, 5000) : prefix_states(p, false);
+      REQUIRE(s.complete);
+      for (const auto& lv : std::vector<std::vector<ReplicatedLevel>>{
+               {{4, 1.25e10, 1e-6}, {4, 1.25e9, 5e-6}},
+               {{2, 1.25e10, 1e-6}, {2, 1.25e9, 2e-6}, {3, 1.25e8, 1e-5}}}) {
+        CAPTURE(lv.size());
+        for (bool fewer : {false, true}) {
+          ReplicatedOptions o;
+          o.quirks = quirks;
+          o.fewer_machines = fewer;
+          o.activation_comm = true;
+          o.use_memory_constraint = !quirks;
+          o.memory_bytes = 4e9;
+          o.time_scale = 1e-9 * 4;
+          o.activation_scale = 4;
+          compare(s, lv, o);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("replicated DP: windows and threads change no plan on random instances") {
+  std::mt19937 rng(1616);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  int multi = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    CAPTURE(trial);
+    const bool quirks = pick(0, 1) == 0;
+    models::Profile p = test::random_profile(rng, pick(3, 24), 4);
+    CutStates s = quirks ? pipedream_states(p, 100000) : prefix_states(p, false);
+    REQUIRE(s.complete);
+    std::vector<ReplicatedLevel> levels;
+    const int L = pick(1, 3);
+    for (int l = 0; l < L; ++l) levels.push_back({pick(1, 4), 1e7 * pick(1, 40), quirks ? 0.0 : pick(0, 3) * 1e-6});
+    ReplicatedOptions o;
+    o.quirks = quirks;
+    o.straight = pick(0, 5) == 0;
+    o.fewer_machines = pick(0, 1) == 0;
+    o.activation_comm = pick(0, 3) != 0;
+    o.time_scale = 1e-9 * pick(1, 3);
+    o.activation_scale = pick(1, 3);
+    o.use_memory_constraint = pick(0, 1) == 0;
+    o.memory_bytes = 1000.0 * pick(20, 400);
+    multi += compare(s, levels, o) > 1;
+  }
+  CHECK(multi > 50);
+}
