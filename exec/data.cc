@@ -6,6 +6,7 @@
 
 #include "exec/layers/common.h"
 #include "models/error.h"
+#include "models/input_file.h"
 
 namespace pw::exec {
 
@@ -93,12 +94,11 @@ class TeacherSource : public DataSource {
 };
 
 std::string read_text(const std::string& file, const std::string& flag) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw InputError(flag + ": cannot open data file \"" + file + "\"");
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw InputError(flag + ": cannot read data file \"" + file + "\"");
-  if (bytes.empty()) throw InputError(flag + ": data file \"" + file + "\" is empty");
-  return bytes;
+  try {
+    return read_input_file(file);  // regular file, non-empty, size-capped (models/input_file.h)
+  } catch (const InputError& e) {
+    throw InputError(flag + ": data file " + e.what());
+  }
 }
 
 }  // namespace

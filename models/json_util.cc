@@ -9,8 +9,12 @@
 #include <iostream>
 #include <sstream>
 #include <unistd.h>
+#include <utility>
+#include <vector>
 
 #include "models/error.h"
+#include "models/error_text.h"
+#include "models/input_file.h"
 
 namespace pw {
 
@@ -86,7 +90,7 @@ int64_t get_int(const Json& obj, std::string_view key, const std::string& path, 
     double d = v.get<double>();
     if (!std::isfinite(d)) throw InputError(at + ": expected an integer, got a non-finite number");
     if (d != std::floor(d) || std::fabs(d) > 9.2e18)
-      throw InputError(at + ": expected an integer, got " + v.dump());
+      throw InputError(at + ": expected an integer, got " + describe_json_value(v));
     x = static_cast<int64_t>(d);
   } else {
     throw InputError(at + ": expected an integer, got " + json_type_name(v));
@@ -145,18 +149,34 @@ void check_format(const Json& obj, std::string_view kind, int version, const std
     throw InputError(join_path(path, "format") + ": expected \"" + expected + "\", got \"" + got + "\"");
 }
 
-std::string read_text_file(const std::string& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw InputError(file + ": cannot open file for reading");
-  std::ostringstream os;
-  os << in.rdbuf();
-  std::string s = os.str();
-  if (s.empty()) throw InputError(file + ": file is empty");
-  return s;
+std::string read_text_file(const std::string& file) { return read_input_file(file); }
+
+void check_json_depth(std::string_view text, const std::string& name) {
+  size_t depth = 0, line = 1;
+  bool in_string = false, escaped = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\n') ++line;
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonDepth)
+        throw InputError(name + ": invalid JSON at line " + std::to_string(line) + ", byte " + std::to_string(i + 1) +
+                         ": nested more than " + std::to_string(kMaxJsonDepth) + " levels deep");
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
 }
 
-Json load_json_file(const std::string& file) {
-  std::string text = read_text_file(file);
+Json parse_json_text(std::string_view text, const std::string& name) {
+  check_json_depth(text, name);
   try {
     return Json::parse(text);
   } catch (const Json::parse_error& e) {
@@ -165,15 +185,20 @@ Json load_json_file(const std::string& file) {
     size_t line = 1 + std::count(text.begin(), text.begin() + std::min(byte, text.size()), '\n');
     std::string what = byte >= text.size() ? "unexpected end of input (truncated JSON?)"
                                            : "syntax error";
-    throw InputError(file + ": invalid JSON at line " + std::to_string(line) + ", byte " +
+    throw InputError(name + ": invalid JSON at line " + std::to_string(line) + ", byte " +
                      std::to_string(e.byte) + ": " + what);
   } catch (const Json::out_of_range& e) {
     // nlohmann reports a literal like 1e999 as out_of_range 406 "number overflow parsing '1e999'".
     std::string msg = e.what();
     size_t at = msg.find("] ");
-    throw InputError(file + ": invalid JSON: " + (at == std::string::npos ? msg : msg.substr(at + 2)) +
+    throw InputError(name + ": invalid JSON: " +
+                     escape_for_message(at == std::string::npos ? msg : msg.substr(at + 2)) +
                      " (expected a finite number)");
   }
+}
+
+Json load_json_file(const std::string& file) {
+  return parse_json_text(read_input_file(file), escape_for_message(file, 200));
 }
 
 void write_file_atomic(const std::string& file, std::string_view content) {
@@ -209,7 +234,24 @@ void write_file_atomic(const std::string& file, std::string_view content) {
   }
 }
 
+void check_json_finite(const Json& j, const std::string& what) {
+  // Iterative walk (no recursion on deep values); JSON dumps NaN and infinities as null.
+  std::vector<std::pair<const Json*, std::string>> todo{{&j, ""}};
+  while (!todo.empty()) {
+    auto [v, path] = std::move(todo.back());
+    todo.pop_back();
+    if (v->is_number_float() && !std::isfinite(v->get<double>()))
+      throw InternalError(what + ": would write a non-finite number at " + (path.empty() ? "/" : path) +
+                          " (JSON would hold null there)");
+    if (v->is_object())
+      for (auto it = v->begin(); it != v->end(); ++it) todo.emplace_back(&*it, join_path(path, it.key()));
+    else if (v->is_array())
+      for (size_t i = 0; i < v->size(); ++i) todo.emplace_back(&(*v)[i], join_path(path, i));
+  }
+}
+
 void save_json_file(const std::string& file, const Json& j) {
+  check_json_finite(j, file);
   write_file_atomic(file, j.dump(2) + "\n");
 }
 

@@ -50,9 +50,19 @@ std::string format_tag(std::string_view kind, int version);
 // Short description of a JSON value's type for messages ("string", "number", ...).
 std::string json_type_name(const Json& j);
 
-// Reads a whole text file; throws InputError("<file>: cannot open ...") or ("<file>: empty").
+// Reads a whole text file through read_input_file (models/input_file.h): a regular,
+// non-empty file of at most 256 MiB, else InputError("<file>: is a directory" / ...).
 std::string read_text_file(const std::string& file);
-// Parses a JSON file. Errors name the file and the byte offset of a syntax error.
+// JSON nested deeper than this is rejected before parsing (printing, comparing and copying a
+// JSON value recurse, so depth must be bounded where the text enters).
+inline constexpr size_t kMaxJsonDepth = 1000;
+// Throws InputError("<name>: invalid JSON at line L, byte B: nested more than 1000 levels deep")
+// when brackets outside strings nest deeper than kMaxJsonDepth. Linear, no recursion.
+void check_json_depth(std::string_view text, const std::string& name);
+// Parses JSON text: depth-checked, then nlohmann. Errors start with `name` and give the line
+// and byte offset of a syntax error.
+Json parse_json_text(std::string_view text, const std::string& name);
+// Parses a JSON file (read_input_file + parse_json_text). Errors name the file.
 Json load_json_file(const std::string& file);
 // Runs `parse` on a loaded file, prefixing any InputError it throws with the file name.
 template <class T>
@@ -61,7 +71,11 @@ T parse_json_file(const std::string& file, const std::function<T(const Json&)>& 
 // Writes `content` to `file` atomically: a temporary file in the same directory, then rename.
 // On failure no partial file is left. "-" writes to stdout.
 void write_file_atomic(const std::string& file, std::string_view content);
-// Pretty-printed JSON (2-space indent, trailing newline) written atomically.
+// Throws InternalError("<what>: would write a non-finite number at <path>") when `j` holds a
+// NaN or an infinity anywhere (dump() would write null: a file the readers reject). Iterative.
+void check_json_finite(const Json& j, const std::string& what);
+// Pretty-printed JSON (2-space indent, trailing newline) written atomically, after
+// check_json_finite: the tool never writes a JSON file that it would itself reject.
 void save_json_file(const std::string& file, const Json& j);
 
 }  // namespace pw

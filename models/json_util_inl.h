@@ -2,6 +2,7 @@
 #pragma once
 
 #include "models/error.h"
+#include "models/error_text.h"
 
 namespace pw {
 
@@ -11,9 +12,9 @@ T parse_json_file(const std::string& file, const std::function<T(const Json&)>& 
   try {
     return parse(j);
   } catch (const InputError& e) {
-    throw InputError(file + ": " + e.what());
+    throw InputError(escape_for_message(file, 200) + ": " + e.what());
   } catch (const Json::exception& e) {
-    throw InputError(file + ": " + e.what());
+    throw InputError(escape_for_message(file, 200) + ": " + e.what());
   }
 }
 

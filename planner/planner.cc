@@ -192,7 +192,9 @@ PlanOutcome plan_sync(const models::Profile& p, const models::Cluster& c, const 
   }
   plan.predicted.iteration_time_s = ev.iteration_s;
   plan.predicted.bottleneck_time_s = ev.bottleneck_s;
-  plan.predicted.throughput_samples_per_s = batch / ev.iteration_s;
+  // A profile whose costs are all zero predicts zero time: the throughput is then unknown (0),
+  // never inf, which JSON cannot hold (the plan would say null and be rejected when read back).
+  plan.predicted.throughput_samples_per_s = ev.iteration_s > 0 ? batch / ev.iteration_s : 0;
   // DESIGN.md: (cost - busy of the longest-span stage) / cost; in the closed form stage 0 spans
   // the whole iteration (its first F starts it, its last backward ends it).
   plan.predicted.bubble_rate = ev.iteration_s > 0 ? (ev.iteration_s - ev.busy_of_first_stage_s) / ev.iteration_s : 0;
@@ -323,7 +325,7 @@ PlanOutcome plan_replicated(const models::Profile& p, const models::Cluster& c, 
   plan.num_devices_used = used;
   plan.predicted.bottleneck_time_s = r.bottleneck_s;
   plan.predicted.iteration_time_s = r.bottleneck_s;
-  plan.predicted.throughput_samples_per_s = batch / r.bottleneck_s;
+  plan.predicted.throughput_samples_per_s = r.bottleneck_s > 0 ? batch / r.bottleneck_s : 0;  // see above
   plan.predicted.bubble_rate = 0;
   plan.predicted.peak_memory_bytes = peak;
   out.feasible = true;

@@ -21,6 +21,7 @@
 #include "exec/profiler.h"
 #include "exec/runtime/run_compare.h"
 #include "exec/runtime/run_pipeline.h"
+#include "exec/data.h"
 #include "models/error.h"
 #include "planner/schedule_gen.h"
 #include "sim/engine.h"
@@ -28,6 +29,7 @@
 #include "sim/report.h"
 #include "sim/trace_io.h"
 #include "tools/command_registry.h"
+#include "tools/flag_checks.h"
 #include "tools/model_report.h"
 #include "tools/zoo_flags.h"
 
@@ -102,6 +104,11 @@ void run(const RunArgs& a, const CLI::App& sub) {
   if (a.vertical_sync && pw::planner::is_synchronous(plan.schedule))
     throw pw::InputError("--vertical-sync: applies to pipedream-async / 2bw only");
   o.threads_per_worker = a.threads;
+
+  // Validated before the banner and before anything is allocated (tools/flag_checks.h).
+  pw::tools::check_fits_in_memory(model, plan.micro_batch_size, plan.num_micro_batches,
+                                  "--micro-batch-size and the model's sizes");
+  (void)pw::exec::make_data_source(model, o.data_file, o.seed, "--data");
 
   const int devices = plan.num_stages() / plan.chunks;
   std::fprintf(stderr, "run: %s, %d stages on %d workers, %s, %d micro-batches of %lld%s\n", model.name().c_str(),

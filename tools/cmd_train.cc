@@ -2,7 +2,8 @@
 //  [--optimizer sgd|adam] [--weight-decay W] [--data FILE] [--seed S] [--threads T] [--json]`:
 // single-device training with the oneDNN executor. Zoo families get small defaults that train
 // in seconds on 2 cores; sizing flags override them. Progress goes to stderr (rewritten in place
-// on a terminal, a line every ~10% of the steps or 5 s otherwise); the summary to stdout.
+// on a terminal; otherwise a line every ~10% of the steps or 10 s once the run has lasted 10 s);
+// the summary to stdout.
 #ifdef PW_HAVE_EXEC
 #include <unistd.h>
 
@@ -11,10 +12,12 @@
 #include <iostream>
 #include <memory>
 
+#include "exec/data.h"
 #include "exec/parallel.h"
 #include "exec/trainer.h"
 #include "models/error.h"
 #include "tools/command_registry.h"
+#include "tools/flag_checks.h"
 #include "tools/model_report.h"
 #include "tools/zoo_flags.h"
 
@@ -83,6 +86,11 @@ void run(const TrainArgs& a, const CLI::App& sub) {
     pw::exec::set_num_threads(a.threads);
   }
 
+  // Validated before anything is allocated or printed (tools/flag_checks.h).
+  pw::tools::check_fits_in_memory(src.model, o.micro_batch > 0 ? o.micro_batch : o.batch, 1,
+                                  sub.count("--batch") > 0 ? "--batch" : "the model's sizes");
+  (void)pw::exec::make_data_source(src.model, o.data_file, o.seed, "--data");
+
   const bool tty = isatty(fileno(stderr)) != 0;
   const int64_t every = std::max<int64_t>(1, o.steps / 10);
   auto last = std::chrono::steady_clock::now();
@@ -99,7 +107,9 @@ void run(const TrainArgs& a, const CLI::App& sub) {
         std::fprintf(stderr, "\r\033[K%s%s", line, final ? "\n" : "");
         last = now;
       }
-    } else if (p.step % every == 0 || final || since >= 5.0) {
+    } else if (p.elapsed_s >= 10.0 && (p.step % every == 0 || final || since >= 10.0)) {
+      // Not a terminal: lines only once the run has lasted 10 s (then every ~10% or 10 s), so
+      // a short run that fails (e.g. "training diverged") leaves one line on stderr.
       std::fprintf(stderr, "%s\n", line);
       last = now;
     }

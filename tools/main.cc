@@ -4,6 +4,8 @@
 #include <iostream>
 
 #include "models/error.h"
+#include "models/error_text.h"
+#include "tools/flag_checks.h"
 #include "tools/command_registry.h"
 #ifdef PW_HAVE_EXEC
 #include <unistd.h>
@@ -50,6 +52,7 @@ int main(int argc, char** argv) {
   std::sort(registry.begin(), registry.end(),
             [](const auto& a, const auto& b) { return a.name < b.name; });
   for (auto& entry : registry) entry.setup(app);
+  pw::tools::install_flag_checks(app);  // every numeric flag: bounded, finite, units
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -59,16 +62,16 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "pipewright: error: " << e.what() << " (see --help)\n";
+    std::cerr << "pipewright: error: " << pw::one_line_message(e.what()) << " (see --help)\n";
     return 2;
   } catch (const pw::InputError& e) {
-    std::cerr << "pipewright: error: " << e.what() << "\n";
+    std::cerr << "pipewright: error: " << pw::one_line_message(e.what()) << "\n";
     return 2;
   } catch (const pw::Infeasible& e) {
-    std::cerr << "pipewright: infeasible: " << e.what() << "\n";
+    std::cerr << "pipewright: infeasible: " << pw::one_line_message(e.what()) << "\n";
     return 3;
   } catch (const std::exception& e) {
-    std::cerr << "pipewright: internal error: " << e.what() << "\n";
+    std::cerr << "pipewright: internal error: " << pw::one_line_message(e.what()) << "\n";
     return 70;
   }
   return 0;

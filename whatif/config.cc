@@ -6,6 +6,7 @@
 
 #include "models/device.h"
 #include "models/error.h"
+#include "models/error_text.h"
 #include "models/optimizer_memory.h"
 #include "models/zoo.h"
 #include "planner/schedule.h"
@@ -20,7 +21,7 @@ std::string known_list() {
 }
 
 [[noreturn]] void bad(const std::string& path, const std::string& expected, const Json& got) {
-  throw InputError(path + ": expected " + expected + ", got " + got.dump());
+  throw InputError(path + ": expected " + expected + ", got " + describe_json_value(got));
 }
 
 int64_t as_int(const Json& v, const std::string& path, int64_t min_value,
@@ -98,7 +99,7 @@ void apply_setting(WhatifConfig& c, std::string_view name, const Json& v, const 
   else if (name == "intra_node") c.intra_node = as_string(v, path);
   else if (name == "interconnect") c.interconnect = as_string(v, path);
   else if (name == "free_transfers") c.free_transfers = as_bool(v, path);
-  else if (name == "batch") c.batch = as_int(v, path, 1);
+  else if (name == "batch") c.batch = as_int(v, path, 1, int64_t{1} << 22);  // 4M samples: simulated in seconds
   else if (name == "micro_batches") {
     if (v.is_string() && v.get<std::string>() == "auto") c.micro_batches = "auto";
     else if (v.is_number()) c.micro_batches = std::to_string(as_int(v, path, 1, kIntMax));

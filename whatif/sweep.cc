@@ -1,6 +1,7 @@
 #include "whatif/sweep.h"
 
 #include "models/error.h"
+#include "models/error_text.h"
 #include "whatif/runner.h"
 
 namespace pw::whatif {
@@ -61,7 +62,7 @@ SweepSpec sweep_spec_from_json(const Json& j) {
       check_value(key, value[i], join_path(path, i));
       for (size_t k = 0; k < i; ++k)
         if (value[k] == value[i])
-          throw InputError(join_path(path, i) + ": duplicate value " + value[i].dump() + " (also at index " +
+          throw InputError(join_path(path, i) + ": duplicate value " + describe_json_value(value[i]) + " (also at index " +
                            std::to_string(k) + ")");
     }
   }
@@ -102,7 +103,7 @@ std::vector<SweepPoint> expand_sweep(const SweepSpec& s) {
       apply_setting(p.config, s.axes[a].name, v, "/axes/" + s.axes[a].name);
       p.axis_values[s.axes[a].name] = v;
     }
-    validate_config(p.config, "sweep point " + std::to_string(i) + " " + p.axis_values.dump());
+    validate_config(p.config, "sweep point " + std::to_string(i) + " " + describe_json_value(p.axis_values, 200));
     points.push_back(std::move(p));
     for (size_t a = s.axes.size(); a-- > 0;) {
       if (++digit[a] < s.axes[a].values.size()) break;

@@ -1,0 +1,82 @@
+#include "fuzz/readers.h"
+
+#include <string>
+
+#include "models/cluster.h"
+#include "models/error.h"
+#include "models/error_text.h"
+#include "models/json_util.h"
+#include "models/layer_graph.h"
+#include "models/pipedream_import.h"
+#include "models/profile.h"
+#include "planner/plan.h"
+#include "sim/trace_io.h"
+#include "whatif/sweep.h"
+
+namespace pw::fuzz {
+namespace {
+
+void read_json_kind(std::string_view reader, std::string_view bytes, bool round_trip);
+
+// What the tool does with an accepted value: it writes it back out (save_json_file uses
+// dump(2)); the tool must accept what it writes (no inf/NaN/null where a number belongs).
+void use(std::string_view reader, const Json& j, bool round_trip) {
+  const std::string s = j.dump(2);
+  (void)describe_json_value(j);
+  if (!round_trip) return;
+  try {
+    read_json_kind(reader, s, false);
+  } catch (const InputError& e) {
+    throw InternalError(std::string(reader) + ": the tool rejects its own output: " + e.what());
+  }
+}
+
+void read_json_kind(std::string_view reader, std::string_view bytes, bool round_trip) {
+  const Json j = parse_json_text(bytes, "fuzz.json");
+  (void)describe_json_value(j);
+  if (reader == "model") {
+    Json out;
+    to_json(out, models::model_from_json(j));
+    use(reader, out, round_trip);
+  } else if (reader == "profile") {
+    use(reader, Json(models::profile_from_json(j)), round_trip);
+  } else if (reader == "cluster") {
+    use(reader, Json(models::cluster_from_json(j)), round_trip);
+  } else if (reader == "plan") {
+    use(reader, Json(planner::plan_from_json(j)), round_trip);
+  } else if (reader == "sweep") {
+    const whatif::SweepSpec s = whatif::sweep_spec_from_json(j);
+    use(reader, whatif::to_json(s), round_trip);
+    if (s.num_points() <= 64) (void)whatif::expand_sweep(s);
+  } else if (reader == "trace") {
+    use(reader, Json(sim::trace_from_json(j)), round_trip);
+  } else {
+    throw InternalError("unknown reader " + std::string(reader));
+  }
+}
+
+}  // namespace
+
+const std::vector<std::string_view>& reader_names() {
+  static const std::vector<std::string_view> names = {"model", "profile", "cluster", "plan",
+                                                      "sweep", "trace",   "pipedream"};
+  return names;
+}
+
+bool read_as(std::string_view reader, std::string_view bytes) {
+  try {
+    if (reader == "pipedream") {
+      models::PipeDreamGraph g = models::parse_pipedream_graph(bytes, "graph.txt");
+      use("profile", Json(g.profile), true);  // `import -o` writes a profile
+    } else {
+      read_json_kind(reader, bytes, true);
+    }
+    return true;
+  } catch (const InputError& e) {
+    // The CLI prints this on one line: it must be printable as such.
+    (void)one_line_message(e.what());
+    return false;
+  }
+}
+
+}  // namespace pw::fuzz

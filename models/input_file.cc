@@ -1,0 +1,68 @@
+#include "models/input_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "models/error.h"
+#include "models/error_text.h"
+
+namespace pw {
+namespace {
+
+std::string human(uint64_t bytes) {
+  if (bytes >= (uint64_t{1} << 20) && bytes % (uint64_t{1} << 20) == 0)
+    return std::to_string(bytes >> 20) + " MiB";
+  return std::to_string(bytes) + " bytes";
+}
+
+struct Fd {
+  int fd = -1;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+}  // namespace
+
+std::string read_input_file(const std::string& file, uint64_t limit) {
+  const std::string name = escape_for_message(file, 200);
+  if (file.empty()) throw InputError("input file: empty file name");
+  struct stat st {};
+  if (::stat(file.c_str(), &st) != 0)
+    throw InputError(name + ": cannot open file for reading (" + std::strerror(errno) + ")");
+  if (S_ISDIR(st.st_mode)) throw InputError(name + ": is a directory");
+  if (!S_ISREG(st.st_mode))
+    throw InputError(name + ": not a regular file (a device, FIFO or socket cannot be read as input)");
+  if (static_cast<uint64_t>(st.st_size) > limit)
+    throw InputError(name + ": " + std::to_string(st.st_size) + " bytes, more than the " + human(limit) +
+                     " limit of an input file");
+  Fd in;
+  // O_NONBLOCK: if the path was swapped for a FIFO after stat, open does not wait for a writer.
+  in.fd = ::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (in.fd < 0) throw InputError(name + ": cannot open file for reading (" + std::strerror(errno) + ")");
+  struct stat st2 {};
+  if (::fstat(in.fd, &st2) != 0 || !S_ISREG(st2.st_mode))
+    throw InputError(name + ": not a regular file (a device, FIFO or socket cannot be read as input)");
+  std::string text;
+  text.reserve(static_cast<size_t>(st2.st_size));
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(in.fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw InputError(name + ": cannot read file (" + std::strerror(errno) + ")");
+    }
+    if (n == 0) break;
+    text.append(buf, static_cast<size_t>(n));
+    if (text.size() > limit)
+      throw InputError(name + ": more than the " + human(limit) + " limit of an input file");
+  }
+  if (text.empty()) throw InputError(name + ": file is empty");
+  return text;
+}
+
+}  // namespace pw

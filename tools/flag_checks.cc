@@ -1,0 +1,240 @@
+#include "tools/flag_checks.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <thread>
+
+#include "models/cost.h"
+#include "models/error.h"
+#include "models/error_text.h"
+
+namespace pw::tools {
+namespace {
+
+constexpr double kI64 = 9.2e18;
+constexpr double kNoMax = std::numeric_limits<double>::max();
+
+struct Bound {
+  const char* flag;
+  double min, max;
+  FlagUnit unit = FlagUnit::number;
+};
+
+// Ranges of the numeric flags of every command. Sizes that the executor allocates or the cost
+// model multiplies are capped so that their products stay far inside int64: a GPT of d-model
+// 2^17, ffn 2^19, seq 2^20, vocab 2^24 is beyond anything this toolkit targets.
+constexpr Bound kBounds[] = {
+    {"--layers", 1, 1 << 20},       {"--d-model", 1, 1 << 17},       {"--heads", 1, 1 << 14},
+    {"--ffn", 0, 1 << 19},          {"--seq", 1, 1 << 20},           {"--vocab", 1, 1 << 24},
+    {"--depth", 1, 1 << 20},        {"--width", 1, 1 << 20},         {"--image", 1, 1 << 14},
+    {"--width-divisor", 1, 1 << 14}, {"--classes", 1, 1 << 24},      {"--batch", 1, 1e12},
+    {"--micro-batch", 0, 1e12},     {"--micro-batch-size", 1, 1 << 30},
+    {"--micro-batches", 1, 1 << 20}, {"--stages", 1, 1 << 16},       {"--chunks", 1, 1 << 10},
+    {"--steps", 1, 1e9},            {"--warmup-steps", -1, 1e9},     {"--iterations", 1, 1e6},
+    {"--reps", 1, 1e6},             {"--warmup", 0, 1e6},            {"--devices", 1, 1 << 24},
+    {"--devices-per-node", 1, 1 << 16}, {"--max-layers", 1, 1 << 20}, {"--levels", 1, 1 << 20},
+    {"--efficiency", 1e-9, 1},      {"--lr", 0, 1e6},                {"--weight-decay", 0, 1e6},
+    {"--t-f", 0, 1e9},              {"--t-b", 0, 1e9},               {"--t-w", 0, 1e9},
+    {"--t-comm", 0, 1e9},           {"--seed", 0, 1.8e19},
+    {"--memory", 1, 1e18, FlagUnit::bytes},          {"--memory-limit", 0, 1e18, FlagUnit::bytes},
+    {"--bandwidth", 1, 1e18, FlagUnit::bytes_per_s}, {"--bandwidths", 1, 1e18, FlagUnit::bytes_per_s},
+};
+
+// Text options that hold a comma-separated list of numbers.
+bool is_numeric_list_flag(const std::string& flag) { return flag == "--levels" || flag == "--bandwidths"; }
+
+const Bound* bound_of(const std::string& flag) {
+  for (const Bound& b : kBounds)
+    if (flag == b.flag) return &b;
+  return nullptr;
+}
+
+std::string format_number(double v) {
+  char buf[64];
+  if (v == std::floor(v) && std::fabs(v) < 1e18) std::snprintf(buf, sizeof buf, "%.0f", v);
+  else std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+struct UnitSuffix {
+  const char* text;
+  double scale;
+};
+
+// Memory sizes: decimal (kB, MB, GB, TB) and binary (KiB, MiB, GiB, TiB) bytes.
+constexpr UnitSuffix kByteUnits[] = {
+    {"B", 1},       {"kB", 1e3},          {"KB", 1e3},          {"MB", 1e6},           {"GB", 1e9},
+    {"TB", 1e12},   {"KiB", 1024.0},      {"MiB", 1048576.0},   {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
+};
+// Bandwidths: bytes per second (B/s, GB/s, GiB/s, ...) and bits per second (bps, Gbps, Gb/s).
+constexpr UnitSuffix kBitRateUnits[] = {
+    {"bps", 0.125}, {"kbps", 125.0}, {"Kbps", 125.0}, {"Mbps", 125e3}, {"Gbps", 125e6}, {"Tbps", 125e9},
+    {"b/s", 0.125}, {"kb/s", 125.0}, {"Kb/s", 125.0}, {"Mb/s", 125e3}, {"Gb/s", 125e6}, {"Tb/s", 125e9},
+};
+
+std::string expected_text(FlagUnit unit) {
+  switch (unit) {
+    case FlagUnit::bytes: return "a size in bytes (e.g. 80GiB, 80GB, 80e9)";
+    case FlagUnit::bytes_per_s: return "a bandwidth (e.g. 100Gbps, 1.25GB/s, 1.25e9 bytes/s)";
+    default: return "a number";
+  }
+}
+
+}  // namespace
+
+double parse_flag_number(const std::string& flag, const std::string& text, FlagUnit unit) {
+  std::string t = text;
+  while (!t.empty() && std::isspace(static_cast<unsigned char>(t.back()))) t.pop_back();
+  size_t lead = 0;
+  while (lead < t.size() && std::isspace(static_cast<unsigned char>(t[lead]))) ++lead;
+  t = t.substr(lead);
+  const std::string shown = "\"" + escape_for_message(text) + "\"";
+  if (t.empty()) throw InputError(flag + ": expected " + expected_text(unit) + ", got an empty value");
+  errno = 0;
+  char* end = nullptr;
+  const double v = std::strtod(t.c_str(), &end);
+  if (end == t.c_str()) throw InputError(flag + ": expected " + expected_text(unit) + ", got " + shown);
+  if (std::isnan(v)) throw InputError(flag + ": not a number (got " + shown + ")");
+  if (std::isinf(v) || (errno == ERANGE && std::fabs(v) > 1))
+    throw InputError(flag + ": not finite (got " + shown + ")");
+  std::string suffix(end);
+  if (suffix.empty()) return v;
+  if (unit != FlagUnit::number) {
+    std::string s = suffix;
+    if (unit == FlagUnit::bytes_per_s) {
+      for (const UnitSuffix& u : kBitRateUnits)
+        if (s == u.text) return v * u.scale;
+      if (s.size() > 2 && s.compare(s.size() - 2, 2, "/s") == 0) s.resize(s.size() - 2);
+    }
+    for (const UnitSuffix& u : kByteUnits)
+      if (s == u.text) {
+        const double r = v * u.scale;
+        if (!std::isfinite(r)) throw InputError(flag + ": not finite (got " + shown + ")");
+        return r;
+      }
+  }
+  throw InputError(flag + ": expected " + expected_text(unit) + ", got " + shown);
+}
+
+namespace {
+
+// Checks one value of `flag` (already split by CLI11 at its delimiter) and rewrites it in a
+// form CLI11 converts exactly; returns "" or the message CLI11 prefixes with the flag name.
+std::string check_value(const std::string& flag, const std::string& type, std::string& text) {
+  const Bound* b = bound_of(flag);
+  const FlagUnit unit = b ? b->unit : FlagUnit::number;
+  const bool integer = type == "INT" || type == "UINT" || (b && unit != FlagUnit::number);
+  double lo = type == "UINT" ? 0 : -kNoMax, hi = kNoMax;
+  if (integer && type != "FLOAT") lo = std::max(lo, type == "UINT" ? 0.0 : -kI64), hi = std::min(hi, 1.8e19);
+  if (b) lo = std::max(lo, b->min), hi = std::min(hi, b->max);
+  if (flag == "--threads") lo = 0, hi = 4.0 * machine_cores();
+  double v = 0;
+  try {
+    v = parse_flag_number(flag, text, unit);
+  } catch (const InputError& e) {
+    std::string msg = e.what();
+    return msg.substr(flag.size() + 2);  // CLI11 puts "<flag>: " in front
+  }
+  const bool want_integer = integer && unit == FlagUnit::number && type != "FLOAT";
+  if (want_integer && v != std::floor(v))
+    return "expected an integer, got \"" + escape_for_message(text) + "\"";
+  if (v < lo || v > hi) {
+    std::string range = "[" + format_number(lo) + ", " + format_number(hi) + "]";
+    if (flag == "--threads")
+      return "expected at most " + format_number(hi) + " threads (4 x this machine's " +
+             std::to_string(machine_cores()) + " cores), got \"" + escape_for_message(text) + "\"";
+    return std::string("expected ") + (want_integer ? "an integer" : "a value") + " in " + range + ", got \"" +
+           escape_for_message(text) + "\"";
+  }
+  if (want_integer || unit != FlagUnit::number) {
+    if (type == "UINT" && v >= 9.2e18) return "";  // leave huge unsigned values (seeds) as typed
+    text = format_number(std::floor(v));
+  }
+  return "";
+}
+
+void install_on(CLI::App* app) {
+  for (CLI::Option* opt : app->get_options()) {
+    std::string type = opt->get_type_name();
+    std::string lname;
+    for (const std::string& l : opt->get_lnames()) lname = "--" + l;
+    const std::string key = lname.empty() ? opt->get_name() : lname;
+    const bool numeric = type == "INT" || type == "UINT" || type == "FLOAT";
+    if (!numeric && !is_numeric_list_flag(key) && !(bound_of(key) && bound_of(key)->unit != FlagUnit::number))
+      continue;
+    if (opt->get_expected_min() == 0) continue;  // a flag without a value
+    if (!numeric) type = "LIST";
+    opt->transform(CLI::Validator(
+        [key, type](std::string& text) -> std::string {
+          if (type != "LIST") return check_value(key, type, text);
+          // A comma-separated list in one string (--levels 4,4, --bandwidths 10Gbps,1GB/s).
+          std::string out, item, rest = text;
+          for (size_t start = 0;;) {
+            size_t comma = rest.find(',', start);
+            item = rest.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+            std::string err = check_value(key, "FLOAT", item);
+            if (!err.empty()) return err;
+            out += (out.empty() ? "" : ",") + item;
+            if (comma == std::string::npos) break;
+            start = comma + 1;
+          }
+          text = out;
+          return "";
+        },
+        "", "pw_flag_check"));
+  }
+  for (CLI::App* sub : app->get_subcommands({})) install_on(sub);
+}
+
+}  // namespace
+
+void install_flag_checks(CLI::App& app) { install_on(&app); }
+
+int machine_cores() {
+  const unsigned n = std::thread::hardware_concurrency();
+  return n == 0 ? 1 : static_cast<int>(n);
+}
+
+uint64_t machine_memory_bytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return uint64_t{1} << 40;
+  return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page);
+}
+
+double estimated_training_bytes(const models::Model& model, int64_t micro_batch, int64_t in_flight) {
+  double params = 0, stash = 0, workspace = 0;
+  for (const models::LayerSpec& l : model.layers()) {
+    models::LayerCost c;
+    try {
+      c = models::layer_cost(l, std::max<int64_t>(1, micro_batch));
+    } catch (const InputError&) {
+      continue;  // opaque (imported) layers have no analytic cost
+    }
+    params += static_cast<double>(c.parameter_bytes);
+    stash += static_cast<double>(c.stash_bytes) + static_cast<double>(c.output_bytes);
+    workspace = std::max(workspace, static_cast<double>(c.workspace_bytes));
+  }
+  // Weights, gradients and two optimizer moments; activations of every micro-batch in flight.
+  return 4 * params + stash * static_cast<double>(std::max<int64_t>(1, in_flight)) + workspace;
+}
+
+void check_fits_in_memory(const models::Model& model, int64_t micro_batch, int64_t in_flight,
+                          const std::string& flags) {
+  const double need = estimated_training_bytes(model, micro_batch, in_flight);
+  const double have = static_cast<double>(machine_memory_bytes());
+  if (need > have) {
+    char buf[256];
+    std::snprintf(buf, sizeof buf, ": training %s needs at least %.1f GiB, more than this machine's %.1f GiB of memory",
+                  escape_for_message(model.name()).c_str(), need / 1073741824.0, have / 1073741824.0);
+    throw InputError(flags + buf);
+  }
+}
+
+}  // namespace pw::tools

@@ -1,0 +1,47 @@
+// Numeric command-line flags, checked in one place.
+//
+// install_flag_checks(app) walks every subcommand of `app` and puts a transform in front of
+// every numeric option (CLI11 type INT, UINT or FLOAT, and the numeric list flags named in
+// flag_checks.cc). The transform runs before CLI11 converts the text, so every numeric flag:
+// - says "<flag>: not a number" for nan and "<flag>: not finite" for inf / an overflow;
+// - accepts exponents for integers ("1e6") when the value is a whole number;
+// - is bounded: the per-flag range in flag_checks.cc (sizes that are allocated, e.g. --vocab,
+//   --d-model, --micro-batch-size, have ranges whose products cannot overflow int64), else the
+//   destination type's range; --threads is bounded by this machine's core count;
+// - takes units where it is a memory size (80GiB, 80GB, 80e9, 512MiB) or a bandwidth
+//   (100Gbps, 1.25GB/s, 10Gb/s, 1e9); the text is rewritten to plain bytes or bytes/s.
+// Failures are CLI11 validation errors: one line "<flag>: <why>", exit 2 (tools/main.cc).
+//
+// check_fits_in_memory: the bytes a run of `model` would allocate at `micro_batch` samples
+// with `in_flight` micro-batches alive (weights, gradients, two optimizer moments, stashed
+// activations), compared with this machine's physical memory BEFORE anything is allocated;
+// InputError naming `flags` when it does not fit.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "models/layer_graph.h"
+
+namespace pw::tools {
+
+enum class FlagUnit { number, bytes, bytes_per_s };
+
+// Parses `text` as the value of `flag`: finite, with the units of `unit`. Throws InputError
+// ("<flag>: not a number", "<flag>: not finite", "<flag>: expected ..., got \"...\"").
+double parse_flag_number(const std::string& flag, const std::string& text, FlagUnit unit);
+
+void install_flag_checks(CLI::App& app);
+
+int machine_cores();
+uint64_t machine_memory_bytes();  // physical memory of this machine
+
+// Estimated peak bytes of training `model` at `micro_batch` samples with `in_flight`
+// micro-batches alive at once (a lower bound: activations, weights, gradients, Adam moments).
+double estimated_training_bytes(const models::Model& model, int64_t micro_batch, int64_t in_flight);
+void check_fits_in_memory(const models::Model& model, int64_t micro_batch, int64_t in_flight,
+                          const std::string& flags);
+
+}  // namespace pw::tools

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Bounded libFuzzer runs of every input reader (fuzz/readers.h).
+#   bash tools/fuzz.sh [SECONDS_PER_HARNESS]      (default 60)
+# Builds build-fuzz/ with clang-14, libFuzzer, AddressSanitizer, UndefinedBehaviorSanitizer and
+# LeakSanitizer, then runs each harness for SECONDS with a memory limit (-rss_limit_mb) and a
+# per-input time limit (-timeout), starting from its committed corpus tests/fuzz/<reader>/
+# plus the regression inputs tests/fuzz/regressions/<reader>/. New corpus entries go to
+# build-fuzz/corpus/<reader>/ (not the repository). Any crash, timeout, leak, out-of-memory or
+# sanitizer report fails the script; the input is left in build-fuzz/artifacts/<reader>/ -
+# fix the bug, then copy the input to tests/fuzz/regressions/<reader>/ so ctest replays it.
+# Prints one line per harness: executions, seconds, corpus size.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+secs="${1:-60}"
+[[ "$secs" =~ ^[1-9][0-9]*$ ]] || { echo "usage: bash tools/fuzz.sh [SECONDS_PER_HARNESS]" >&2; exit 2; }
+jobs="${PW_JOBS:-$(nproc)}"
+
+need=()
+command -v clang++-14 >/dev/null || need+=(clang-14)
+ls /usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 || need+=(libfuzzer-14-dev)
+if [ "${#need[@]}" -gt 0 ]; then
+  echo "fuzz: installing ${need[*]}"
+  sudo_cmd=""
+  [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+  $sudo_cmd env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  $sudo_cmd env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+start=$(date +%s)
+cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++-14 \
+  -DPW_FUZZ=ON -DPW_SANITIZE=address,undefined -DPW_WITH_DNNL=OFF -DPW_WITH_MPI=OFF \
+  -DPW_BUILD_TESTS=OFF -DPW_BUILD_BENCH=OFF "${launcher[@]}" >/dev/null
+readers=(model profile cluster plan sweep trace pipedream)
+cmake --build build-fuzz -j"$jobs" --target "${readers[@]/#/fuzz_}"
+echo "fuzz: build took $(( $(date +%s) - start )) s"
+
+export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1"
+export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
+failed=()
+for r in "${readers[@]}"; do
+  work="build-fuzz/corpus/$r" art="build-fuzz/artifacts/$r"
+  mkdir -p "$work" "$art"
+  log="build-fuzz/fuzz_$r.log"
+  seeds=("tests/fuzz/$r")
+  [ -d "tests/fuzz/regressions/$r" ] && seeds+=("tests/fuzz/regressions/$r")
+  t0=$(date +%s)
+  if "build-fuzz/fuzz/fuzz_$r" -max_total_time="$secs" -rss_limit_mb=2048 -malloc_limit_mb=2048 \
+       -timeout=10 -max_len=65536 -print_final_stats=1 -artifact_prefix="$art/" \
+       "$work" "${seeds[@]}" >"$log" 2>&1; then
+    status=ok
+  else
+    status=FAILED
+    failed+=("$r")
+  fi
+  execs=$(grep -Eo 'stat::number_executed_units: *[0-9]+' "$log" | grep -Eo '[0-9]+$' || echo "?")
+  echo "fuzz: $r: $status, $execs executions in $(( $(date +%s) - t0 )) s, corpus $(ls "$work" | wc -l) files"
+  if [ "$status" = FAILED ]; then
+    grep -E 'ERROR|SUMMARY|Test unit written|==[0-9]+==' "$log" | head -8 >&2 || tail -20 "$log" >&2
+  fi
+done
+if [ "${#failed[@]}" -gt 0 ]; then
+  echo "fuzz: findings in ${failed[*]}; inputs in build-fuzz/artifacts/, logs in build-fuzz/fuzz_*.log" >&2
+  exit 1
+fi
+echo "fuzz: ${#readers[@]} harnesses, $secs s each: no crash, timeout, leak or sanitizer report"
