@@ -5,6 +5,7 @@
 
 #include "models/error.h"
 #include "tools/command_registry.h"
+#include "tools/signals.h"
 
 namespace pw::tools {
 std::vector<CommandEntry>& command_registry() {
@@ -33,6 +34,9 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     std::cerr << "pipewright: error: " << e.what() << " (see --help)\n";
     return 2;
+  } catch (const pw::tools::CommandExit& e) {
+    if (*e.what() != '\0') std::cerr << e.what() << "\n";
+    return e.code();
   } catch (const pw::InputError& e) {
     std::cerr << "pipewright: error: " << e.what() << "\n";
     return 2;
