@@ -32,6 +32,8 @@ class Child {
     int fds[2];
     REQUIRE(::pipe(fds) == 0);
     ::fcntl(fds[0], F_SETPIPE_SZ, 4096);
+    capacity_ = ::fcntl(fds[0], F_GETPIPE_SZ);
+    REQUIRE(capacity_ == 4096);
     std::vector<std::string> argv_s = {PW_CLI_PATH};
     argv_s.insert(argv_s.end(), args.begin(), args.end());
     std::vector<char*> argv;
@@ -92,6 +94,35 @@ class Child {
     return false;
   }
   void signal(int sig) { ::kill(pid_, sig); }
+  // Waits (polling every millisecond, at most 300 s) until the child's main thread sleeps in
+  // a pipe write: its stderr pipe is full, and it stays there until the test reads.
+  void wait_until_blocked_writing() {
+    for (int i = 0; i < 300000; ++i) {
+      std::ifstream wchan("/proc/" + std::to_string(pid_) + "/wchan");
+      std::string where;
+      std::getline(wchan, where);
+      if (where.find("pipe_write") != std::string::npos) return;
+      ::usleep(1000);
+    }
+    FAIL("the child did not block on its stderr pipe within 300 s");
+  }
+  int capacity() const { return capacity_; }
+  // Waits (as above) until `sig` is no longer pending for the child: its handler has run.
+  // (Two signals sent back to back while the first is pending merge into one.)
+  void wait_until_delivered(int sig) {
+    const unsigned long long bit = 1ull << (sig - 1);
+    for (int i = 0; i < 300000; ++i) {
+      std::ifstream status("/proc/" + std::to_string(pid_) + "/status");
+      std::string line;
+      unsigned long long pending = 0;
+      while (std::getline(status, line))
+        if (line.rfind("ShdPnd:", 0) == 0 || line.rfind("SigPnd:", 0) == 0)
+          pending |= std::stoull(line.substr(7), nullptr, 16);
+      if ((pending & bit) == 0) return;
+      ::usleep(1000);
+    }
+    FAIL("signal " << sig << " still pending after 300 s");
+  }
   // Drains stderr to EOF and returns the exit code (128 + signal when killed).
   int wait() {
     std::string line;
@@ -107,6 +138,7 @@ class Child {
  private:
   pid_t pid_ = -1;
   int fd_ = -1;
+  int capacity_ = 0;
   std::string buf_, err_;
 };
 
@@ -221,6 +253,26 @@ TEST_CASE("train: SIGINT exits 130 with the summary of the steps done") {
   CHECK(j.at("checkpoint").at("step") == j.at("completed_steps"));
   CHECK(child.err().find("stopped by SIGINT after step " + std::to_string(j.at("completed_steps").get<int>())) !=
         std::string::npos);
+}
+
+// The child is held in a progress-line write (its stderr pipe is full and the test does not
+// read), after a step and before it polls the stop flag: the first SIGTERM only sets the flag
+// (its handler runs, the write goes on waiting), the second must end the process there,
+// before any summary or checkpoint is written.
+TEST_CASE("train: a second signal exits at once, without the summary") {
+  ScratchDir dir;
+  Child child({"train", "--model", "mlp", "--threads", "1", "--steps", "100000", "--log-every", "1", "--json",
+               "--checkpoint", dir.file("ck")},
+              dir.file("out.json"));
+  REQUIRE(child.wait_for("step 1/100000"));
+  child.wait_until_blocked_writing();
+  child.signal(SIGTERM);
+  child.wait_until_delivered(SIGTERM);
+  child.signal(SIGTERM);
+  CHECK(child.wait() == 143);
+  CHECK(slurp(dir.file("out.json")).empty());
+  CHECK(child.err().find("stopped by") == std::string::npos);
+  CHECK_FALSE(dir.exists("ck"));
 }
 
 TEST_CASE("resume: another model or plan, a truncated or corrupt checkpoint: exit 2, one line") {
