@@ -294,7 +294,7 @@ TEST_CASE("all_finite finds a NaN or an Inf anywhere, and nothing in finite extr
 
 // A learning rate this large blows the mlp's weights up within a few steps; checkpointing
 // every step shows which checkpoint survives.
-TEST_CASE("a NaN or Inf stops training with step, stage and layer named; the last good checkpoint is kept") {
+TEST_CASE("a NaN or Inf stops training with step, stage and layer named and keeps the last good checkpoint") {
   TempDir dir;
   TrainOptions o = train_options(OptimizerKind::sgd, 200);
   o.optimizer.lr = 1e4;
