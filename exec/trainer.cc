@@ -13,14 +13,6 @@ namespace pw::exec {
 
 namespace {
 
-const char* optimizer_name(OptimizerKind k) { return k == OptimizerKind::adam ? "adam" : "sgd"; }
-
-Json optimizer_json(const OptimizerOptions& o) {
-  return Json{{"optimizer", optimizer_name(o.kind)}, {"lr", o.lr},       {"momentum", o.momentum},
-              {"beta1", o.beta1},                    {"beta2", o.beta2}, {"eps", o.eps},
-              {"weight_decay", o.weight_decay}};
-}
-
 // Throws NumericalFault when a parameter (or gradient) tensor of a layer is not finite.
 void check_layers(Network& net, int begin, int end, int64_t step, int stage, bool gradients) {
   for (int l = begin; l < end; ++l) {
@@ -34,7 +26,15 @@ void check_layers(Network& net, int begin, int end, int64_t step, int stage, boo
 
 }  // namespace
 
-Json optimizer_identity(const OptimizerOptions& o) { return optimizer_json(o); }
+Json optimizer_identity(const OptimizerOptions& o) {
+  return Json{{"optimizer", o.kind == OptimizerKind::adam ? "adam" : "sgd"},
+              {"lr", o.lr},
+              {"momentum", o.momentum},
+              {"beta1", o.beta1},
+              {"beta2", o.beta2},
+              {"eps", o.eps},
+              {"weight_decay", o.weight_decay}};
+}
 
 TrainResult train(const models::Model& model, const TrainOptions& o,
                   const std::function<void(const StepProgress&)>& on_step) {
@@ -65,7 +65,7 @@ TrainResult train(const models::Model& model, const TrainOptions& o,
   Optimizer opt(net.parameters(), net.gradients(), o.optimizer, alloc);
 
   // Checkpoint identity and state.
-  Json options = optimizer_json(o.optimizer);
+  Json options = optimizer_identity(o.optimizer);
   options["seed"] = o.seed;
   options["data"] = data->describe();
   const Json identity = checkpoint_identity(

@@ -106,7 +106,6 @@ class Child {
     }
     FAIL("the child did not block on its stderr pipe within 300 s");
   }
-  int capacity() const { return capacity_; }
   // Waits (as above) until `sig` is no longer pending for the child: its handler has run.
   // (Two signals sent back to back while the first is pending merge into one.)
   void wait_until_delivered(int sig) {
