@@ -5,11 +5,16 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <vector>
 
 #include "exec/bare_matmul.h"
 #include "exec/layer.h"
 #include "exec/layers/common.h"
+#include "exec/numerics.h"
+#include "exec/checkpoint.h"
+#include "exec/network.h"
+#include "exec/optimizer.h"
 #include "exec/profiler.h"
 #include "models/zoo.h"
 
@@ -163,6 +168,37 @@ void BM_ProfilerStability(benchmark::State& state) {
   state.counters["median_rel_diff"] = diffs.empty() ? 0.0 : diffs[diffs.size() / 2];
 }
 BENCHMARK(BM_ProfilerStability)->Iterations(3)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// The per-step numerical-fault check (exec/numerics.h): all_finite over arg floats, e.g. every
+// weight gradient of the default GPT (867,072 parameters). Counter: bytes checked per second.
+void BM_FiniteCheck(benchmark::State& state) {
+  Tensor g = random({state.range(0)}, 3);
+  for (auto _ : state) benchmark::DoNotOptimize(all_finite(g.data(), g.numel()));
+  state.SetBytesProcessed(state.iterations() * g.bytes());
+}
+BENCHMARK(BM_FiniteCheck)->Arg(867072)->Arg(1 << 24)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+// One checkpoint of the default GPT trained with Adam (weights + m + v: 3 x 867,072 floats)
+// written with exec/checkpoint.h (temporaries, fsync, rename, manifest, directory fsync) into a
+// directory under the system temp dir. Counter: bytes written per second.
+void BM_CheckpointSave(benchmark::State& state) {
+  const pw::models::Model model = pw::models::default_model();
+  Network net(model, 1);
+  Optimizer opt(net.parameters(), net.gradients(), OptimizerOptions{OptimizerKind::adam, 1e-3});
+  StageState st;
+  add_layer_parameters(net, 0, net.size(), st);
+  add_optimizer_state(opt.state_tensors(), st);
+  const std::string dir = (std::filesystem::temp_directory_path() / "pw_bench_checkpoint").string();
+  const pw::Json id = checkpoint_identity(model, pw::Json::object(), pw::Json::object());
+  int64_t step = 0, bytes = 0;
+  for (auto _ : state) {
+    save_checkpoint(dir, id, ++step, DataState{}, {st});
+    bytes += std::filesystem::file_size(dir + "/stage-0.step-" + std::to_string(step) + ".bin");
+  }
+  state.SetBytesProcessed(bytes);
+  std::filesystem::remove_all(dir);
+}
+BENCHMARK(BM_CheckpointSave)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

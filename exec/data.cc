@@ -19,6 +19,7 @@ class TextSource : public DataSource {
   TextSource(std::string file, std::string bytes, int64_t seq, int64_t vocab, uint64_t seed)
       : file_(std::move(file)), bytes_(std::move(bytes)), seq_(seq), vocab_(vocab), rng_(seed) {}
   Batch next(int64_t batch) override {
+    ++batches_;
     Batch b{Tensor({batch, seq_}), Tensor({batch, seq_})};
     const uint64_t span = bytes_.size() - static_cast<uint64_t>(seq_);
     for (int64_t i = 0; i < batch; ++i) {
@@ -29,6 +30,11 @@ class TextSource : public DataSource {
       }
     }
     return b;
+  }
+  DataState state() const override { return {rng_.state(), batches_}; }
+  void restore(const DataState& s) override {
+    rng_.set_state(s.rng);
+    batches_ = s.batches;
   }
   std::string describe() const override {
     return "text " + file_ + " (" + std::to_string(bytes_.size()) + " bytes)";
@@ -41,6 +47,7 @@ class TextSource : public DataSource {
   std::string file_, bytes_;
   int64_t seq_, vocab_;
   Rng rng_;
+  int64_t batches_ = 0;
 };
 
 class TeacherSource : public DataSource {
@@ -57,6 +64,7 @@ class TeacherSource : public DataSource {
     for (double& w : teacher_) w = t.normal() / std::sqrt(static_cast<double>(in_));
   }
   Batch next(int64_t batch) override {
+    ++batches_;
     Tensor x(with_batch(batch, in_shape_));
     for (int64_t i = 0; i < x.numel(); ++i) x.data()[i] = static_cast<float>(rng_.normal());
     Tensor y = classify_ ? Tensor({batch, 1}) : Tensor({batch, out_});
@@ -80,6 +88,11 @@ class TeacherSource : public DataSource {
     if (!classify_) y.reshape(with_batch(batch, out_shape_));
     return {std::move(x), std::move(y)};
   }
+  DataState state() const override { return {rng_.state(), batches_}; }
+  void restore(const DataState& s) override {
+    rng_.set_state(s.rng);
+    batches_ = s.batches;
+  }
   std::string describe() const override {
     return classify_ ? "synthetic classification (" + std::to_string(out_) + " classes, random teacher)"
                      : "synthetic regression (" + std::to_string(out_) + " outputs, random teacher)";
@@ -90,6 +103,7 @@ class TeacherSource : public DataSource {
   int64_t in_ = 1, out_;
   bool classify_;
   Rng rng_;
+  int64_t batches_ = 0;
   std::vector<double> teacher_;
 };
 

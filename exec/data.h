@@ -9,7 +9,9 @@
 //   class is the argmax of a fixed random linear teacher over the flattened input.
 // - Synthetic regression (mse_loss, e.g. mlp): inputs ~ N(0, 1); targets = tanh(teacher · x)
 //   with a fixed random teacher, so the loss can fall.
-// next() is deterministic given (seed, number of previous calls). Not thread-safe.
+// next() is deterministic given (seed, number of previous calls). state() / restore() capture
+// and reset that position (RNG state and batches drawn), so a resumed run draws exactly the
+// batches the uninterrupted run would have (exec/checkpoint.h). Not thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +26,12 @@ namespace pw::exec {
 
 inline constexpr const char* kDefaultTextFile = "/usr/share/common-licenses/GPL-3";
 
+// A data source's position: its RNG state and the number of batches drawn so far.
+struct DataState {
+  uint64_t rng = 0;
+  int64_t batches = 0;
+};
+
 struct Batch {
   Tensor data;     // [batch, input sample shape]
   Tensor targets;  // [batch, target sample shape]
@@ -34,6 +42,8 @@ class DataSource {
   virtual ~DataSource() = default;
   virtual Batch next(int64_t batch) = 0;
   virtual std::string describe() const = 0;
+  virtual DataState state() const = 0;
+  virtual void restore(const DataState& s) = 0;
 };
 
 // Picks the source for the model. `text_file` empty = the default file (text models only; for

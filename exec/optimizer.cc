@@ -37,6 +37,15 @@ int64_t Optimizer::state_bytes() const {
   return b;
 }
 
+std::vector<std::pair<std::string, Tensor*>> Optimizer::state_tensors() {
+  std::vector<std::pair<std::string, Tensor*>> out;
+  const bool adam = opt_.kind == OptimizerKind::adam;
+  for (size_t i = 0; i < m_.size(); ++i)
+    out.emplace_back((adam ? "adam_m/" : "momentum/") + std::to_string(i), &m_[i]);
+  for (size_t i = 0; i < v_.size(); ++i) out.emplace_back("adam_v/" + std::to_string(i), &v_[i]);
+  return out;
+}
+
 void Optimizer::step() {
   ++steps_;
   const float lr = static_cast<float>(opt_.lr);

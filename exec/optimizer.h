@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "exec/tensor.h"
@@ -46,6 +47,12 @@ class Optimizer {
   int64_t state_bytes() const;
   const OptimizerOptions& options() const { return opt_; }
   void set_lr(double lr) { opt_.lr = lr; }
+
+  // Checkpoint access (exec/checkpoint.h): the state tensors with stable names ("momentum/<i>"
+  // for SGD with momentum, "adam_m/<i>" and "adam_v/<i>" for Adam; i = parameter index), and
+  // the step count (Adam's bias correction). Loading writes into these tensors in place.
+  std::vector<std::pair<std::string, Tensor*>> state_tensors();
+  void set_steps(int64_t steps) { steps_ = steps; }
 
  private:
   std::vector<Tensor*> params_, grads_;

@@ -3,11 +3,38 @@
 #include <chrono>
 #include <cmath>
 
+#include "exec/checkpoint.h"
 #include "exec/data.h"
 #include "exec/network.h"
+#include "exec/numerics.h"
 #include "models/error.h"
 
 namespace pw::exec {
+
+namespace {
+
+// Throws NumericalFault when a parameter (or gradient) tensor of a layer is not finite.
+void check_layers(Network& net, int begin, int end, int64_t step, int stage, bool gradients) {
+  for (int l = begin; l < end; ++l) {
+    Layer& layer = net.layer(l);
+    for (Tensor* t : gradients ? layer.gradients() : layer.parameters())
+      if (!all_finite(t->data(), t->numel()))
+        throw NumericalFault(step, stage, layer.name(), gradients ? "weight gradient" : "weights after the update",
+                             nonfinite_kind(t->data(), t->numel()));
+  }
+}
+
+}  // namespace
+
+Json optimizer_identity(const OptimizerOptions& o) {
+  return Json{{"optimizer", o.kind == OptimizerKind::adam ? "adam" : "sgd"},
+              {"lr", o.lr},
+              {"momentum", o.momentum},
+              {"beta1", o.beta1},
+              {"beta2", o.beta2},
+              {"eps", o.eps},
+              {"weight_decay", o.weight_decay}};
+}
 
 TrainResult train(const models::Model& model, const TrainOptions& o,
                   const std::function<void(const StepProgress&)>& on_step) {
@@ -17,6 +44,9 @@ TrainResult train(const models::Model& model, const TrainOptions& o,
   if (mb < 1 || o.batch % mb != 0)
     throw InputError("--micro-batch: expected a divisor of the batch " + std::to_string(o.batch) +
                      ", got " + std::to_string(o.micro_batch));
+  if (o.checkpoint_every < 0) throw InputError("--checkpoint-every: expected >= 0");
+  if (o.checkpoint_every > 0 && o.checkpoint_dir.empty())
+    throw InputError("--checkpoint-every: needs --checkpoint DIR");
   Allocator& alloc = Allocator::global();
   const int64_t live_before = alloc.live_bytes();
   alloc.reset_peak();
@@ -31,15 +61,45 @@ TrainResult train(const models::Model& model, const TrainOptions& o,
     if (range.inputs()[k].name == kTargetInput) target_slot = static_cast<int>(k);
   }
   PW_CHECK(data_slot >= 0 && target_slot >= 0 && range.inputs().size() == 2, "unexpected model inputs");
+  const std::string loss_layer = range.outputs().at(0).name;
   Optimizer opt(net.parameters(), net.gradients(), o.optimizer, alloc);
+
+  // Checkpoint identity and state.
+  Json options = optimizer_identity(o.optimizer);
+  options["seed"] = o.seed;
+  options["data"] = data->describe();
+  const Json identity = checkpoint_identity(
+      model, Json{{"command", "train"}, {"stages", Json::array({Json::array({0, net.size()})})}, {"batch", o.batch},
+                  {"micro_batch", mb}},
+      options);
+  StageState state;
+  add_layer_parameters(net, 0, net.size(), state);
+  add_optimizer_state(opt.state_tensors(), state);
 
   TrainResult res;
   res.data = data->describe();
   res.parameter_bytes = net.parameter_bytes();
   res.optimizer_bytes = opt.state_bytes();
+  if (!o.resume_dir.empty()) {
+    const CheckpointInfo info = open_checkpoint(o.resume_dir, identity, 1);
+    if (info.step >= o.steps)
+      throw InputError("--resume " + o.resume_dir + ": the checkpoint is at step " + std::to_string(info.step) +
+                       "; --steps " + std::to_string(o.steps) + " leaves nothing to run");
+    load_stage(o.resume_dir, info, 0, state);
+    opt.set_steps(state.optimizer_steps);
+    data->restore(info.data);
+    res.first_step = info.step;
+  }
+  auto save = [&](int64_t done) {
+    state.optimizer_steps = opt.steps();
+    state.weight_version = done;
+    save_checkpoint(o.checkpoint_dir, identity, done, data->state(), {state});
+    res.checkpoint_step = done;
+  };
+
   const int64_t m = o.batch / mb;
   const auto t0 = std::chrono::steady_clock::now();
-  for (int64_t step = 0; step < o.steps; ++step) {
+  for (int64_t step = res.first_step; step < o.steps; ++step) {
     net.zero_grad();
     double loss = 0;
     for (int64_t j = 0; j < m; ++j) {
@@ -48,33 +108,45 @@ TrainResult train(const models::Model& model, const TrainOptions& o,
       in[data_slot] = std::move(b.data);
       in[target_slot] = std::move(b.targets);
       std::vector<Tensor> out = range.forward(static_cast<int>(j), std::move(in));
-      loss += out.at(0).data()[0];
+      const float l = out.at(0).data()[0];
+      if (!std::isfinite(l)) throw NumericalFault(step + 1, 0, loss_layer, "loss", std::isnan(l) ? "NaN" : "Inf");
+      loss += l;
       Tensor scale({1});
       scale.data()[0] = 1.0f / static_cast<float>(m);
       std::vector<Tensor> g;
       g.push_back(std::move(scale));
       range.backward(static_cast<int>(j), std::move(g));
     }
+    check_layers(net, 0, net.size(), step + 1, 0, true);
     opt.step();
+    check_layers(net, 0, net.size(), step + 1, 0, false);
     loss /= static_cast<double>(m);
-    if (!std::isfinite(loss))
-      throw InputError("training diverged at step " + std::to_string(step + 1) +
-                       " (loss is not finite); lower --lr");
     res.losses.push_back(loss);
+    const int64_t done = step + 1;
     const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (on_step) {
       StepProgress p;
-      p.step = step + 1;
+      p.step = done;
       p.steps = o.steps;
       p.loss = loss;
       p.elapsed_s = el;
-      p.samples_per_s = el > 0 ? static_cast<double>((step + 1) * o.batch) / el : 0;
-      p.eta_s = el / static_cast<double>(step + 1) * static_cast<double>(o.steps - step - 1);
+      const double run = static_cast<double>(done - res.first_step);
+      p.samples_per_s = el > 0 ? run * static_cast<double>(o.batch) / el : 0;
+      p.eta_s = el / run * static_cast<double>(o.steps - done);
       on_step(p);
+    }
+    const bool stop = o.stop_requested && o.stop_requested();
+    if (!o.checkpoint_dir.empty() &&
+        (done == o.steps || stop || (o.checkpoint_every > 0 && done % o.checkpoint_every == 0)))
+      save(done);
+    if (stop) {
+      res.stopped = true;
+      break;
     }
   }
   res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  res.samples_per_s = res.seconds > 0 ? static_cast<double>(o.steps * o.batch) / res.seconds : 0;
+  res.samples_per_s =
+      res.seconds > 0 ? static_cast<double>(static_cast<int64_t>(res.losses.size()) * o.batch) / res.seconds : 0;
   res.peak_memory_bytes = alloc.peak_bytes() - live_before;
   return res;
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "exec/optimizer.h"
+#include "models/json_util.h"
 #include "models/layer_graph.h"
 
 namespace pw::exec {
@@ -20,6 +21,10 @@ struct TrainOptions {
   OptimizerOptions optimizer;
   std::string data_file;     // empty: the default (text models) / synthetic data
   uint64_t seed = 1;
+  std::string checkpoint_dir;        // "" = no checkpoints
+  int64_t checkpoint_every = 0;      // steps between checkpoints; 0 = only at the end and on a stop
+  std::string resume_dir;            // "" = start fresh
+  std::function<bool()> stop_requested;  // may be empty; polled after every step
 };
 
 struct StepProgress {
@@ -39,9 +44,16 @@ struct TrainResult {
   int64_t parameter_bytes = 0;
   int64_t optimizer_bytes = 0;
   std::string data;              // description of the data source
+  int64_t first_step = 0;        // steps done before this call (the resume point); losses start after it
+  bool stopped = false;          // stop_requested() ended the run early
+  int64_t checkpoint_step = -1;  // step of the last checkpoint this call wrote, -1 if none
 };
 
-// Validates everything before computing (bad sizes, missing data file: InputError).
+// The optimizer's settings as a checkpoint identity records them (kind and hyper-parameters).
+Json optimizer_identity(const OptimizerOptions& o);
+
+// Validates everything before computing (bad sizes, missing data file, a checkpoint of another
+// run or a corrupt one: InputError).
 // `on_step` (may be empty) is called after every step on the calling thread.
 TrainResult train(const models::Model& model, const TrainOptions& options,
                   const std::function<void(const StepProgress&)>& on_step = {});

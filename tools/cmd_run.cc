@@ -4,6 +4,9 @@
 //   pipewright run --model M --stages S --micro-batches M [--micro-batch-size B]
 //                  [--schedule K] [--chunks V] [--recompute] ...   (an even plan built here)
 // Progress goes to stderr, one line per step; the summary to stdout (text, or JSON with --json).
+// --checkpoint DIR [--checkpoint-every K] / --resume DIR: exec/checkpoint.h. SIGINT / SIGTERM
+// finish the step on every worker, checkpoint, write the trace, SVG and summary of the steps
+// done and exit 130 / 143; a NaN or Inf exits 4 (tools/signals.h).
 // --compare measures a profile of the model on this machine (exec/profiler.h), simulates the
 // same plan with it (sim/) and prints predicted vs measured iteration time and peak memory.
 #ifdef PW_HAVE_EXEC
@@ -14,7 +17,9 @@
 
 #include <chrono>
 
+#include "exec/checkpoint.h"
 #include "exec/network.h"
+#include "exec/numerics.h"
 #include "exec/optimizer.h"
 #include "exec/parallel.h"
 #include "exec/runtime/pinning.h"
@@ -31,12 +36,15 @@
 #include "tools/command_registry.h"
 #include "tools/flag_checks.h"
 #include "tools/model_report.h"
+#include "tools/signals.h"
 #include "tools/zoo_flags.h"
 
 namespace {
 
 struct RunArgs {
   std::string plan, model, data, trace, svg, schedule = "1f1b", optimizer = "sgd";
+  std::string checkpoint, resume;
+  int checkpoint_every = 0;
   pw::models::ZooOptions zoo;
   int stages = 0, micro_batches = 0, chunks = 0, steps = 10, threads = 0;
   int warmup_steps = -1;  // -1: 10 with --compare (timings are compared), else 0
@@ -104,6 +112,11 @@ void run(const RunArgs& a, const CLI::App& sub) {
   if (a.vertical_sync && pw::planner::is_synchronous(plan.schedule))
     throw pw::InputError("--vertical-sync: applies to pipedream-async / 2bw only");
   o.threads_per_worker = a.threads;
+  o.checkpoint_dir = a.checkpoint;
+  o.checkpoint_every = a.checkpoint_every;
+  o.resume_dir = a.resume;
+  pw::tools::StopSignals signals;
+  o.stop_requested = [] { return pw::tools::StopSignals::stop_requested(); };
 
   // Validated before the banner and before anything is allocated (tools/flag_checks.h).
   pw::tools::check_fits_in_memory(model, plan.micro_batch_size, plan.num_micro_batches,
@@ -111,22 +124,34 @@ void run(const RunArgs& a, const CLI::App& sub) {
   (void)pw::exec::make_data_source(model, o.data_file, o.seed, "--data");
 
   const int devices = plan.num_stages() / plan.chunks;
-  std::fprintf(stderr, "run: %s, %d stages on %d workers, %s, %d micro-batches of %lld%s\n", model.name().c_str(),
-               plan.num_stages(), devices, std::string(pw::planner::to_string(plan.schedule)).c_str(),
-               plan.num_micro_batches, static_cast<long long>(plan.micro_batch_size),
-               std::any_of(plan.stages.begin(), plan.stages.end(), [](auto& s) { return s.recompute; })
-                   ? ", recompute"
-                   : "");
+  o.on_start = [&] {
+    std::fprintf(stderr, "run: %s, %d stages on %d workers, %s, %d micro-batches of %lld%s\n", model.name().c_str(),
+                 plan.num_stages(), devices, std::string(pw::planner::to_string(plan.schedule)).c_str(),
+                 plan.num_micro_batches, static_cast<long long>(plan.micro_batch_size),
+                 std::any_of(plan.stages.begin(), plan.stages.end(), [](auto& s) { return s.recompute; })
+                     ? ", recompute"
+                     : "");
+  };
   auto progress = [](const pw::exec::StepReport& s) {
     std::fprintf(stderr, "step %d/%d  loss %.4f  %.1f samples/s  %.2f ms\n", s.step, s.steps, s.loss,
                  s.samples_per_s, static_cast<double>(s.iteration_ns) / 1e6);
     std::fflush(stderr);
   };
-  pw::exec::PipelineRunResult r = pw::exec::run_pipeline(model, plan, o, progress);
+  pw::exec::PipelineRunResult r;
+  try {
+    r = pw::exec::run_pipeline(model, plan, o, progress);
+  } catch (const pw::exec::NumericalFault& e) {
+    const int64_t kept = a.checkpoint.empty() ? -1 : pw::exec::checkpoint_step(a.checkpoint);
+    throw pw::tools::CommandExit(
+        pw::tools::kExitNumericalFault,
+        std::string("pipewright: numerical fault: ") + e.what() +
+            (kept >= 0 ? "; last good checkpoint: " + a.checkpoint + " (step " + std::to_string(kept) + ")"
+                       : std::string("; no checkpoint")));
+  }
   if (!r.warning.empty()) std::fprintf(stderr, "%s\n", r.warning.c_str());
 
   pw::exec::Prediction cmp;
-  if (a.compare) {
+  if (a.compare && !r.stopped) {
     const int cores = pw::exec::Machine::instance().num_cores();
     const int threads = a.threads > 0 ? a.threads : std::max(1, cores / devices);
     pw::exec::set_num_threads(threads);
@@ -136,8 +161,8 @@ void run(const RunArgs& a, const CLI::App& sub) {
   }
 
   // Outputs last (atomic writes).
-  // The trace holds the warm-up steps too.
-  const pw::sim::RunInfo info = pw::sim::run_info_for_plan(plan, o.warmup_steps + a.steps);
+  // The trace holds the warm-up steps too (those this call ran).
+  const pw::sim::RunInfo info = pw::sim::run_info_for_plan(plan, std::max(1, r.iterations_run));
   if (!a.trace.empty() || !a.svg.empty())
     pw::sim::write_timeline_files(r.trace, pw::sim::summarize(r.trace, info),
                                   "measured: " + model.name() + ", " + info.schedule + ", " + std::to_string(devices) +
@@ -147,7 +172,7 @@ void run(const RunArgs& a, const CLI::App& sub) {
     pw::Json stages = pw::Json::array();
     for (int d = 0; d < devices; ++d) {
       pw::Json s{{"device", d}, {"cores", r.placement[d]}, {"peak_memory_bytes", r.peak_memory_bytes[d]}};
-      if (a.compare) s["predicted_peak_memory_bytes"] = cmp.peak_memory_bytes.at(d);
+      if (a.compare && !r.stopped) s["predicted_peak_memory_bytes"] = cmp.peak_memory_bytes.at(d);
       stages.push_back(s);
     }
     pw::Json j{{"model", model.name()},
@@ -167,7 +192,11 @@ void run(const RunArgs& a, const CLI::App& sub) {
     std::vector<double> its;
     for (int64_t ns : r.iteration_ns) its.push_back(static_cast<double>(ns) / 1e6);
     j["iteration_ms_per_step"] = its;
-    if (a.compare) {
+    j["first_step"] = r.first_step;
+    j["completed_steps"] = r.first_step + r.iterations_run;
+    j["stopped"] = r.stopped;
+    if (r.checkpoint_step >= 0) j["checkpoint"] = {{"dir", a.checkpoint}, {"step", r.checkpoint_step}};
+    if (a.compare && !r.stopped) {
       j["predicted_iteration_ms"] = cmp.iteration_ms;
       j["predicted_peak_memory_bytes"] = cmp.peak_memory_bytes;
     }
@@ -176,18 +205,32 @@ void run(const RunArgs& a, const CLI::App& sub) {
   } else {
     std::printf("model %s, %s, %d workers, %d steps of batch %lld\n", model.name().c_str(), info.schedule.c_str(),
                 devices, a.steps, static_cast<long long>(plan.batch));
-    std::printf("loss %.4f -> %.4f\n", r.losses.front(), r.losses.back());
+    if (!r.losses.empty()) std::printf("loss %.4f -> %.4f\n", r.losses.front(), r.losses.back());
     std::printf("iteration %.2f ms (median), %.1f samples/s\n", r.median_iteration_ms, r.samples_per_s);
-    if (a.compare)
+    if (a.compare && !r.stopped)
       std::printf("predicted iteration %.2f ms, measured %.2f ms (%+.1f%%)\n", cmp.iteration_ms,
                   r.median_iteration_ms, 100.0 * (r.median_iteration_ms / cmp.iteration_ms - 1.0));
     for (int d = 0; d < devices; ++d) {
       std::printf("worker %d (%s): peak memory %s", d, r.placement[d].c_str(),
                   pw::tools::human_bytes(double(r.peak_memory_bytes[d])).c_str());
-      if (a.compare)
+      if (a.compare && !r.stopped)
         std::printf(", predicted %s", pw::tools::human_bytes(double(cmp.peak_memory_bytes.at(d))).c_str());
       std::printf("\n");
     }
+  }
+  std::cout.flush();
+  std::fflush(stdout);
+  if (r.stopped) {
+    const int sig = pw::tools::StopSignals::received();
+    const int done = r.first_step + r.iterations_run;
+    const int total = o.warmup_steps + a.steps;
+    throw pw::tools::CommandExit(
+        pw::tools::exit_code_for_signal(sig),
+        "pipewright: stopped by " + pw::tools::StopSignals::name(sig) + " after step " + std::to_string(done) + " of " +
+            std::to_string(total) + "; " +
+            (r.checkpoint_step >= 0 ? "checkpoint: " + a.checkpoint + " (step " + std::to_string(r.checkpoint_step) +
+                                          "; continue with --resume " + a.checkpoint + ")"
+                                    : std::string("no checkpoint (--checkpoint DIR not given)")));
   }
 }
 
@@ -217,6 +260,12 @@ pw::tools::CommandRegistrar reg("run", [](CLI::App& app) {
   sub->add_option("--svg", a->svg, "write the measured timeline as SVG");
   sub->add_flag("--compare", a->compare, "measure a profile, simulate the plan, print predicted vs measured");
   sub->add_flag("--json", a->json, "print a JSON summary");
+  sub->add_option("--checkpoint", a->checkpoint,
+                  "write checkpoints into DIR (at the end, on SIGINT/SIGTERM, and every --checkpoint-every steps)");
+  sub->add_option("--checkpoint-every", a->checkpoint_every,
+                  "steps between checkpoints, warm-up steps counted (0: only at the end)")
+      ->capture_default_str();
+  sub->add_option("--resume", a->resume, "continue from the checkpoint in DIR (same model, plan and options)");
   sub->callback([a, sub] { run(*a, *sub); });
 });
 

@@ -1,9 +1,12 @@
 // `pipewright train --model M [sizes] [--steps N] [--batch B] [--micro-batch U] [--lr X]
-//  [--optimizer sgd|adam] [--weight-decay W] [--data FILE] [--seed S] [--threads T] [--json]`:
+//  [--optimizer sgd|adam] [--weight-decay W] [--data FILE] [--seed S] [--threads T] [--json]
+//  [--checkpoint DIR [--checkpoint-every K]] [--resume DIR] [--log-every N]`:
 // single-device training with the oneDNN executor. Zoo families get small defaults that train
 // in seconds on 2 cores; sizing flags override them. Progress goes to stderr (rewritten in place
-// on a terminal; otherwise a line every ~10% of the steps or 10 s once the run has lasted 10 s);
-// the summary to stdout.
+// on a terminal; otherwise a line every ~10% of the steps or 10 s once the run has lasted 10 s,
+// or every --log-every N steps); the summary to stdout. SIGINT / SIGTERM finish the step,
+// checkpoint (with --checkpoint), print the summary of the steps done and exit 130 / 143; a NaN
+// or Inf exits 4 (tools/signals.h).
 #ifdef PW_HAVE_EXEC
 #include <unistd.h>
 
@@ -12,6 +15,8 @@
 #include <iostream>
 #include <memory>
 
+#include "exec/checkpoint.h"
+#include "exec/numerics.h"
 #include "exec/data.h"
 #include "exec/parallel.h"
 #include "exec/trainer.h"
@@ -19,6 +24,7 @@
 #include "tools/command_registry.h"
 #include "tools/flag_checks.h"
 #include "tools/model_report.h"
+#include "tools/signals.h"
 #include "tools/zoo_flags.h"
 
 namespace {
@@ -36,6 +42,9 @@ struct TrainArgs {
   uint64_t seed = 1;
   int threads = 0;
   bool json = false;
+  std::string checkpoint, resume;
+  int64_t checkpoint_every = 0;
+  int64_t log_every = 0;
 };
 
 // Small sizes (tools/zoo_flags.h): 2 gpt blocks, an mlp of 3 layers of 64.
@@ -90,9 +99,15 @@ void run(const TrainArgs& a, const CLI::App& sub) {
   pw::tools::check_fits_in_memory(src.model, o.micro_batch > 0 ? o.micro_batch : o.batch, 1,
                                   sub.count("--batch") > 0 ? "--batch" : "the model's sizes");
   (void)pw::exec::make_data_source(src.model, o.data_file, o.seed, "--data");
+  o.checkpoint_dir = a.checkpoint;
+  o.checkpoint_every = a.checkpoint_every;
+  o.resume_dir = a.resume;
+  if (a.log_every < 0) throw pw::InputError("--log-every: expected >= 1");
+  pw::tools::StopSignals signals;
+  o.stop_requested = [] { return pw::tools::StopSignals::stop_requested(); };
 
   const bool tty = isatty(fileno(stderr)) != 0;
-  const int64_t every = std::max<int64_t>(1, o.steps / 10);
+  const int64_t every = a.log_every > 0 ? a.log_every : std::max<int64_t>(1, o.steps / 10);
   auto last = std::chrono::steady_clock::now();
   auto progress = [&](const pw::exec::StepProgress& p) {
     const auto now = std::chrono::steady_clock::now();
@@ -107,15 +122,28 @@ void run(const TrainArgs& a, const CLI::App& sub) {
         std::fprintf(stderr, "\r\033[K%s%s", line, final ? "\n" : "");
         last = now;
       }
-    } else if (p.elapsed_s >= 10.0 && (p.step % every == 0 || final || since >= 10.0)) {
-      // Not a terminal: lines only once the run has lasted 10 s (then every ~10% or 10 s), so
-      // a short run that fails (e.g. "training diverged") leaves one line on stderr.
+    } else if (a.log_every > 0 ? (p.step % a.log_every == 0 || final)
+                               : (p.elapsed_s >= 10.0 && (p.step % every == 0 || final || since >= 10.0))) {
+      // Not a terminal: every --log-every steps when asked; otherwise lines only once the run
+      // has lasted 10 s (then every ~10% or 10 s), so a short run leaves a quiet stderr.
       std::fprintf(stderr, "%s\n", line);
       last = now;
     }
     std::fflush(stderr);
   };
-  pw::exec::TrainResult r = pw::exec::train(src.model, o, progress);
+  pw::exec::TrainResult r;
+  try {
+    r = pw::exec::train(src.model, o, progress);
+  } catch (const pw::exec::NumericalFault& e) {
+    if (tty) std::fprintf(stderr, "\n");
+    const int64_t kept = a.checkpoint.empty() ? -1 : pw::exec::checkpoint_step(a.checkpoint);
+    throw pw::tools::CommandExit(
+        pw::tools::kExitNumericalFault,
+        std::string("pipewright: numerical fault: ") + e.what() +
+            (kept >= 0 ? "; last good checkpoint: " + a.checkpoint + " (step " + std::to_string(kept) + ")"
+                       : std::string("; no checkpoint")));
+  }
+  if (r.stopped && tty) std::fprintf(stderr, "\n");
 
   if (a.json) {
     pw::Json j{{"model", src.model.name()},
@@ -132,7 +160,11 @@ void run(const TrainArgs& a, const CLI::App& sub) {
                {"seconds", r.seconds},
                {"peak_memory_bytes", r.peak_memory_bytes},
                {"parameter_bytes", r.parameter_bytes},
-               {"optimizer_bytes", r.optimizer_bytes}};
+               {"optimizer_bytes", r.optimizer_bytes},
+               {"first_step", r.first_step},
+               {"completed_steps", r.first_step + static_cast<int64_t>(r.losses.size())},
+               {"stopped", r.stopped}};
+    if (r.checkpoint_step >= 0) j["checkpoint"] = {{"dir", a.checkpoint}, {"step", r.checkpoint_step}};
     std::cout << j.dump(2) << "\n";
   } else {
     std::printf("model %s, %lld steps of batch %lld on %s\n", src.model.name().c_str(),
@@ -143,6 +175,19 @@ void run(const TrainArgs& a, const CLI::App& sub) {
                 fmt_time(r.seconds).c_str(), pw::tools::human_bytes(double(r.peak_memory_bytes)).c_str(),
                 pw::tools::human_bytes(double(r.parameter_bytes)).c_str(),
                 pw::tools::human_bytes(double(r.optimizer_bytes)).c_str());
+  }
+  std::cout.flush();
+  std::fflush(stdout);
+  if (r.stopped) {
+    const int sig = pw::tools::StopSignals::received();
+    const int64_t done = r.first_step + static_cast<int64_t>(r.losses.size());
+    throw pw::tools::CommandExit(
+        pw::tools::exit_code_for_signal(sig),
+        "pipewright: stopped by " + pw::tools::StopSignals::name(sig) + " after step " + std::to_string(done) + " of " +
+            std::to_string(o.steps) + "; " +
+            (r.checkpoint_step >= 0 ? "checkpoint: " + a.checkpoint + " (step " + std::to_string(r.checkpoint_step) +
+                                          "; continue with --resume " + a.checkpoint + ")"
+                                    : std::string("no checkpoint (--checkpoint DIR not given)")));
   }
 }
 
@@ -163,6 +208,12 @@ pw::tools::CommandRegistrar reg("train", [](CLI::App& app) {
   sub->add_option("--seed", a->seed, "seed of initialization and data")->capture_default_str();
   sub->add_option("--threads", a->threads, "OpenMP threads (default: all)");
   sub->add_flag("--json", a->json, "print a JSON summary (losses, samples_per_s, peak_memory_bytes, ...)");
+  sub->add_option("--checkpoint", a->checkpoint,
+                  "write checkpoints into DIR (at the end, on SIGINT/SIGTERM, and every --checkpoint-every steps)");
+  sub->add_option("--checkpoint-every", a->checkpoint_every, "steps between checkpoints (0: only at the end)")
+      ->capture_default_str();
+  sub->add_option("--resume", a->resume, "continue from the checkpoint in DIR (same model, layout and options)");
+  sub->add_option("--log-every", a->log_every, "progress line every N steps when stderr is not a terminal (default: 10%)");
   sub->callback([a, sub] { run(*a, *sub); });
 });
 

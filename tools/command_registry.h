@@ -4,7 +4,8 @@
 // library), so these registrars are never dropped by the linker.
 //
 // Exit codes (main.cc): 0 success; 2 bad input (pw::InputError, CLI parse errors);
-// 3 infeasible (pw::Infeasible); 70 internal error.
+// 3 infeasible (pw::Infeasible); 4 numerical fault (train, run); 70 internal error; 130 / 143
+// a run stopped by SIGINT / SIGTERM (tools/signals.h: CommandExit carries these).
 #pragma once
 
 #include <functional>

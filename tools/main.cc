@@ -7,6 +7,7 @@
 #include "models/error_text.h"
 #include "tools/flag_checks.h"
 #include "tools/command_registry.h"
+#include "tools/signals.h"
 #ifdef PW_HAVE_EXEC
 #include <unistd.h>
 
@@ -64,6 +65,9 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     std::cerr << "pipewright: error: " << pw::one_line_message(e.what()) << " (see --help)\n";
     return 2;
+  } catch (const pw::tools::CommandExit& e) {
+    if (*e.what() != '\0') std::cerr << e.what() << "\n";
+    return e.code();
   } catch (const pw::InputError& e) {
     std::cerr << "pipewright: error: " << pw::one_line_message(e.what()) << "\n";
     return 2;

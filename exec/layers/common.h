@@ -31,6 +31,9 @@ class Rng {
     return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
   }
   uint64_t below(uint64_t n) { return next() % n; }
+  // The whole generator state (checkpoints save and restore it).
+  uint64_t state() const { return s_; }
+  void set_state(uint64_t s) { s_ = s; }
 
  private:
   uint64_t s_;

@@ -1,7 +1,9 @@
 #include "exec/runtime/run_compute.h"
 
 #include <algorithm>
+#include <cmath>
 
+#include "exec/numerics.h"
 #include "models/error.h"
 
 namespace pw::exec {
@@ -224,7 +226,13 @@ std::vector<Tensor> LayerStageCompute::forward(const OpContext& c, std::vector<T
     outs = st.range->forward(c.micro_batch, std::move(range_in));
   }
   st.in_flight.insert(c.micro_batch);
-  if (st.loss_output >= 0) st.losses[{c.iteration, c.micro_batch}] = outs[st.loss_output].data()[0];
+  if (st.loss_output >= 0) {
+    const float l = outs[st.loss_output].data()[0];
+    if (!std::isfinite(l))
+      throw NumericalFault(c.iteration + 1, c.stage, st.range->outputs()[st.loss_output].name, "loss",
+                           std::isnan(l) ? "NaN" : "Inf");
+    st.losses[{c.iteration, c.micro_batch}] = l;
+  }
   note_activation_peak(st);
   if (st.recompute) st.range->drop_stash(c.micro_batch);
   // Payload for the next stage: own outputs and pass-through tensors (left in `input`).
@@ -304,10 +312,42 @@ void LayerStageCompute::backward_weight(const OpContext& c) {
 
 void LayerStageCompute::step(int s, int iteration) {
   Stage& st = stage(s);
+  for (int l = st.range->begin(); l < st.range->end(); ++l)
+    for (Tensor* g : net_.layer(l).gradients())
+      if (!all_finite(g->data(), g->numel()))
+        throw NumericalFault(iteration + 1, s, net_.layer(l).name(), "weight gradient",
+                             nonfinite_kind(g->data(), g->numel()));
   if (st.keep_history) st.history[st.version] = clone_params(st);
   st.opt->step();
+  check_weights(s, iteration + 1);
   st.range->zero_grad();
   ++st.version;
+}
+
+StageState LayerStageCompute::checkpoint_state(int s) {
+  Stage& st = stage(s);
+  PW_CHECK(st.in_flight.empty() && st.stashed.empty(), "checkpoint of a stage with micro-batches in flight");
+  StageState out;
+  add_layer_parameters(net_, st.range->begin(), st.range->end(), out);
+  add_optimizer_state(st.opt->state_tensors(), out);
+  out.optimizer_steps = st.opt->steps();
+  out.weight_version = st.version;
+  return out;
+}
+
+void LayerStageCompute::restore_counters(int s, const StageState& state) {
+  Stage& st = stage(s);
+  st.opt->set_steps(state.optimizer_steps);
+  st.version = state.weight_version;
+}
+
+void LayerStageCompute::check_weights(int s, int64_t step) {
+  Stage& st = stage(s);
+  for (int l = st.range->begin(); l < st.range->end(); ++l)
+    for (Tensor* p : net_.layer(l).parameters())
+      if (!all_finite(p->data(), p->numel()))
+        throw NumericalFault(step, s, net_.layer(l).name(), "weights after the update",
+                             nonfinite_kind(p->data(), p->numel()));
 }
 
 int64_t LayerStageCompute::weight_version(int s) const { return stages_.at(s)->version; }

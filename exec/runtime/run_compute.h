@@ -25,6 +25,12 @@
 // Memory: memory_bytes(s) = parameters + gradients + optimizer state + stashed weight
 // versions + LayerRange::stash_bytes of every micro-batch in flight, counted from the tensors
 // themselves (exact per stage even though all stages share one process allocator).
+// Numerical faults: a non-finite loss (checked after each forward of the loss stage), weight
+// gradient (per layer in step(), before the update) or weight (per layer, after it) throws
+// NumericalFault
+// (exec/numerics.h) with step = iteration + 1, the stage and the layer; the runtime rethrows it.
+// Checkpoints (exec/checkpoint.h): checkpoint_state(s) names the stage's weights and optimizer
+// state; call it, and restore_counters(), only between iterations.
 // Thread-safety: as StageCompute (one thread per stage); losses() after the run only.
 #pragma once
 
@@ -34,8 +40,10 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "exec/checkpoint.h"
 #include "exec/network.h"
 #include "exec/runtime/stage_compute.h"
 
@@ -53,6 +61,10 @@ class StageOptimizer {
   virtual ~StageOptimizer() = default;
   virtual void step() = 0;
   virtual int64_t state_bytes() const = 0;
+  // Checkpoint access: named state tensors (loaded in place) and the step count.
+  virtual std::vector<std::pair<std::string, Tensor*>> state_tensors() { return {}; }
+  virtual int64_t steps() const { return 0; }
+  virtual void set_steps(int64_t) {}
 };
 using OptimizerFactory =
     std::function<std::unique_ptr<StageOptimizer>(std::vector<Tensor*> params, std::vector<Tensor*> grads)>;
@@ -101,6 +113,15 @@ class LayerStageCompute final : public StageCompute {
   void reset_peaks();
   // Parameters + gradients + optimizer state of the stage (the baseline memory).
   int64_t weights_optimizer_bytes(int stage) const;
+  // The stage's weights ("<layer>/<k>") and optimizer state ("opt/..."), its optimizer step
+  // count and weight version: what a checkpoint saves and a resume overwrites. Between
+  // iterations only (no micro-batch in flight, no stashed weight version).
+  StageState checkpoint_state(int stage);
+  // Sets the optimizer step count and weight version of `stage` from a loaded state.
+  void restore_counters(int stage, const StageState& state);
+  // Throws NumericalFault(step, stage, layer, "weights after the update") when a weight of the
+  // stage is not finite.
+  void check_weights(int stage, int64_t step);
 
  private:
   struct Stage;

@@ -5,7 +5,10 @@
 #include <map>
 #include <mutex>
 
+#include "exec/checkpoint.h"
 #include "exec/data.h"
+#include "exec/numerics.h"
+#include "exec/trainer.h"
 #include "exec/network.h"
 #include "exec/runtime/run_compute.h"
 #include "models/error.h"
@@ -21,6 +24,9 @@ class OptimizerAdapter final : public StageOptimizer {
       : opt_(std::move(p), std::move(g), o) {}
   void step() override { opt_.step(); }
   int64_t state_bytes() const override { return opt_.state_bytes(); }
+  std::vector<std::pair<std::string, Tensor*>> state_tensors() override { return opt_.state_tensors(); }
+  int64_t steps() const override { return opt_.steps(); }
+  void set_steps(int64_t s) override { opt_.set_steps(s); }
 
  private:
   Optimizer opt_;
@@ -43,6 +49,17 @@ class BatchSlicer {
     copy_rows(b.data, first, count, data);
     copy_rows(b.targets, first, count, targets);
   }
+  // The source's position after the mini-batches drawn so far (at an iteration boundary: after
+  // the last finished iteration's).
+  DataState state() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return src_->state();
+  }
+  void restore(const DataState& s) {
+    std::lock_guard<std::mutex> lock(mu_);
+    src_->restore(s);
+  }
+  std::string describe() const { return src_->describe(); }
 
  private:
   void draw(int it) {
@@ -180,19 +197,79 @@ PipelineRunResult run_pipeline(const models::Model& model, const planner::Plan& 
   ro.vertical_sync = options.vertical_sync;
   ro.threads_per_worker = options.threads_per_worker;
   ro.timeout = options.timeout;
-  PipelineRuntime rt(std::move(schedule), compute, ro);
 
+  // Checkpoint identity: what must match for a resume.
+  Json stages = Json::array();
+  for (const auto& st : plan.stages) stages.push_back(Json::array({st.first_layer, st.end_layer, st.recompute}));
+  Json options_id = optimizer_identity(options.optimizer);
+  options_id["seed"] = options.seed;
+  options_id["data"] = slicer->describe();
+  const Json identity = checkpoint_identity(
+      model,
+      Json{{"command", "run"}, {"stages", stages}, {"schedule", std::string(planner::to_string(plan.schedule))},
+           {"chunks", plan.chunks}, {"micro_batch_size", plan.micro_batch_size},
+           {"num_micro_batches", plan.num_micro_batches}, {"batch", plan.batch}},
+      options_id);
+  const bool checkpointing = !options.checkpoint_dir.empty() || !options.resume_dir.empty();
+  if (checkpointing && options.vertical_sync)
+    throw InputError(std::string(options.resume_dir.empty() ? "--checkpoint" : "--resume") +
+                     ": not supported with --vertical-sync (the weight versions it keeps across steps are not saved)");
+  if (options.checkpoint_every < 0) throw InputError("--checkpoint-every: expected >= 0");
+  if (options.checkpoint_every > 0 && options.checkpoint_dir.empty())
+    throw InputError("--checkpoint-every: needs --checkpoint DIR");
+  const int total = options.warmup_steps + options.steps;
+  const int S = compute.num_stages();
   PipelineRunResult r;
+  if (!options.resume_dir.empty()) {
+    const CheckpointInfo info = open_checkpoint(options.resume_dir, identity, S);
+    if (info.step >= total)
+      throw InputError("--resume " + options.resume_dir + ": the checkpoint is at step " + std::to_string(info.step) +
+                       "; " + std::to_string(total) + " steps (warm-up included) leave nothing to run");
+    for (int s = 0; s < S; ++s) {
+      StageState st = compute.checkpoint_state(s);
+      load_stage(options.resume_dir, info, s, st);
+      compute.restore_counters(s, st);
+    }
+    slicer->restore(info.data);
+    r.first_step = static_cast<int>(info.step);
+  }
+  auto save = [&](int done) {
+    std::vector<StageState> states;
+    for (int s = 0; s < S; ++s) states.push_back(compute.checkpoint_state(s));
+    save_checkpoint(options.checkpoint_dir, identity, done, slicer->state(), states);
+    r.checkpoint_step = done;
+  };
+
+  PipelineRuntime rt(std::move(schedule), compute, ro);
   r.warning = rt.warning();
   for (const auto& c : rt.placement()) r.placement.push_back(c.to_string());
-  for (int i = 0; i < options.warmup_steps + options.steps; ++i) {
-    slicer->prepare(i);  // the data loader is not part of the timed pipeline iteration
-    const int64_t ns = rt.run_iteration();
-    if (i < options.warmup_steps) continue;
-    r.iteration_ns.push_back(ns);
-    r.losses.push_back(compute.loss(i));
-    if (on_step)
-      on_step({i + 1 - options.warmup_steps, options.steps, r.losses.back(), ns, static_cast<double>(plan.batch) * 1e9 / std::max<int64_t>(1, ns)});
+  if (options.on_start) options.on_start();
+  for (int i = r.first_step; i < total; ++i) {
+    const int local = i - r.first_step;  // the runtime counts its own iterations from 0
+    slicer->prepare(local);  // the data loader is not part of the timed pipeline iteration
+    int64_t ns = 0;
+    try {
+      ns = rt.run_iteration();
+    } catch (const NumericalFault& e) {
+      throw e.shifted(r.first_step);
+    }
+    ++r.iterations_run;
+    if (i >= options.warmup_steps) {
+      r.iteration_ns.push_back(ns);
+      r.losses.push_back(compute.loss(local));
+      if (on_step)
+        on_step({i + 1 - options.warmup_steps, options.steps, r.losses.back(), ns,
+                 static_cast<double>(plan.batch) * 1e9 / std::max<int64_t>(1, ns)});
+    }
+    const int done = i + 1;
+    const bool stop = options.stop_requested && options.stop_requested();
+    if (!options.checkpoint_dir.empty() &&
+        (done == total || stop || (options.checkpoint_every > 0 && done % options.checkpoint_every == 0)))
+      save(done);
+    if (stop) {
+      r.stopped = true;
+      break;
+    }
   }
   const int64_t med = median(r.iteration_ns);
   r.median_iteration_ms = static_cast<double>(med) / 1e6;

@@ -11,6 +11,17 @@
 // iteration draws one mini-batch (before the iteration's timing starts: data loading is not
 // part of the measured pipeline), sliced into micro-batches. Synchronous schedules step once
 // per iteration; pipedream-async (and 2bw, run with weight stashing) after every micro-batch.
+//
+// Checkpoints (exec/checkpoint.h): steps are counted over the whole run, warm-up included
+// (warmup_steps + steps in all). With checkpoint_dir, every stage's weights and optimizer
+// state, the step and the data loader's position are saved every checkpoint_every steps,
+// after the last step and on a stop; resume_dir continues from such a checkpoint so that the
+// remaining losses and the final weights are bitwise identical to an uninterrupted run (same
+// thread count per worker). stop_requested is polled between iterations: every worker stops at
+// the same step boundary. Numerical faults: NumericalFault (exec/numerics.h) with the run's
+// step; no checkpoint is written for the faulty step.
+// Vertical sync keeps weight versions across steps that checkpoints do not hold: combining it
+// with checkpoint_dir or resume_dir is an InputError.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +49,13 @@ struct PipelineRunOptions {
   bool vertical_sync = false;      // asynchronous schedules only
   int threads_per_worker = 0;      // 0 = the worker's cores
   std::chrono::milliseconds timeout{0};
+  std::string checkpoint_dir;            // "" = no checkpoints
+  int checkpoint_every = 0;              // steps between checkpoints; 0 = at the end and on a stop
+  std::string resume_dir;                // "" = start fresh
+  std::function<bool()> stop_requested;  // may be empty; polled after every step
+  // May be empty; called once every check has passed and a checkpoint (if any) is loaded,
+  // before the first iteration (e.g. to print a banner only for a run that starts).
+  std::function<void()> on_start;
 };
 
 struct StepReport {
@@ -58,6 +76,10 @@ struct PipelineRunResult {
   std::vector<std::string> placement;          // per device, e.g. "core 0 (socket 0)"
   std::string warning;                         // oversubscription / pinning, "" if none
   sim::Trace trace;                            // measured, all steps
+  int first_step = 0;                          // steps (warm-up included) done before: the resume point
+  int iterations_run = 0;                      // iterations this call ran (warm-up included)
+  bool stopped = false;                        // stop_requested() ended the run early
+  int64_t checkpoint_step = -1;                // step of the last checkpoint written, -1 if none
 };
 
 // Throws InputError with a one-line reason when the plan does not fit the model (see above).

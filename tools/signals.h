@@ -1,0 +1,50 @@
+// Graceful stop on SIGINT / SIGTERM for the long-running commands (train, run).
+//
+// StopSignals installs handlers for its lifetime (the previous ones come back on destruction).
+// The first signal only records itself (async-signal-safe: one sig_atomic_t store); the
+// trainer and the pipeline runtime poll stop_requested() at step boundaries, finish the
+// current step, checkpoint and return. A second signal ends the process at once with
+// _exit(128 + signal): no destructors, no output files beyond those already renamed into place.
+//
+// CommandExit: thrown by a command to end with a given exit code and one message line (main
+// prints it and returns the code): 130 / 143 after SIGINT / SIGTERM, 4 on a numerical fault.
+#pragma once
+
+#include <csignal>
+#include <stdexcept>
+#include <string>
+
+namespace pw::tools {
+
+class StopSignals {
+ public:
+  StopSignals();
+  ~StopSignals();
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+
+  // The signal received (SIGINT or SIGTERM), 0 when none.
+  static int received();
+  static bool stop_requested() { return received() != 0; }
+  // "SIGINT", "SIGTERM".
+  static std::string name(int sig);
+
+ private:
+  struct sigaction old_int_ {}, old_term_ {};
+};
+
+// Exit code of a run stopped by `sig`: 128 + sig (130 SIGINT, 143 SIGTERM).
+inline int exit_code_for_signal(int sig) { return 128 + sig; }
+// Exit code of a numerical fault (NaN / Inf in a loss, gradient or weight).
+inline constexpr int kExitNumericalFault = 4;
+
+class CommandExit : public std::runtime_error {
+ public:
+  CommandExit(int code, const std::string& message) : std::runtime_error(message), code_(code) {}
+  int code() const { return code_; }
+
+ private:
+  int code_;
+};
+
+}  // namespace pw::tools
