@@ -53,7 +53,7 @@ def cli(*args):
 class SchemasDescribeOutputs(unittest.TestCase):
     def test_schemas_are_valid_draft7(self):
         files = sorted(glob.glob(os.path.join(SCHEMAS, "*.schema.json")))
-        self.assertGreaterEqual(len(files), 9)
+        self.assertGreaterEqual(len(files), 10)
         for path in files:
             with open(path) as f:
                 jsonschema.Draft7Validator.check_schema(json.load(f))
@@ -75,6 +75,8 @@ class SchemasDescribeOutputs(unittest.TestCase):
             cli("model", "gpt", "--layers", "4", "--d-model", "64", "--heads", "4", "--seq", "32", "--vocab", "100",
                 "-o", p("gpt.json"))
             check_file(p("gpt.json"))
+            check_stdout(cli("model", p("gpt.json"), "--json"), "model --json")
+            check_stdout(cli("model", "resnet50", "--image", "32", "--json"), "model resnet50 --json")
             cli("profile", "--model", p("gpt.json"), "--device", "a100-80g", "--micro-batch", "2",
                 "-o", p("profile.json"))
             check_file(p("profile.json"))
@@ -106,7 +108,8 @@ class SchemasDescribeOutputs(unittest.TestCase):
                 if isinstance(doc, dict) and str(doc.get("format", "")).startswith("pipewright."):
                     seen.add(validate(doc, data))
         self.assertTrue({"pipewright.model/1", "pipewright.profile/1", "pipewright.plan/1", "pipewright.report/1",
-                         "pipewright.schedule/1", "pipewright.sweep/1", "pipewright.sweep-result/1"} <= seen, seen)
+                         "pipewright.schedule/1", "pipewright.sweep/1", "pipewright.sweep-result/1",
+                         "pipewright.model-summary/1"} <= seen, seen)
 
     def test_cluster_and_trace_documents(self):
         # The cluster and trace formats are read by the tool; documents it accepts validate.
