@@ -85,6 +85,7 @@ void run_import(const ImportArgs& a, CLI::App* sub) {
     throw InputError(a.csv + ": " + e.what());
   }
   sim::StageCosts costs;
+  sim::Network net = sim::Network::fixed(ms_to_ns(a.t_comm, "--t-comm"));
   if (!a.plan.empty()) {
     for (const char* flag : {"--t-f", "--t-b", "--t-w"})
       if (sub->count(flag)) throw InputError(std::string(flag) + ": not used with --plan (the plan has stage costs)");
@@ -95,6 +96,7 @@ void run_import(const ImportArgs& a, CLI::App* sub) {
     } catch (const InputError& e) {
       throw InputError(a.plan + ": " + e.what());
     }
+    if (!sub->count("--t-comm")) net = sim::network_for_plan(plan, nullptr);  // as simulate --plan
     if (costs.num_stages() != s.num_stages)
       throw InputError(a.csv + ": " + std::to_string(s.num_stages) + " stages, but " + a.plan + " has " +
                        std::to_string(costs.num_stages()));
@@ -103,7 +105,6 @@ void run_import(const ImportArgs& a, CLI::App* sub) {
     costs = sim::StageCosts::uniform(s.num_stages, ms_to_ns(a.t_f, "--t-f"), ms_to_ns(a.t_b, "--t-b"),
                                      ms_to_ns(a.t_w, "--t-w"));
   }
-  const sim::Network net = sim::Network::fixed(ms_to_ns(a.t_comm, "--t-comm"));
   sim::SimOptions opt;
   opt.iterations = a.iterations;
   opt.record_trace = !a.trace.empty() || !a.svg.empty();
@@ -146,7 +147,7 @@ CommandRegistrar reg("schedule", [](CLI::App& app) {
   im->add_option("--t-f", i->t_f, "without --plan: forward time per stage and micro-batch (ms, default 1)");
   im->add_option("--t-b", i->t_b, "input-gradient backward time, I; full backward B = I + W (ms, default 2)");
   im->add_option("--t-w", i->t_w, "weight-gradient backward time, W (ms, default 0)");
-  im->add_option("--t-comm", i->t_comm, "transfer time per hop (ms, default 0)");
+  im->add_option("--t-comm", i->t_comm, "transfer time per hop (ms; default 0, with --plan the plan's own)");
   im->add_option("--iterations", i->iterations, "iterations simulated back to back (default 1)");
   im->add_flag("--json", i->json, "print the simulation report as JSON");
   im->add_option("-o,--output", i->output, "write the schedule as pipewright.schedule/1 JSON");

@@ -29,6 +29,26 @@ TEST_CASE("schedule export writes PyTorch's CSV; import validates, simulates, dr
   CHECK(dir.exists("i.svg"));
 }
 
+TEST_CASE("a plan's schedule exported and imported with the plan's costs simulates as simulate --plan") {
+  ScratchDir dir;
+  REQUIRE(run_cli({"model", "gpt", "--layers", "4", "--d-model", "64", "--heads", "4", "--seq", "32", "--vocab",
+                   "100", "-o", dir.file("g.json")}).rc == 0);
+  REQUIRE(run_cli({"profile", "--model", dir.file("g.json"), "--device", "a100-80g", "--micro-batch", "2", "-o",
+                   dir.file("p.json")}).rc == 0);
+  REQUIRE(run_cli({"plan", "--profile", dir.file("p.json"), "--devices", "2", "--batch", "8", "--micro-batches", "4",
+                   "--schedule", "zb-h1", "--partitioner", "even", "-o", dir.file("plan.json")}).rc == 0);
+  REQUIRE(run_cli({"schedule", "export", "--plan", dir.file("plan.json"), "--profile", dir.file("p.json"), "-o",
+                   dir.file("s.csv")}).rc == 0);
+  const CliResult imported = run_cli({"schedule", "import", dir.file("s.csv"), "--plan", dir.file("plan.json"),
+                                      "--profile", dir.file("p.json"), "--json"});
+  const CliResult simulated =
+      run_cli({"simulate", "--plan", dir.file("plan.json"), "--profile", dir.file("p.json"), "--json"});
+  REQUIRE(imported.rc == 0);
+  REQUIRE(simulated.rc == 0);
+  CHECK(Json::parse(imported.out)["makespan_ns"] == Json::parse(simulated.out)["makespan_ns"]);
+  CHECK(Json::parse(imported.out)["schedule"] == "zb-h1");
+}
+
 TEST_CASE("schedule import: a malformed CSV is one line naming the row and column, no output") {
   ScratchDir dir;
   const std::string csv = dir.write("bad.csv", "0F0,0B0\n1F0,1Q0\n");
