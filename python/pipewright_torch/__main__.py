@@ -73,8 +73,8 @@ def main(argv=None) -> int:
         print(str(e).splitlines()[0], file=sys.stderr)
         return 2
     import torch
+    torch.manual_seed(0)
     if a.threads:
-        torch.manual_seed(0)
         torch.set_num_threads(a.threads)
     graph = trace(module, [a.batch] + shape, name=name)
     model_doc = export_model(graph)
