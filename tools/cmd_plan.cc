@@ -10,6 +10,7 @@
 #include "models/error.h"
 #include "models/pipedream_import.h"
 #include "models/profile.h"
+#include "planner/plan_formats.h"
 #include "planner/planner.h"
 #include "tools/command_registry.h"
 #include "tools/model_report.h"
@@ -28,6 +29,7 @@ struct PlanArgs {
   std::string batch_str;
   bool json = false;
   std::string output;
+  std::string format;  // --format megatron|deepspeed|torch (planner/plan_formats.h)
 };
 
 template <class T>
@@ -96,6 +98,9 @@ pw::models::Cluster make_cluster(const PlanArgs& a) {
 }
 
 void run(PlanArgs a, const CLI::App& sub) {
+  if (!a.format.empty() && a.json) throw pw::InputError("--format and --json: give one of them");
+  const pw::planner::PlanFormat format =
+      a.format.empty() ? pw::planner::PlanFormat::torch : pw::planner::parse_plan_format(a.format, "--format");
   const pw::models::Profile profile = load_profile(a, sub);
   const pw::models::Cluster cluster = make_cluster(a);
   const pw::planner::PlanOutcome out = pw::planner::make_plan(profile, cluster, a.req);
@@ -107,7 +112,9 @@ void run(PlanArgs a, const CLI::App& sub) {
     msg << "; largest batch that fits now: " << out.max_batch_that_fits;
     throw pw::Infeasible(msg.str());
   }
-  if (a.json)
+  if (!a.format.empty())
+    std::cout << pw::planner::format_plan_for(out.plan, profile, format);
+  else if (a.json)
     std::cout << pw::Json(out.plan).dump(2) << "\n";
   else
     std::cout << pw::planner::format_plan_table(out.plan);
@@ -142,6 +149,7 @@ pw::tools::CommandRegistrar reg("plan", [](CLI::App& app) {
   sub->add_flag("--activation-comm", a->req.activation_comm,
                 "pipedream objective: count inter-stage traffic (PipeDream's --activation_compression_ratio 1)");
   sub->add_flag("--json", a->json, "print the plan JSON instead of a table");
+  sub->add_option("--format", a->format, "print the plan for megatron | deepspeed | torch instead of a table");
   sub->add_option("-o,--output", a->output, "write the plan (pipewright.plan/1) to this file");
   pw::tools::add_zoo_size_options(sub, a->zoo, pw::models::ZooOptions{});
   sub->callback([a, sub] { run(*a, *sub); });

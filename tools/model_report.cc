@@ -163,6 +163,7 @@ Json model_summary_json(const ModelSource& src) {
   const models::Model& m = src.model;
   const int64_t params = models::model_parameter_count(m);
   Json j;
+  j["format"] = format_tag("model-summary", 1);
   j["family"] = src.family.empty() ? Json(nullptr) : Json(src.family);
   j["name"] = m.name();
   j["file"] = src.file.empty() ? Json(nullptr) : Json(src.file);

@@ -10,7 +10,8 @@ case "$mode" in main|test) ;; *) echo "usage: bash tools/setup.sh main|test" >&2
 cd "$(dirname "$0")/.."
 
 packages=(cmake ninja-build g++ pkg-config nlohmann-json3-dev doctest-dev libbenchmark-dev libcli11-dev
-          libdnnl-dev ocl-icd-opencl-dev opencl-c-headers libopenmpi-dev openmpi-bin libhwloc-dev)
+          libdnnl-dev ocl-icd-opencl-dev opencl-c-headers libopenmpi-dev openmpi-bin libhwloc-dev
+          python3-jsonschema)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

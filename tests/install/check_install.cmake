@@ -1,0 +1,46 @@
+# Driver of the install test (cmake -P): install, configure the consumer, build, run, check.
+function(run_step what)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "${what} failed (${rc}):\n${out}\n${err}")
+  endif()
+  set(step_output "${out}" PARENT_SCOPE)
+endfunction()
+
+set(prefix ${PW_WORK_DIR}/prefix)
+file(REMOVE_RECURSE ${PW_WORK_DIR})
+run_step("cmake --install" ${CMAKE_COMMAND} --install ${PW_BUILD_DIR} --prefix ${prefix})
+foreach(f include/pipewright/planner/planner.h include/pipewright/models/json_util_inl.h
+          lib/cmake/pipewright/pipewright-config.cmake lib/pkgconfig/pipewright.pc bin/pipewright)
+  if(NOT EXISTS ${prefix}/${f})
+    message(FATAL_ERROR "not installed: ${prefix}/${f}")
+  endif()
+endforeach()
+
+run_step("configure the consumer" ${CMAKE_COMMAND} -S ${PW_CONSUMER_DIR} -B ${PW_WORK_DIR}/build
+         -G ${PW_GENERATOR} -DCMAKE_CXX_COMPILER=${PW_CXX_COMPILER} -DCMAKE_BUILD_TYPE=Release
+         -DCMAKE_PREFIX_PATH=${prefix} -DCONSUMER_WITH_EXEC=${PW_HAVE_EXEC})
+run_step("build the consumer" ${CMAKE_COMMAND} --build ${PW_WORK_DIR}/build -j2)
+run_step("run the consumer" ${PW_WORK_DIR}/build/pw_consumer)
+message(STATUS "consumer: ${step_output}")
+foreach(needle "gpt: 4 stages" "simulated iteration" "planned and simulated")
+  string(FIND "${step_output}" "${needle}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "consumer output lacks \"${needle}\":\n${step_output}")
+  endif()
+endforeach()
+
+# The pkg-config file names the installed include directory and libraries.
+find_program(PKG_CONFIG pkg-config)
+if(PKG_CONFIG)
+  file(GLOB_RECURSE pc ${prefix}/*/pipewright.pc)
+  get_filename_component(pcdir "${pc}" DIRECTORY)
+  set(ENV{PKG_CONFIG_PATH} "${pcdir}")
+  run_step("pkg-config" ${PKG_CONFIG} --cflags --libs pipewright)
+  foreach(needle "-I${prefix}/include/pipewright" "-lpw_planner" "-lpw_models" "-std=c++20")
+    string(FIND "${step_output}" "${needle}" at)
+    if(at EQUAL -1)
+      message(FATAL_ERROR "pkg-config output lacks \"${needle}\": ${step_output}")
+    endif()
+  endforeach()
+endif()
