@@ -14,6 +14,7 @@
 #include "models/error.h"
 #include "models/json_util.h"
 #include "tools/cmd_whatif_best.h"
+#include "whatif/chart_svg.h"
 #include "whatif/megatron.h"
 
 namespace pw::tools {
@@ -30,6 +31,7 @@ struct BestArgs {
   std::string recompute = "auto", sequence_parallel = "auto", zero1 = "auto";
   int threads = 0;
   bool json = false, all = false;
+  std::string svg;
 };
 
 std::vector<bool> on_off(const std::string& v, const std::string& flag) {
@@ -90,6 +92,29 @@ void run_best(const BestArgs& a) {
   whatif::SearchResult r = whatif::search_layouts(a.g, a.batch, m, axes, a.threads);
   if (r.best < 0)  // nothing printed: exit 3 with one line
     throw Infeasible("whatif best: no layout fits (" + std::to_string(r.layouts.size()) + " candidates)");
+  std::string svg;
+  if (!a.svg.empty()) {
+    // The iteration of each frontier layout split into compute, bubble, TP, PP and DP.
+    whatif::BarChart c;
+    c.title = "Time per iteration of the frontier layouts: GPT l " + std::to_string(a.g.layers) + " h " +
+              std::to_string(a.g.hidden) + " on " + std::to_string(a.devices) + " x " + a.device;
+    c.x_label = "layout (t, p, d, micro-batch, chunks; R recompute, S sequence parallel, Z ZeRO-1)";
+    c.y_label = "seconds per iteration";
+    c.stacked = true;
+    c.series = {{"compute", {}, ""}, {"bubble (idle)", {}, ""}, {"TP all-reduce", {}, ""},
+                {"PP transfers (overlapped)", {}, ""}, {"DP all-reduce", {}, ""}};
+    for (int k : r.frontier) {
+      const auto& l = r.layouts[k];
+      const auto& e = r.evaluations[k];
+      c.categories.push_back(std::to_string(l.tp) + "," + std::to_string(l.pp) + "," + std::to_string(l.dp) + "," +
+                             std::to_string(l.micro_batch) + "," + std::to_string(l.chunks) + (l.recompute ? " R" : "") +
+                             (l.sequence_parallel ? " S" : "") + (l.zero1 ? " Z" : ""));
+      const double vals[] = {e.split.compute, e.split.bubble, e.split.tp, e.split.pp, e.split.dp};
+      for (int q = 0; q < 5; ++q) c.series[q].values.push_back(vals[q]);
+    }
+    c.width = std::max(860, 140 * static_cast<int>(r.frontier.size()) + 200);
+    svg = whatif::render_bar_chart_svg(c);
+  }
   if (a.json) {
     Json out{{"format", "pipewright.whatif-best/1"}, {"candidates", r.layouts.size()}};
     out["best"] = r.best >= 0 ? row(r.layouts[r.best], r.evaluations[r.best]) : Json();
@@ -117,6 +142,7 @@ void run_best(const BestArgs& a) {
         std::cout << (r.evaluations[k].feasible ? "  " : "  [" + r.evaluations[k].reason + "] ")
                   << line(r.layouts[k], r.evaluations[k]) << "\n";
   }
+  if (!svg.empty()) write_file_atomic(a.svg, svg);
 }
 
 }  // namespace
@@ -148,6 +174,7 @@ void add_whatif_best(CLI::App* whatif) {
   s->add_option("--threads", a->threads, "worker threads (default: all hardware threads)");
   s->add_flag("--json", a->json, "print JSON (pipewright.whatif-best/1)");
   s->add_flag("--all", a->all, "also list every candidate");
+  s->add_option("--svg", a->svg, "write the time split of the frontier layouts (stacked bars) to this SVG file");
   s->callback([a] { run_best(*a); });
 }
 

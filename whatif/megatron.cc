@@ -115,6 +115,15 @@ Evaluation evaluate_layout(const GptShape& g, int64_t batch, const Machine& m, c
 
   planner::Schedule sched = planner::make_schedule(
       v > 1 ? planner::ScheduleKind::interleaved_1f1b : planner::ScheduleKind::one_f_one_b, p, static_cast<int>(mb), v);
+  // The data-parallel all-reduce of each stage before the device's step (not overlapped, as
+  // in Megatron-LM of SC'21).
+  for (int dev = 0; dev < p; ++dev) {
+    auto& ops = sched.device_ops[dev];
+    const bool has_step = !ops.empty() && ops.back().kind == planner::OpKind::step;
+    for (int st = dev; st < S; st += p)
+      if (c.allreduce_ns[st] > 0)
+        ops.insert(has_step ? ops.end() - 1 : ops.end(), planner::Op{planner::OpKind::allreduce, st, -1, -1, 0});
+  }
   // Pipeline device k = cluster device k * t * d: nodes of devices_per_node, then the rest.
   std::vector<models::Level> levels{{"node", m.devices_per_node, m.intra.bandwidth_bytes_per_s, m.intra.latency_ns}};
   if (m.devices > m.devices_per_node)
@@ -148,7 +157,7 @@ Evaluation evaluate_layout(const GptShape& g, int64_t batch, const Machine& m, c
   for (int st = 0; st < S; st += p) dp += c.allreduce_ns[st] * 1e-9;
   e.split.dp = dp;
   e.split.pp = p > 1 ? 2.0 * v * mb * net.cost(0, 1, c.activation_bytes[0]).total() * 1e-9 : 0;
-  e.split.bubble = std::max(0.0, e.iteration_s - e.split.compute - e.split.tp - e.split.dp - c.step_ns[0] * 1e-9);
+  e.split.bubble = e.iteration_s - e.split.compute - e.split.tp - e.split.dp - c.step_ns[0] * 1e-9;
   if (e.peak_memory_bytes > m.device.memory_bytes) {
     e.reason = "needs " + std::to_string(e.peak_memory_bytes) + " bytes per device, the device has " +
                std::to_string(m.device.memory_bytes);
