@@ -169,10 +169,12 @@ class Solver {
             if (i > 0 && s_.pred_set[i - 1].test(k)) continue;
             const Cell& prev = at(k, m - mp);
             if (std::isnan(prev.t)) continue;
+            // t = max(prev, last) >= prev exactly: a prefix already slower cannot be kept.
+            if (!std::isnan(best.t) && prev.t > best.t) continue;
             const double Cl = ct(level, k + 1, j, m);  // the smallest over r_parent <= m
             if (std::isnan(Cl)) continue;
-            // Every r' <= m gives at least Cl / r' >= Cl / m (exact in floating point too).
-            if (!std::isnan(best.t) && Cl / m > best.t) continue;
+            // The last stage takes at least Cl / r' (Cm >= Cl; exact in floating point too).
+            if (!std::isnan(best.t) && Cl / mp > best.t) continue;
             const double Cm = rtables_.empty() || level != 1 ? Cl : ct(level, k + 1, j, mp);
             if (std::isnan(Cm)) continue;
             const double out_k = o_.quirks ? static_cast<double>(s_.out_bytes[k]) : s_.cut_bytes[k] * o_.activation_scale;
