@@ -144,6 +144,13 @@ class Solver {
           // machines takes at least compute(i..k) * unit / (m + 1 - mp), the last stage at least
           // compute(k+1..j) * unit / mp; a split whose bound exceeds the incumbent (with a
           // relative slack for rounding) cannot be kept, so only a window of k is visited.
+          // Transfer bound of the last stage: its output (quirks: 2 out_j / (B r'); corrected:
+          // the latencies and out_j / B, shared by r' replicas) must fit in the incumbent.
+          if (!std::isnan(best.t) && !o_.exhaustive_splits) {
+            const double comm_lb = o_.quirks ? (o_.activation_comm && has_out ? 2.0 * out_j / (B * mp) : 0.0)
+                                             : (lat + (has_out ? lat + out_j / B : 0.0)) / mp;
+            if (comm_lb > best.t * (1 + 1e-9)) continue;
+          }
           size_t lo = 0, hi = ks.size();
           if (!std::isnan(best.t) && !o_.exhaustive_splits) {
             const double lim = best.t * (1 + 1e-9) / unit;
@@ -154,14 +161,20 @@ class Solver {
           }
           for (size_t q = lo; q < hi; ++q) {
             const int k = ks[q];
+            // The incumbent improves as the window is walked: its upper end shrinks with it.
+            if (!o_.exhaustive_splits && !std::isnan(best.t) &&
+                static_cast<double>(cs[q]) > static_cast<double>(base_comp) + best.t * (1 + 1e-9) / unit * (m + 1 - mp))
+              break;
             if (k < i) continue;  // A[i][k] exists only for k >= i
             if (i > 0 && s_.pred_set[i - 1].test(k)) continue;
             const Cell& prev = at(k, m - mp);
             if (std::isnan(prev.t)) continue;
+            // t = max(prev, last) >= prev exactly: a prefix already slower cannot be kept.
+            if (!std::isnan(best.t) && prev.t > best.t) continue;
             const double Cl = ct(level, k + 1, j, m);  // the smallest over r_parent <= m
             if (std::isnan(Cl)) continue;
-            // Every r' <= m gives at least Cl / r' >= Cl / m (exact in floating point too).
-            if (!std::isnan(best.t) && Cl / m > best.t) continue;
+            // The last stage takes at least Cl / r' (Cm >= Cl; exact in floating point too).
+            if (!std::isnan(best.t) && Cl / mp > best.t) continue;
             const double Cm = rtables_.empty() || level != 1 ? Cl : ct(level, k + 1, j, mp);
             if (std::isnan(Cm)) continue;
             const double out_k = o_.quirks ? static_cast<double>(s_.out_bytes[k]) : s_.cut_bytes[k] * o_.activation_scale;

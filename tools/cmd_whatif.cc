@@ -1,7 +1,8 @@
-// `pipewright whatif max-model | throughput | sweep`: capacity studies on analytic profiles of
+// `pipewright whatif max-model | throughput | sweep | best`: capacity studies on analytic profiles of
 // the device catalog (whatif/*.h): the largest model that fits on N devices, the
 // throughput of a (K, M, schedule) grid normalized to a baseline, and arbitrary sweeps from a
-// spec file. Tables on stdout (or JSON with --json), pictures with --svg; files are written
+// spec file, and the 3D layout search (tools/cmd_whatif_best.cc). Tables on stdout (or JSON
+// with --json), pictures with --svg; files are written
 // only once everything has been computed.
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 #include "models/error.h"
 #include "models/json_util.h"
 #include "models/profile.h"
+#include "tools/cmd_whatif_best.h"
 #include "whatif/charts.h"
 #include "whatif/config.h"
 #include "whatif/eval.h"
@@ -290,7 +292,7 @@ void run_sweep_cmd(SweepArgs& a) {
 }
 
 pw::tools::CommandRegistrar reg("whatif", [](CLI::App& app) {
-  auto* sub = app.add_subcommand("whatif", "Capacity studies: largest model, throughput grids, sweeps");
+  auto* sub = app.add_subcommand("whatif", "Capacity studies: largest model, throughput grids, sweeps, 3D layouts");
   sub->require_subcommand(1);
 
   auto mm = std::make_shared<MaxModelArgs>();
@@ -332,6 +334,8 @@ pw::tools::CommandRegistrar reg("whatif", [](CLI::App& app) {
   s->add_flag("--progress", sw->progress, "draw a progress bar on stderr even when it is not a terminal");
   s->add_flag("--no-progress", sw->no_progress, "no progress bar");
   s->callback([sw] { run_sweep_cmd(*sw); });
+
+  pw::tools::add_whatif_best(sub);
 });
 
 }  // namespace

@@ -1,0 +1,146 @@
+#include "whatif/megatron.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "whatif/config.h"
+#include "whatif/eval.h"
+
+using namespace pw::whatif;
+
+namespace {
+
+// Selene's DGX A100 (80 GB) nodes as in Narayanan et al. SC'21: 8 GPUs on NVLink3, one
+// 200 Gb/s HDR InfiniBand port per GPU.
+Machine selene(int devices) {
+  Machine m;
+  m.device = pw::models::find_device("a100-80g");
+  m.intra = pw::models::find_link("nvlink3");
+  m.inter = {"hdr-200g", 25e9, 1500, "InfiniBand HDR 200 Gb/s per port"};
+  m.devices_per_node = 8;
+  m.devices = devices;
+  m.efficiency = 0.5;
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("megatron: parameter count and FLOPs are the SC'21 formulas, and the gpt family's") {
+  for (GptShape g : {GptShape{96, 12288, 96, 2048, 51200}, GptShape{4, 256, 8, 128, 1000},
+                     GptShape{24, 2048, 16, 1024, 51200}}) {
+    CAPTURE(g.layers);
+    const double l = g.layers, h = g.hidden, s = g.seq, V = g.vocab;
+    CHECK(megatron_parameters(g) == 12 * g.layers * g.hidden * g.hidden + 13 * g.layers * g.hidden +
+                                        (g.vocab + g.seq) * g.hidden);
+    CHECK(static_cast<double>(megatron_parameters(g)) ==
+          doctest::Approx(12 * l * h * h * (1 + 13 / (12 * h) + (V + s) / (12 * l * h))).epsilon(1e-15));
+    CHECK(megatron_flops(g, 1536, true) == 96 * 1536.0 * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h)));
+    CHECK(megatron_flops(g, 8, false) == 72 * 8.0 * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h)));
+  }
+  // The zoo's GPT (tied embeddings) has the formula's parameters plus the final layer norm (2h),
+  // and its matmul FLOPs with full recomputation are the formula's.
+  WhatifConfig c;
+  c.layers = 4;
+  c.d_model = 256;
+  c.heads = 8;
+  c.seq = 128;
+  c.vocab = 1000;
+  c.batch = 8;
+  c.tied_embeddings = true;
+  c.devices = 2;
+  c.micro_batches = "2";
+  c.recompute = "on";
+  c.partitioner = "gpipe-greedy";
+  WhatifEvaluation e = evaluate_whatif(c);
+  REQUIRE(e.feasible);
+  const GptShape g{4, 256, 8, 128, 1000};
+  CHECK(e.parameters == megatron_parameters(g) + 2 * 256);
+  CHECK(e.flops_per_iteration == doctest::Approx(megatron_flops(g, 8, true)).epsilon(1e-12));
+}
+
+TEST_CASE("megatron: tensor-parallel all-reduces, ZeRO-1 and sequence parallelism, by hand") {
+  // One node, t = 2, one stage: 2 layers of h = 1024, s = 512, b = 1.
+  const GptShape g{2, 1024, 16, 512, 1000};
+  Machine m = selene(2);
+  Layout lay;
+  lay.tp = 2;
+  lay.recompute = false;
+  Evaluation e = evaluate_layout(g, 4, m, lay);
+  REQUIRE(e.feasible);
+  // Per micro-batch and layer: 2 all-reduces forward, 2 backward, each
+  // 2 (t-1)/t * b s h * 2 bytes / 300 GB/s + 2 (t-1) * 700 ns; 4 micro-batches, 2 layers.
+  const double ar = 1.0 * 512 * 1024 * 2 / 300e9 + 2 * 700e-9;
+  CHECK(e.split.tp == doctest::Approx(4 * 2 * 4 * ar).epsilon(1e-12));
+  // Weights + gradients + Adam: 16 bytes per parameter of the device, layers split over t, the
+  // embedding vocabulary-parallel (and its tied copy on the same, only, stage), positions whole.
+  const double layer = (12.0 * 1024 * 1024 + 13 * 1024) / 2;
+  const double params = 2 * layer + 2 * (1000.0 * 1024 / 2) + 512.0 * 1024;
+  CHECK(e.weights_optimizer_bytes == static_cast<int64_t>(params * 16));
+  // ZeRO-1 over d = 4 data-parallel replicas: 4 + 12/4 bytes per parameter.
+  Machine m8 = selene(8);
+  Layout z = lay;
+  z.dp = 4;
+  z.zero1 = true;
+  Evaluation ez = evaluate_layout(g, 4, m8, z);
+  REQUIRE(ez.feasible);
+  CHECK(ez.weights_optimizer_bytes == static_cast<int64_t>(params * 7));
+  // Sequence parallelism divides the 10 s b h of the layer's unsplit activations by t.
+  Layout sp = lay;
+  sp.sequence_parallel = true;
+  Evaluation es = evaluate_layout(g, 4, m, sp);
+  CHECK(es.peak_memory_bytes < e.peak_memory_bytes);
+  // Recomputation: less memory, more time.
+  Layout rc = lay;
+  rc.recompute = true;
+  Evaluation er = evaluate_layout(g, 4, m, rc);
+  CHECK(er.peak_memory_bytes < e.peak_memory_bytes);
+  CHECK(er.iteration_s > e.iteration_s);
+  // Shape rules are reasons, not errors.
+  Layout bad = lay;
+  bad.tp = 3;
+  CHECK_FALSE(evaluate_layout(g, 4, m, bad).feasible);
+  CHECK(evaluate_layout(g, 4, m, bad).reason.find("t x p x d") != std::string::npos);
+}
+
+TEST_CASE("megatron: GPT-3 175B on 1,024 A100s (t 8, p 16, d 8) is within 15% of SC'21's 140 TFLOP/s") {
+  const GptShape g{96, 12288, 96, 2048, 51200};
+  const Machine m = selene(1024);
+  Layout paper;
+  paper.tp = 8;
+  paper.pp = 16;
+  paper.dp = 8;
+  paper.micro_batch = 1;
+  paper.recompute = true;
+  Evaluation e = evaluate_layout(g, 1536, m, paper);
+  REQUIRE(e.feasible);
+  MESSAGE("paper layout: " << e.tflops_per_device << " TFLOP/s per GPU, MFU " << e.mfu << ", iteration "
+                           << e.iteration_s << " s, peak " << e.peak_memory_bytes / 1e9 << " GB");
+  CHECK(e.tflops_per_device > 140 * 0.85);
+  CHECK(e.tflops_per_device < 140 * 1.15);
+  CHECK(e.peak_memory_bytes <= m.device.memory_bytes);
+  // The split adds up to the iteration.
+  const double sum = e.split.compute + e.split.tp + e.split.dp + e.split.bubble;
+  CHECK(sum <= e.iteration_s * (1 + 1e-9));
+  CHECK(e.split.bubble > 0);
+  // The search (t within the node, micro-batch 1..2, 1F1B or interleaved) finds a layout at
+  // least as fast in this model.
+  SearchAxes axes;
+  axes.tp = {4, 8};
+  axes.micro_batch = {1, 2};
+  axes.chunks = {1, 2};
+  axes.zero1 = {false};
+  SearchResult r = search_layouts(g, 1536, m, axes, 2);
+  REQUIRE(r.best >= 0);
+  const Evaluation& best = r.evaluations[r.best];
+  MESSAGE("best: t " << r.layouts[r.best].tp << " p " << r.layouts[r.best].pp << " d " << r.layouts[r.best].dp
+                     << " b " << r.layouts[r.best].micro_batch << " v " << r.layouts[r.best].chunks << ": "
+                     << best.tflops_per_device << " TFLOP/s");
+  CHECK(best.iteration_s <= e.iteration_s);
+  REQUIRE_FALSE(r.frontier.empty());
+  CHECK(r.frontier.front() == r.best);
+  for (size_t k = 1; k < r.frontier.size(); ++k) {
+    CHECK(r.evaluations[r.frontier[k]].iteration_s >= r.evaluations[r.frontier[k - 1]].iteration_s);
+    CHECK(r.evaluations[r.frontier[k]].peak_memory_bytes < r.evaluations[r.frontier[k - 1]].peak_memory_bytes);
+  }
+}

@@ -1,0 +1,181 @@
+// `pipewright whatif best`: the 3D (tensor x pipeline x data) layout search for a GPT on a
+// cluster of nodes (whatif/megatron.h): every layout of the --tp/--pp/--dp/--micro-batch/
+// --chunks axes (all that fit the shape when not given), each simulated; prints the best, the
+// time/memory frontier and, with --all, every candidate. Exit 3 when no layout fits.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "models/device.h"
+#include "models/error.h"
+#include "models/json_util.h"
+#include "tools/cmd_whatif_best.h"
+#include "whatif/chart_svg.h"
+#include "whatif/megatron.h"
+
+namespace pw::tools {
+namespace {
+
+struct BestArgs {
+  whatif::GptShape g;
+  int64_t batch = 1536;
+  int devices = 1024, devices_per_node = 8;
+  std::string device = "a100-80g", intra = "nvlink3", inter = "ib-100g";
+  double efficiency = 0.5;
+  bool fp32 = false;
+  std::vector<int> tp, pp, dp, micro_batch, chunks;
+  std::string recompute = "auto", sequence_parallel = "auto", zero1 = "auto";
+  int threads = 0;
+  bool json = false, all = false;
+  std::string svg;
+};
+
+std::vector<bool> on_off(const std::string& v, const std::string& flag) {
+  if (v == "auto") return {true, false};
+  if (v == "on") return {true};
+  if (v == "off") return {false};
+  throw InputError(flag + ": expected on, off or auto, got \"" + v + "\"");
+}
+
+Json row(const whatif::Layout& l, const whatif::Evaluation& e) {
+  return Json{{"tp", l.tp}, {"pp", l.pp}, {"dp", l.dp}, {"micro_batch", l.micro_batch}, {"chunks", l.chunks},
+              {"schedule", l.schedule()}, {"recompute", l.recompute}, {"sequence_parallel", l.sequence_parallel},
+              {"zero1", l.zero1}, {"feasible", e.feasible}, {"reason", e.reason}, {"iteration_s", e.iteration_s},
+              {"samples_per_s", e.samples_per_s}, {"tflops_per_device", e.tflops_per_device}, {"mfu", e.mfu},
+              {"peak_memory_bytes", e.peak_memory_bytes}, {"weights_optimizer_bytes", e.weights_optimizer_bytes},
+              {"compute_s", e.split.compute}, {"bubble_s", e.split.bubble}, {"tp_s", e.split.tp},
+              {"pp_s", e.split.pp}, {"dp_s", e.split.dp}};
+}
+
+std::string line(const whatif::Layout& l, const whatif::Evaluation& e) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "t %d p %d d %d b %d v %d rc %s sp %s z1 %s: %.3f s, %.1f TFLOP/s/dev, MFU %.3f, %.1f GB",
+                l.tp, l.pp, l.dp, l.micro_batch, l.chunks, l.recompute ? "on" : "off",
+                l.sequence_parallel ? "on" : "off", l.zero1 ? "on" : "off", e.iteration_s, e.tflops_per_device, e.mfu,
+                e.peak_memory_bytes / 1e9);
+  return buf;
+}
+
+void run_best(const BestArgs& a) {
+  if (a.threads < 0) throw InputError("--threads: expected an integer >= 0");
+  for (auto [v, flag] : {std::pair{a.g.layers, "--layers"}, {a.g.hidden, "--d-model"}, {a.g.heads, "--heads"},
+                         {a.g.seq, "--seq"}, {a.g.vocab, "--vocab"}, {a.batch, "--batch"}})
+    if (v < 1) throw InputError(std::string(flag) + ": expected an integer >= 1");
+  if (a.devices < 1 || a.devices_per_node < 1) throw InputError("--devices, --devices-per-node: expected >= 1");
+  if (a.devices > a.devices_per_node && a.devices % a.devices_per_node)
+    throw InputError("--devices: expected a multiple of --devices-per-node (" + std::to_string(a.devices_per_node) + ")");
+  if (!(a.efficiency > 0 && a.efficiency <= 1)) throw InputError("--efficiency: expected a value in (0, 1]");
+  whatif::Machine m;
+  m.device = models::find_device(a.device);
+  m.intra = models::find_link(a.intra);
+  m.inter = models::find_link(a.inter);
+  m.devices = a.devices;
+  m.devices_per_node = std::min(a.devices_per_node, a.devices);
+  m.efficiency = a.efficiency;
+  m.bf16 = !a.fp32;
+  whatif::SearchAxes axes;
+  axes.tp = a.tp;
+  axes.pp = a.pp;
+  axes.dp = a.dp;
+  axes.micro_batch = a.micro_batch;
+  axes.chunks = a.chunks;
+  axes.recompute = on_off(a.recompute, "--recompute");
+  axes.sequence_parallel = on_off(a.sequence_parallel, "--sequence-parallel");
+  axes.zero1 = on_off(a.zero1, "--zero1");
+  for (const auto* list : {&a.tp, &a.pp, &a.dp, &a.micro_batch, &a.chunks})
+    for (int v : *list)
+      if (v < 1) throw InputError("--tp/--pp/--dp/--micro-batch/--chunks: expected integers >= 1");
+  whatif::SearchResult r = whatif::search_layouts(a.g, a.batch, m, axes, a.threads);
+  if (r.best < 0)  // nothing printed: exit 3 with one line
+    throw Infeasible("whatif best: no layout fits (" + std::to_string(r.layouts.size()) + " candidates)");
+  std::string svg;
+  if (!a.svg.empty()) {
+    // The iteration of each frontier layout split into compute, bubble, TP, PP and DP.
+    whatif::BarChart c;
+    c.title = "Time per iteration of the frontier layouts: GPT l " + std::to_string(a.g.layers) + " h " +
+              std::to_string(a.g.hidden) + " on " + std::to_string(a.devices) + " x " + a.device;
+    c.x_label = "layout (t, p, d, micro-batch, chunks; R recompute, S sequence parallel, Z ZeRO-1)";
+    c.y_label = "seconds per iteration";
+    c.stacked = true;
+    c.series = {{"compute", {}, ""}, {"bubble (idle)", {}, ""}, {"TP all-reduce", {}, ""},
+                {"PP transfers (overlapped)", {}, ""}, {"DP all-reduce", {}, ""}};
+    for (int k : r.frontier) {
+      const auto& l = r.layouts[k];
+      const auto& e = r.evaluations[k];
+      c.categories.push_back(std::to_string(l.tp) + "," + std::to_string(l.pp) + "," + std::to_string(l.dp) + "," +
+                             std::to_string(l.micro_batch) + "," + std::to_string(l.chunks) + (l.recompute ? " R" : "") +
+                             (l.sequence_parallel ? " S" : "") + (l.zero1 ? " Z" : ""));
+      const double vals[] = {e.split.compute, e.split.bubble, e.split.tp, e.split.pp, e.split.dp};
+      for (int q = 0; q < 5; ++q) c.series[q].values.push_back(vals[q]);
+    }
+    c.width = std::max(860, 140 * static_cast<int>(r.frontier.size()) + 200);
+    svg = whatif::render_bar_chart_svg(c);
+  }
+  if (a.json) {
+    Json out{{"format", "pipewright.whatif-best/1"}, {"candidates", r.layouts.size()}};
+    out["best"] = r.best >= 0 ? row(r.layouts[r.best], r.evaluations[r.best]) : Json();
+    Json fr = Json::array();
+    for (int k : r.frontier) fr.push_back(row(r.layouts[k], r.evaluations[k]));
+    out["frontier"] = fr;
+    if (a.all) {
+      Json all = Json::array();
+      for (size_t k = 0; k < r.layouts.size(); ++k) all.push_back(row(r.layouts[k], r.evaluations[k]));
+      out["all"] = all;
+    }
+    std::cout << out.dump(2) << "\n";
+  } else {
+    std::cout << r.layouts.size() << " layouts of GPT l " << a.g.layers << " h " << a.g.hidden << " on " << a.devices
+              << " x " << a.device << "\n";
+    {
+      const auto& e = r.evaluations[r.best];
+      std::cout << "best: " << line(r.layouts[r.best], e) << "\n  split: compute " << e.split.compute << " s, bubble "
+                << e.split.bubble << " s, tp " << e.split.tp << " s, pp " << e.split.pp << " s, dp " << e.split.dp
+                << " s\nfrontier (time vs memory):\n";
+      for (int k : r.frontier) std::cout << "  " << line(r.layouts[k], r.evaluations[k]) << "\n";
+    }
+    if (a.all)
+      for (size_t k = 0; k < r.layouts.size(); ++k)
+        std::cout << (r.evaluations[k].feasible ? "  " : "  [" + r.evaluations[k].reason + "] ")
+                  << line(r.layouts[k], r.evaluations[k]) << "\n";
+  }
+  if (!svg.empty()) write_file_atomic(a.svg, svg);
+}
+
+}  // namespace
+
+void add_whatif_best(CLI::App* whatif) {
+  auto a = std::make_shared<BestArgs>();
+  auto* s = whatif->add_subcommand("best", "3D layout search (tensor x pipeline x data parallel) for a GPT");
+  s->add_option("--layers", a->g.layers, "transformer blocks")->capture_default_str();
+  s->add_option("--d-model", a->g.hidden, "hidden size")->capture_default_str();
+  s->add_option("--heads", a->g.heads, "attention heads")->capture_default_str();
+  s->add_option("--seq", a->g.seq, "sequence length")->capture_default_str();
+  s->add_option("--vocab", a->g.vocab, "vocabulary size")->capture_default_str();
+  s->add_option("--batch", a->batch, "samples per iteration (global batch)")->capture_default_str();
+  s->add_option("--devices", a->devices, "devices in all")->capture_default_str();
+  s->add_option("--devices-per-node", a->devices_per_node, "devices joined by --intra-node")->capture_default_str();
+  s->add_option("--device", a->device, "device kind from the catalog")->capture_default_str();
+  s->add_option("--intra-node", a->intra, "link inside a node")->capture_default_str();
+  s->add_option("--interconnect", a->inter, "link between nodes (per device)")->capture_default_str();
+  s->add_option("--efficiency", a->efficiency, "fraction of peak FLOP/s the matrix products reach")->capture_default_str();
+  s->add_flag("--fp32", a->fp32, "cost at the fp32 rate (default: bf16)");
+  s->add_option("--tp", a->tp, "tensor-parallel sizes to try (default: divisors of a node)")->delimiter(',');
+  s->add_option("--pp", a->pp, "pipeline sizes to try (default: all that divide)")->delimiter(',');
+  s->add_option("--dp", a->dp, "data-parallel sizes to try (default: all that divide)")->delimiter(',');
+  s->add_option("--micro-batch", a->micro_batch, "micro-batch sizes (default: 1,2,4,8)")->delimiter(',');
+  s->add_option("--chunks", a->chunks, "interleaving chunks v (default: 1,2,4; 1 = plain 1F1B)")->delimiter(',');
+  s->add_option("--recompute", a->recompute, "on | off | auto (both)")->capture_default_str();
+  s->add_option("--sequence-parallel", a->sequence_parallel, "on | off | auto (both)")->capture_default_str();
+  s->add_option("--zero1", a->zero1, "on | off | auto (both)")->capture_default_str();
+  s->add_option("--threads", a->threads, "worker threads (default: all hardware threads)");
+  s->add_flag("--json", a->json, "print JSON (pipewright.whatif-best/1)");
+  s->add_flag("--all", a->all, "also list every candidate");
+  s->add_option("--svg", a->svg, "write the time split of the frontier layouts (stacked bars) to this SVG file");
+  s->callback([a] { run_best(*a); });
+}
+
+}  // namespace pw::tools

@@ -1,0 +1,227 @@
+#include "whatif/megatron.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "planner/schedule_gen.h"
+#include "sim/engine.h"
+#include "sim/network.h"
+#include "whatif/runner.h"
+
+namespace pw::whatif {
+namespace {
+
+constexpr double kAdamBytesPerParameter = 16;  // 2 weights + 2 gradients + 12 optimizer state
+constexpr double kAdamStateBytes = 12;
+
+int64_t to_ns(double s) { return static_cast<int64_t>(std::llround(s * 1e9)); }
+
+// Ring all-reduce of `bytes` over n devices on `link`, in seconds.
+double ring_allreduce_s(int n, double bytes, const models::LinkSpec& link) {
+  if (n <= 1) return 0;
+  return 2.0 * (n - 1) / n * bytes / link.bandwidth_bytes_per_s + 2.0 * (n - 1) * link.latency_ns * 1e-9;
+}
+
+// The link a group of `count` devices `stride` apart crosses (starting at a node boundary).
+const models::LinkSpec& link_of_group(const Machine& m, int64_t stride, int count) {
+  return stride * count <= m.devices_per_node ? m.intra : m.inter;
+}
+
+}  // namespace
+
+int64_t megatron_parameters(const GptShape& g) {
+  const int64_t l = g.layers, h = g.hidden;
+  return 12 * l * h * h + 13 * l * h + (g.vocab + g.seq) * h;
+}
+
+double megatron_flops(const GptShape& g, int64_t batch, bool recompute) {
+  const double B = batch, s = g.seq, l = g.layers, h = g.hidden, V = g.vocab;
+  if (recompute) return 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
+  return 72 * B * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h));
+}
+
+Evaluation evaluate_layout(const GptShape& g, int64_t batch, const Machine& m, const Layout& lay) {
+  Evaluation e;
+  const int t = lay.tp, p = lay.pp, d = lay.dp, v = lay.chunks;
+  const int64_t b = lay.micro_batch;
+  auto fail = [&](std::string why) {
+    e.reason = std::move(why);
+    return e;
+  };
+  if (t < 1 || p < 1 || d < 1 || v < 1 || b < 1) return fail("t, p, d, v and b must be >= 1");
+  if (static_cast<int64_t>(t) * p * d != m.devices) return fail("t x p x d != devices");
+  if (m.devices_per_node % t != 0) return fail("t does not divide the devices of a node");
+  if (g.heads % t != 0 || g.hidden % t != 0) return fail("t does not divide heads and hidden");
+  if (g.layers % (static_cast<int64_t>(p) * v) != 0) return fail("p x v does not divide the layers");
+  if (batch % (static_cast<int64_t>(d) * b) != 0) return fail("d x b does not divide the batch");
+  const int64_t mb = batch / (d * b);  // micro-batches per pipeline
+  if (v > 1 && (p < 2 || mb % p != 0)) return fail("interleaving needs p > 1 and micro-batches % p == 0");
+
+  const double s = g.seq, h = g.hidden, a = g.heads, V = g.vocab;
+  const double rate = (m.bf16 ? m.device.peak_bf16_flops : m.device.peak_fp32_flops) * m.efficiency;
+  const int S = p * v;                        // virtual stages
+  const int64_t per_stage = g.layers / S;     // layers per virtual stage
+  const double layer_f = 24 * b * s * h * h * (1 + s / (6 * h)) / t / rate;
+  const double tp_bytes = b * s * h * 2;
+  const double tp_ar = ring_allreduce_s(t, tp_bytes, m.intra);
+  const double logits_f = 2 * b * s * h * V / t / rate;
+  // Activations per layer and micro-batch (bytes), and what full recomputation keeps.
+  const double act_layer = lay.sequence_parallel ? s * b * h * (34.0 / t + 5 * a * s / (h * t))
+                                                 : s * b * h * (10 + 24.0 / t + 5 * a * s / (h * t));
+  const double act_input = lay.sequence_parallel ? 2 * s * b * h / t : 2 * s * b * h;
+  const double layer_params = (12 * h * h + 13 * h) / t;
+  const double optimizer_bytes_per_param =
+      lay.zero1 ? kAdamBytesPerParameter - kAdamStateBytes + kAdamStateBytes / d : kAdamBytesPerParameter;
+
+  sim::StageCosts c;
+  c.samples_per_micro_batch = b;
+  const models::LinkSpec& dp_link = link_of_group(m, t, d);
+  for (int st = 0; st < S; ++st) {
+    const bool first = st == 0, last = st == S - 1;
+    double f = per_stage * (layer_f + 2 * tp_ar), bi = per_stage * (layer_f + 2 * tp_ar), w = per_stage * layer_f;
+    double params = per_stage * layer_params;
+    if (first) params += (V * h) / t + s * h;
+    if (last) {
+      params += (V * h) / t;  // tied output embedding (a copy on the last stage)
+      f += logits_f;
+      bi += logits_f;
+      w += logits_f;
+    }
+    c.forward_ns.push_back(to_ns(f));
+    c.backward_input_ns.push_back(to_ns(bi));
+    c.backward_weight_ns.push_back(to_ns(w));
+    c.allreduce_ns.push_back(to_ns(ring_allreduce_s(d, params * 2, dp_link)));
+    c.activation_bytes.push_back(static_cast<int64_t>(tp_bytes / t));
+    c.gradient_bytes.push_back(static_cast<int64_t>(tp_bytes / t));
+    c.parameter_bytes.push_back(static_cast<int64_t>(params * 2));
+    c.weights_optimizer_bytes.push_back(static_cast<int64_t>(params * optimizer_bytes_per_param));
+    const double logits_act = last ? 4 * b * s * V / t : 0;  // fp32 logits kept for the loss
+    if (lay.recompute) {
+      c.input_bytes_per_micro_batch.push_back(static_cast<int64_t>(per_stage * act_input + logits_act));
+      c.stash_bytes_per_micro_batch.push_back(static_cast<int64_t>(act_layer));  // one layer re-forwarded at a time
+    } else {
+      c.input_bytes_per_micro_batch.push_back(static_cast<int64_t>(tp_bytes / t));
+      c.stash_bytes_per_micro_batch.push_back(static_cast<int64_t>(per_stage * act_layer + logits_act));
+    }
+    c.recompute.push_back(lay.recompute ? 1 : 0);
+  }
+  // Optimizer step: reads and writes the device's persistent state once at memory bandwidth.
+  for (int dev = 0; dev < p; ++dev) {
+    double bytes = 0;
+    for (int st = dev; st < S; st += p) bytes += c.weights_optimizer_bytes[st];
+    c.step_ns.push_back(to_ns(2 * bytes / m.device.memory_bandwidth_bytes_per_s));
+  }
+
+  planner::Schedule sched = planner::make_schedule(
+      v > 1 ? planner::ScheduleKind::interleaved_1f1b : planner::ScheduleKind::one_f_one_b, p, static_cast<int>(mb), v);
+  // The data-parallel all-reduce of each stage before the device's step (not overlapped, as
+  // in Megatron-LM of SC'21).
+  for (int dev = 0; dev < p; ++dev) {
+    auto& ops = sched.device_ops[dev];
+    const bool has_step = !ops.empty() && ops.back().kind == planner::OpKind::step;
+    for (int st = dev; st < S; st += p)
+      if (c.allreduce_ns[st] > 0)
+        ops.insert(has_step ? ops.end() - 1 : ops.end(), planner::Op{planner::OpKind::allreduce, st, -1, -1, 0});
+  }
+  // Pipeline device k = cluster device k * t * d: nodes of devices_per_node, then the rest.
+  std::vector<models::Level> levels{{"node", m.devices_per_node, m.intra.bandwidth_bytes_per_s, m.intra.latency_ns}};
+  if (m.devices > m.devices_per_node)
+    levels.push_back({"cluster", m.devices / m.devices_per_node, m.inter.bandwidth_bytes_per_s, m.inter.latency_ns});
+  else
+    levels[0].count = m.devices;
+  models::Cluster cluster("3d", m.device, levels);
+  std::vector<int> device_of;
+  for (int k = 0; k < p; ++k) device_of.push_back(k * t * d);
+  sim::Network net = sim::Network::from_cluster(cluster, device_of);
+  sim::SimOptions so;
+  so.iterations = 1;
+  so.validate = false;
+  sim::Report r = sim::simulate(sched, c, net, so).report;
+
+  e.iteration_s = r.iteration_ns * 1e-9;
+  e.samples_per_s = batch / e.iteration_s;
+  const double N = m.devices;
+  e.tflops_per_device = megatron_flops(g, batch, lay.recompute) / e.iteration_s / N / 1e12;
+  const double peak = m.bf16 ? m.device.peak_bf16_flops : m.device.peak_fp32_flops;
+  e.mfu = megatron_flops(g, batch, false) / e.iteration_s / N / peak;
+  for (const auto& dr : r.devices) e.peak_memory_bytes = std::max(e.peak_memory_bytes, dr.peak_memory_bytes);
+  for (int64_t wo : c.weights_optimizer_bytes) e.weights_optimizer_bytes = std::max(e.weights_optimizer_bytes, wo);
+  // Time split on device 0 (it spans the whole iteration in 1F1B): its ops' parts, the rest
+  // of the iteration is bubble (idle, including exposed pipeline transfers).
+  const double per_mb_layers = static_cast<double>(per_stage) * v * mb;
+  e.split.compute = per_mb_layers * layer_f * (lay.recompute ? 4 : 3);
+  e.split.tp = per_mb_layers * tp_ar * (lay.recompute ? 6 : 4);
+  if (p == 1) e.split.compute += mb * logits_f * 3;
+  double dp = 0;
+  for (int st = 0; st < S; st += p) dp += c.allreduce_ns[st] * 1e-9;
+  e.split.dp = dp;
+  e.split.pp = p > 1 ? 2.0 * v * mb * net.cost(0, 1, c.activation_bytes[0]).total() * 1e-9 : 0;
+  e.split.bubble = e.iteration_s - e.split.compute - e.split.tp - e.split.dp - c.step_ns[0] * 1e-9;
+  if (e.peak_memory_bytes > m.device.memory_bytes) {
+    e.reason = "needs " + std::to_string(e.peak_memory_bytes) + " bytes per device, the device has " +
+               std::to_string(m.device.memory_bytes);
+    return e;
+  }
+  e.feasible = true;
+  return e;
+}
+
+std::vector<Layout> candidate_layouts(const GptShape& g, int64_t batch, const Machine& m, const SearchAxes& axes) {
+  auto allowed = [](const std::vector<int>& list, int x) {
+    return list.empty() || std::find(list.begin(), list.end(), x) != list.end();
+  };
+  const std::vector<int> bs = axes.micro_batch.empty() ? std::vector<int>{1, 2, 4, 8} : axes.micro_batch;
+  const std::vector<int> vs = axes.chunks.empty() ? std::vector<int>{1, 2, 4} : axes.chunks;
+  std::vector<Layout> out;
+  for (int t = 1; t <= m.devices_per_node && t <= m.devices; ++t) {
+    if (m.devices_per_node % t || m.devices % t || g.heads % t || g.hidden % t || !allowed(axes.tp, t)) continue;
+    for (int p = 1; p <= m.devices / t; ++p) {
+      if ((m.devices / t) % p || g.layers % p || !allowed(axes.pp, p)) continue;
+      const int d = m.devices / t / p;
+      if (!allowed(axes.dp, d) || batch % d) continue;
+      for (int b : bs) {
+        if ((batch / d) % b) continue;
+        const int64_t mb = batch / d / b;
+        for (int v : vs) {
+          if (v > 1 && (p < 2 || mb % p || g.layers % (static_cast<int64_t>(p) * v))) continue;
+          for (bool rc : axes.recompute)
+            for (bool sp : axes.sequence_parallel) {
+              if (sp && t == 1) continue;
+              for (bool z : axes.zero1) {
+                if (z && d == 1) continue;
+                out.push_back(Layout{t, p, d, b, v, rc, sp, z});
+              }
+            }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+SearchResult search_layouts(const GptShape& g, int64_t batch, const Machine& m, const SearchAxes& axes,
+                            int threads) {
+  SearchResult res;
+  res.layouts = candidate_layouts(g, batch, m, axes);
+  res.evaluations.resize(res.layouts.size());
+  parallel_for(res.layouts.size(), threads,
+               [&](size_t k) { res.evaluations[k] = evaluate_layout(g, batch, m, res.layouts[k]); });
+  std::vector<int> feasible;
+  for (size_t k = 0; k < res.layouts.size(); ++k)
+    if (res.evaluations[k].feasible) feasible.push_back(static_cast<int>(k));
+  std::stable_sort(feasible.begin(), feasible.end(), [&](int x, int y) {
+    const Evaluation &a = res.evaluations[x], &b = res.evaluations[y];
+    return a.iteration_s != b.iteration_s ? a.iteration_s < b.iteration_s : a.peak_memory_bytes < b.peak_memory_bytes;
+  });
+  if (!feasible.empty()) res.best = feasible.front();
+  int64_t lowest = std::numeric_limits<int64_t>::max();
+  for (int k : feasible)
+    if (res.evaluations[k].peak_memory_bytes < lowest) {
+      lowest = res.evaluations[k].peak_memory_bytes;
+      res.frontier.push_back(k);
+    }
+  return res;
+}
+
+}  // namespace pw::whatif
