@@ -142,7 +142,7 @@ std::string compare_svg(const Trace& predicted, const Trace& measured, const std
     o += buf;
   }
   std::snprintf(buf, sizeof buf, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" fill=\"#333\">ms</text>\n",
-                left + width + 8, axis_y + 18);
+                left + width + 8, axis_y + 32);
   o += buf;
   // Legend.
   double lx = left;
@@ -156,7 +156,7 @@ std::string compare_svg(const Trace& predicted, const Trace& measured, const std
   }
   // Busy table.
   std::snprintf(buf, sizeof buf,
-                "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" font-weight=\"bold\" fill=\"#222\">stage   busy "
+                "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" font-weight=\"bold\" fill=\"#222\" xml:space=\"preserve\">stage   busy "
                 "predicted ms   busy measured ms   difference</text>\n",
                 left, table_top);
   o += buf;

@@ -54,7 +54,9 @@ std::vector<T> parse_positive_list(const std::string& s, const std::string& flag
     const std::string item = s.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
     char* end = nullptr;
     const long long v = std::strtoll(item.c_str(), &end, 10);
-    if (item.empty() || *end != '\0' || v < 1)
+    if (!item.empty() && *end == '\0' && v < 1)
+      throw pw::InputError(flag + ": expected an integer >= 1, got " + item);
+    if (item.empty() || *end != '\0')
       throw pw::InputError(flag + ": expected a positive integer or a comma-separated list of them, got \"" + s + "\"");
     out.push_back(static_cast<T>(v));
     if (comma == std::string::npos) break;
