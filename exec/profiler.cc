@@ -5,11 +5,11 @@
 #include <fstream>
 #include <thread>
 
-#include <time.h>
-
 #include "exec/layers/common.h"
 #include "exec/network.h"
 #include "exec/parallel.h"
+#include "exec/profile/co_run.h"
+#include "exec/profile/in_context.h"
 #include "models/error.h"
 #include "models/optimizer_memory.h"
 
@@ -17,20 +17,11 @@ namespace pw::exec {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using models::LayerKind;
 
 bool g_cpu_clock = false;
 
-// Nanoseconds on the wall clock, or on the calling thread's CPU clock (g_cpu_clock).
-int64_t now_ns() {
-  if (g_cpu_clock) {
-    timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-  }
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
-}
+int64_t now_ns() { return profiler_now_ns(g_cpu_clock); }
 
 struct Stat {
   int64_t median = 0;
@@ -41,31 +32,15 @@ Stat stat(std::vector<int64_t> v) {
   std::sort(v.begin(), v.end());
   Stat s;
   const size_t n = v.size();
+  if (n == 0) return s;
   s.median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
   s.spread = s.median > 0 ? static_cast<double>(v.back() - v.front()) / static_cast<double>(s.median) : 0;
   return s;
 }
 
-// Synthetic data for the model's input layer: token ids when an embedding reads it.
-Tensor make_data(const models::Model& model, int idx, int64_t mb, Rng& rng) {
-  const auto& spec = model.layers()[idx];
-  Tensor t(with_batch(mb, spec.output_shape));
-  int64_t vocab = 0;
-  for (const auto& l : model.layers())
-    if (l.kind == LayerKind::embedding && !l.inputs.empty() && l.inputs[0] == spec.name) vocab = l.attr("vocab");
-  for (int64_t i = 0; i < t.numel(); ++i)
-    t.data()[i] = vocab > 0 ? static_cast<float>(rng.below(static_cast<uint64_t>(vocab)))
-                            : static_cast<float>(rng.normal());
-  return t;
-}
-
+Tensor make_data(const models::Model& model, int idx, int64_t mb, Rng& rng) { return synthetic_data(model, idx, mb, rng); }
 Tensor make_targets(const models::LayerSpec& spec, const std::vector<int64_t>& shape, int64_t mb, Rng& rng) {
-  Tensor t(with_batch(mb, shape));
-  const int64_t classes = spec.kind == LayerKind::softmax_xent ? spec.attr("classes") : 0;
-  for (int64_t i = 0; i < t.numel(); ++i)
-    t.data()[i] = classes > 0 ? static_cast<float>(rng.below(static_cast<uint64_t>(classes)))
-                              : static_cast<float>(rng.normal());
-  return t;
+  return synthetic_targets(spec, shape, mb, rng);
 }
 
 }  // namespace
@@ -87,8 +62,11 @@ std::string cpu_model_name() {
 
 int cpu_count() { return std::max(1u, std::thread::hardware_concurrency()); }
 
-models::Profile measure_profile(const models::Model& model, const MeasureOptions& o,
-                                std::vector<LayerMeasurement>* spreads) {
+namespace {
+
+// The isolated pass: each layer alone (times and bytes), at o.micro_batch.
+models::Profile measure_isolated(const models::Model& model, const MeasureOptions& o,
+                                 std::vector<LayerMeasurement>* spreads) {
   if (o.micro_batch < 1) throw InputError("--micro-batch: expected >= 1, got " + std::to_string(o.micro_batch));
   if (o.reps < 1) throw InputError("--reps: expected >= 1, got " + std::to_string(o.reps));
   if (o.warmup < 0) throw InputError("--warmup: expected >= 0, got " + std::to_string(o.warmup));
@@ -206,6 +184,133 @@ models::Profile measure_profile(const models::Model& model, const MeasureOptions
       if (!later) outputs[j] = Tensor();
     }
     if (o.progress) o.progress(i + 1, n, spec.name);
+  }
+  return prof;
+}
+
+}  // namespace
+
+namespace {
+
+struct PointResult {
+  std::vector<models::PointTimes> layers;
+  std::vector<Stat> f, b, w;
+};
+
+// One in-context point: `workers` copies at once on `threads` threads each.
+PointResult measure_in_context(const models::Model& model, const MeasureOptions& o, int64_t mb, int threads,
+                               int workers) {
+  PassOptions po;
+  po.micro_batch = mb;
+  po.reps = o.reps;
+  po.warmup = o.warmup;
+  po.optimizer = optimizer_for_profile(o.optimizer);
+  po.thread_cpu_time = o.thread_cpu_time;
+  std::vector<PassTimes> per(workers);
+  co_run(workers, threads, [&](int w, CoRunBarrier& barrier) {
+    PassOptions q = po;
+    q.seed = o.seed + static_cast<uint64_t>(w);
+    q.before_pass = [&barrier] { barrier.arrive_and_wait(); };
+    per[w] = time_in_context(model, q);
+  });
+  PassTimes all;
+  for (const PassTimes& t : per) append_pass_times(all, t);
+  PointResult r;
+  const auto& specs = model.layers();
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const Stat f = stat(all.forward[i]), b = stat(all.backward_input[i]), w = stat(all.backward_weight[i]),
+               st = stat(all.step[i]);
+    const bool no_b = specs[i].kind == LayerKind::input || specs[i].kind == LayerKind::embedding;
+    r.layers.push_back({f.median, no_b ? 0 : b.median, w.median, st.median});
+    r.f.push_back(f);
+    r.b.push_back(b);
+    r.w.push_back(w);
+  }
+  return r;
+}
+
+int workers_for(const MeasureOptions& o, int threads) {
+  if (o.co_run_workers > 0) return o.co_run_workers;
+  return threads > 0 ? std::max(1, cpu_count() / threads) : 1;
+}
+
+}  // namespace
+
+models::Profile measure_profile(const models::Model& model, const MeasureOptions& o,
+                                std::vector<LayerMeasurement>* spreads) {
+  if (o.co_run_workers < 0) throw InputError("--co-run: expected >= 0, got " + std::to_string(o.co_run_workers));
+  for (int64_t b : o.micro_batches)
+    if (b < 1) throw InputError("--micro-batch: expected sizes >= 1, got " + std::to_string(b));
+  for (int k : o.thread_counts)
+    if (k < 1) throw InputError("--threads: expected counts >= 1, got " + std::to_string(k));
+  if (o.thread_cpu_time)
+    for (int k : o.thread_counts)
+      if (k != 1) throw InputError("profiler: thread CPU time needs threads = 1");
+  MeasureOptions base = o;
+  if (o.in_context) {  // bytes only: one isolated pass
+    base.reps = 1;
+    base.warmup = std::min(o.warmup, 1);
+  }
+  const bool iso_progress = !o.in_context;
+  if (!iso_progress) base.progress = nullptr;
+  models::Profile prof = measure_isolated(model, base, spreads);
+  std::vector<int64_t> mbs = o.micro_batches.empty() ? std::vector<int64_t>{o.micro_batch} : o.micro_batches;
+  std::vector<int> ths = o.thread_counts.empty() ? std::vector<int>{o.threads} : o.thread_counts;
+  const int total = static_cast<int>(mbs.size() * ths.size());
+  int done = 0;
+  auto fill = [&](int64_t mb, int k, const std::vector<models::PointTimes>& times, int workers) {
+    const int threads = k > 0 ? k : prof.device.threads;
+    if (mb == o.micro_batch && (k == o.threads || (k <= 0 && o.threads <= 0))) {
+      for (size_t i = 0; i < times.size(); ++i) {
+        auto& l = prof.layers[i];
+        l.forward_ns = times[i].forward_ns;
+        if (l.backward_input_ns > 0 || !l.is_data_loading) l.backward_input_ns = times[i].backward_input_ns;
+        if (l.backward_weight_ns > 0) l.backward_weight_ns = times[i].backward_weight_ns;
+        l.step_ns = times[i].step_ns;
+      }
+      return;
+    }
+    models::ProfilePoint pt;
+    pt.micro_batch = mb;
+    pt.threads = threads;
+    pt.co_run_workers = workers;
+    pt.layers = times;
+    for (size_t i = 0; i < times.size(); ++i) {
+      if (prof.layers[i].is_data_loading) pt.layers[i].backward_input_ns = 0;
+      if (prof.layers[i].backward_weight_ns == 0 && prof.layers[i].parameter_bytes == 0) pt.layers[i].backward_weight_ns = 0;
+    }
+    prof.points.push_back(std::move(pt));
+  };
+  if (o.in_context) {
+    prof.measurement = models::ProfileMeasurement{"in-context", workers_for(o, o.threads), o.reps};
+    for (int k : ths)
+      for (int64_t mb : mbs) {
+        const int workers = workers_for(o, k);
+        PointResult r = measure_in_context(model, o, mb, k, workers);
+        if (spreads && mb == o.micro_batch && k == o.threads)
+          for (size_t i = 0; i < r.f.size(); ++i) {
+            (*spreads)[i].forward_spread = r.f[i].spread;
+            (*spreads)[i].backward_input_spread = r.b[i].spread;
+            (*spreads)[i].backward_weight_spread = r.w[i].spread;
+          }
+        fill(mb, k, r.layers, workers);
+        if (o.progress) o.progress(++done, total, "micro-batch " + std::to_string(mb) + ", " + std::to_string(k) + " threads");
+      }
+  } else {
+    prof.measurement = models::ProfileMeasurement{"isolated", 1, o.reps};
+    for (int k : ths)
+      for (int64_t mb : mbs) {
+        if (mb == o.micro_batch && (k == o.threads || (k <= 0 && o.threads <= 0))) continue;
+        MeasureOptions q = o;
+        q.micro_batch = mb;
+        q.threads = k;
+        q.progress = nullptr;
+        const models::Profile p = measure_isolated(model, q, nullptr);
+        std::vector<models::PointTimes> times;
+        for (const auto& l : p.layers) times.push_back({l.forward_ns, l.backward_input_ns, l.backward_weight_ns, 0});
+        fill(mb, k, times, 1);
+      }
+    if (o.threads > 0) set_num_threads(o.threads);
   }
   models::validate_profile(prof, "measured profile");
   return prof;

@@ -1,6 +1,20 @@
-// The measuring profiler: runs each layer's forward (F), input-gradient (B) and weight-gradient
-// (W) in isolation on this machine, after warm-up, and writes the same models::Profile the
-// analytic cost model writes (source "measured").
+// The measuring profiler: times each layer's forward (F), input-gradient (B) and weight-gradient
+// (W) on this machine and writes the same models::Profile the analytic cost model writes
+// (source "measured").
+//
+// Times. In context (the default, in_context = true): from within real training passes in
+// layer order with fresh data every pass, the optimizer step per layer included (step_ns;
+// exec/profile/in_context.h), run as co_run_workers copies at once, each pinned to its own
+// cores (exec/profile/co_run.h), so a pipeline's contention is in the numbers; medians over
+// the passes of all copies. co_run_workers = 0 means one copy per `threads` cores of this
+// machine (cpu_count() / threads, at least 1; threads 0 counts as all cores: one copy).
+// The profile's `measurement` says which mode produced it. Isolated (in_context = false):
+// the old way, each layer alone, described below; step_ns stays 0.
+// Points: the base point (micro_batch, threads) fills `layers`; every other (micro-batch,
+// threads) pair of micro_batches x thread_counts adds an entry to `points`
+// (models/profile_points.h), measured the same way.
+//
+// Bytes (both modes) come from the isolated pass at the base micro-batch, as follows.
 //
 // Per layer: inputs are the real outputs of the preceding layers on one synthetic micro-batch
 // (token ids for embeddings, class ids / values for loss targets); each rep runs F, then B, then
@@ -34,6 +48,12 @@ struct MeasureOptions {
   int reps = 10;
   int warmup = 2;
   int threads = 0;                 // 0: leave the OpenMP default
+  bool in_context = true;          // false: each layer alone, in a loop (isolated)
+  int co_run_workers = 0;          // in context: copies at once; 0 = one per `threads` cores
+  // More points: every pair of these (each list empty = the base value alone) other than the
+  // base (micro_batch, threads) goes into Profile::points.
+  std::vector<int64_t> micro_batches;
+  std::vector<int> thread_counts;
   std::string optimizer = "adam";  // for optimizer_bytes
   uint64_t seed = 1;
   // Time with the calling thread's CPU clock instead of the wall clock. Requires threads == 1

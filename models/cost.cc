@@ -280,6 +280,30 @@ int64_t roofline_ns(double flops, double bytes, double flops_per_s, double bytes
   return std::llround(std::max(flops / flops_per_s, bytes / bytes_per_s) * 1e9);
 }
 
+double gemm_efficiency(double forward_flops, double parameters, double half_rows) {
+  if (!(half_rows > 0) || !(parameters > 0) || !(forward_flops > 0)) return 1.0;
+  const double rows = forward_flops / (2.0 * parameters);
+  return rows / (rows + half_rows);
+}
+
+double default_gemm_half_rows(const DeviceSpec& device) { return device.name.rfind("cpu", 0) == 0 ? 16.0 : 0.0; }
+
+Profile analytic_profile_with_points(const Model& model, const DeviceSpec& device, int64_t micro_batch,
+                                     const std::vector<int64_t>& sizes, const CostOptions& options) {
+  Profile p = analytic_profile(model, device, micro_batch, options);
+  for (int64_t b : sizes) {
+    if (b == micro_batch) continue;
+    const Profile q = analytic_profile(model, device, b, options);
+    ProfilePoint pt;
+    pt.micro_batch = b;
+    pt.threads = 1;
+    for (const LayerProfile& l : q.layers)
+      pt.layers.push_back({l.forward_ns, l.backward_input_ns, l.backward_weight_ns, 0});
+    p.points.push_back(std::move(pt));
+  }
+  return p;
+}
+
 Profile analytic_profile(const Model& model, const DeviceSpec& device, int64_t micro_batch,
                          const CostOptions& options) {
   if (micro_batch < 1)
@@ -314,9 +338,10 @@ Profile analytic_profile(const Model& model, const DeviceSpec& device, int64_t m
     if (l.kind == LayerKind::input) {
       lp.is_data_loading = true;
     } else {
-      lp.forward_ns = roofline_ns(c.forward_flops, c.forward_mem_bytes, flops_per_s, bw);
+      const double rate = flops_per_s * gemm_efficiency(c.forward_flops, params, options.gemm_half_rows);
+      lp.forward_ns = roofline_ns(c.forward_flops, c.forward_mem_bytes, rate, bw);
       const double bflops = c.backward_input_flops + c.backward_weight_flops;
-      const int64_t backward = roofline_ns(bflops, c.backward_mem_bytes, flops_per_s, bw);
+      const int64_t backward = roofline_ns(bflops, c.backward_mem_bytes, rate, bw);
       lp.backward_input_ns =
           bflops > 0 ? std::llround(double(backward) * c.backward_input_flops / bflops) : backward;
       lp.backward_weight_ns = backward - lp.backward_input_ns;

@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "models/device.h"
 #include "models/layer_graph.h"
@@ -55,7 +56,17 @@ struct CostOptions {
   double efficiency = 0.5;          // fraction of peak FLOP/s reached, in (0, 1]
   bool bf16 = false;                // peak_bf16_flops and 2-byte activations
   std::string optimizer = "adam";   // models/optimizer_memory.h
+  // GEMM-size efficiency: a layer with parameters runs at efficiency * r / (r + gemm_half_rows)
+  // of peak, r = forward FLOPs / (2 x parameters) = the rows of its matrix products (micro-batch
+  // x rows per sample). Small products (a micro-batch of 1 on a CPU) are far from peak. 0 = off
+  // (plain roofline).
+  double gemm_half_rows = 0;
 };
+
+// r / (r + half_rows) as above; 1 when half_rows <= 0 or the layer has no parameters.
+double gemm_efficiency(double forward_flops, double parameters, double half_rows);
+// The catalog's default: 16 rows for CPU devices (names "cpu..."), 0 (off) otherwise.
+double default_gemm_half_rows(const DeviceSpec& device);
 
 // Profile of `model` on `device` at `micro_batch`: source "analytic", device.name = the
 // catalog name, edges copied from the model, input layers is_data_loading with zero time.
@@ -66,6 +77,12 @@ struct CostOptions {
 // micro_batch < 1, efficiency outside (0, 1], an unknown optimizer or an uncostable layer.
 Profile analytic_profile(const Model& model, const DeviceSpec& device, int64_t micro_batch,
                          const CostOptions& options = {});
+
+// analytic_profile at `micro_batch`, plus one point (models/profile_points.h; threads 1) per
+// other size in `sizes`, each costed at its own size, so that a planner using profile_at sees
+// the efficiency of each micro-batch size (with gemm_half_rows > 0) instead of linear scaling.
+Profile analytic_profile_with_points(const Model& model, const DeviceSpec& device, int64_t micro_batch,
+                                     const std::vector<int64_t>& sizes, const CostOptions& options = {});
 
 // Roofline time in ns: llround(max(flops / flops_per_s, bytes / bytes_per_s) * 1e9).
 int64_t roofline_ns(double flops, double bytes, double flops_per_s, double bytes_per_s);

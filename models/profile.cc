@@ -3,6 +3,7 @@
 #include <set>
 
 #include "models/error.h"
+#include "models/profile_points.h"
 
 namespace pw::models {
 
@@ -42,7 +43,7 @@ void validate_profile(const Profile& p, const std::string& what) {
     if (!names.insert(l.name).second) throw InputError(at + ": duplicate layer name");
     if (l.forward_ns < 0 || l.backward_input_ns < 0 || l.backward_weight_ns < 0 || l.output_bytes < 0 ||
         l.stash_bytes < 0 || l.parameter_bytes < 0 || l.optimizer_bytes < 0 || l.workspace_bytes < 0 ||
-        l.weight_pending_bytes < 0)
+        l.weight_pending_bytes < 0 || l.step_ns < 0)
       throw InputError(at + ": negative time or size");
   }
   const int n = static_cast<int>(p.layers.size());
@@ -69,6 +70,7 @@ void to_json(Json& j, const LayerProfile& l) {
            {"workspace_bytes", l.workspace_bytes}};
   if (l.weight_pending_bytes > 0) j["weight_pending_bytes"] = l.weight_pending_bytes;
   if (l.is_data_loading) j["is_data_loading"] = true;
+  if (l.step_ns > 0) j["step_ns"] = l.step_ns;
 }
 
 void to_json(Json& j, const Profile& p) {
@@ -83,6 +85,7 @@ void to_json(Json& j, const Profile& p) {
            {"micro_batch", p.micro_batch},
            {"layers", layers},
            {"edges", edges}};
+  measurement_to_json(j, p);
 }
 
 Profile profile_from_json(const Json& j) {
@@ -117,6 +120,7 @@ Profile profile_from_json(const Json& j) {
     l.workspace_bytes = get_int_or(arr[i], "workspace_bytes", at, 0);
     l.weight_pending_bytes = get_int_or(arr[i], "weight_pending_bytes", at, 0);
     l.is_data_loading = get_bool_or(arr[i], "is_data_loading", at, false);
+    l.step_ns = get_int_or(arr[i], "step_ns", at, 0);
     p.layers.push_back(std::move(l));
   }
   std::map<std::string, int> index;
@@ -136,6 +140,7 @@ Profile profile_from_json(const Json& j) {
       p.edges.push_back({index.at(e[0].get<std::string>()), index.at(e[1].get<std::string>())});
     }
   }
+  measurement_from_json(j, p);
   validate_profile(p, "profile");
   return p;
 }

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,10 @@ struct LayerProfile {
   // micro-batch whose W is delayed; fused backward (BW) never holds it. 0 when unknown.
   int64_t weight_pending_bytes = 0;
   bool is_data_loading = false;    // an input source: forward_ns is data-loading time
+  // Per iteration (not per micro-batch): the optimizer step over this layer's parameters plus
+  // zeroing its gradients, as the runtime does once per synchronous iteration. 0 when unknown
+  // (analytic and imported profiles, and profiles written before the field existed).
+  int64_t step_ns = 0;
 
   int64_t backward_ns() const { return backward_input_ns + backward_weight_ns; }
   int64_t compute_ns() const { return is_data_loading ? 0 : forward_ns + backward_ns(); }
@@ -48,6 +53,30 @@ struct ProfileDevice {
   int threads = 0;
 };
 
+// How a measured profile was taken (DESIGN.md, "Fidelity"). Absent (std::nullopt) for analytic
+// and imported profiles and for measured profiles written before the field existed.
+struct ProfileMeasurement {
+  // "in-context": layers timed inside real forward/backward passes in training order (fresh
+  // activations each pass, the model's weights, gradients and optimizer state live);
+  // "isolated": each layer alone in a loop on the same input.
+  std::string context = "isolated";
+  // Copies of the pass that ran at the same time, each pinned to its own cores (1 = alone).
+  // > 1 puts the memory-bandwidth contention of a pipeline's concurrent workers in the numbers.
+  int co_run_workers = 1;
+  int reps = 0;  // timed passes (medians over them, and over the co-running copies)
+};
+
+// Per-layer times at one (micro-batch size, threads) point of a measured profile.
+struct PointTimes {
+  int64_t forward_ns = 0, backward_input_ns = 0, backward_weight_ns = 0, step_ns = 0;
+};
+struct ProfilePoint {
+  int64_t micro_batch = 1;
+  int threads = 1;                 // OpenMP threads of the copy that measured it
+  int co_run_workers = 1;
+  std::vector<PointTimes> layers;  // same order and size as Profile::layers
+};
+
 struct Profile {
   std::string model;            // model name
   std::string source;           // "analytic", "measured" or "pipedream"
@@ -55,6 +84,10 @@ struct Profile {
   int64_t micro_batch = 1;      // samples the per-layer numbers hold for
   std::vector<LayerProfile> layers;  // a topological order
   std::vector<Edge> edges;           // data dependencies (indices into layers)
+  // Optional (pipewright.profile/1 reads without them): how it was measured, and times at more
+  // (micro-batch, threads) points than the one `layers` holds (models/profile_points.h).
+  std::optional<ProfileMeasurement> measurement;
+  std::vector<ProfilePoint> points;
 
   int64_t total_forward_ns() const;    // excludes data-loading sources
   int64_t total_backward_ns() const;

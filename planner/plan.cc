@@ -59,6 +59,12 @@ void to_json(Json& j, const Plan& p) {
              {"peak_memory_bytes", q.peak_memory_bytes}}}};
   j["cut_family"] = p.cut_family;
   if (!p.layer_order.empty()) j["layer_order"] = p.layer_order;
+  if (p.threads_per_stage > 0) j["threads_per_stage"] = p.threads_per_stage;
+  if (p.extrapolated) {
+    j["extrapolated"] = true;
+    j["extrapolation_note"] = p.extrapolation_note;
+  }
+  if (p.predicted_step_ns > 0) j["predicted_step_ns"] = p.predicted_step_ns;
 }
 
 Plan plan_from_json(const Json& j) {
@@ -83,6 +89,10 @@ Plan plan_from_json(const Json& j) {
   p.num_micro_batches = static_cast<int>(get_int(j, "num_micro_batches", "", 1));
   p.remainder_rule = get_string_or(j, "remainder_rule", "", "none");
   p.cut_family = get_string_or(j, "cut_family", "", "topological-order");
+  p.threads_per_stage = static_cast<int>(get_int_or(j, "threads_per_stage", "", 0));
+  p.extrapolated = get_bool_or(j, "extrapolated", "", false);
+  p.extrapolation_note = get_string_or(j, "extrapolation_note", "", "");
+  p.predicted_step_ns = get_int_or(j, "predicted_step_ns", "", 0);
   if (j.contains("layer_order")) {
     const Json& lo = require_array(j, "layer_order", "");
     for (size_t k = 0; k < lo.size(); ++k) {

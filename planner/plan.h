@@ -70,6 +70,16 @@ struct Plan {
   // indices (a topological order) that the ranges index; set when a PipeDream-antichain plan's
   // stages are not contiguous in the profile's order. Stage layer_names are authoritative.
   std::vector<int> layer_order;
+  // Fidelity (optional in JSON). Cores (OpenMP threads) each stage's worker owns on a CPU; 0 =
+  // unspecified (the runtime gives each worker its share of the cores). With k > 0, a stage
+  // whose devices[0] is d runs on cores d .. d + k - 1 of the cluster.
+  int threads_per_stage = 0;
+  // The costs behind `predicted` were extrapolated beyond the profile's measured points
+  // (models/profile_points.h); extrapolation_note says where. Not set for analytic profiles.
+  bool extrapolated = false;
+  std::string extrapolation_note;
+  // Per-iteration time each stage's optimizer step takes (included in predicted iteration time).
+  int64_t predicted_step_ns = 0;
 
   int num_stages() const { return static_cast<int>(stages.size()); }
 };

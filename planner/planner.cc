@@ -4,11 +4,13 @@
 #include <cmath>
 #include <iomanip>
 #include <limits>
+#include <memory>
 #include <sstream>
 
 #include "models/error.h"
 #include "models/optimizer_memory.h"
 #include "models/pipedream_import.h"
+#include "models/profile_points.h"
 #include "planner/cut_states.h"
 #include "planner/replicated_dp.h"
 #include "planner/sync_dp.h"
@@ -122,6 +124,47 @@ void fill_common(Plan& plan, const models::Profile& p, const models::Cluster& c,
   plan.partitioner = req.partitioner;
 }
 
+// The cluster seen by stages of k cores each: the innermost levels' counts divided by k (as far
+// as they divide), so device d of the result is cores d*k .. d*k + k - 1 of c.
+models::Cluster cluster_per_stage(const models::Cluster& c, int k) {
+  if (k <= 1) return c;
+  std::vector<models::Level> lv = c.levels();
+  int rest = k;
+  for (auto& l : lv) {
+    if (rest == 1) break;
+    if (l.count % rest == 0) {
+      l.count /= rest;
+      rest = 1;
+    } else if (rest % l.count == 0) {
+      rest /= l.count;
+      l.count = 1;
+    } else {
+      return models::Cluster(c.name(), c.device(), {{"stages", std::max(1, c.num_devices() / k), lv[0].bandwidth_bytes_per_s, lv[0].latency_ns}});
+    }
+  }
+  if (rest != 1) return models::Cluster(c.name(), c.device(), {{"stages", 1, lv[0].bandwidth_bytes_per_s, 0}});
+  return models::Cluster(c.name(), c.device(), lv);
+}
+
+// Per iteration, the slowest stage's optimizer step (the profile's step_ns).
+double step_s(const models::Profile& p, const std::vector<SyncStage>& stages) {
+  int64_t mx = 0;
+  for (const auto& st : stages) {
+    int64_t t = 0;
+    for (int l = st.begin; l < st.end; ++l) t += p.layers[l].step_ns;
+    mx = std::max(mx, t);
+  }
+  return static_cast<double>(mx) * 1e-9;
+}
+
+// A candidate of the joint search over threads per stage and micro-batch size.
+struct PointChoice {
+  int threads = 0;  // 0: the plain (single-point) search
+  models::ProfileAt at;
+  SyncBest best;
+  double total = std::numeric_limits<double>::infinity();  // iteration + step
+};
+
 PlanOutcome plan_sync(const models::Profile& p, const models::Cluster& c, const PlanRequest& req, double ppb) {
   const int64_t batch = req.batch > 0 ? req.batch : p.micro_batch;
   SyncSetup su;
@@ -141,9 +184,46 @@ PlanOutcome plan_sync(const models::Profile& p, const models::Cluster& c, const 
       throw InputError("memory limit " + std::to_string(mem) + " bytes is smaller than layer \"" + l.name +
                        "\" needs for weights and optimizer state (" + std::to_string(static_cast<int64_t>(need)) + " bytes)");
   }
-  SyncModel model(p, c);
+  // Measured (or per-size analytic) points: search threads per stage x micro-batch count
+  // jointly, each (k, m) costed at its own point (models/profile_points.h).
+  PointChoice win;
+  std::unique_ptr<models::Cluster> win_cluster;
+  if (!p.points.empty() && req.partitioner == "dp") {
+    std::vector<int> ks{0};
+    if (p.source == "measured") {
+      ks = models::measured_thread_counts(p);
+      // One stage on all cores is always a candidate on a CPU.
+      if (c.num_devices() > 1 && std::find(ks.begin(), ks.end(), c.num_devices()) == ks.end())
+        ks.push_back(c.num_devices());
+    }
+    for (int k : ks) {
+      if (k > c.num_devices()) continue;
+      auto ck = std::make_unique<models::Cluster>(cluster_per_stage(c, k));
+      for (int m : su.ms) {
+        if (m > batch) continue;
+        SyncSetup one = su;
+        one.ms = {m};
+        models::ProfileAt at = models::profile_at(p, (batch + m - 1) / m, k);
+        SyncModel mk(at.profile, *ck);
+        SyncBest bb = best_sync(mk, at.profile, req, one, batch, mem);
+        if (!bb.found) continue;
+        const double total = bb.iteration + step_s(at.profile, bb.stages);
+        if (total < win.total) {
+          win.threads = k;
+          win.at = std::move(at);
+          win.best = bb;
+          win.total = total;
+          win_cluster = std::move(ck);
+          ck = std::make_unique<models::Cluster>(cluster_per_stage(c, k));
+        }
+      }
+    }
+  }
+  const bool use_point = win.best.found;
+  const models::Profile& pp = use_point ? win.at.profile : p;
+  SyncModel model(pp, use_point ? *win_cluster : c);
   PlanOutcome out;
-  SyncBest best = best_sync(model, p, req, su, batch, mem);
+  SyncBest best = use_point ? win.best : best_sync(model, p, req, su, batch, mem);
   if (!best.found) {
     out.feasible = false;
     int64_t need = std::numeric_limits<int64_t>::max();
@@ -173,13 +253,21 @@ PlanOutcome plan_sync(const models::Profile& p, const models::Cluster& c, const 
   plan.num_micro_batches = best.cfg.m;
   plan.remainder_rule = batch == best.cfg.m * best.cfg.micro_batch_size ? "none" : "last-smaller";
   const int ps = static_cast<int>(best.stages.size());
-  plan.num_devices_used = ps;
+  const int cores = use_point && win.threads > 0 ? win.threads : 1;
+  plan.num_devices_used = ps * cores;
+  if (use_point) {
+    plan.threads_per_stage = win.threads;
+    plan.extrapolated = win.at.extrapolated;
+    plan.extrapolation_note = win.at.note;
+  }
+  const double step = step_s(pp, best.stages);
+  plan.predicted_step_ns = std::llround(step * 1e9);
   for (int s = 0; s < ps; ++s) {
     StagePlan sp;
     sp.first_layer = best.stages[s].begin;
     sp.end_layer = best.stages[s].end;
     for (int l = sp.first_layer; l < sp.end_layer; ++l) sp.layer_names.push_back(p.layers[l].name);
-    sp.devices = {ps - 1 - s};
+    sp.devices = {(ps - 1 - s) * cores};
     sp.recompute = best.stages[s].recompute;
     const auto& sc = ev.stages[s];
     sp.predicted.forward_ns = std::llround(sc.forward_s * 1e9);
@@ -190,11 +278,12 @@ PlanOutcome plan_sync(const models::Profile& p, const models::Cluster& c, const 
     sp.predicted.activation_bytes = sc.activation_bytes;
     plan.stages.push_back(std::move(sp));
   }
-  plan.predicted.iteration_time_s = ev.iteration_s;
+  plan.predicted.iteration_time_s = ev.iteration_s + step;
   plan.predicted.bottleneck_time_s = ev.bottleneck_s;
   // A profile whose costs are all zero predicts zero time: the throughput is then unknown (0),
   // never inf, which JSON cannot hold (the plan would say null and be rejected when read back).
-  plan.predicted.throughput_samples_per_s = ev.iteration_s > 0 ? batch / ev.iteration_s : 0;
+  plan.predicted.throughput_samples_per_s =
+      plan.predicted.iteration_time_s > 0 ? batch / plan.predicted.iteration_time_s : 0;
   // DESIGN.md: (cost - busy of the longest-span stage) / cost; in the closed form stage 0 spans
   // the whole iteration (its first F starts it, its last backward ends it).
   plan.predicted.bubble_rate = ev.iteration_s > 0 ? (ev.iteration_s - ev.busy_of_first_stage_s) / ev.iteration_s : 0;
@@ -361,7 +450,10 @@ std::string format_plan_table(const Plan& plan) {
   std::ostringstream os;
   os << "plan for " << plan.model << " on " << plan.cluster_name << ": objective " << plan.objective
      << ", partitioner " << plan.partitioner << ", schedule " << to_string(plan.schedule) << ", batch "
-     << plan.batch << " = " << plan.num_micro_batches << " x " << plan.micro_batch_size << "\n";
+     << plan.batch << " = " << plan.num_micro_batches << " x " << plan.micro_batch_size;
+  if (plan.threads_per_stage > 0) os << ", " << plan.threads_per_stage << " core(s) per stage";
+  os << "\n";
+  if (plan.extrapolated) os << "warning: costs extrapolated beyond the measured points: " << plan.extrapolation_note << "\n";
   os << std::left << std::setw(6) << "stage" << std::setw(14) << "layers" << std::setw(10) << "replicas"
      << std::setw(8) << "recomp" << std::setw(12) << "fwd ms" << std::setw(12) << "bwd ms" << std::setw(12)
      << "comm ms" << "memory MiB\n";

@@ -20,6 +20,13 @@
 // --batch is not given (the batch size of PipeDream's GNMT profiling command), so that sync
 // planning can split it into micro-batches.
 //
+// Fidelity: a profile with measured points (models/profile_points.h) is searched jointly over
+// threads per stage k (its measured thread counts, plus all of the cluster's devices — one stage
+// on all cores — for a measured profile) and micro-batch count m, each (k, m) costed at its own
+// point (profile_at; the cluster seen with k devices merged per stage); the plan records k
+// (threads_per_stage, stage devices d*k) and whether the winner's costs were extrapolated.
+// Each stage's optimizer step (the profile's step_ns) is added to the predicted iteration.
+//
 // Infeasible (nothing fits the per-device memory) is a normal outcome: feasible = false with the
 // smallest per-device memory that would fit and the largest batch that fits now (0 if none).
 // Bad requests throw InputError. Thread-safety: a pure function; safe to call concurrently.

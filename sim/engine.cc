@@ -277,6 +277,7 @@ class Engine {
       if (op.kind == OpKind::B) alloc += at(c_.weight_pending_bytes_per_micro_batch, st);
       mem(v, d, alloc);
     }
+    if (o_.op_duration) dur = o_.op_duration(d, op, v.cur_iter, dur);
     push(now_ + dur, kDone, d, 0, 0);
   }
 

@@ -32,6 +32,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "planner/schedule.h"
@@ -68,6 +69,9 @@ struct SimOptions {
   int iterations = 1;
   bool record_trace = false;   // events and memory samples
   bool validate = true;        // run planner::validate_schedule first
+  // Optional: the duration of each op instead of the costs' (trace replay, sim/replay.h):
+  // (device, op as in the device's list, iteration, the costs' duration) -> ns >= 0.
+  std::function<int64_t(int, const planner::Op&, int, int64_t)> op_duration;
 };
 
 struct SimResult {

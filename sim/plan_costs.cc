@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "models/error.h"
+#include "models/profile_points.h"
 #include "planner/schedule_gen.h"
 
 namespace pw::sim {
@@ -68,7 +70,11 @@ StageCosts stage_costs_from_plan(const planner::Plan& plan, const models::Profil
   if (plan.stages.back().end_layer != L)
     throw InputError("plan: stages end at layer " + std::to_string(plan.stages.back().end_layer) +
                      " but the profile of \"" + profile.model + "\" has " + std::to_string(L) + " layers");
-  const double scale = static_cast<double>(plan.micro_batch_size) / static_cast<double>(profile.micro_batch);
+  // Measured points: the costs at the plan's micro-batch size and threads (interpolated).
+  std::optional<models::ProfileAt> at;
+  if (!profile.points.empty()) at = models::profile_at(profile, plan.micro_batch_size, plan.threads_per_stage);
+  const models::Profile& pr = at ? at->profile : profile;
+  const double scale = static_cast<double>(plan.micro_batch_size) / static_cast<double>(pr.micro_batch);
   auto scaled = [scale](int64_t v) { return static_cast<int64_t>(std::llround(static_cast<double>(v) * scale)); };
 
   StageCosts c;
@@ -87,13 +93,15 @@ StageCosts stage_costs_from_plan(const planner::Plan& plan, const models::Profil
   c.working_bytes.assign(S, 0);
   c.recompute.assign(S, 0);
   // The last layer each layer's output is needed by.
+  const int devices = S / plan.chunks;
+  std::vector<int64_t> step(devices, 0);  // per device: its stages' optimizer steps
   std::vector<int> last_use(L, -1);
-  for (const models::Edge& e : profile.edges) last_use[e.from] = std::max(last_use[e.from], e.to);
+  for (const models::Edge& e : pr.edges) last_use[e.from] = std::max(last_use[e.from], e.to);
   for (int k = 0; k < S; ++k) {
     const planner::StagePlan& st = plan.stages[k];
     int64_t f = 0, b = 0, w = 0, stash = 0, pending = 0, params = 0, opt = 0, work = 0, loaded = 0;
     for (int li = st.first_layer; li < st.end_layer; ++li) {
-      const models::LayerProfile& l = profile.layers[li];
+      const models::LayerProfile& l = pr.layers[li];
       if (l.is_data_loading) {
         loaded += l.output_bytes;
       } else {
@@ -106,6 +114,7 @@ StageCosts stage_costs_from_plan(const planner::Plan& plan, const models::Profil
       params += l.parameter_bytes;
       opt += l.optimizer_bytes;
       work = std::max(work, l.workspace_bytes);
+      step[k % devices] += l.step_ns;
     }
     c.forward_ns[k] = scaled(f);
     c.backward_input_ns[k] = scaled(b);
@@ -123,14 +132,15 @@ StageCosts stage_costs_from_plan(const planner::Plan& plan, const models::Profil
       int64_t act = 0, grad = 0;
       for (int li = 0; li < cut; ++li)
         if (last_use[li] >= cut) {
-          act += profile.layers[li].output_bytes;
-          if (!profile.layers[li].is_data_loading) grad += profile.layers[li].output_bytes;
+          act += pr.layers[li].output_bytes;
+          if (!pr.layers[li].is_data_loading) grad += pr.layers[li].output_bytes;
         }
       c.activation_bytes[k] = scaled(act);
       c.gradient_bytes[k + 1] = scaled(grad);
       c.input_bytes_per_micro_batch[k + 1] = scaled(act);
     }
   }
+  if (std::any_of(step.begin(), step.end(), [](int64_t v) { return v > 0; })) c.step_ns = step;
   return c;
 }
 

@@ -17,6 +17,11 @@
 // - replicas r > 1 divide nothing per micro-batch but add one ring all-reduce of the stage's
 //   parameters per iteration: 2(r-1)/r x bytes / bandwidth + 2(r-1) x latency of the level
 //   joining its first two devices (0 without a cluster).
+// - step_ns per device: the sum of its layers' step_ns (the optimizer step and gradient
+//   zeroing per iteration), left empty when the profile has none;
+// - a profile with measured points (models/profile_points.h) is first taken at the plan's
+//   micro-batch size and threads_per_stage (profile_at), so times come from the measured or
+//   interpolated point rather than from linear scaling.
 // Throws InputError when a stage's range or layer names do not match the profile.
 #pragma once
 

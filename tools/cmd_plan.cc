@@ -4,6 +4,8 @@
 #include <iostream>
 #include <memory>
 #include <sstream>
+#include <tuple>
+#include <utility>
 
 #include "models/cluster.h"
 #include "models/cost.h"
@@ -15,6 +17,15 @@
 #include "tools/command_registry.h"
 #include "tools/model_report.h"
 #include "tools/zoo_flags.h"
+
+#ifdef PW_HAVE_EXEC
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "exec/profile/machine_cluster.h"
+#include "exec/profiler.h"
+#endif
 
 namespace {
 
@@ -30,7 +41,17 @@ struct PlanArgs {
   bool json = false;
   std::string output;
   std::string format;  // --format megatron|deepspeed|torch (planner/plan_formats.h)
+  bool measure = false;  // measure --model on this machine and plan for this machine
 };
+
+// Micro-batch sizes a plan of `batch` samples may use: every divisor (at most the 12 largest
+// powers-of-two-friendly ones would do, but divisors keep every point measured or exact).
+std::vector<int64_t> divisors(int64_t batch) {
+  std::vector<int64_t> out;
+  for (int64_t d = 1; d <= batch && out.size() < 64; ++d)
+    if (batch % d == 0) out.push_back(d);
+  return out;
+}
 
 template <class T>
 std::vector<T> parse_list(const std::string& s, const std::string& flag) {
@@ -70,7 +91,11 @@ pw::models::Profile load_profile(PlanArgs& a, const CLI::App& sub) {
   auto src = pw::tools::resolve_model(a.model, zo, "--model");
   if (a.req.batch == 0) a.req.batch = src.model.batch();
   const auto dev = pw::tools::resolve_device(a.device, "--device");
-  return pw::models::analytic_profile(src.model, dev, 1, {0.5, false, a.req.optimizer});
+  pw::models::CostOptions co{0.5, false, a.req.optimizer};
+  co.gemm_half_rows = pw::models::default_gemm_half_rows(dev);
+  if (co.gemm_half_rows > 0)  // efficiency depends on the GEMM size: cost every size
+    return pw::models::analytic_profile_with_points(src.model, dev, 1, divisors(a.req.batch), co);
+  return pw::models::analytic_profile(src.model, dev, 1, co);
 }
 
 pw::models::Cluster make_cluster(const PlanArgs& a) {
@@ -97,12 +122,58 @@ pw::models::Cluster make_cluster(const PlanArgs& a) {
   return pw::models::make_flat_cluster(dev, n, a.bandwidth);
 }
 
+#ifdef PW_HAVE_EXEC
+// --measure: this machine's profile of --model at power-of-two micro-batch sizes dividing the
+// batch (and the batch itself) on 1 thread and on all cores, in context and co-run; the
+// cluster is this machine as hwloc sees it (exec/profile/machine_cluster.h).
+std::pair<pw::models::Profile, pw::models::Cluster> measure_here(PlanArgs& a) {
+  if (!a.profile.empty() || !a.device.empty() || !a.cluster.empty() || a.devices >= 0 || !a.levels.empty())
+    throw pw::InputError("--measure: plans for this machine; drop --profile, --device, --cluster, --devices, --levels");
+  if (a.model.empty()) throw pw::InputError("--measure: needs --model");
+  pw::models::ZooOptions zo = a.zoo;
+  if (a.req.batch > 0) zo.batch = a.req.batch;
+  auto src = pw::tools::resolve_model(a.model, zo, "--model");
+  if (a.req.batch == 0) a.req.batch = src.model.batch();
+  const int cores = pw::exec::Machine::instance().num_cores();
+  pw::exec::MeasureOptions o;
+  for (int64_t b = 1; b <= a.req.batch; b *= 2)
+    if (a.req.batch % b == 0) o.micro_batches.push_back(b);
+  if (o.micro_batches.back() != a.req.batch) o.micro_batches.push_back(a.req.batch);
+  o.thread_counts = {1};
+  if (cores > 1) o.thread_counts.push_back(cores);
+  o.micro_batch = o.micro_batches.front();
+  o.threads = 1;
+  o.reps = 5;
+  o.warmup = 2;
+  o.optimizer = a.req.optimizer;
+  o.progress = [](int done, int total, const std::string& what) {
+    std::fprintf(stderr, "measured %d/%d (%s)\n", done, total, what.c_str());
+  };
+  pw::models::Profile p = pw::exec::measure_profile(src.model, o);
+  pw::models::DeviceSpec dev;
+  dev.name = pw::exec::cpu_model_name() + " core";
+  dev.memory_bytes = a.memory > 0 ? a.memory : static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE) / cores;
+  const double bw = pw::exec::measure_copy_bandwidth();
+  return {p, pw::exec::machine_cluster(pw::exec::Machine::instance(), dev, bw, bw)};
+}
+#endif
+
 void run(PlanArgs a, const CLI::App& sub) {
   if (!a.format.empty() && a.json) throw pw::InputError("--format and --json: give one of them");
   const pw::planner::PlanFormat format =
       a.format.empty() ? pw::planner::PlanFormat::torch : pw::planner::parse_plan_format(a.format, "--format");
-  const pw::models::Profile profile = load_profile(a, sub);
-  const pw::models::Cluster cluster = make_cluster(a);
+  pw::models::Profile profile;
+  pw::models::Cluster cluster;
+  if (a.measure) {
+#ifdef PW_HAVE_EXEC
+    std::tie(profile, cluster) = measure_here(a);
+#else
+    throw pw::InputError("--measure: this pipewright was built without the executor (oneDNN)");
+#endif
+  } else {
+    profile = load_profile(a, sub);
+    cluster = make_cluster(a);
+  }
   const pw::planner::PlanOutcome out = pw::planner::make_plan(profile, cluster, a.req);
   if (!out.feasible) {
     std::ostringstream msg;
@@ -148,6 +219,8 @@ pw::tools::CommandRegistrar reg("plan", [](CLI::App& app) {
   sub->add_flag("--fewer-devices", a->req.fewer_devices, "allow idle devices (PipeDream's --use_fewer_machines)");
   sub->add_flag("--activation-comm", a->req.activation_comm,
                 "pipedream objective: count inter-stage traffic (PipeDream's --activation_compression_ratio 1)");
+  sub->add_flag("--measure", a->measure,
+                "measure --model on this machine (sizes x 1 and all threads, co-run) and plan for this machine");
   sub->add_flag("--json", a->json, "print the plan JSON instead of a table");
   sub->add_option("--format", a->format, "print the plan for megatron | deepspeed | torch instead of a table");
   sub->add_option("-o,--output", a->output, "write the plan (pipewright.plan/1) to this file");

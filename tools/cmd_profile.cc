@@ -2,6 +2,7 @@
 // for one micro-batch on one device, printed as a table (or JSON) and optionally saved.
 // The profile is analytic (models/cost: roofline on a catalog device) or, with --measure,
 // measured on this machine by the oneDNN executor (exec/profiler); make_profile() picks.
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 
@@ -25,7 +26,13 @@ namespace {
 struct ProfileArgs {
   std::string model;
   std::string device;
-  int64_t micro_batch = 0;
+  std::string micro_batch_list;  // "4" or "1,2,4,8" (--measure: one point per size)
+  std::string thread_list;       // "" or "1,2" (--measure)
+  int64_t micro_batch = 0;       // the first of micro_batch_list
+  std::vector<int64_t> micro_batches;
+  std::vector<int> thread_counts;
+  int co_run = 0;
+  bool isolated = false;
   double efficiency = 0.5;
   std::string optimizer = "adam";
   bool bf16 = false;
@@ -38,7 +45,36 @@ struct ProfileArgs {
   bool cpu_clock = false;
 };
 
-void check_args(const ProfileArgs& a) {
+template <class T>
+std::vector<T> parse_positive_list(const std::string& s, const std::string& flag) {
+  std::vector<T> out;
+  size_t pos = 0;
+  while (pos <= s.size()) {
+    const size_t comma = s.find(',', pos);
+    const std::string item = s.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    char* end = nullptr;
+    const long long v = std::strtoll(item.c_str(), &end, 10);
+    if (!item.empty() && *end == '\0' && v < 1)
+      throw pw::InputError(flag + ": expected an integer >= 1, got " + item);
+    if (item.empty() || *end != '\0')
+      throw pw::InputError(flag + ": expected a positive integer or a comma-separated list of them, got \"" + s + "\"");
+    out.push_back(static_cast<T>(v));
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return out;
+}
+
+void check_args(ProfileArgs& a) {
+  a.micro_batches = parse_positive_list<int64_t>(a.micro_batch_list, "--micro-batch");
+  a.micro_batch = a.micro_batches.front();
+  if (a.micro_batches.size() > 1 && !a.measure)
+    throw pw::InputError("--micro-batch: several sizes need --measure (an analytic profile scales exactly)");
+  if (!a.thread_list.empty()) {
+    if (!a.measure) throw pw::InputError("--threads: needs --measure");
+    a.thread_counts = parse_positive_list<int>(a.thread_list, "--threads");
+    a.threads = a.thread_counts.front();
+  }
   if (a.micro_batch < 1)
     throw pw::InputError("--micro-batch: expected an integer >= 1, got " + std::to_string(a.micro_batch));
   if (!(a.efficiency > 0 && a.efficiency <= 1))
@@ -56,7 +92,7 @@ pw::models::Profile analytic(const ProfileArgs& a, const pw::models::Model& mode
   return pw::models::analytic_profile(model, device, a.micro_batch, {a.efficiency, a.bf16, a.optimizer});
 }
 
-pw::models::Profile make_profile(const ProfileArgs& a) {
+pw::models::Profile make_profile(ProfileArgs& a) {
   check_args(a);
   pw::tools::ModelSource src = pw::tools::resolve_model(a.model, pw::models::ZooOptions{}, "--model");
 #ifdef PW_HAVE_EXEC
@@ -70,14 +106,19 @@ pw::models::Profile make_profile(const ProfileArgs& a) {
     o.threads = a.threads;
     o.optimizer = a.optimizer;
     o.thread_cpu_time = a.cpu_clock;
+    o.micro_batches = a.micro_batches;
+    o.thread_counts = a.thread_counts;
+    o.in_context = !a.isolated;
+    o.co_run_workers = a.co_run;
+    if (a.co_run < 0) throw pw::InputError("--co-run: expected >= 1 copies (0: one per --threads cores)");
     if (a.cpu_clock && a.threads != 1) throw pw::InputError("--cpu-clock: needs --threads 1");
     if (a.threads < 0) throw pw::InputError("--threads: expected >= 1");
     const bool tty = isatty(fileno(stderr)) != 0;
     o.progress = [tty](int done, int total, const std::string& name) {
       if (tty)
-        std::fprintf(stderr, "\r\033[Kmeasuring layer %d/%d (%s)%s", done, total, name.c_str(), done == total ? "\n" : "");
+        std::fprintf(stderr, "\r\033[Kmeasured %d/%d (%s)%s", done, total, name.c_str(), done == total ? "\n" : "");
       else if (done == total || done % std::max(1, total / 10) == 0)
-        std::fprintf(stderr, "measured %d/%d layers\n", done, total);
+        std::fprintf(stderr, "measured %d/%d (%s)\n", done, total, name.c_str());
       std::fflush(stderr);
     };
     return pw::exec::measure_profile(src.model, o);
@@ -88,7 +129,7 @@ pw::models::Profile make_profile(const ProfileArgs& a) {
   return analytic(a, src.model);
 }
 
-void run(const ProfileArgs& a) {
+void run(ProfileArgs a) {
   const pw::models::Profile p = make_profile(a);
   if (a.json)
     std::cout << pw::Json(p).dump(2) << "\n";
@@ -106,10 +147,17 @@ pw::tools::CommandRegistrar reg("profile", [](CLI::App& app) {
   sub->add_flag("--measure", a->measure, "measure each layer's F, B, W on this CPU (oneDNN executor) instead");
   sub->add_option("--reps", a->reps, "--measure: timed repetitions per layer (median reported)")->capture_default_str();
   sub->add_option("--warmup", a->warmup, "--measure: untimed repetitions first")->capture_default_str();
-  sub->add_option("--threads", a->threads, "--measure: OpenMP threads (default: all)");
+  sub->add_option("--threads", a->thread_list,
+                  "--measure: OpenMP threads per copy, or a list (1,2: costs per thread count; default: all)");
+  sub->add_option("--co-run", a->co_run,
+                  "--measure: copies measured at once, each on its own cores (default: one per --threads cores)");
+  sub->add_flag("--isolated", a->isolated,
+                "--measure: time each layer alone in a loop (the old profiler) instead of inside training passes");
   sub->add_flag("--cpu-clock", a->cpu_clock,
                 "--measure: time on the thread's CPU clock (needs --threads 1; robust on a busy machine)");
-  sub->add_option("--micro-batch", a->micro_batch, "samples per micro-batch")->required();
+  sub->add_option("--micro-batch", a->micro_batch_list,
+                  "samples per micro-batch; --measure: a list (1,2,4,8) measures costs at each size")
+      ->required();
   sub->add_option("--efficiency", a->efficiency, "fraction of peak FLOP/s reached, in (0, 1]")->capture_default_str();
   sub->add_option("--optimizer", a->optimizer, "sgd | sgd-momentum | rmsprop | adam | adam-mixed")
       ->capture_default_str();

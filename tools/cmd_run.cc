@@ -45,6 +45,7 @@ struct RunArgs {
   std::string plan, model, data, trace, svg, schedule = "1f1b", optimizer = "sgd";
   std::string checkpoint, resume;
   int checkpoint_every = 0;
+  std::string run_trace;  // --run-trace: the measured run for `simulate --replay`
   pw::models::ZooOptions zoo;
   int stages = 0, micro_batches = 0, chunks = 0, steps = 10, threads = 0;
   int warmup_steps = -1;  // -1: 10 with --compare (timings are compared), else 0
@@ -112,6 +113,8 @@ void run(const RunArgs& a, const CLI::App& sub) {
   if (a.vertical_sync && pw::planner::is_synchronous(plan.schedule))
     throw pw::InputError("--vertical-sync: applies to pipedream-async / 2bw only");
   o.threads_per_worker = a.threads;
+  // A plan made for this machine says how many cores each stage owns.
+  if (a.threads == 0 && plan.threads_per_stage > 0) o.threads_per_worker = plan.threads_per_stage;
   o.checkpoint_dir = a.checkpoint;
   o.checkpoint_every = a.checkpoint_every;
   o.resume_dir = a.resume;
@@ -153,7 +156,7 @@ void run(const RunArgs& a, const CLI::App& sub) {
   pw::exec::Prediction cmp;
   if (a.compare && !r.stopped) {
     const int cores = pw::exec::Machine::instance().num_cores();
-    const int threads = a.threads > 0 ? a.threads : std::max(1, cores / devices);
+    const int threads = o.threads_per_worker > 0 ? o.threads_per_worker : std::max(1, cores / devices);
     pw::exec::set_num_threads(threads);
     std::fprintf(stderr, "compare: measuring a profile of %s at micro-batch %lld\n", model.name().c_str(),
                  static_cast<long long>(plan.micro_batch_size));
@@ -163,11 +166,15 @@ void run(const RunArgs& a, const CLI::App& sub) {
   // Outputs last (atomic writes).
   // The trace holds the warm-up steps too (those this call ran).
   const pw::sim::RunInfo info = pw::sim::run_info_for_plan(plan, std::max(1, r.iterations_run));
-  if (!a.trace.empty() || !a.svg.empty())
+  const bool compared = a.compare && !r.stopped;  // a stopped run is not compared
+  if (!a.run_trace.empty()) pw::exec::write_run_trace(a.run_trace, plan, r.trace, o.warmup_steps, compared ? &cmp : nullptr);
+  if (compared && !a.svg.empty())
+    pw::exec::write_compare_svg(a.svg, plan, cmp, r.trace, o.warmup_steps, model.name());
+  if (!a.trace.empty() || (!a.svg.empty() && !compared))
     pw::sim::write_timeline_files(r.trace, pw::sim::summarize(r.trace, info),
                                   "measured: " + model.name() + ", " + info.schedule + ", " + std::to_string(devices) +
                                       " workers",
-                                  a.trace, a.svg);
+                                  a.trace, compared ? "" : a.svg);
   if (a.json) {
     pw::Json stages = pw::Json::array();
     for (int d = 0; d < devices; ++d) {
@@ -257,7 +264,8 @@ pw::tools::CommandRegistrar reg("run", [](CLI::App& app) {
   sub->add_option("--threads", a->threads, "OpenMP threads per worker (default: its cores)");
   sub->add_flag("--vertical-sync", a->vertical_sync, "pipedream-async: PipeDream vertical sync of weight versions");
   sub->add_option("--trace", a->trace, "write the measured timeline as Chrome trace-event JSON");
-  sub->add_option("--svg", a->svg, "write the measured timeline as SVG");
+  sub->add_option("--svg", a->svg, "write the measured timeline as SVG (with --compare: predicted and measured side by side)");
+  sub->add_option("--run-trace", a->run_trace, "write the measured run (and, with --compare, the prediction) for simulate --replay");
   sub->add_flag("--compare", a->compare, "measure a profile, simulate the plan, print predicted vs measured");
   sub->add_flag("--json", a->json, "print a JSON summary");
   sub->add_option("--checkpoint", a->checkpoint,

@@ -13,6 +13,7 @@
 #include "planner/schedule_gen.h"
 #include "sim/engine.h"
 #include "sim/plan_costs.h"
+#include "sim/replay.h"
 #include "sim/report.h"
 #include "sim/trace_io.h"
 #include "tools/command_registry.h"
@@ -21,7 +22,7 @@ namespace pw::tools {
 namespace {
 
 struct SimulateArgs {
-  std::string plan, profile, cluster;
+  std::string plan, profile, cluster, replay;
   bool uniform = false;
   int stages = 0, micro_batches = 0, chunks = 1, iterations = 1;
   double t_f = -1, t_b = -1, t_w = 0, t_comm = 0;
@@ -37,7 +38,49 @@ int64_t ms_to_ns(double ms, const char* flag) {
   return static_cast<int64_t>(std::llround(ms * 1e6));
 }
 
+// --replay: the measured per-op durations of a run (`run --run-trace F`) through the same
+// schedule and simulator (sim/replay.h).
+void run_replay(const SimulateArgs& a, CLI::App* sub) {
+  for (const char* flag : {"--plan", "--profile", "--cluster", "--uniform", "--stages", "--micro-batches", "--t-f",
+                           "--t-b", "--t-w", "--t-comm", "--schedule", "--chunks", "--iterations"})
+    if (sub->count(flag)) throw InputError(std::string(flag) + ": not used with --replay");
+  sim::RunTrace rt;
+  rt = parse_json_file<sim::RunTrace>(a.replay, sim::run_trace_from_json);
+  if (!rt.has_predicted) throw InputError(a.replay + ": /predicted: missing (record the run with --compare)");
+  if (rt.chunks < 1 || rt.stages % rt.chunks != 0)
+    throw InputError(a.replay + ": /stages: not a multiple of /chunks");
+  const planner::Schedule schedule =
+      planner::make_schedule(rt.schedule, rt.stages / rt.chunks, rt.micro_batches, rt.chunks);
+  sim::ReplayResult r;
+  try {
+    r = sim::replay(schedule, rt.trace, rt.predicted, rt.warmup_iterations, 0);
+  } catch (const InputError& e) {
+    throw InputError(a.replay + ": " + e.what());
+  }
+  if (a.json) {
+    Json ops = Json::array();
+    for (const auto& e : r.ops)
+      ops.push_back({{"stage", e.stage}, {"op", std::string(planner::to_string(e.kind))}, {"count", e.count},
+                     {"predicted_ns", e.predicted_ns}, {"measured_ns", e.measured_ns}, {"error_ns", e.error_ns()}});
+    Json j{{"first_iteration", r.first_iteration}, {"iterations", r.iterations},
+           {"measured_ns", r.measured_ns}, {"replayed_ns", r.replayed_ns}, {"predicted_ns", r.predicted_ns},
+           {"cost_model_error_ns", r.cost_model_error_ns()}, {"scheduling_error_ns", r.scheduling_error_ns()},
+           {"ops", ops}};
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::cout << sim::format_replay(r);
+  }
+  if (!a.trace.empty() || !a.svg.empty()) {
+    sim::RunInfo info;
+    info.schedule = std::string(planner::to_string(rt.schedule));
+    info.num_stages = rt.stages;
+    info.num_micro_batches = rt.micro_batches;
+    sim::write_timeline_files(r.replayed, sim::summarize(r.replayed, info), "replayed: " + info.schedule, a.trace, a.svg);
+  }
+}
+
 void run_simulate(const SimulateArgs& a, CLI::App* sub) {
+  if (!a.replay.empty()) return run_replay(a, sub);
   if (a.uniform == !a.plan.empty())
     throw InputError("simulate: give exactly one of --plan FILE or --uniform");
   if (a.iterations < 1) throw InputError("--iterations: expected >= 1, got " + std::to_string(a.iterations));
@@ -117,6 +160,8 @@ CommandRegistrar reg("simulate", [](CLI::App& app) {
   sub->add_option("--plan", args->plan, "plan JSON (pipewright.plan/1)");
   sub->add_option("--profile", args->profile, "profile the plan was made from (layer costs)");
   sub->add_option("--cluster", args->cluster, "cluster JSON (link bandwidth and latency)");
+  sub->add_option("--replay", args->replay,
+                  "a measured run (run --compare --run-trace F): replay its op durations, split the error");
   sub->add_option("--iterations", args->iterations, "iterations simulated back to back (default 1)");
   sub->add_flag("--uniform", args->uniform, "equal stages with the times given below");
   sub->add_option("--stages", args->stages, "pipeline stages (devices)");

@@ -103,6 +103,13 @@ Machine::Machine() : impl_(std::make_unique<Impl>()) {
   if (num_cores() < 1) throw InputError("hwloc: the topology has no cores");
 }
 
+Machine::Machine(const std::string& synthetic) : impl_(std::make_unique<Impl>()) {
+  if (hwloc_topology_init(&impl_->topo) != 0 || hwloc_topology_set_synthetic(impl_->topo, synthetic.c_str()) != 0 ||
+      hwloc_topology_load(impl_->topo) != 0)
+    throw InputError("hwloc: cannot build the synthetic topology \"" + synthetic + "\"");
+  if (num_cores() < 1) throw InputError("hwloc: the synthetic topology \"" + synthetic + "\" has no cores");
+}
+
 Machine::~Machine() {
   if (impl_->topo) hwloc_topology_destroy(impl_->topo);
 }

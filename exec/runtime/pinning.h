@@ -38,6 +38,9 @@ std::string oversubscription_warning(int num_workers, int num_cores);
 class Machine {
  public:
   Machine();  // loads the hwloc topology of the allowed CPUs; throws InputError on failure
+  // An hwloc synthetic topology ("package:2 core:4 pu:1") instead of this machine's, for tests
+  // of placement; binding threads to it is meaningless. Throws InputError when hwloc rejects it.
+  explicit Machine(const std::string& synthetic);
   ~Machine();
   Machine(const Machine&) = delete;
   Machine& operator=(const Machine&) = delete;

@@ -9,7 +9,10 @@
 #include "exec/profiler.h"
 #include "planner/schedule.h"
 #include "sim/engine.h"
+#include "sim/compare_svg.h"
 #include "sim/plan_costs.h"
+#include "sim/replay.h"
+#include "models/json_util.h"
 
 namespace pw::exec {
 
@@ -48,6 +51,7 @@ Prediction predict_from_measurement(const models::Model& model, const planner::P
   mo.reps = 7;
   mo.warmup = 2;
   mo.threads = threads;
+  mo.co_run_workers = plan.num_stages() / plan.chunks;
   mo.optimizer = optimizer.kind == OptimizerKind::adam ? "adam" : (optimizer.momentum > 0 ? "sgd-momentum" : "sgd");
   Prediction p;
   p.profile = measure_profile(model, mo);
@@ -56,8 +60,12 @@ Prediction predict_from_measurement(const models::Model& model, const planner::P
   const planner::Schedule sched = sim::schedule_for_plan(plan, costs);
   sim::SimOptions so;
   so.iterations = 1;
-  const sim::SimResult sr = sim::simulate(sched, costs, sim::network_for_plan(plan, nullptr), so);
+  so.record_trace = true;
+  sim::SimResult sr = sim::simulate(sched, costs, sim::network_for_plan(plan, nullptr), so);
   p.report = sr.report;
+  p.trace = std::move(sr.trace);
+  p.costs = costs;
+  so.record_trace = false;
   p.iteration_ms = static_cast<double>(sr.report.iteration_ns) / 1e6;
   sim::StageCosts held = costs;
   held.working_bytes.assign(held.working_bytes.size(), 0);
@@ -69,6 +77,34 @@ Prediction predict_from_measurement(const models::Model& model, const planner::P
     w = std::max(w, costs.working_bytes.at(s));
   }
   return p;
+}
+
+void write_run_trace(const std::string& file, const planner::Plan& plan, const sim::Trace& measured,
+                     int warmup_iterations, const Prediction* prediction) {
+  sim::RunTrace rt;
+  rt.schedule = plan.schedule;
+  rt.stages = plan.num_stages();
+  rt.chunks = plan.chunks;
+  rt.micro_batches = plan.num_micro_batches;
+  rt.warmup_iterations = warmup_iterations;
+  if (prediction) {
+    rt.has_predicted = true;
+    rt.predicted = prediction->costs;
+  }
+  rt.trace = measured;
+  save_json_file(file, sim::run_trace_to_json(rt));
+}
+
+void write_compare_svg(const std::string& file, const planner::Plan& plan, const Prediction& prediction,
+                       const sim::Trace& measured, int warmup_iterations, const std::string& model_name) {
+  int last = warmup_iterations;
+  for (const auto& e : measured.events) last = std::max(last, e.iteration);
+  const sim::Trace m = sim::steady_iteration(measured, last);
+  const std::string title = model_name + ": " + std::string(planner::to_string(plan.schedule)) + ", " +
+                            std::to_string(plan.num_stages()) + " stages, " + std::to_string(plan.num_micro_batches) +
+                            " micro-batches of " + std::to_string(plan.micro_batch_size) + " (iteration " +
+                            std::to_string(last) + " measured)";
+  write_file_atomic(file, sim::compare_svg(prediction.trace, m, title));
 }
 
 }  // namespace pw::exec

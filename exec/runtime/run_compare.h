@@ -18,19 +18,23 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "exec/optimizer.h"
 #include "models/layer_graph.h"
 #include "models/profile.h"
 #include "planner/plan.h"
+#include "sim/engine.h"
 #include "sim/report.h"
 
 namespace pw::exec {
 
 struct Prediction {
   models::Profile profile;                 // measured here, at the plan's micro-batch size
+  sim::StageCosts costs;                   // the stage costs simulated (step_ns measured per worker)
   sim::Report report;                      // simulation of the plan with that profile
+  sim::Trace trace;                        // that simulation's timeline (one iteration)
   double iteration_ms = 0;
   std::vector<int64_t> peak_memory_bytes;  // per worker (device): held tensors, no workspace
   std::vector<int64_t> working_bytes;      // per worker: largest transient of an op (not in the above)
@@ -40,8 +44,21 @@ struct Prediction {
 std::vector<int64_t> measure_step_ns(const models::Model& model, const planner::Plan& plan,
                                      const OptimizerOptions& optimizer);
 
-// `threads`: OpenMP threads to measure with (the worker's core count in the run).
+// `threads`: OpenMP threads to measure with (the worker's core count in the run). The profile
+// is measured in context and co-run (exec/profiler.h): one copy per worker of the plan, each on
+// `threads` threads, as the run will compute.
 Prediction predict_from_measurement(const models::Model& model, const planner::Plan& plan, int threads,
                                     const OptimizerOptions& optimizer);
+
+// `run --run-trace F`: the measured trace with what `simulate --replay` needs (sim/replay.h:
+// schedule, stages, micro-batches, the warm-up iterations to skip, and the predicted costs when
+// `prediction` is given). Written atomically.
+void write_run_trace(const std::string& file, const planner::Plan& plan, const sim::Trace& measured,
+                     int warmup_iterations, const Prediction* prediction);
+
+// `run --compare --svg F`: the predicted iteration and the last measured one, side by side
+// (sim/compare_svg.h). Written atomically.
+void write_compare_svg(const std::string& file, const planner::Plan& plan, const Prediction& prediction,
+                       const sim::Trace& measured, int warmup_iterations, const std::string& model_name);
 
 }  // namespace pw::exec

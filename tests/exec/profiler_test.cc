@@ -50,6 +50,52 @@ TEST_CASE("measured profile: fields, bytes and device") {
   MeasureOptions bad = o;
   bad.micro_batch = 0;
   CHECK_THROWS_AS(measure_profile(m, bad), InputError);
+  // In context by default: the profile says so, and the optimizer step is measured per layer.
+  REQUIRE(p.measurement.has_value());
+  CHECK(p.measurement->context == "in-context");
+  CHECK(p.measurement->reps == 3);
+  CHECK(fc0.step_ns > 0);
+  CHECK(p.layers[2].step_ns == 0);  // relu: no parameters, no step
+}
+
+TEST_CASE("measured profile: isolated mode, co-run copies and points at several sizes and thread counts") {
+  const models::Model m = mlp(16, 2);
+  MeasureOptions o;
+  o.micro_batch = 2;
+  o.threads = 1;
+  o.reps = 2;
+  o.warmup = 0;
+  o.micro_batches = {2, 4};
+  o.thread_counts = {1, 2};
+  o.co_run_workers = 2;
+  models::Profile p = measure_profile(m, o);
+  REQUIRE(p.measurement.has_value());
+  CHECK(p.measurement->context == "in-context");
+  CHECK(p.measurement->co_run_workers == 2);
+  CHECK(p.micro_batch == 2);
+  CHECK(p.device.threads == 1);
+  REQUIRE(p.points.size() == 3);  // (4,1), (2,2), (4,2); (2,1) is the base
+  CHECK(p.points[0].micro_batch == 4);
+  CHECK(p.points[0].threads == 1);
+  CHECK(p.points[1].micro_batch == 2);
+  CHECK(p.points[1].threads == 2);
+  CHECK(p.points[2].co_run_workers == 2);
+  for (const auto& pt : p.points) {
+    REQUIRE(pt.layers.size() == p.layers.size());
+    CHECK(pt.layers[1].forward_ns > 0);
+    CHECK(pt.layers[0].backward_input_ns == 0);  // the input layer has no B
+  }
+  CHECK(p.layers[1].output_bytes == 2 * 16 * 4);  // bytes at the base micro-batch
+  MeasureOptions iso = o;
+  iso.in_context = false;
+  iso.thread_counts = {1};
+  models::Profile q = measure_profile(m, iso);
+  REQUIRE(q.measurement.has_value());
+  CHECK(q.measurement->context == "isolated");
+  CHECK(q.measurement->co_run_workers == 1);
+  REQUIRE(q.points.size() == 1);
+  CHECK(q.points[0].micro_batch == 4);
+  CHECK(q.layers[1].stash_bytes == p.layers[1].stash_bytes);  // same bytes either way
 }
 
 }  // namespace

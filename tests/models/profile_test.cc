@@ -69,3 +69,56 @@ TEST_CASE("bad profiles: negative, NaN, unknown edge endpoint, missing field, wr
   bad["layers"] = Json::array();
   CHECK_THROWS_AS(profile_from_json(bad), InputError);
 }
+
+TEST_CASE("a measured profile in the old format (no measurement, points or step_ns) still reads") {
+  // Written by the profiler before measurement modes and points existed.
+  const Json old = Json::parse(R"({"format": "pipewright.profile/1", "model": "mlp", "source": "measured",
+    "device": {"name": "Some CPU", "cores": 2, "threads": 2}, "micro_batch": 4,
+    "layers": [
+      {"name": "input", "kind": "input", "forward_ns": 900, "backward_input_ns": 0, "backward_weight_ns": 0,
+       "output_bytes": 256, "stash_bytes": 0, "parameter_bytes": 0, "optimizer_bytes": 0, "workspace_bytes": 0,
+       "is_data_loading": true},
+      {"name": "fc0", "kind": "linear", "forward_ns": 5000, "backward_input_ns": 4000, "backward_weight_ns": 3000,
+       "output_bytes": 256, "stash_bytes": 256, "parameter_bytes": 1088, "optimizer_bytes": 2176,
+       "workspace_bytes": 0, "weight_pending_bytes": 256}],
+    "edges": [["input", "fc0"]]})");
+  const Profile p = profile_from_json(old);
+  CHECK_FALSE(p.measurement.has_value());
+  CHECK(p.points.empty());
+  CHECK(p.layers[1].step_ns == 0);
+  CHECK(p.layers[1].backward_weight_ns == 3000);
+  CHECK(Json(p) == old);  // and it writes back unchanged
+}
+
+TEST_CASE("measurement, points and step_ns round-trip; bad points are rejected with their path") {
+  Profile p = sample_profile();
+  p.source = "measured";
+  p.measurement = ProfileMeasurement{"in-context", 2, 7};
+  p.layers[1].step_ns = 33;
+  ProfilePoint pt;
+  pt.micro_batch = 8;
+  pt.threads = 2;
+  pt.co_run_workers = 1;
+  pt.layers = {{1, 0, 0, 0}, {2, 3, 4, 5}, {6, 7, 8, 9}};
+  p.points.push_back(pt);
+  const Json j = p;
+  const Profile q = profile_from_json(j);
+  REQUIRE(q.measurement.has_value());
+  CHECK(q.measurement->context == "in-context");
+  CHECK(q.measurement->co_run_workers == 2);
+  CHECK(q.measurement->reps == 7);
+  CHECK(q.layers[1].step_ns == 33);
+  REQUIRE(q.points.size() == 1);
+  CHECK(q.points[0].micro_batch == 8);
+  CHECK(q.points[0].layers[1].backward_weight_ns == 4);
+  CHECK(Json(q) == j);
+  Json bad = j;
+  bad["measurement"]["context"] = "guessed";
+  CHECK_THROWS_WITH_AS(profile_from_json(bad), doctest::Contains("/measurement/context"), InputError);
+  bad = j;
+  bad["points"][0]["layers"].erase(0);
+  CHECK_THROWS_WITH_AS(profile_from_json(bad), doctest::Contains("/points/0/layers: expected 3 entries"), InputError);
+  bad = j;
+  bad["points"][0]["layers"][1][2] = -1;
+  CHECK_THROWS_WITH_AS(profile_from_json(bad), doctest::Contains("/points/0/layers/1/2"), InputError);
+}

@@ -1,0 +1,47 @@
+#include "exec/profile/machine_cluster.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <map>
+
+#include "models/error.h"
+
+namespace pw::exec {
+
+models::Cluster cluster_from_packages(const std::vector<int>& package_of_core, const models::DeviceSpec& device,
+                                      double socket_bytes_per_s, double machine_bytes_per_s) {
+  if (package_of_core.empty()) throw InputError("machine cluster: no cores");
+  std::map<int, int> per;
+  for (int p : package_of_core) ++per[p];
+  const int cores = per.begin()->second;
+  for (const auto& [p, n] : per)
+    if (n != cores)
+      throw InputError("machine cluster: package " + std::to_string(p) + " has " + std::to_string(n) +
+                       " cores, another " + std::to_string(cores) + " (the cluster model needs equal sockets)");
+  std::vector<models::Level> levels{{"socket", cores, socket_bytes_per_s, 0}};
+  if (per.size() > 1) levels.push_back({"machine", static_cast<int>(per.size()), machine_bytes_per_s, 0});
+  return models::Cluster("this-machine", device, levels);
+}
+
+models::Cluster machine_cluster(const Machine& machine, const models::DeviceSpec& device, double socket_bytes_per_s,
+                                double machine_bytes_per_s) {
+  return cluster_from_packages(machine.package_of_core(), device, socket_bytes_per_s, machine_bytes_per_s);
+}
+
+double measure_copy_bandwidth() {
+  const size_t n = size_t{16} << 20;
+  std::vector<char> a(n, 1), b(n, 0);
+  std::vector<double> rates;
+  for (int rep = 0; rep < 5; ++rep) {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::memcpy(b.data(), a.data(), n);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    rates.push_back(static_cast<double>(n) / std::max(s, 1e-9));
+    a[rep] = b[n - 1 - rep];  // keep the copies observable
+  }
+  std::sort(rates.begin(), rates.end());
+  return rates[rates.size() / 2];
+}
+
+}  // namespace pw::exec

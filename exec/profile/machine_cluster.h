@@ -1,0 +1,34 @@
+// The cluster the planner plans for when it plans for this machine (`plan --measure`): one
+// device per core, in hwloc's levels (DESIGN.md, "Fidelity"; models/cluster.h):
+//   level 0 "socket":  the cores of one package, joined by that package's caches / memory;
+//   level 1 "machine": the packages, joined by the inter-socket link (only with > 1 package).
+// Cores are in hwloc logical order, grouped by package, so device d of the cluster is logical
+// core d and a stage of k cores at device d runs on cores d .. d + k - 1 — the block
+// Machine::assign gives a worker. With k = cores per package, stages sit one per socket;
+// smaller k pack stages into a socket, so the planner places stages within and across sockets
+// by the levels' bandwidths.
+//
+// Bandwidths: `socket_bytes_per_s` and `machine_bytes_per_s` (measure_copy_bandwidth() gives
+// this machine's hand-off rate: a buffer copy, which is what an in-process transfer is).
+// Throws InputError when packages hold different numbers of cores (the cluster model needs
+// equal groups).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "exec/runtime/pinning.h"
+#include "models/cluster.h"
+
+namespace pw::exec {
+
+models::Cluster cluster_from_packages(const std::vector<int>& package_of_core, const models::DeviceSpec& device,
+                                      double socket_bytes_per_s, double machine_bytes_per_s);
+
+models::Cluster machine_cluster(const Machine& machine, const models::DeviceSpec& device, double socket_bytes_per_s,
+                                double machine_bytes_per_s);
+
+// Bytes per second of copying a 16 MiB buffer on the calling thread (median of 5).
+double measure_copy_bandwidth();
+
+}  // namespace pw::exec

@@ -1,0 +1,196 @@
+#include "sim/replay.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <sstream>
+#include <tuple>
+
+#include "models/error.h"
+#include "planner/schedule_validate.h"
+#include "sim/trace_io.h"
+
+namespace pw::sim {
+
+namespace {
+
+using planner::OpKind;
+using Key = std::tuple<int, int, int, int>;  // kind, stage (step: device), micro-batch, iteration
+
+bool is_compute(OpKind k) {
+  return k == OpKind::F || k == OpKind::B || k == OpKind::W || k == OpKind::BW || k == OpKind::step;
+}
+
+int64_t at_or_zero(const std::vector<int64_t>& v, size_t i) { return i < v.size() ? v[i] : 0; }
+
+int64_t predicted_duration(const StageCosts& c, OpKind kind, int stage_or_device) {
+  const size_t s = static_cast<size_t>(stage_or_device);
+  const bool rc = kind != OpKind::step && s < c.recompute.size() && c.recompute[s];
+  switch (kind) {
+    case OpKind::F: return at_or_zero(c.forward_ns, s);
+    case OpKind::B: return at_or_zero(c.backward_input_ns, s) + (rc ? at_or_zero(c.forward_ns, s) : 0);
+    case OpKind::W: return at_or_zero(c.backward_weight_ns, s);
+    case OpKind::BW:
+      return at_or_zero(c.backward_input_ns, s) + at_or_zero(c.backward_weight_ns, s) + (rc ? at_or_zero(c.forward_ns, s) : 0);
+    case OpKind::step: return at_or_zero(c.step_ns, s);
+    default: return 0;
+  }
+}
+
+}  // namespace
+
+ReplayResult replay(const planner::Schedule& schedule, const Trace& measured, const StageCosts& predicted, int first,
+                    int iterations) {
+  const int m = schedule.num_micro_batches;
+  int total = 0;
+  std::map<Key, int64_t> dur;
+  for (const TraceEvent& e : measured.events) {
+    if (e.is_transfer || !is_compute(e.kind)) continue;
+    total = std::max(total, e.iteration + 1);
+    const int who = e.kind == OpKind::step ? e.device : e.stage;
+    const int mb = e.kind == OpKind::step ? -1 : e.micro_batch % std::max(1, m);
+    dur[{static_cast<int>(e.kind), who, mb, e.iteration}] = e.end_ns - e.start_ns;
+  }
+  if (total == 0) throw InputError("replay: the trace has no compute ops");
+  if (iterations <= 0) iterations = first < 0 ? total : total - first;
+  if (first < 0) first = total - iterations;
+  if (first < 0 || iterations < 1 || first + iterations > total)
+    throw InputError("replay: iterations [" + std::to_string(first) + ", " + std::to_string(first + iterations) +
+                     ") are not all in the trace (it has " + std::to_string(total) + ")");
+  ReplayResult r;
+  r.first_iteration = first;
+  r.iterations = iterations;
+  SimOptions one;
+  one.iterations = 1;
+  r.predicted_ns = static_cast<double>(simulate(schedule, predicted, Network{}, one).report.makespan_ns);
+  // Per (stage, kind): count per iteration and measured durations.
+  std::map<std::pair<int, int>, OpKindError> items;
+  for (int d = 0; d < schedule.num_devices; ++d)
+    for (const planner::Op& op : schedule.device_ops[d]) {
+      if (!is_compute(op.kind)) continue;
+      const int who = op.kind == OpKind::step ? d : op.stage;
+      OpKindError& it = items[{who, static_cast<int>(op.kind)}];
+      it.stage = who;
+      it.kind = op.kind;
+      ++it.count;
+      it.predicted_ns = static_cast<double>(predicted_duration(predicted, op.kind, who));
+    }
+  std::map<std::pair<int, int>, double> sums;
+  for (int k = first; k < first + iterations; ++k) {
+    int64_t lo = std::numeric_limits<int64_t>::max(), hi = std::numeric_limits<int64_t>::min();
+    for (const TraceEvent& e : measured.events)
+      if (!e.is_transfer && e.iteration == k && is_compute(e.kind)) {
+        lo = std::min(lo, e.start_ns);
+        hi = std::max(hi, e.end_ns);
+      }
+    r.measured_ns += static_cast<double>(hi - lo);
+    SimOptions so;
+    so.iterations = 1;
+    so.record_trace = k + 1 == first + iterations;
+    so.op_duration = [&](int d, const planner::Op& op, int, int64_t modeled) -> int64_t {
+      if (!is_compute(op.kind)) return modeled;
+      const int who = op.kind == OpKind::step ? d : op.stage;
+      const int mb = op.kind == OpKind::step ? -1 : op.micro_batch % std::max(1, m);
+      auto f = dur.find({static_cast<int>(op.kind), who, mb, k});
+      if (f == dur.end())
+        throw InputError("replay: the trace has no " + planner::op_label(op) + " on device " + std::to_string(d) +
+                         " in iteration " + std::to_string(k));
+      sums[{who, static_cast<int>(op.kind)}] += static_cast<double>(f->second);
+      return f->second;
+    };
+    SimResult sr = simulate(schedule, predicted, Network{}, so);
+    r.replayed_ns += static_cast<double>(sr.report.makespan_ns);
+    if (so.record_trace) r.replayed = std::move(sr.trace);
+  }
+  r.measured_ns /= iterations;
+  r.replayed_ns /= iterations;
+  for (auto& [key, it] : items) {
+    it.measured_ns = sums[key] / (static_cast<double>(it.count) * iterations);
+    r.ops.push_back(it);
+  }
+  return r;
+}
+
+std::string format_replay(const ReplayResult& r) {
+  std::ostringstream os;
+  char buf[200];
+  auto pct = [&](double x) { return r.measured_ns > 0 ? 100.0 * x / r.measured_ns : 0.0; };
+  std::snprintf(buf, sizeof buf, "replay of iterations %d..%d (mean per iteration)\n", r.first_iteration,
+                r.first_iteration + r.iterations - 1);
+  os << buf;
+  std::snprintf(buf, sizeof buf, "measured %.3f ms, replayed %.3f ms, predicted %.3f ms\n", r.measured_ns / 1e6,
+                r.replayed_ns / 1e6, r.predicted_ns / 1e6);
+  os << buf;
+  std::snprintf(buf, sizeof buf,
+                "error of the prediction %+.3f ms (%+.1f%%) = cost model %+.3f ms (%+.1f%%) + scheduling %+.3f ms "
+                "(%+.1f%%)\n",
+                (r.predicted_ns - r.measured_ns) / 1e6, pct(r.predicted_ns - r.measured_ns),
+                r.cost_model_error_ns() / 1e6, pct(r.cost_model_error_ns()), -r.scheduling_error_ns() / 1e6,
+                pct(-r.scheduling_error_ns()));
+  os << buf;
+  os << "stage  op    count  predicted ms  measured ms  error ms/iteration\n";
+  for (const OpKindError& e : r.ops) {
+    std::snprintf(buf, sizeof buf, "%-6s %-5s %5d  %12.4f  %11.4f  %+.4f\n",
+                  (e.kind == OpKind::step ? "dev " + std::to_string(e.stage) : std::to_string(e.stage)).c_str(),
+                  std::string(planner::to_string(e.kind)).c_str(), e.count, e.predicted_ns / 1e6, e.measured_ns / 1e6,
+                  e.error_ns() / 1e6);
+    os << buf;
+  }
+  return os.str();
+}
+
+Json run_trace_to_json(const RunTrace& r) {
+  Json j{{"format", format_tag("run-trace", 1)},
+         {"schedule", std::string(planner::to_string(r.schedule))},
+         {"stages", r.stages},
+         {"chunks", r.chunks},
+         {"micro_batches", r.micro_batches},
+         {"warmup_iterations", r.warmup_iterations}};
+  if (r.has_predicted)
+    j["predicted"] = {{"forward_ns", r.predicted.forward_ns},
+                      {"backward_input_ns", r.predicted.backward_input_ns},
+                      {"backward_weight_ns", r.predicted.backward_weight_ns},
+                      {"step_ns", r.predicted.step_ns}};
+  Json t;
+  to_json(t, r.trace);
+  j["trace"] = t;
+  return j;
+}
+
+RunTrace run_trace_from_json(const Json& j) {
+  require_object(j, "");
+  check_format(j, "run-trace", 1, "");
+  RunTrace r;
+  r.schedule = planner::parse_schedule_kind(get_string(j, "schedule", ""), "/schedule");
+  r.stages = static_cast<int>(get_int(j, "stages", "", 1));
+  r.chunks = static_cast<int>(get_int_or(j, "chunks", "", 1, 1));
+  r.micro_batches = static_cast<int>(get_int(j, "micro_batches", "", 1));
+  r.warmup_iterations = static_cast<int>(get_int_or(j, "warmup_iterations", "", 0));
+  if (j.contains("predicted")) {
+    const Json& p = require_field(j, "predicted", "");
+    require_object(p, "/predicted");
+    auto vec = [&](const char* key, size_t want) {
+      const Json& a = require_array(p, key, "/predicted");
+      std::vector<int64_t> v;
+      for (size_t i = 0; i < a.size(); ++i) {
+        if (!a[i].is_number_integer() || a[i].get<int64_t>() < 0)
+          throw InputError(join_path(join_path("/predicted", key), i) + ": expected an integer >= 0");
+        v.push_back(a[i].get<int64_t>());
+      }
+      if (want > 0 && v.size() != want)
+        throw InputError(join_path("/predicted", key) + ": expected " + std::to_string(want) + " entries");
+      return v;
+    };
+    r.predicted = StageCosts::uniform(r.stages, 0, 0, 0);
+    r.predicted.forward_ns = vec("forward_ns", r.stages);
+    r.predicted.backward_input_ns = vec("backward_input_ns", r.stages);
+    r.predicted.backward_weight_ns = vec("backward_weight_ns", r.stages);
+    r.predicted.step_ns = vec("step_ns", 0);
+    r.has_predicted = true;
+  }
+  r.trace = trace_from_json(require_field(j, "trace", ""));
+  return r;
+}
+
+}  // namespace pw::sim

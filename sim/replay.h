@@ -1,0 +1,72 @@
+// Trace replay (DESIGN.md, "Fidelity"): the per-op durations of a measured run, replayed
+// through the same schedule and simulator, to split the error of a prediction in two.
+//
+// Given the run's schedule and a measured Trace of it (exec/, one event per executed op),
+// replay() simulates each iteration k of [first, first + K) of the run on its own (the
+// runtime starts every iteration on all workers at once) with every compute op (F, B, W, BW,
+// step) lasting exactly as long as it did in iteration k of the measurement (transfers free,
+// as the in-process runtime's are). Iteration times are means over the K iterations of:
+// - measured: the span of iteration k's ops in the trace (first start to last end);
+// - replayed: the makespan of the replay of iteration k;
+// - predicted: the makespan of one iteration simulated with the predicted StageCosts.
+// scheduling error = replayed - measured (what the simulator's model of the schedule misses:
+// hand-offs, waits, runtime work between ops); cost-model error = predicted - replayed (the
+// op durations the cost model got wrong), itemized per (stage, op kind) as the difference of
+// the mean durations times the number of such ops per iteration (step: per device).
+// Replaying a trace the simulator itself wrote gives measured == replayed exactly.
+//
+// Throws InputError when the trace lacks an op the schedule runs in those iterations, or
+// the iterations are out of range. Pure and thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/json_util.h"
+#include "planner/schedule.h"
+#include "sim/engine.h"
+#include "sim/trace.h"
+
+namespace pw::sim {
+
+struct OpKindError {
+  int stage = 0;            // virtual stage (step: the device)
+  planner::OpKind kind = planner::OpKind::F;
+  int count = 0;            // ops per iteration
+  double predicted_ns = 0;  // per op
+  double measured_ns = 0;   // per op (mean over the replayed iterations)
+  double error_ns() const { return (predicted_ns - measured_ns) * count; }  // per iteration
+};
+
+struct ReplayResult {
+  int first_iteration = 0, iterations = 0;
+  double measured_ns = 0, replayed_ns = 0, predicted_ns = 0;  // per iteration
+  double scheduling_error_ns() const { return replayed_ns - measured_ns; }
+  double cost_model_error_ns() const { return predicted_ns - replayed_ns; }
+  std::vector<OpKindError> ops;  // stage-major, F B W BW step
+  Trace replayed;                // the replay's trace (iterations renumbered from 0)
+};
+
+// `first` < 0: the last `iterations` iterations of the trace; iterations <= 0: all from first.
+ReplayResult replay(const planner::Schedule& schedule, const Trace& measured, const StageCosts& predicted,
+                    int first = -1, int iterations = 0);
+
+// A readable table: the three iteration times, the split, and the per-(stage, kind) rows.
+std::string format_replay(const ReplayResult& r);
+
+// The file `run --run-trace F` writes and `simulate --replay F` reads:
+// {"format": "pipewright.run-trace/1", "schedule": KIND, "stages", "chunks", "micro_batches",
+//  "warmup_iterations", "predicted": {"forward_ns": [...], "backward_input_ns", "backward_weight_ns",
+//  "step_ns"} (optional), "trace": {pipewright.trace/1}}.
+struct RunTrace {
+  planner::ScheduleKind schedule = planner::ScheduleKind::one_f_one_b;
+  int stages = 1, chunks = 1, micro_batches = 1, warmup_iterations = 0;
+  bool has_predicted = false;
+  StageCosts predicted;
+  Trace trace;
+};
+Json run_trace_to_json(const RunTrace& r);
+RunTrace run_trace_from_json(const Json& j);
+
+}  // namespace pw::sim

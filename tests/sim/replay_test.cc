@@ -1,0 +1,131 @@
+// Trace replay (sim/replay.h): a trace the simulator wrote replays exactly; durations that
+// differ from the prediction are all cost-model error; a gap the simulator does not know is
+// all scheduling error. Hand-checkable 2-stage cases.
+#include "sim/replay.h"
+
+#include <doctest/doctest.h>
+
+#include "models/error.h"
+#include "planner/schedule_gen.h"
+#include "sim/trace_io.h"
+
+namespace pw::sim {
+namespace {
+
+using planner::OpKind;
+
+StageCosts costs(int64_t f, int64_t b, int64_t w, int64_t step) {
+  StageCosts c = StageCosts::uniform(2, f, b, w);
+  c.step_ns = {step, step};
+  return c;
+}
+
+Trace simulated(const planner::Schedule& s, const StageCosts& c, int iterations) {
+  // Iterations simulated one at a time, as the runtime runs them (a barrier between them).
+  Trace all;
+  all.num_devices = s.num_devices;
+  int64_t offset = 0;
+  for (int k = 0; k < iterations; ++k) {
+    SimOptions o;
+    o.record_trace = true;
+    SimResult r = simulate(s, c, Network{}, o);
+    for (TraceEvent e : r.trace.events) {
+      e.iteration = k;
+      e.start_ns += offset;
+      e.end_ns += offset;
+      all.events.push_back(e);
+    }
+    offset += r.report.makespan_ns + 1000;
+  }
+  return all;
+}
+
+TEST_CASE("replay of a synthetic trace is exact (every schedule kind of the grid)") {
+  for (auto kind : {planner::ScheduleKind::gpipe, planner::ScheduleKind::one_f_one_b, planner::ScheduleKind::zb_h1}) {
+    const planner::Schedule s = planner::make_schedule(kind, 2, 4, 1);
+    const StageCosts c = costs(1000, 1500, 700, 300);
+    const Trace t = simulated(s, c, 3);
+    const ReplayResult r = replay(s, t, c, 1, 2);
+    CHECK(r.first_iteration == 1);
+    CHECK(r.iterations == 2);
+    CHECK(r.measured_ns == r.replayed_ns);
+    CHECK(r.replayed_ns == r.predicted_ns);
+    CHECK(r.scheduling_error_ns() == 0);
+    CHECK(r.cost_model_error_ns() == 0);
+    for (const OpKindError& e : r.ops) CHECK(e.error_ns() == 0);
+  }
+  const planner::Schedule il = planner::make_schedule(planner::ScheduleKind::interleaved_1f1b, 2, 4, 2);
+  StageCosts c4 = StageCosts::uniform(4, 500, 800, 300);
+  const ReplayResult r = replay(il, simulated(il, c4, 1), c4);
+  CHECK(r.measured_ns == r.replayed_ns);
+  CHECK(r.cost_model_error_ns() == 0);
+}
+
+TEST_CASE("replay: slower ops are cost-model error, itemized per stage and op kind") {
+  // gpipe, 2 stages, 2 micro-batches, F = 100, BW = 200 predicted; stage 1's F measured 150.
+  const planner::Schedule s = planner::make_schedule(planner::ScheduleKind::gpipe, 2, 2, 1);
+  const StageCosts pred = costs(100, 200, 0, 0);
+  StageCosts real = pred;
+  real.forward_ns[1] = 150;
+  const ReplayResult r = replay(s, simulated(s, real, 1), pred);
+  // Predicted: F0 0-100, 100-200; F1 100-200, 200-300; BW1 300-500, 500-700; BW0 500-700, 700-900.
+  CHECK(r.predicted_ns == 900);
+  // Measured: F1 100-250, 250-400; BW1 400-600, 600-800; BW0 600-800, 800-1000.
+  CHECK(r.measured_ns == 1000);
+  CHECK(r.replayed_ns == 1000);
+  CHECK(r.cost_model_error_ns() == -100);
+  CHECK(r.scheduling_error_ns() == 0);
+  bool found = false;
+  for (const OpKindError& e : r.ops)
+    if (e.stage == 1 && e.kind == OpKind::F) {
+      found = true;
+      CHECK(e.count == 2);
+      CHECK(e.predicted_ns == 100);
+      CHECK(e.measured_ns == 150);
+      CHECK(e.error_ns() == -100);
+    }
+  CHECK(found);
+}
+
+TEST_CASE("replay: a gap the simulator does not know is scheduling error") {
+  const planner::Schedule s = planner::make_schedule(planner::ScheduleKind::gpipe, 2, 2, 1);
+  const StageCosts c = costs(100, 200, 0, 0);
+  Trace t = simulated(s, c, 1);
+  // The last op of the iteration started 50 ns late: a runtime hand-off.
+  TraceEvent* last = &t.events.front();
+  for (TraceEvent& e : t.events)
+    if (e.end_ns > last->end_ns) last = &e;
+  last->start_ns += 50;
+  last->end_ns += 50;
+  const ReplayResult r = replay(s, t, c);
+  CHECK(r.measured_ns == 950);
+  CHECK(r.replayed_ns == 900);
+  CHECK(r.scheduling_error_ns() == -50);
+  CHECK(r.cost_model_error_ns() == 0);
+}
+
+TEST_CASE("replay: a missing op and iterations out of range are input errors; run-trace JSON round-trips") {
+  const planner::Schedule s = planner::make_schedule(planner::ScheduleKind::one_f_one_b, 2, 2, 1);
+  const StageCosts c = costs(100, 200, 50, 10);
+  Trace t = simulated(s, c, 2);
+  CHECK_THROWS_AS(replay(s, t, c, 1, 2), InputError);
+  RunTrace rt;
+  rt.schedule = s.kind;
+  rt.stages = 2;
+  rt.micro_batches = 2;
+  rt.warmup_iterations = 1;
+  rt.has_predicted = true;
+  rt.predicted = c;
+  rt.trace = t;
+  const RunTrace back = run_trace_from_json(run_trace_to_json(rt));
+  CHECK(back.schedule == s.kind);
+  CHECK(back.warmup_iterations == 1);
+  CHECK(back.predicted.forward_ns == c.forward_ns);
+  CHECK(back.predicted.step_ns == c.step_ns);
+  CHECK(back.trace.events.size() == t.events.size());
+  t.events.erase(t.events.begin());
+  CHECK_THROWS_WITH_AS(replay(s, t, c), doctest::Contains("replay: the trace has no"), InputError);
+}
+
+}  // namespace
+}  // namespace pw::sim
