@@ -47,7 +47,7 @@ TrainResult train(const models::Model& model, const TrainOptions& o,
       std::vector<Tensor> in(2);
       in[data_slot] = std::move(b.data);
       in[target_slot] = std::move(b.targets);
-      std::vector<Tensor> out = range.forward(static_cast<int>(j), std::move(in));
+      std::vector<Tensor> out = range.forward(static_cast<int>(j), std::move(in), step, j * mb);
       loss += out.at(0).data()[0];
       Tensor scale({1});
       scale.data()[0] = 1.0f / static_cast<float>(m);

@@ -169,6 +169,7 @@ PipelineRunResult run_pipeline(const models::Model& model, const planner::Plan& 
   cc.micro_batch_size = plan.micro_batch_size;
   cc.asynchronous = !planner::is_synchronous(plan.schedule);
   cc.weight_stashing = true;
+  cc.double_buffered = plan.schedule == planner::ScheduleKind::two_bw;
   const OptimizerOptions oo = options.optimizer;
   LayerStageCompute compute(
       net, ranges, cc,
