@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <vector>
 
+#include "exec/bare_conv.h"
 #include "exec/bare_matmul.h"
 #include "exec/layer.h"
 #include "exec/layers/common.h"
@@ -199,6 +200,45 @@ void BM_CheckpointSave(benchmark::State& state) {
   std::filesystem::remove_all(dir);
 }
 BENCHMARK(BM_CheckpointSave)->UseRealTime()->Unit(benchmark::kMillisecond);
+// A 3x3 conv (stride 1, pad 1) 64 -> 64 channels on 32x32 maps at batch 32: the conv2d layer's
+// F + B + W against the same oneDNN convolution primitives run bare on preallocated buffers.
+// Compare the two "flops" rates (issue 14: the layer should reach >= 70% of bare).
+constexpr int64_t kConvBatch = 32, kConvC = 64, kConvHW = 32;
+double conv_flops() { return 3 * 2.0 * kConvBatch * kConvC * kConvHW * kConvHW * kConvC * 9; }
+
+void BM_BareConv3x3FwdBwd(benchmark::State& state) {
+  BareConv conv(kConvBatch, kConvC, kConvC, 3, 1, 1, kConvHW, kConvHW);
+  Tensor x = random({kConvBatch, kConvC, kConvHW, kConvHW}, 5), dy = random({kConvBatch, kConvC, kConvHW, kConvHW}, 6);
+  Tensor w = random({kConvC, kConvC, 3, 3}, 7), b = random({kConvC}, 8);
+  Tensor y(dy.shape()), dx(x.shape()), dw(w.shape()), db(b.shape());
+  for (auto _ : state) {
+    conv.forward(x.data(), w.data(), b.data(), y.data());
+    conv.backward_data(dy.data(), w.data(), dx.data());
+    conv.backward_weights(x.data(), dy.data(), dw.data(), db.data());
+    benchmark::DoNotOptimize(dw.data());
+  }
+  state.counters["flops"] = benchmark::Counter(conv_flops(), benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_BareConv3x3FwdBwd)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+void BM_Conv3x3LayerFwdBwd(benchmark::State& state) {
+  auto l = make_layer(spec(pw::models::LayerKind::conv2d, {kConvC, kConvHW, kConvHW},
+                           {{"in_c", kConvC}, {"out_c", kConvC}, {"kernel", 3}, {"stride", 1}, {"pad", 1},
+                            {"in_h", kConvHW}, {"in_w", kConvHW}}),
+                      {{kConvC, kConvHW, kConvHW}});
+  l->init_parameters(1);
+  Tensor x = random({kConvBatch, kConvC, kConvHW, kConvHW}, 5), dy = random({kConvBatch, kConvC, kConvHW, kConvHW}, 6);
+  const Tensor* in[] = {&x};
+  for (auto _ : state) {
+    Context ctx;
+    Tensor y = l->forward(in, ctx);
+    auto dx = l->backward_input(in, ctx, dy);
+    l->backward_weight(in, ctx, dy);
+    benchmark::DoNotOptimize(dx[0].data());
+  }
+  state.counters["flops"] = benchmark::Counter(conv_flops(), benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_Conv3x3LayerFwdBwd)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "exec/data_images.h"
 #include "exec/layers/common.h"
 #include "models/error.h"
 #include "models/input_file.h"
@@ -145,6 +146,8 @@ std::unique_ptr<DataSource> make_data_source(const models::Model& model, const s
   if (loss->kind == LayerKind::softmax_xent) {
     if (loss->attr_or("rows", 1) != 1)
       throw InputError("layer \"" + loss->name + "\": synthetic classification needs rows = 1");
+    if (input->output_shape.size() == 3)  // images: class-dependent patterns (exec/data_images.h)
+      return make_image_patterns_source(input->output_shape, loss->attr("classes"), seed);
     return std::make_unique<TeacherSource>(input->output_shape, std::vector<int64_t>{1},
                                            loss->attr("classes"), true, seed);
   }

@@ -5,8 +5,10 @@
 //   from a text file (default /usr/share/common-licenses/GPL-3). A sample is a window of seq
 //   bytes at a seeded random offset; targets are the next bytes. Byte values >= vocab are
 //   folded (byte % vocab).
-// - Synthetic classification (softmax_xent without embedding, e.g. vgg16): inputs ~ N(0, 1); the
-//   class is the argmax of a fixed random linear teacher over the flattened input.
+// - Synthetic images (softmax_xent, input [c, h, w], e.g. vgg16, resnet50): class-dependent
+//   patterns plus noise (exec/data_images.h).
+// - Synthetic classification (softmax_xent without embedding, other inputs): inputs ~ N(0, 1);
+//   the class is the argmax of a fixed random linear teacher over the flattened input.
 // - Synthetic regression (mse_loss, e.g. mlp): inputs ~ N(0, 1); targets = tanh(teacher · x)
 //   with a fixed random teacher, so the loss can fall.
 // next() is deterministic given (seed, number of previous calls). state() / restore() capture

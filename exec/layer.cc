@@ -11,7 +11,7 @@ int64_t Context::bytes() const {
   return b;
 }
 
-void Context::clear() {
+void Context::clear() {  // keeps step and first_sample (see layer.h)
   saved.clear();
   children.clear();
   batch = 0;

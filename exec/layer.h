@@ -21,7 +21,8 @@
 // keeps in ctx, so the caller may move the output away (send it to the next stage).
 //
 // Re-materialization: ctx.clear() drops the stash; calling forward(in, ctx) again with the
-// same inputs rebuilds it bit-identically (layers are deterministic; no dropout).
+// same inputs rebuilds it bit-identically (layers are deterministic; dropout draws its mask
+// from ctx.step and ctx.first_sample, which the caller sets and clear() keeps).
 //
 // Loss layers (softmax_xent, mse_loss) take the targets as an extra, last input
 // (num_inputs() counts it; it gets no gradient: its slot in backward_input's result is an
@@ -57,6 +58,12 @@ struct Context {
   std::vector<Context> children;   // sub-layer contexts of composite layers (GPT block)
   int64_t batch = 0;               // micro-batch size of the forward that filled it; 0 = empty
   bool input_grads_done = false;   // composite layers: internal B already computed
+  // Where the micro-batch sits in training, set by the caller before forward and kept by
+  // clear(): the training step and the index in the step's mini-batch of the micro-batch's
+  // first sample. Random layers (dropout) key their draws on them, per sample, so a pipeline
+  // and one device over the whole mini-batch draw the same numbers.
+  int64_t step = 0;
+  int64_t first_sample = 0;
 
   bool empty() const { return batch == 0; }
   int64_t bytes() const;  // bytes of saved tensors, children included
@@ -95,6 +102,9 @@ class Layer {
   virtual std::vector<Tensor*> gradients() { return {}; }
   void zero_grad();
   int64_t parameter_bytes();
+  // Whether backward_weight does any work: the layer has gradients of its own, or (a tied
+  // head) accumulates into another layer's. A runtime keeps grad_out from B until W for these.
+  virtual bool has_weight_grad() { return !gradients().empty(); }
 
   // Seeded deterministic initialization of the parameters (same seed -> same values).
   virtual void init_parameters(uint64_t seed) {}

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "exec/layers/batch_norm.h"
 #include "exec/layers/common.h"
 #include "exec/layers/embedding.h"
 #include "exec/layers/linear.h"
@@ -29,6 +30,8 @@ Network::Network(const models::Model& model, uint64_t seed) : model_(model) {
         throw InputError("layer \"" + spec.name + "\" (lm_head): tied to embedding \"" + embedding->name() +
                          "\" whose table has shape " + embedding->token_table()->shape_string());
       head->share_weight(embedding->token_table(), embedding->token_table_grad());
+      tied_ = {model_.index_of(embedding->name()), static_cast<int>(i), embedding->token_table(),
+               embedding->token_table_grad()};
     }
     if (layer->is_loss()) {
       auto shapes = layer->input_shapes();
@@ -56,6 +59,16 @@ void Network::zero_grad() {
   for (auto& l : layers_) l->zero_grad();
 }
 
+void Network::retie_head(Tensor* weight, Tensor* grad) {
+  PW_CHECK(tied_.head >= 0, "retie_head without a tied head");
+  static_cast<Linear&>(*layers_.at(tied_.head)).share_weight(weight, grad);
+}
+
+void Network::set_batch_norm_group(int64_t g) {
+  for (auto& l : layers_)
+    if (auto* bn = dynamic_cast<BatchNorm*>(l.get())) bn->set_group_size(g);
+}
+
 int64_t Network::parameter_bytes() {
   int64_t b = 0;
   for (auto& l : layers_) b += l->parameter_bytes();
@@ -69,6 +82,7 @@ struct LayerRange::MicroBatch {
   std::vector<Tensor> acts;      // per layer in range: output, if read inside the range
   std::vector<Context> ctx;      // per layer in range
   std::vector<Tensor> grad_out;  // per layer: output gradient kept from B until W
+  int64_t step = 0, first_sample = 0;  // Context::step / first_sample of every layer
   bool stashed = false;          // acts + ctx valid
   bool input_done = false;       // B ran
 };
@@ -129,6 +143,10 @@ void LayerRange::run_forward(MicroBatch& m, std::vector<Tensor>* outputs) {
   m.acts.resize(n);
   m.ctx.clear();
   m.ctx.resize(n);
+  for (Context& c : m.ctx) {
+    c.step = m.step;
+    c.first_sample = m.first_sample;
+  }
   size_t next_out = 0;
   std::vector<const Tensor*> ptrs;
   for (int i = 0; i < n; ++i) {
@@ -145,7 +163,7 @@ void LayerRange::run_forward(MicroBatch& m, std::vector<Tensor>* outputs) {
   m.stashed = true;
 }
 
-std::vector<Tensor> LayerRange::forward(int mb, std::vector<Tensor> inputs) {
+std::vector<Tensor> LayerRange::forward(int mb, std::vector<Tensor> inputs, int64_t step, int64_t first_sample) {
   PW_CHECK(!in_flight_.count(mb), "micro-batch " + std::to_string(mb) + " is already in flight");
   if (inputs.size() != inputs_.size())
     throw InputError("layer range: expected " + std::to_string(inputs_.size()) + " input tensors, got " +
@@ -163,6 +181,8 @@ std::vector<Tensor> LayerRange::forward(int mb, std::vector<Tensor> inputs) {
   }
   auto m = std::make_unique<MicroBatch>();
   m->inputs = std::move(inputs);
+  m->step = step;
+  m->first_sample = first_sample;
   std::vector<Tensor> outputs;
   run_forward(*m, &outputs);
   in_flight_.emplace(mb, std::move(m));
@@ -194,7 +214,7 @@ void LayerRange::run_backward(MicroBatch& m, std::vector<Tensor> grad_outputs, b
     if (gacc[i].empty()) continue;  // no gradient reaches this layer's output
     std::vector<Tensor> din = weight ? layer.backward(ptrs, m.ctx[i], gacc[i])
                                      : layer.backward_input(ptrs, m.ctx[i], gacc[i]);
-    if (!weight && !layer.gradients().empty()) m.grad_out[i] = std::move(gacc[i]);
+    if (!weight && layer.has_weight_grad()) m.grad_out[i] = std::move(gacc[i]);
     gacc[i] = Tensor();
     for (size_t k = 0; k < din.size(); ++k) {
       if (din[k].empty()) continue;

@@ -61,6 +61,20 @@ class Network {
   std::vector<Tensor*> gradients();
   void zero_grad();
   int64_t parameter_bytes();
+  // The tied LM head (tied = 1) and the embedding whose token table it reads; -1 / null if none.
+  struct TiedPair {
+    int embedding = -1;
+    int head = -1;
+    Tensor* table = nullptr;
+    Tensor* table_grad = nullptr;
+  };
+  TiedPair tied_pair() const { return tied_; }
+  // Makes the tied head read `weight` and accumulate into `grad` instead of the embedding's
+  // table (a per-stage copy, see exec/runtime/run_compute.h). Both must outlive the network's use.
+  void retie_head(Tensor* weight, Tensor* grad);
+  // Batch-norm statistics over groups of g samples of each batch (0 = the whole batch); see
+  // exec/layers/batch_norm.h. A one-device reference of a pipeline sets its micro-batch size.
+  void set_batch_norm_group(int64_t g);
   // Per-sample shape of ":targets" (empty if the model has no loss layer).
   const std::vector<int64_t>& target_shape() const { return target_shape_; }
 
@@ -68,6 +82,7 @@ class Network {
   models::Model model_;
   std::vector<std::unique_ptr<Layer>> layers_;
   std::vector<int64_t> target_shape_;
+  TiedPair tied_;
 };
 
 struct BoundaryTensor {
@@ -91,7 +106,9 @@ class LayerRange {
 
   // `inputs` in inputs() order, all with the same batch size; they are kept until mb is
   // released. Throws InputError on a shape mismatch, PW_CHECK if mb is already in flight.
-  std::vector<Tensor> forward(int mb, std::vector<Tensor> inputs);
+  // step / first_sample: where the micro-batch sits in training (Context::step and
+  // first_sample of every layer, for dropout), also for its recomputed forwards.
+  std::vector<Tensor> forward(int mb, std::vector<Tensor> inputs, int64_t step = 0, int64_t first_sample = 0);
   std::vector<Tensor> backward_input(int mb, std::vector<Tensor> grad_outputs);
   void backward_weight(int mb);
   std::vector<Tensor> backward(int mb, std::vector<Tensor> grad_outputs);

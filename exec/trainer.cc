@@ -107,7 +107,7 @@ TrainResult train(const models::Model& model, const TrainOptions& o,
       std::vector<Tensor> in(2);
       in[data_slot] = std::move(b.data);
       in[target_slot] = std::move(b.targets);
-      std::vector<Tensor> out = range.forward(static_cast<int>(j), std::move(in));
+      std::vector<Tensor> out = range.forward(static_cast<int>(j), std::move(in), step, j * mb);
       const float l = out.at(0).data()[0];
       if (!std::isfinite(l)) throw NumericalFault(step + 1, 0, loss_layer, "loss", std::isnan(l) ? "NaN" : "Inf");
       loss += l;

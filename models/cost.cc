@@ -83,8 +83,8 @@ double params_of(const LayerSpec& l) {
     case LayerKind::lm_head:
       return flag(l, "tied", false) ? 0.0 : double(pos(l, "d_model")) * pos(l, "vocab");
     case LayerKind::conv2d: {
-      double out_c = pos(l, "out_c"), k = pos(l, "kernel");
-      return out_c * pos(l, "in_c") * k * k + (flag(l, "bias", true) ? out_c : 0);
+      double out_c = pos(l, "out_c"), k = pos(l, "kernel"), g = double(l.attr_or("groups", 1));
+      return out_c * pos(l, "in_c") / g * k * k + (flag(l, "bias", true) ? out_c : 0);
     }
     default: return 0;
   }
@@ -207,7 +207,10 @@ Work work_of(const LayerSpec& l, double B, int eb) {
       const int64_t k = pos(l, "kernel"), st = pos(l, "stride"), pad = l.attr("pad");
       const int64_t oh = window_out(l, pos(l, "in_h"), k, st, pad), ow = window_out(l, pos(l, "in_w"), k, st, pad);
       expect_shape(l, {pos(l, "out_c"), oh, ow});
-      const double mm = 2 * B * double(pos(l, "out_c")) * oh * ow * pos(l, "in_c") * k * k;
+      const int64_t groups = l.attr_or("groups", 1);
+      if (groups < 1 || pos(l, "in_c") % groups != 0 || pos(l, "out_c") % groups != 0)
+        throw InputError(describe(l) + ": groups " + std::to_string(groups) + " must divide in_c and out_c");
+      const double mm = 2 * B * double(pos(l, "out_c")) * oh * ow * pos(l, "in_c") * k * k / double(groups);
       w.fwd = w.bwd_in = w.bwd_w = mm;
       w.in_elems = B * double(pos(l, "in_c")) * pos(l, "in_h") * pos(l, "in_w");
       w.stash_bytes = w.in_elems * eb;
@@ -224,6 +227,14 @@ Work work_of(const LayerSpec& l, double B, int eb) {
       if (l.kind == LayerKind::max_pool) w.stash_bytes = w.out_elems * 4;  // int32 argmax
       break;
     }
+    case LayerKind::concat:
+      w.fwd = w.out_elems;  // copies
+      w.bwd_in = w.out_elems;
+      break;
+    case LayerKind::dropout:
+      w.fwd = w.bwd_in = w.out_elems;
+      w.stash_bytes = w.out_elems * eb;  // the scaled mask
+      break;
     case LayerKind::flatten:
       w.in_elems = 0;  // a view: nothing moves
       w.out_elems = 0;

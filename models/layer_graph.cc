@@ -22,7 +22,8 @@ constexpr KindName kKindNames[] = {
     {LayerKind::softmax_xent, "softmax_xent"}, {LayerKind::mse_loss, "mse_loss"},
     {LayerKind::conv2d, "conv2d"},       {LayerKind::max_pool, "max_pool"},
     {LayerKind::avg_pool, "avg_pool"},   {LayerKind::batch_norm, "batch_norm"},
-    {LayerKind::flatten, "flatten"},     {LayerKind::opaque, "opaque"},
+    {LayerKind::flatten, "flatten"},     {LayerKind::concat, "concat"},
+    {LayerKind::dropout, "dropout"},     {LayerKind::opaque, "opaque"},
 };
 }  // namespace
 

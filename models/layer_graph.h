@@ -31,11 +31,14 @@ enum class LayerKind {
   lm_head,            // attrs seq, d_model, vocab, tied (0/1: reuses the embedding's token table); logits
   softmax_xent,       // softmax cross-entropy loss over attrs classes (per row: attrs rows)
   mse_loss,           // attrs dim; the target has the prediction's shape
-  conv2d,             // attrs in_c, out_c, kernel, stride, pad, in_h, in_w, bias (0/1, default 1)
+  conv2d,             // attrs in_c, out_c, kernel, stride, pad, in_h, in_w, bias (0/1, default 1),
+                      // groups (default 1; divides in_c and out_c)
   max_pool,           // attrs c, kernel, stride, pad (default 0), in_h, in_w
   avg_pool,           // attrs c, kernel, stride, pad (default 0), in_h, in_w (kernel = in_h: global)
-  batch_norm,         // attrs c (the zoo also records h, w)
+  batch_norm,         // attrs c (the zoo also records h, w); training mode, batch statistics
   flatten,
+  concat,             // concatenation of its inputs along the first per-sample dim (channels)
+  dropout,            // attrs permille (drop probability in 1/1000, 0..999); inverted scaling
   opaque,
 };
 

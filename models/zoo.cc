@@ -140,9 +140,10 @@ Out batch_norm(Builder& b, const Out& in, std::string name) {
                {{"c", in.shape[0]}, {"h", in.shape[1]}, {"w", in.shape[2]}});
 }
 
-// flatten, fully connected layers of the given widths with relu between, the classifier, loss.
+// flatten, fully connected layers of the given widths with relu (and dropout) between, the
+// classifier, loss.
 void classifier_tail(Builder& b, const Out& in, const std::vector<int64_t>& hidden, int64_t classes,
-                     int first_fc) {
+                     int first_fc, int64_t dropout_permille = 0) {
   int64_t features = in.shape[0] * in.shape[1] * in.shape[2];
   Out x = b.add("flatten", LayerKind::flatten, {in.name}, {features});
   int n = first_fc;
@@ -150,6 +151,8 @@ void classifier_tail(Builder& b, const Out& in, const std::vector<int64_t>& hidd
     x = b.add("fc" + std::to_string(n), LayerKind::linear, {x.name}, {width},
               {{"in", features}, {"out", width}, {"bias", 1}});
     x = relu(b, x, "relu" + std::to_string(n));
+    if (dropout_permille > 0)
+      x = b.add("drop" + std::to_string(n), LayerKind::dropout, {x.name}, x.shape, {{"permille", dropout_permille}});
     features = width;
     ++n;
   }
@@ -178,7 +181,8 @@ Model build_vgg16(const ZooOptions& o) {
     x = pool(b, x, "pool" + id, LayerKind::max_pool, 2, 2, 0);
   }
   const int64_t fc = divided(4096, o.width_divisor);
-  classifier_tail(b, x, {fc, fc}, o.classes, 6);
+  check_range("--dropout-permille", o.dropout_permille, 0, 999);
+  classifier_tail(b, x, {fc, fc}, o.classes, 6, o.dropout_permille);
   std::string name = "vgg16-i" + std::to_string(o.image);
   if (o.width_divisor != 1) name += "-w" + std::to_string(o.width_divisor);
   return Model(name, b.take(), o.batch);
@@ -225,10 +229,48 @@ Model build_resnet50(const ZooOptions& o) {
   return Model(name, b.take(), o.batch);
 }
 
+Model build_densenet121(const ZooOptions& o) {
+  check_conv_options(o);
+  const int64_t growth = divided(32, o.width_divisor);
+  Builder b;
+  Out x = image_input(b, o.image);
+  x = conv(b, x, "conv0", divided(64, o.width_divisor), 7, 2, 3, false);
+  x = batch_norm(b, x, "bn0");
+  x = relu(b, x, "relu0");
+  x = pool(b, x, "pool0", LayerKind::max_pool, 3, 2, 1);
+  static const int64_t counts[] = {6, 12, 24, 16};
+  for (int k = 0; k < 4; ++k) {
+    for (int64_t i = 0; i < counts[k]; ++i) {
+      const std::string p = "d" + std::to_string(k + 1) + "l" + std::to_string(i) + "_";
+      Out y = batch_norm(b, x, p + "bn_a");
+      y = relu(b, y, p + "relu_a");
+      y = conv(b, y, p + "conv_a", 4 * growth, 1, 1, 0, false);
+      y = batch_norm(b, y, p + "bn_b");
+      y = relu(b, y, p + "relu_b");
+      y = conv(b, y, p + "conv_b", growth, 3, 1, 1, false);
+      x = b.add(p + "cat", LayerKind::concat, {x.name, y.name}, {x.shape[0] + growth, x.shape[1], x.shape[2]});
+    }
+    if (k < 3) {
+      const std::string p = "t" + std::to_string(k + 1) + "_";
+      x = batch_norm(b, x, p + "bn");
+      x = relu(b, x, p + "relu");
+      x = conv(b, x, p + "conv", x.shape[0] / 2, 1, 1, 0, false);
+      x = pool(b, x, p + "pool", LayerKind::avg_pool, 2, 2, 0);
+    }
+  }
+  x = batch_norm(b, x, "bn5");
+  x = relu(b, x, "relu5");
+  x = pool(b, x, "avg_pool", LayerKind::avg_pool, x.shape[1], 1, 0);
+  classifier_tail(b, x, {}, o.classes, -1);
+  std::string name = "densenet121-i" + std::to_string(o.image);
+  if (o.width_divisor != 1) name += "-w" + std::to_string(o.width_divisor);
+  return Model(name, b.take(), o.batch);
+}
+
 }  // namespace
 
 const std::vector<std::string_view>& zoo_families() {
-  static const std::vector<std::string_view> families = {"gpt", "mlp", "vgg16", "resnet50"};
+  static const std::vector<std::string_view> families = {"gpt", "mlp", "vgg16", "resnet50", "densenet121"};
   return families;
 }
 
@@ -238,6 +280,7 @@ Model build_zoo_model(std::string_view family, const ZooOptions& o) {
   if (family == "mlp") return build_mlp(o);
   if (family == "vgg16") return build_vgg16(o);
   if (family == "resnet50") return build_resnet50(o);
+  if (family == "densenet121") return build_densenet121(o);
   std::string known;
   for (auto f : zoo_families()) known += (known.empty() ? "" : ", ") + std::string(f);
   throw InputError("unknown model family \"" + std::string(family) + "\" (known: " + known + ")");

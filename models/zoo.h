@@ -32,6 +32,16 @@
 //   "s{k}b{i}_add" residual_add (inputs: main path, shortcut) and "s{k}b{i}_out" relu;
 //   "avg_pool" avg_pool (global) [c, 1, 1], "flatten", "fc" linear, "loss" softmax_xent.
 //   At width_divisor 1 and 1000 classes: 25,557,032 parameters (as torchvision).
+// densenet121 (torchvision layout, growth 32, bottleneck 4 * growth, compression 0.5):
+//   "input"; "conv0" 7x7/2 (bias 0), "bn0", "relu0", "pool0" max_pool 3/2 pad 1; dense blocks
+//   of 6, 12, 24, 16 layers "d{k}l{i}_{bn_a,relu_a,conv_a (1x1 to 4*growth),bn_b,relu_b,conv_b
+//   (3x3 to growth)}" and "d{k}l{i}_cat" concat (inputs: the block's running features, the new
+//   growth channels); between blocks "t{k}_{bn,relu,conv (1x1, half the channels),pool}" with
+//   pool an avg_pool 2/2; "bn5", "relu5", "avg_pool" (global), "flatten", "fc", "loss".
+//   Channels (64 stem, growth 32) are divided by width_divisor. At width_divisor 1 and 1000
+//   classes: 7,978,856 parameters (as torchvision).
+// dropout_permille > 0 adds dropout layers (attrs permille) after vgg16's relu6 and relu7
+// ("drop6", "drop7"), as the original VGG.
 #pragma once
 
 #include <cstdint>
@@ -59,6 +69,7 @@ struct ZooOptions {
   int64_t image = 224;
   int64_t width_divisor = 1;
   int64_t classes = 1000;
+  int64_t dropout_permille = 0;  // vgg16: dropout after relu6 and relu7 when > 0
   // gpt
   bool tied_embeddings = false;
 };

@@ -22,6 +22,7 @@ constexpr SizeFlag kSizeFlags[] = {
     {"--image", &models::ZooOptions::image, "conv nets: image side in pixels"},
     {"--width-divisor", &models::ZooOptions::width_divisor, "conv nets: divide every channel count"},
     {"--classes", &models::ZooOptions::classes, "conv nets: output classes"},
+    {"--dropout-permille", &models::ZooOptions::dropout_permille, "vgg16: dropout after fc6, fc7 (1/1000)"},
 };
 constexpr const char* kTiedFlag = "--tied-embeddings";
 }  // namespace

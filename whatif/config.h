@@ -3,7 +3,7 @@
 // `whatif sweep`, whose spec files name the same settings as the JSON keys below.
 //
 // Settings (JSON key: type, default):
-//   family "gpt" | "mlp" | "vgg16" | "resnet50" (models::zoo_families());
+//   family "gpt" | "mlp" | "vgg16" | "resnet50" | "densenet121" (models::zoo_families());
 //   model sizes (integers >= 1): layers 12, d_model 768, heads 12, ffn 0 (= 4*d_model),
 //     seq 1024, vocab 50257, depth 4, width 1024, image 224, width_divisor 1, classes 1000;
 //   tied_embeddings bool, false (as the model builder; Megatron-LM's GPT ties them);

@@ -23,24 +23,30 @@ void run(dnnl::primitive& p, std::unordered_map<int, memory> args) {
 }
 }  // namespace
 
+// Scratchpads are the layer's own (scratchpad_mode::user): oneDNN's per-thread global
+// scratchpad was seen to hand a null buffer to a gemm convolution re-run for recomputation.
 struct Conv2d::Prims {
   memory::desc src, dst, wei, bias;
   dnnl::convolution_forward fwd;
   dnnl::convolution_backward_data bwd_data;
   dnnl::convolution_backward_weights bwd_weights;
+  memory scratch_fwd, scratch_data, scratch_weights;
 };
 
 Conv2d::Conv2d(models::LayerSpec spec, int64_t in_c, int64_t out_c, int64_t kernel, int64_t stride,
-               int64_t pad, int64_t in_h, int64_t in_w, bool bias)
+               int64_t pad, int64_t in_h, int64_t in_w, bool bias, int64_t groups)
     : Layer(std::move(spec)), in_c_(in_c), out_c_(out_c), k_(kernel), stride_(stride), pad_(pad),
-      in_h_(in_h), in_w_(in_w), has_bias_(bias) {
+      in_h_(in_h), in_w_(in_w), has_bias_(bias), groups_(groups) {
   if (in_c < 1 || out_c < 1 || kernel < 1 || stride < 1 || pad < 0 || in_h + 2 * pad < kernel ||
       in_w + 2 * pad < kernel)
     throw InputError("layer \"" + name() + "\": invalid conv2d attributes");
+  if (groups < 1 || in_c % groups != 0 || out_c % groups != 0)
+    throw InputError("layer \"" + name() + "\": conv2d groups " + std::to_string(groups) +
+                     " must divide in_c " + std::to_string(in_c) + " and out_c " + std::to_string(out_c));
   out_h_ = (in_h + 2 * pad - kernel) / stride + 1;
   out_w_ = (in_w + 2 * pad - kernel) / stride + 1;
-  weight_ = Tensor::zeros({out_c, in_c, kernel, kernel});
-  grad_weight_ = Tensor::zeros({out_c, in_c, kernel, kernel});
+  weight_ = Tensor::zeros({out_c, in_c / groups, kernel, kernel});
+  grad_weight_ = Tensor::zeros({out_c, in_c / groups, kernel, kernel});
   bias_ = Tensor::zeros({out_c});
   grad_bias_ = Tensor::zeros({out_c});
 }
@@ -59,7 +65,7 @@ std::vector<Tensor*> Conv2d::gradients() {
 
 void Conv2d::init_parameters(uint64_t seed) {
   Rng rng(seed);
-  fill_normal(weight_, rng, std::sqrt(2.0 / static_cast<double>(in_c_ * k_ * k_)));
+  fill_normal(weight_, rng, std::sqrt(2.0 / static_cast<double>(in_c_ / groups_ * k_ * k_)));
   bias_.fill(0.0f);
 }
 
@@ -69,26 +75,33 @@ Conv2d::Prims& Conv2d::prims(int64_t batch) {
   auto p = std::make_unique<Prims>();
   p->src = memory::desc({batch, in_c_, in_h_, in_w_}, dt::f32, tag::nchw);
   p->dst = memory::desc({batch, out_c_, out_h_, out_w_}, dt::f32, tag::nchw);
-  p->wei = memory::desc({out_c_, in_c_, k_, k_}, dt::f32, tag::oihw);
+  // [out_c, in_c / g, k, k] row-major is oneDNN's goihw with g leading groups of out_c / g.
+  p->wei = groups_ == 1 ? memory::desc({out_c_, in_c_, k_, k_}, dt::f32, tag::oihw)
+                        : memory::desc({groups_, out_c_ / groups_, in_c_ / groups_, k_, k_}, dt::f32, tag::goihw);
   p->bias = memory::desc({out_c_}, dt::f32, tag::x);
   const memory::dims strides{stride_, stride_}, pads{pad_, pad_};
   auto& eng = cpu_engine();
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   dnnl::convolution_forward::primitive_desc fpd(
       dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
                                       dnnl::algorithm::convolution_direct, p->src, p->wei, p->bias,
                                       p->dst, strides, pads, pads),
-      eng);
+      attr, eng);
   dnnl::convolution_backward_data::primitive_desc dpd(
       dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct, p->src, p->wei,
                                             p->dst, strides, pads, pads),
-      eng, fpd);
+      attr, eng, fpd);
   dnnl::convolution_backward_weights::primitive_desc wpd(
       dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, p->src, p->wei,
                                                p->bias, p->dst, strides, pads, pads),
-      eng, fpd);
+      attr, eng, fpd);
   p->fwd = dnnl::convolution_forward(fpd);
   p->bwd_data = dnnl::convolution_backward_data(dpd);
   p->bwd_weights = dnnl::convolution_backward_weights(wpd);
+  p->scratch_fwd = memory(fpd.scratchpad_desc(), eng);
+  p->scratch_data = memory(dpd.scratchpad_desc(), eng);
+  p->scratch_weights = memory(wpd.scratchpad_desc(), eng);
   return *cache_.emplace(batch, std::move(p)).first->second;
 }
 
@@ -101,7 +114,8 @@ Tensor Conv2d::forward(Inputs in, Context& ctx) {
   run(p.fwd, {{DNNL_ARG_SRC, mem(p.src, x.data())},
               {DNNL_ARG_WEIGHTS, mem(p.wei, weight_.data())},
               {DNNL_ARG_BIAS, mem(p.bias, bias_.data())},
-              {DNNL_ARG_DST, mem(p.dst, y.data())}});
+              {DNNL_ARG_DST, mem(p.dst, y.data())},
+              {DNNL_ARG_SCRATCHPAD, p.scratch_fwd}});
   ctx.batch = x.dim(0);
   return y;
 }
@@ -112,7 +126,8 @@ std::vector<Tensor> Conv2d::backward_input(Inputs in, Context&, const Tensor& gr
   Tensor dx(x.shape());
   run(p.bwd_data, {{DNNL_ARG_DIFF_DST, mem(p.dst, grad_out.data())},
                    {DNNL_ARG_WEIGHTS, mem(p.wei, weight_.data())},
-                   {DNNL_ARG_DIFF_SRC, mem(p.src, dx.data())}});
+                   {DNNL_ARG_DIFF_SRC, mem(p.src, dx.data())},
+                   {DNNL_ARG_SCRATCHPAD, p.scratch_data}});
   std::vector<Tensor> r;
   r.push_back(std::move(dx));
   return r;
@@ -125,7 +140,8 @@ void Conv2d::backward_weight(Inputs in, Context&, const Tensor& grad_out) {
   run(p.bwd_weights, {{DNNL_ARG_SRC, mem(p.src, x.data())},
                       {DNNL_ARG_DIFF_DST, mem(p.dst, grad_out.data())},
                       {DNNL_ARG_DIFF_WEIGHTS, mem(p.wei, dw.data())},
-                      {DNNL_ARG_DIFF_BIAS, mem(p.bias, db.data())}});
+                      {DNNL_ARG_DIFF_BIAS, mem(p.bias, db.data())},
+                      {DNNL_ARG_SCRATCHPAD, p.scratch_weights}});
   add_into(grad_weight_.data(), dw.data(), dw.numel());
   if (has_bias_) add_into(grad_bias_.data(), db.data(), db.numel());
 }

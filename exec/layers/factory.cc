@@ -3,7 +3,11 @@
 
 #include "exec/layer.h"
 #include "exec/layers/attention.h"
+#include "exec/layers/avg_pool.h"
+#include "exec/layers/batch_norm.h"
+#include "exec/layers/concat.h"
 #include "exec/layers/conv.h"
+#include "exec/layers/dropout.h"
 #include "exec/layers/elementwise.h"
 #include "exec/layers/embedding.h"
 #include "exec/layers/layer_norm.h"
@@ -120,7 +124,7 @@ std::unique_ptr<Layer> make_layer(const models::LayerSpec& spec, const std::vect
       auto l = std::make_unique<Conv2d>(spec, spec.attr("in_c"), spec.attr("out_c"), spec.attr("kernel"),
                                         spec.attr_or("stride", 1), spec.attr_or("pad", 0),
                                         spec.attr("in_h"), spec.attr("in_w"),
-                                        spec.attr_or("bias", 1) != 0);
+                                        spec.attr_or("bias", 1) != 0, spec.attr_or("groups", 1));
       expect_shape(spec, "input", in0(), l->input_shapes()[0]);
       expect_shape(spec, "output_shape", out, l->output_sample_shape());
       return l;
@@ -138,14 +142,37 @@ std::unique_ptr<Layer> make_layer(const models::LayerSpec& spec, const std::vect
       expect_inputs(spec, in, 1);
       expect_shape(spec, "output_shape", out, {numel(in0())});
       return std::make_unique<Flatten>(spec, in0());
-    case LayerKind::avg_pool:
+    case LayerKind::avg_pool: {
+      expect_inputs(spec, in, 1);
+      auto l = std::make_unique<AvgPool>(spec, spec.attr("c"), spec.attr("kernel"),
+                                         spec.attr_or("stride", spec.attr("kernel")), spec.attr_or("pad", 0),
+                                         spec.attr("in_h"), spec.attr("in_w"));
+      expect_shape(spec, "input", in0(), l->input_shapes()[0]);
+      expect_shape(spec, "output_shape", out, l->output_sample_shape());
+      return l;
+    }
     case LayerKind::batch_norm:
+      expect_inputs(spec, in, 1);
+      if (in0().empty() || in0()[0] != spec.attr("c"))
+        throw InputError(where(spec) + ": input has shape " + str(in0()) + ", expected " +
+                         std::to_string(spec.attr("c")) + " channels first");
+      expect_shape(spec, "output_shape", out, in0());
+      return std::make_unique<BatchNorm>(spec, in0());
+    case LayerKind::concat: {
+      if (in.empty()) throw InputError(where(spec) + ": expected at least one input");
+      auto l = std::make_unique<Concat>(spec, in);
+      expect_shape(spec, "output_shape", out, l->output_sample_shape());
+      return l;
+    }
+    case LayerKind::dropout:
+      expect_inputs(spec, in, 1);
+      expect_shape(spec, "output_shape", out, in0());
+      return std::make_unique<Dropout>(spec, in0(), spec.attr("permille"));
     case LayerKind::opaque:
       break;
   }
-  throw InputError(where(spec) + ": this layer kind cannot be executed (supported: input, embedding, "
-                   "linear, relu, gelu, layer_norm, attention, transformer_block, residual_add, "
-                   "lm_head, softmax_xent, mse_loss, conv2d, max_pool, flatten)");
+  throw InputError(where(spec) + ": this layer kind cannot be executed (an opaque layer is known "
+                   "only through its profile)");
 }
 
 }  // namespace pw::exec

@@ -82,7 +82,7 @@ void Linear::init_parameters(uint64_t seed) {
 }
 
 void Linear::share_weight(Tensor* weight, Tensor* grad) {
-  PW_CHECK(weight->shape() == weight_.shape(), "tied weight shape mismatch");
+  PW_CHECK(weight->shape() == (std::vector<int64_t>{out_, in_}), "tied weight shape mismatch");
   w_ = weight;
   gw_ = grad;
   weight_ = Tensor();

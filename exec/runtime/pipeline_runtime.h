@@ -12,7 +12,8 @@
 // PipelineStall naming where each device waits. After a failure the runtime may be reused.
 //
 // Update semantics come from the schedule: synchronous kinds step once per iteration (their
-// `step` op), asynchronous kinds (pipedream-async, 2bw) step after every backward.
+// `step` op), asynchronous kinds (pipedream-async, 2bw) call step after every backward (2bw:
+// the compute applies the update once per mini-batch, see exec/runtime/run_compute.h).
 // Thread-safety: one controlling thread calls run_iteration / trace().
 #pragma once
 

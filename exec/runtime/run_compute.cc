@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <mutex>
 
 #include "exec/numerics.h"
 #include "models/error.h"
@@ -30,7 +31,23 @@ struct LayerStageCompute::Stage {
   int64_t last_requested = 0;
   bool keep_history = false;
   int64_t peak_act = 0;
+  std::vector<Tensor> shadow;                         // 2BW: W(t-1)
+  int backwards_done = 0;                             // 2BW: of the current mini-batch
+  bool tied_owner = false;                            // holds a copy of the tied table
+  bool tied_head = false;                             // ... the head's copy
   std::map<std::pair<int, int>, double> losses;       // (iteration, micro-batch) -> mean loss
+};
+
+// The tied table across stages: the embedding's copy (a), the head's copy (b), their gradients,
+// the summed gradient and its optimizer.
+struct LayerStageCompute::Tied {
+  Tensor* a = nullptr;
+  Tensor* grad_a = nullptr;
+  Tensor b, grad_b;
+  Tensor sum;
+  std::unique_ptr<StageOptimizer> opt;
+  int arrived = 0;
+  std::mutex mu;
 };
 
 namespace {
@@ -75,24 +92,35 @@ LayerStageCompute::LayerStageCompute(Network& net, std::vector<StageRange> range
   std::vector<int> stage_of_layer(net.size());
   for (int s = 0; s < S; ++s)
     for (int l = ranges[s].begin; l < ranges[s].end; ++l) stage_of_layer[l] = s;
-  // Weights shared across stages (tied embeddings) cannot be split.
-  {
-    std::map<const float*, int> owner;
-    for (int l = 0; l < net.size(); ++l)
-      for (Tensor* p : net.layer(l).parameters()) {
-        auto [it, fresh] = owner.emplace(p->data(), stage_of_layer[l]);
-        if (!fresh && it->second != stage_of_layer[l])
-          throw InputError("pipeline: layer \"" + net.layer(l).name() +
-                           "\" shares weights with a layer of another stage (tied embeddings); put both in one stage");
-      }
+  // Weights shared across stages: the tied embedding / LM head gets a copy per stage.
+  const Network::TiedPair tie = net.tied_pair();
+  const bool split_tie = tie.embedding >= 0 && stage_of_layer[tie.embedding] != stage_of_layer[tie.head];
+  if (split_tie && config_.asynchronous)
+    throw InputError("pipeline: layer \"" + net.layer(tie.head).name() +
+                     "\" is tied to the embedding on another stage; tied embeddings split across stages need a "
+                     "synchronous schedule (put both in one stage for pipedream-async / 2bw)");
+  if (split_tie) {
+    tied_ = std::make_unique<Tied>();
+    tied_->a = tie.table;
+    tied_->grad_a = tie.table_grad;
+    tied_->b = tie.table->clone();
+    tied_->grad_b = Tensor::zeros(tie.table->shape());
+    tied_->sum = Tensor::zeros(tie.table->shape());
+    net.retie_head(&tied_->b, &tied_->grad_b);
+    tied_->opt = make_optimizer({tied_->a}, {&tied_->sum});
   }
   for (int s = 0; s < S; ++s) {
     auto st = std::make_unique<Stage>();
     st->range = std::make_unique<LayerRange>(net, ranges[s].begin, ranges[s].end);
     st->recompute = ranges[s].recompute;
-    st->params = st->range->parameters();
-    st->grads = st->range->gradients();
+    for (Tensor* p : st->range->parameters())
+      if (!tied_ || p != tied_->a) st->params.push_back(p);
+    for (Tensor* g : st->range->gradients())
+      if (!tied_ || g != tied_->grad_a) st->grads.push_back(g);
+    st->tied_owner = split_tie && (s == stage_of_layer[tie.embedding] || s == stage_of_layer[tie.head]);
+    st->tied_head = split_tie && s == stage_of_layer[tie.head];
     st->opt = make_optimizer(st->params, st->grads);
+    if (config_.asynchronous && config_.double_buffered) st->shadow = clone_params(*st);
     stages_.push_back(std::move(st));
   }
   // Cut c: names produced at stage <= c and read by a stage > c, in producer order.
@@ -153,7 +181,9 @@ LayerStageCompute::LayerStageCompute(Network& net, std::vector<StageRange> range
   }
 }
 
-LayerStageCompute::~LayerStageCompute() = default;
+LayerStageCompute::~LayerStageCompute() {
+  if (tied_) net_.retie_head(tied_->a, tied_->grad_a);  // the network outlives this compute
+}
 
 const std::vector<std::string>& LayerStageCompute::cut(int c) const { return cuts_.at(c); }
 
@@ -197,7 +227,17 @@ std::vector<Tensor> LayerStageCompute::forward(const OpContext& c, std::vector<T
   }
   // Weight version for this micro-batch (asynchronous schedules).
   std::vector<Tensor> outs;
-  if (config_.asynchronous && config_.weight_stashing) {
+  const bool two_bw = config_.asynchronous && config_.double_buffered;
+  if (two_bw) {
+    for (size_t i = 0; i < st.params.size(); ++i) std::swap(*st.params[i], st.shadow[i]);
+    try {
+      outs = st.range->forward(c.micro_batch, std::move(range_in), c.iteration, first);
+    } catch (...) {
+      for (size_t i = 0; i < st.params.size(); ++i) std::swap(*st.params[i], st.shadow[i]);
+      throw;
+    }
+    for (size_t i = 0; i < st.params.size(); ++i) std::swap(*st.params[i], st.shadow[i]);
+  } else if (config_.asynchronous && config_.weight_stashing) {
     std::vector<Tensor> w;
     if (c.weight_version >= 0) {
       st.keep_history = true;
@@ -215,7 +255,7 @@ std::vector<Tensor> LayerStageCompute::forward(const OpContext& c, std::vector<T
     }
     for (size_t i = 0; i < w.size(); ++i) std::swap(*st.params[i], w[i]);
     try {
-      outs = st.range->forward(c.micro_batch, std::move(range_in));
+      outs = st.range->forward(c.micro_batch, std::move(range_in), c.iteration, first);
     } catch (...) {
       for (size_t i = 0; i < w.size(); ++i) std::swap(*st.params[i], w[i]);
       throw;
@@ -223,7 +263,7 @@ std::vector<Tensor> LayerStageCompute::forward(const OpContext& c, std::vector<T
     for (size_t i = 0; i < w.size(); ++i) std::swap(*st.params[i], w[i]);
     st.stashed[c.micro_batch] = std::move(w);
   } else {
-    outs = st.range->forward(c.micro_batch, std::move(range_in));
+    outs = st.range->forward(c.micro_batch, std::move(range_in), c.iteration, first);
   }
   st.in_flight.insert(c.micro_batch);
   if (st.loss_output >= 0) {
@@ -249,7 +289,7 @@ std::vector<Tensor> LayerStageCompute::backward_common(const OpContext& c, std::
   for (size_t k = 0; k < outs.size(); ++k) {
     if (static_cast<int>(k) == st.loss_output) {
       grad_out[k] = Tensor(std::vector<int64_t>{1});
-      grad_out[k].data()[0] = config_.asynchronous
+      grad_out[k].data()[0] = config_.asynchronous && !config_.double_buffered
                                   ? 1.0f
                                   : static_cast<float>(static_cast<double>(micro_batch_count(c.micro_batch)) /
                                                        static_cast<double>(config_.batch));
@@ -258,16 +298,19 @@ std::vector<Tensor> LayerStageCompute::backward_common(const OpContext& c, std::
       grad_out[k] = std::move(grad[st.grad_src[k]]);
     }
   }
-  if (st.recompute) {
-    st.range->recompute(c.micro_batch);
-    note_activation_peak(st);
-  }
+  // The micro-batch's weight version (stashed or 2BW's W(t-1)) is installed for the
+  // recomputed forward and B alike.
   auto it = st.stashed.find(c.micro_batch);
   std::vector<Tensor>* w = it != st.stashed.end() ? &it->second : nullptr;
+  if (config_.asynchronous && config_.double_buffered) w = &st.shadow;
   if (w)
     for (size_t i = 0; i < w->size(); ++i) std::swap(*st.params[i], (*w)[i]);
   std::vector<Tensor> gin;
   try {
+    if (st.recompute) {
+      st.range->recompute(c.micro_batch);
+      note_activation_peak(st);
+    }
     gin = fused ? st.range->backward(c.micro_batch, std::move(grad_out))
                 : st.range->backward_input(c.micro_batch, std::move(grad_out));
   } catch (...) {
@@ -277,7 +320,7 @@ std::vector<Tensor> LayerStageCompute::backward_common(const OpContext& c, std::
   }
   if (w) {
     for (size_t i = 0; i < w->size(); ++i) std::swap(*st.params[i], (*w)[i]);
-    st.stashed.erase(it);  // W does not read parameters
+    if (it != st.stashed.end()) st.stashed.erase(it);  // W does not read parameters
   }
   if (fused) st.in_flight.erase(c.micro_batch);
   // Gradient payload for the previous stage: own input gradients plus pass-through gradients.
@@ -312,12 +355,19 @@ void LayerStageCompute::backward_weight(const OpContext& c) {
 
 void LayerStageCompute::step(int s, int iteration) {
   Stage& st = stage(s);
+  if (config_.asynchronous && config_.double_buffered) {
+    if (++st.backwards_done < num_micro_batches_) return;  // the mini-batch is not complete yet
+    st.backwards_done = 0;
+    for (size_t i = 0; i < st.params.size(); ++i)  // W(t) becomes the version of mini-batch t+1
+      std::copy(st.params[i]->data(), st.params[i]->data() + st.params[i]->numel(), st.shadow[i].data());
+  }
   for (int l = st.range->begin(); l < st.range->end(); ++l)
     for (Tensor* g : net_.layer(l).gradients())
       if (!all_finite(g->data(), g->numel()))
         throw NumericalFault(iteration + 1, s, net_.layer(l).name(), "weight gradient",
                              nonfinite_kind(g->data(), g->numel()));
   if (st.keep_history) st.history[st.version] = clone_params(st);
+  if (st.tied_owner) step_tied(st);
   st.opt->step();
   check_weights(s, iteration + 1);
   st.range->zero_grad();
@@ -350,6 +400,19 @@ void LayerStageCompute::check_weights(int s, int64_t step) {
                              nonfinite_kind(p->data(), p->numel()));
 }
 
+void LayerStageCompute::step_tied(Stage& st) {
+  Tied& t = *tied_;
+  std::lock_guard<std::mutex> lock(t.mu);
+  // This stage's gradient of its copy: the embedding's (zeroed by its range) or the head's.
+  add_into(t.sum, st.tied_head ? t.grad_b : *t.grad_a);
+  if (st.tied_head) t.grad_b.fill(0.0f);
+  if (++t.arrived < 2) return;
+  t.arrived = 0;
+  t.opt->step();
+  std::copy(t.a->data(), t.a->data() + t.a->numel(), t.b.data());
+  t.sum.fill(0.0f);
+}
+
 int64_t LayerStageCompute::weight_version(int s) const { return stages_.at(s)->version; }
 
 int64_t LayerStageCompute::weights_optimizer_bytes(int s) const {
@@ -357,6 +420,8 @@ int64_t LayerStageCompute::weights_optimizer_bytes(int s) const {
   int64_t b = st.opt ? st.opt->state_bytes() : 0;
   for (Tensor* p : st.params) b += p->bytes();
   for (Tensor* g : st.grads) b += g->bytes();
+  if (st.tied_owner) b += 2 * tied_->a->bytes();  // its copy of the table and that copy's gradient
+  if (st.tied_head) b += tied_->sum.bytes() + tied_->opt->state_bytes();
   return b;
 }
 
@@ -364,6 +429,7 @@ int64_t LayerStageCompute::memory_bytes(int s) const {
   const Stage& st = *stages_.at(s);
   int64_t b = weights_optimizer_bytes(s);
   for (const auto& [mb, w] : st.stashed) b += tensors_bytes(w);
+  b += tensors_bytes(st.shadow);
   for (const auto& [v, w] : st.history) b += tensors_bytes(w);
   for (int mb : st.in_flight) b += st.range->stash_bytes(mb);
   return b;

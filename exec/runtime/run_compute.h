@@ -19,6 +19,21 @@
 // its own weights as they were after `weight_version` steps; stages keep the older versions
 // that micro-batches in flight or still to come may ask for.
 //
+// PipeDream-2BW (double_buffered, with asynchronous): two weight versions per stage. Every
+// micro-batch of mini-batch t runs its forward and backward on W(t-1) (the "shadow" copy; W(-1)
+// = W(0)); gradients accumulate over the mini-batch's micro-batches (each micro-batch's loss
+// scaled by count_j / batch, as in synchronous mode), and once the stage has run all of them,
+// step() applies them to the latest weights: W(t+1) = W(t) - lr * grad(W(t-1)). step() calls
+// for earlier micro-batches only count. vertical sync is implied (all stages use t-1).
+//
+// Tied embeddings across stages (gpt --tied-embeddings with the token embedding and the LM head
+// on different stages, synchronous schedules only): as Megatron-LM, the head's stage gets its
+// own copy of the table; each step the two owners' gradients of the table are summed and one
+// update (an optimizer of its own, from the factory) is applied to the embedding's copy and
+// copied to the head's, so both stay identical to one shared table. The owner that steps
+// second does this; a synchronous iteration ends with every stage's step, so no forward reads
+// the table meanwhile.
+//
 // Re-materialization: a stage with recompute keeps only its inputs per micro-batch after the
 // forward (LayerRange::drop_stash) and rebuilds the rest before the backward.
 //
@@ -80,13 +95,14 @@ struct ComputeConfig {
   int64_t micro_batch_size = 1;
   bool asynchronous = false;     // PipeDream: per-micro-batch steps with unscaled mean losses
   bool weight_stashing = true;   // asynchronous only
+  bool double_buffered = false;  // asynchronous only: PipeDream-2BW (see above)
 };
 
 class LayerStageCompute final : public StageCompute {
  public:
   // `net` must outlive the compute. Stages must cover [0, net.size()) contiguously in order;
-  // throws InputError otherwise, or when a stage would need weights another stage owns
-  // (tied embeddings split across stages).
+  // throws InputError otherwise, or when weights are shared across stages in a way other than
+  // the tied embedding / LM head of synchronous training.
   LayerStageCompute(Network& net, std::vector<StageRange> stages, ComputeConfig config, DataFn data,
                     const OptimizerFactory& make_optimizer);
   ~LayerStageCompute() override;
@@ -116,6 +132,9 @@ class LayerStageCompute final : public StageCompute {
   // The stage's weights ("<layer>/<k>") and optimizer state ("opt/..."), its optimizer step
   // count and weight version: what a checkpoint saves and a resume overwrites. Between
   // iterations only (no micro-batch in flight, no stashed weight version).
+  // True when a tied table is split across two stages (each keeps a copy, and the shared
+  // optimizer state lives in Tied, which checkpoints do not hold yet).
+  bool splits_tied_table() const { return tied_ != nullptr; }
   StageState checkpoint_state(int stage);
   // Sets the optimizer step count and weight version of `stage` from a loaded state.
   void restore_counters(int stage, const StageState& state);
@@ -129,6 +148,8 @@ class LayerStageCompute final : public StageCompute {
   std::vector<Tensor> backward_common(const OpContext& ctx, std::vector<Tensor> grad_output, bool fused);
   void note_activation_peak(Stage& st);
   std::vector<Tensor> clone_params(Stage& st);
+  void step_tied(Stage& st);
+  struct Tied;
 
   Network& net_;
   ComputeConfig config_;
@@ -137,6 +158,7 @@ class LayerStageCompute final : public StageCompute {
   std::vector<std::unique_ptr<Stage>> stages_;
   std::vector<std::vector<std::string>> cuts_;
   int loss_stage_ = -1;
+  std::unique_ptr<Tied> tied_;
 };
 
 }  // namespace pw::exec

@@ -186,6 +186,7 @@ PipelineRunResult run_pipeline(const models::Model& model, const planner::Plan& 
   cc.micro_batch_size = plan.micro_batch_size;
   cc.asynchronous = !planner::is_synchronous(plan.schedule);
   cc.weight_stashing = true;
+  cc.double_buffered = plan.schedule == planner::ScheduleKind::two_bw;
   const OptimizerOptions oo = options.optimizer;
   LayerStageCompute compute(
       net, ranges, cc,
@@ -214,6 +215,12 @@ PipelineRunResult run_pipeline(const models::Model& model, const planner::Plan& 
   if (checkpointing && options.vertical_sync)
     throw InputError(std::string(options.resume_dir.empty() ? "--checkpoint" : "--resume") +
                      ": not supported with --vertical-sync (the weight versions it keeps across steps are not saved)");
+  if (checkpointing && plan.schedule == planner::ScheduleKind::two_bw)
+    throw InputError(std::string(options.resume_dir.empty() ? "--checkpoint" : "--resume") +
+                     ": not supported with 2bw yet (its second weight buffer is not saved)");
+  if (checkpointing && compute.splits_tied_table())
+    throw InputError(std::string(options.resume_dir.empty() ? "--checkpoint" : "--resume") +
+                     ": not supported yet with tied embeddings split across stages (the shared table's copy is not saved)");
   if (options.checkpoint_every < 0) throw InputError("--checkpoint-every: expected >= 0");
   if (options.checkpoint_every > 0 && options.checkpoint_dir.empty())
     throw InputError("--checkpoint-every: needs --checkpoint DIR");

@@ -10,7 +10,8 @@
 // Data: exec/data.h's source for the model (text for gpt, synthetic otherwise); each
 // iteration draws one mini-batch (before the iteration's timing starts: data loading is not
 // part of the measured pipeline), sliced into micro-batches. Synchronous schedules step once
-// per iteration; pipedream-async (and 2bw, run with weight stashing) after every micro-batch.
+// per iteration; pipedream-async after every micro-batch (weight stashing); 2bw once per
+// mini-batch on double-buffered weights, one step delayed (exec/runtime/run_compute.h).
 //
 // Checkpoints (exec/checkpoint.h): steps are counted over the whole run, warm-up included
 // (warmup_steps + steps in all). With checkpoint_dir, every stage's weights and optimizer

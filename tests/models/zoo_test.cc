@@ -142,6 +142,32 @@ TEST_CASE("resnet50 is a DAG with projection shortcuts and torchvision's paramet
   CHECK(m.layers()[m.index_of("fc")].attrs == std::map<std::string, int64_t>{{"in", 2048}, {"out", 1000}, {"bias", 1}});
 }
 
+TEST_CASE("densenet121 concatenates features and has torchvision's parameter count") {
+  Model m = build_zoo_model("densenet121", ZooOptions{});
+  CHECK(count_kind(m, LayerKind::concat) == 58);
+  CHECK(count_kind(m, LayerKind::conv2d) == 120);
+  CHECK(model_parameter_count(m) == 7978856);
+  const LayerSpec& cat = m.layers()[m.index_of("d1l1_cat")];
+  CHECK(cat.inputs == std::vector<std::string>{"d1l0_cat", "d1l1_conv_b"});
+  CHECK(cat.output_shape == std::vector<int64_t>{128, 56, 56});
+  CHECK(m.layers()[m.index_of("t1_pool")].output_shape == std::vector<int64_t>{128, 28, 28});
+  CHECK(m.layers()[m.index_of("fc")].attrs == std::map<std::string, int64_t>{{"in", 1024}, {"out", 1000}, {"bias", 1}});
+}
+
+TEST_CASE("vgg16 with dropout: drop6 and drop7 follow relu6 and relu7") {
+  ZooOptions o;
+  o.image = 32;
+  o.width_divisor = 8;
+  o.dropout_permille = 500;
+  Model m = build_zoo_model("vgg16", o);
+  CHECK(count_kind(m, LayerKind::dropout) == 2);
+  CHECK(m.layers()[m.index_of("drop6")].inputs == std::vector<std::string>{"relu6"});
+  CHECK(m.layers()[m.index_of("fc7")].inputs == std::vector<std::string>{"drop6"});
+  CHECK(m.layers()[m.index_of("drop7")].attrs == std::map<std::string, int64_t>{{"permille", 500}});
+  o.dropout_permille = 1000;
+  CHECK_THROWS_WITH_AS(build_zoo_model("vgg16", o), doctest::Contains("--dropout-permille"), InputError);
+}
+
 TEST_CASE("every zoo family survives a JSON round trip") {
   ZooOptions o;
   o.layers = 2;
@@ -182,5 +208,5 @@ TEST_CASE("impossible zoo sizes are rejected naming the option") {
   o.width = -3;
   CHECK_THROWS_WITH_AS(build_zoo_model("mlp", o), doctest::Contains("--width"), InputError);
   CHECK_THROWS_WITH_AS(build_zoo_model("alexnet", o),
-                       "unknown model family \"alexnet\" (known: gpt, mlp, vgg16, resnet50)", InputError);
+                       "unknown model family \"alexnet\" (known: gpt, mlp, vgg16, resnet50, densenet121)", InputError);
 }

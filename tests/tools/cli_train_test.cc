@@ -43,21 +43,21 @@ TEST_CASE("train: mlp --json prints one loss per step, a model file trains too")
 
 TEST_CASE("train: bad input exits 2 with one line") {
   ScratchDir dir;
-  const std::string bn = dir.write("bn.json", R"({
-    "format": "pipewright.model/1", "name": "bn", "batch": 4,
+  const std::string op = dir.write("opaque.json", R"({
+    "format": "pipewright.model/1", "name": "op", "batch": 4,
     "layers": [
       {"name": "x", "kind": "input", "inputs": [], "output_shape": [3], "attrs": {}},
-      {"name": "bn", "kind": "batch_norm", "inputs": ["x"], "output_shape": [3], "attrs": {"c": 3}},
-      {"name": "loss", "kind": "mse_loss", "inputs": ["bn"], "output_shape": [1], "attrs": {"dim": 3}}
+      {"name": "op", "kind": "opaque", "inputs": ["x"], "output_shape": [3], "attrs": {}},
+      {"name": "loss", "kind": "mse_loss", "inputs": ["op"], "output_shape": [1], "attrs": {"dim": 3}}
     ]})");
-  expect_bad(run_cli({"train", "--model", bn, "--steps", "1"}), "cannot be executed");
+  expect_bad(run_cli({"train", "--model", op, "--steps", "1"}), "cannot be executed");
   expect_bad(run_cli({"train", "--model", model_file(dir, "wobble", 3), "--steps", "1"}), "unknown layer kind");
   expect_bad(run_cli({"train", "--model", model_file(dir, "linear", 4), "--steps", "1"}), "shape");
   expect_bad(run_cli({"train", "--model", "mlp", "--batch", "0"}), "--batch");
   expect_bad(run_cli({"train", "--model", "gpt", "--data", dir.file("missing.txt")}), "missing.txt");
   expect_bad(run_cli({"train", "--model", "gpt", "--data", dir.write("empty.txt", "")}), "empty");
   expect_bad(run_cli({"train", "--model", "mlp", "--optimizer", "lion"}), "--optimizer");
-  CHECK(dir.entries() == std::vector<std::string>{"bn.json", "empty.txt", "model.json"});
+  CHECK(dir.entries() == std::vector<std::string>{"empty.txt", "model.json", "opaque.json"});
 }
 
 TEST_CASE("profile --measure writes a measured profile, bad micro-batch writes nothing") {

@@ -242,7 +242,7 @@ TEST_CASE("max_pool and flatten: B matches finite differences") {
 }
 
 TEST_CASE("make_layer rejects unsupported kinds and shape mismatches") {
-  CHECK_THROWS_AS(make_layer(spec("bn", LayerKind::batch_norm, {"x"}, {3}, {{"c", 3}}), {{3}}), InputError);
+  CHECK_THROWS_AS(make_layer(spec("bn", LayerKind::batch_norm, {"x"}, {3}, {{"c", 4}}), {{3}}), InputError);
   CHECK_THROWS_AS(make_layer(spec("fc", LayerKind::linear, {"x"}, {5}, {{"in", 7}, {"out", 5}}), {{6}}), InputError);
   CHECK_THROWS_AS(make_layer(spec("fc", LayerKind::linear, {"x"}, {4}, {{"in", 7}, {"out", 5}}), {{7}}), InputError);
   CHECK_THROWS_AS(make_layer(spec("fc", LayerKind::linear, {"x"}, {5}, {{"out", 5}}), {{7}}), InputError);
