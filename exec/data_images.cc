@@ -47,7 +47,13 @@ class ImagePatterns final : public DataSource {
       for (int64_t e = 0; e < per_; ++e) x[e] = a * p[e] + static_cast<float>(0.5 * rng_.normal());
       b.targets.data()[i] = static_cast<float>(k);
     }
+    ++batches_;
     return b;
+  }
+  DataState state() const override { return {rng_.state(), batches_}; }
+  void restore(const DataState& s) override {
+    rng_.set_state(s.rng);
+    batches_ = s.batches;
   }
   std::string describe() const override {
     return "synthetic image patterns (" + std::to_string(classes_) + " classes, " + std::to_string(shape_[0]) + "x" +
@@ -58,6 +64,7 @@ class ImagePatterns final : public DataSource {
   std::vector<int64_t> shape_;
   int64_t classes_;
   int64_t per_ = 0;
+  int64_t batches_ = 0;
   Rng rng_;
   std::vector<float> patterns_;
 };

@@ -1,6 +1,7 @@
 #include "models/device.h"
 
 #include "models/error.h"
+#include "models/error_text.h"
 
 namespace pw::models {
 
@@ -70,7 +71,7 @@ static const Spec& find_in(const std::vector<Spec>& catalog, std::string_view na
     if (s.name == name) return s;
   std::string known;
   for (const Spec& s : catalog) known += (known.empty() ? "" : ", ") + s.name;
-  throw InputError(std::string("unknown ") + what + " \"" + std::string(name) + "\" (known: " + known + ")");
+  throw InputError(std::string("unknown ") + what + " \"" + escape_for_message(name) + "\" (known: " + known + ")");
 }
 
 const DeviceSpec& find_device(std::string_view name) { return find_in(device_catalog(), name, "device kind"); }

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace pw {
 
@@ -18,5 +19,9 @@ namespace pw {
 inline constexpr uint64_t kMaxInputFileBytes = uint64_t{256} << 20;
 
 std::string read_input_file(const std::string& file, uint64_t limit = kMaxInputFileBytes);
+
+// Throws InputError("<name>: line L: not valid UTF-8 text") unless `text` is valid UTF-8 (text
+// formats whose names end up in JSON output, e.g. PipeDream graph.txt, call this first).
+void check_utf8(std::string_view text, const std::string& name);
 
 }  // namespace pw

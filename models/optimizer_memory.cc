@@ -1,6 +1,7 @@
 #include "models/optimizer_memory.h"
 
 #include "models/error.h"
+#include "models/error_text.h"
 
 namespace pw::models {
 
@@ -20,7 +21,7 @@ const OptimizerMemory& find_optimizer(std::string_view name) {
     if (o.name == name) return o;
   std::string known;
   for (const OptimizerMemory& o : optimizer_catalog()) known += (known.empty() ? "" : ", ") + o.name;
-  throw InputError("unknown optimizer \"" + std::string(name) + "\" (known: " + known + ")");
+  throw InputError("unknown optimizer \"" + escape_for_message(name) + "\" (known: " + known + ")");
 }
 
 }  // namespace pw::models

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "models/error.h"
+#include "models/input_file.h"
 #include "models/json_util.h"
 
 namespace pw::models {
@@ -113,6 +114,7 @@ int64_t parse_bytes(std::string_view s, const std::string& where) {
 }
 
 PipeDreamGraph parse_pipedream_graph(std::string_view text, const std::string& file) {
+  check_utf8(text, file);  // names end up in JSON, which holds only UTF-8
   std::vector<RawNode> nodes;
   std::map<std::string, int, std::less<>> index;
   struct RawEdge { int from, to, line; };

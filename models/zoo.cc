@@ -3,6 +3,7 @@
 #include <string>
 
 #include "models/error.h"
+#include "models/error_text.h"
 
 namespace pw::models {
 
@@ -283,7 +284,7 @@ Model build_zoo_model(std::string_view family, const ZooOptions& o) {
   if (family == "densenet121") return build_densenet121(o);
   std::string known;
   for (auto f : zoo_families()) known += (known.empty() ? "" : ", ") + std::string(f);
-  throw InputError("unknown model family \"" + std::string(family) + "\" (known: " + known + ")");
+  throw InputError("unknown model family \"" + escape_for_message(family) + "\" (known: " + known + ")");
 }
 
 ZooOptions default_model_options() {

@@ -125,7 +125,8 @@ Plan plan_from_json(const Json& j) {
         if (!names[i].is_string()) throw InputError(join_path(at, "layers") + "/" + std::to_string(i) + ": expected a string");
         s.layer_names.push_back(names[i].get<std::string>());
       }
-      if (static_cast<int>(s.layer_names.size()) != s.end_layer - s.first_layer)
+      // An empty list is what to_json writes for a plan read without names: names not given.
+      if (!s.layer_names.empty() && static_cast<int>(s.layer_names.size()) != s.end_layer - s.first_layer)
         throw InputError(join_path(at, "layers") + ": expected " + std::to_string(s.end_layer - s.first_layer) + " names");
     }
     const Json& devs = require_array(sj, "devices", at);

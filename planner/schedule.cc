@@ -1,6 +1,7 @@
 #include "planner/schedule.h"
 
 #include "models/error.h"
+#include "models/error_text.h"
 
 namespace pw::planner {
 
@@ -27,7 +28,7 @@ E parse_enum(const std::pair<E, std::string_view> (&names)[N], std::string_view 
     if (n == s) return k;
   std::string known;
   for (const auto& [k, n] : names) known += (known.empty() ? "" : ", ") + std::string(n);
-  throw InputError(where + ": unknown " + what + " \"" + std::string(s) + "\" (expected one of " + known + ")");
+  throw InputError(where + ": unknown " + what + " \"" + escape_for_message(s) + "\" (expected one of " + known + ")");
 }
 }  // namespace
 

@@ -42,7 +42,7 @@ constexpr Bound kBounds[] = {
     {"--devices-per-node", 1, 1 << 16}, {"--max-layers", 1, 1 << 20}, {"--levels", 1, 1 << 20},
     {"--efficiency", 1e-9, 1},      {"--lr", 0, 1e6},                {"--weight-decay", 0, 1e6},
     {"--t-f", 0, 1e9},              {"--t-b", 0, 1e9},               {"--t-w", 0, 1e9},
-    {"--t-comm", 0, 1e9},           {"--seed", 0, 1.8e19},
+    {"--t-comm", 0, 1e9},           {"--seed", 0, 18446744073709551616.0},
     {"--memory", 1, 1e18, FlagUnit::bytes},          {"--memory-limit", 0, 1e18, FlagUnit::bytes},
     {"--bandwidth", 1, 1e18, FlagUnit::bytes_per_s}, {"--bandwidths", 1, 1e18, FlagUnit::bytes_per_s},
 };
@@ -132,7 +132,7 @@ std::string check_value(const std::string& flag, const std::string& type, std::s
   const FlagUnit unit = b ? b->unit : FlagUnit::number;
   const bool integer = type == "INT" || type == "UINT" || (b && unit != FlagUnit::number);
   double lo = type == "UINT" ? 0 : -kNoMax, hi = kNoMax;
-  if (integer && type != "FLOAT") lo = std::max(lo, type == "UINT" ? 0.0 : -kI64), hi = std::min(hi, 1.8e19);
+  if (integer && type != "FLOAT") lo = std::max(lo, type == "UINT" ? 0.0 : -kI64), hi = std::min(hi, type == "UINT" ? 18446744073709551616.0 : kI64);
   if (b) lo = std::max(lo, b->min), hi = std::min(hi, b->max);
   if (flag == "--threads") lo = 0, hi = 4.0 * machine_cores();
   double v = 0;

@@ -54,7 +54,7 @@ for r in "${readers[@]}"; do
     status=FAILED
     failed+=("$r")
   fi
-  execs=$(grep -Eo 'stat::number_executed_units: *[0-9]+' "$log" | grep -Eo '[0-9]+$' || echo "?")
+  execs=$(grep -Eo 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -Eo '[0-9]+$' || echo "?")
   echo "fuzz: $r: $status, $execs executions in $(( $(date +%s) - t0 )) s, corpus $(ls "$work" | wc -l) files"
   if [ "$status" = FAILED ]; then
     grep -E 'ERROR|SUMMARY|Test unit written|==[0-9]+==' "$log" | head -8 >&2 || tail -20 "$log" >&2

@@ -174,7 +174,7 @@ void check_catalog_name(std::string_view setting, const std::string& value) {
     if (std::find(fams.begin(), fams.end(), value) != fams.end()) return;
     std::string list;
     for (std::string_view f : fams) list += (list.empty() ? "" : ", ") + std::string(f);
-    throw InputError("unknown model family \"" + value + "\" (known: " + list + ")");
+    throw InputError("unknown model family \"" + escape_for_message(value) + "\" (known: " + list + ")");
   }
   if (setting == "device") models::find_device(value);
   else if (setting == "intra_node" || setting == "interconnect") models::find_link(value);

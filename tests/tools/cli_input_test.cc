@@ -90,6 +90,10 @@ TEST_CASE("bad input 6: values holding a newline are escaped, the rejection stay
 TEST_CASE("bad input 5: huge but legal-looking values are bounded up front") {
   expect_rejected(run_cli({"whatif", "max-model", "--max-layers", "1e9"}), 2, {"--max-layers", "[1, 1048576]"});
   expect_rejected(run_cli({"whatif", "max-model", "--batch", "1e13"}), 2, {"--batch"});
+  ScratchDir dir;
+  const std::string spec = dir.write(
+      "s.json", R"({"format": "pipewright.sweep/1", "fixed": {"family": "mlp"}, "axes": {"batch": [1000000000]}})");
+  expect_rejected(run_cli({"whatif", "sweep", "--spec", spec}), 2, {"/axes/batch/0", "[1, 4194304]"});
 }
 
 TEST_CASE("bad input 7: a profile with zero costs plans without inf or null, and simulate reads that plan") {
@@ -139,6 +143,11 @@ TEST_CASE("bad input 3: run/train --data pointing at a directory or a device is 
                   2, {"--data", "is a directory"});
   expect_rejected(run_cli({"train", "--model", "gpt", "--steps", "1", "--data", "/dev/zero"}), 2,
                   {"--data", "not a regular file"});
+}
+
+TEST_CASE("bad input 6: a diverging train run is one line, no step lines before it") {
+  expect_rejected(run_cli({"train", "--model", "mlp", "--steps", "5", "--lr", "1e6", "--optimizer", "sgd"}), 2,
+                  {"training diverged"});
 }
 
 TEST_CASE("bad input 4: sizes that would be allocated are checked against this machine first") {
