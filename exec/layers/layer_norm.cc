@@ -1,4 +1,5 @@
 #include "exec/layers/layer_norm.h"
+#include "exec/layers/vector_clones.h"
 
 #include <cmath>
 
@@ -12,7 +13,7 @@ constexpr float kEps = 1e-5f;
 constexpr int kW = 16;  // partial sums per row (one AVX-512 register); vectorizable without -ffast-math
 
 // Row kernels, built for AVX-512, AVX2 and baseline x86-64 with runtime dispatch.
-__attribute__((target_clones("avx512f", "avx2", "default")))
+PW_VECTOR_CLONES
 void norm_row(const float* x, const float* g, const float* b, float* y, int64_t d, float* stats) {
   float acc[kW] = {};
   int64_t i = 0;
@@ -34,7 +35,7 @@ void norm_row(const float* x, const float* g, const float* b, float* y, int64_t 
   stats[1] = rstd;
 }
 
-__attribute__((target_clones("avx512f", "avx2", "default")))
+PW_VECTOR_CLONES
 void norm_backward_row(const float* x, const float* dy, const float* g, float m, float rstd,
                        int64_t d, float* dx) {
   float a1[kW] = {}, a2[kW] = {};
@@ -59,7 +60,7 @@ void norm_backward_row(const float* x, const float* dy, const float* g, float m,
   for (i = 0; i < d; ++i) dx[i] = rstd * (dy[i] * g[i] - a - (x[i] - m) * rstd * c);
 }
 
-__attribute__((target_clones("avx512f", "avx2", "default")))
+PW_VECTOR_CLONES
 void norm_weight_rows(const float* x, const float* dy, const float* stats, int64_t rows, int64_t d,
                       int64_t c0, int64_t c1, float* gg, float* gb) {
   for (int64_t r = 0; r < rows; ++r) {

@@ -1,4 +1,5 @@
 #include "exec/layers/softmax_rows.h"
+#include "exec/layers/vector_clones.h"
 
 #include <bit>
 #include <limits>
@@ -31,7 +32,7 @@ inline float exp_poly(float x) {
 
 float fast_exp(float x) { return exp_poly(x); }
 
-__attribute__((target_clones("avx512f", "avx2", "default")))
+PW_VECTOR_CLONES
 void softmax_row(float* row, int64_t n, float scale) {
   float mxv[kW];
   for (int k = 0; k < kW; ++k) mxv[k] = -std::numeric_limits<float>::infinity();
@@ -60,7 +61,7 @@ void softmax_row(float* row, int64_t n, float scale) {
   for (j = 0; j < n; ++j) row[j] *= inv;
 }
 
-__attribute__((target_clones("avx512f", "avx2", "default")))
+PW_VECTOR_CLONES
 void softmax_backward_row(const float* p, float* d, int64_t n, float scale) {
   float dv[kW] = {};
   int64_t j = 0;
