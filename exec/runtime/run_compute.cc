@@ -1,8 +1,11 @@
 #include "exec/runtime/run_compute.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <mutex>
+#include <stdexcept>
 
 #include "exec/numerics.h"
 #include "models/error.h"
@@ -47,7 +50,9 @@ struct LayerStageCompute::Tied {
   Tensor sum;
   std::unique_ptr<StageOptimizer> opt;
   int arrived = 0;
+  uint64_t generation = 0;  // completed updates of the shared table
   std::mutex mu;
+  std::condition_variable updated;
 };
 
 namespace {
@@ -402,15 +407,26 @@ void LayerStageCompute::check_weights(int s, int64_t step) {
 
 void LayerStageCompute::step_tied(Stage& st) {
   Tied& t = *tied_;
-  std::lock_guard<std::mutex> lock(t.mu);
+  std::unique_lock<std::mutex> lock(t.mu);
   // This stage's gradient of its copy: the embedding's (zeroed by its range) or the head's.
   add_into(t.sum, st.tied_head ? t.grad_b : *t.grad_a);
   if (st.tied_head) t.grad_b.fill(0.0f);
-  if (++t.arrived < 2) return;
+  if (++t.arrived < 2) {
+    // The other owner applies the update to both copies; this stage's next forward (and its
+    // weight check) read its copy, so wait until the update is done. Both owners reach their
+    // step in every iteration of a synchronous schedule without needing the other's step, so
+    // the wait ends unless the other worker failed: then give up after a bound.
+    const uint64_t gen = t.generation;
+    if (!t.updated.wait_for(lock, std::chrono::seconds(120), [&] { return t.generation != gen; }))
+      throw std::runtime_error("tied embeddings: the other owner of the shared table did not reach its step in 120 s");
+    return;
+  }
   t.arrived = 0;
   t.opt->step();
   std::copy(t.a->data(), t.a->data() + t.a->numel(), t.b.data());
   t.sum.fill(0.0f);
+  ++t.generation;
+  t.updated.notify_all();
 }
 
 int64_t LayerStageCompute::weight_version(int s) const { return stages_.at(s)->version; }
