@@ -46,8 +46,10 @@ void read_json_kind(std::string_view reader, std::string_view bytes, bool round_
     use(reader, Json(planner::plan_from_json(j)), round_trip);
   } else if (reader == "sweep") {
     const whatif::SweepSpec s = whatif::sweep_spec_from_json(j);
+    // Expanding checks combinations (e.g. d_model divisible by heads): an InputError there
+    // rejects the input. Done before the round trip, whose re-read only checks the reader.
+    if (round_trip && s.num_points() <= 64) (void)whatif::expand_sweep(s);
     use(reader, whatif::to_json(s), round_trip);
-    if (s.num_points() <= 64) (void)whatif::expand_sweep(s);
   } else if (reader == "trace") {
     use(reader, Json(sim::trace_from_json(j)), round_trip);
   } else {
