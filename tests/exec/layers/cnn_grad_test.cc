@@ -15,27 +15,10 @@ namespace {
 using models::LayerKind;
 using models::LayerSpec;
 using testing::grad_check;
+using testing::expect_ok;
 using testing::random_tensor;
+using testing::spec;
 
-LayerSpec spec(const std::string& name, LayerKind kind, std::vector<std::string> inputs, std::vector<int64_t> out,
-               std::map<std::string, int64_t> attrs = {}) {
-  LayerSpec s;
-  s.name = name;
-  s.kind = kind;
-  s.inputs = std::move(inputs);
-  s.output_shape = std::move(out);
-  s.attrs = std::move(attrs);
-  return s;
-}
-
-constexpr double kTol = 1e-3;
-
-void expect_ok(const testing::GradCheckResult& r, size_t inputs, size_t params) {
-  CHECK(r.input_errors.size() == inputs);
-  CHECK(r.param_errors.size() == params);
-  for (double e : r.input_errors) CHECK(e < kTol);
-  for (double e : r.param_errors) CHECK(e < kTol);
-}
 
 void randomize_params(Layer& l, uint64_t seed, double lo, double hi) {
   for (Tensor* p : l.parameters()) {

@@ -9,7 +9,10 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <map>
 #include <vector>
+
+#include <doctest/doctest.h>
 
 #include "exec/layer.h"
 #include "exec/layers/common.h"
@@ -100,6 +103,28 @@ inline GradCheckResult grad_check(Layer& layer, std::vector<Tensor>& inputs,
   for (Tensor* g : grads) gcopy.push_back(g->clone());
   for (size_t p = 0; p < params.size(); ++p) res.param_errors.push_back(check(*params[p], gcopy[p]));
   return res;
+}
+
+// A layer spec for the checks (name, kind, input names, output shape, attributes).
+inline models::LayerSpec spec(const std::string& name, models::LayerKind kind, std::vector<std::string> inputs,
+                              std::vector<int64_t> out, std::map<std::string, int64_t> attrs = {}) {
+  models::LayerSpec s;
+  s.name = name;
+  s.kind = kind;
+  s.inputs = std::move(inputs);
+  s.output_shape = std::move(out);
+  s.attrs = std::move(attrs);
+  return s;
+}
+
+inline constexpr double kTol = 1e-3;
+
+// Every input and parameter was checked, each within kTol relative error.
+inline void expect_ok(const GradCheckResult& r, size_t inputs, size_t params) {
+  CHECK(r.input_errors.size() == inputs);
+  CHECK(r.param_errors.size() == params);
+  for (double e : r.input_errors) CHECK(e < kTol);
+  for (double e : r.param_errors) CHECK(e < kTol);
 }
 
 }  // namespace pw::exec::testing
