@@ -13,6 +13,8 @@ OptimizerKind parse_optimizer_kind(const std::string& s, const std::string& flag
   throw InputError(flag + ": unknown optimizer \"" + s + "\" (expected sgd or adam)");
 }
 
+double default_learning_rate(OptimizerKind kind) { return kind == OptimizerKind::adam ? 3e-3 : 0.05; }
+
 Optimizer::Optimizer(std::vector<Tensor*> params, std::vector<Tensor*> grads,
                      const OptimizerOptions& options, Allocator& alloc)
     : params_(std::move(params)), grads_(std::move(grads)), opt_(options) {

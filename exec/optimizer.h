@@ -24,6 +24,8 @@ namespace pw::exec {
 enum class OptimizerKind { sgd, adam };
 // "sgd" | "adam"; throws InputError naming `flag` otherwise.
 OptimizerKind parse_optimizer_kind(const std::string& s, const std::string& flag);
+// The learning rate `train` and `run` use when none is given: adam 0.003, sgd (momentum) 0.05.
+double default_learning_rate(OptimizerKind kind);
 
 struct OptimizerOptions {
   OptimizerKind kind = OptimizerKind::sgd;

@@ -9,18 +9,18 @@
 
 #include "models/cluster.h"
 #include "models/cost.h"
+#include "models/defaults.h"
 #include "models/error.h"
 #include "models/pipedream_import.h"
 #include "models/profile.h"
 #include "planner/plan_formats.h"
 #include "planner/planner.h"
+#include "tools/cluster_flags.h"
 #include "tools/command_registry.h"
 #include "tools/model_report.h"
 #include "tools/zoo_flags.h"
 
 #ifdef PW_HAVE_EXEC
-#include <unistd.h>
-
 #include <cstdio>
 
 #include "exec/profile/machine_cluster.h"
@@ -30,12 +30,12 @@
 namespace {
 
 struct PlanArgs {
-  std::string profile, model, device, cluster;
+  std::string profile, model, device;
+  pw::tools::ClusterFlags cl;  // tools/cluster_flags.h
   pw::models::ZooOptions zoo;  // sizing flags of a zoo --model
-  int devices = -1;
-  double bandwidth = 1.25e9;
-  int64_t memory = 0;
-  std::string levels, bandwidths;
+  std::string dtype;  // "" = models::default_dtype of the device
+  bool bf16 = false;
+  double efficiency = pw::models::kDefaultEfficiency;
   pw::planner::PlanRequest req;
   std::string batch_str;
   bool json = false;
@@ -53,23 +53,16 @@ std::vector<int64_t> divisors(int64_t batch) {
   return out;
 }
 
-template <class T>
-std::vector<T> parse_list(const std::string& s, const std::string& flag) {
-  std::vector<T> out;
-  std::stringstream ss(s);
-  for (std::string item; std::getline(ss, item, ',');) {
-    std::istringstream is(item);
-    T v{};
-    if (!(is >> v) || !is.eof() || !(v > 0))
-      throw pw::InputError(flag + ": expected a comma-separated list of positive numbers, got \"" + s + "\"");
-    out.push_back(v);
-  }
-  if (out.empty()) throw pw::InputError(flag + ": expected a non-empty list");
-  return out;
-}
-
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// --dtype / --bf16, else the device's default (models/defaults.h).
+bool costs_in_bf16(const PlanArgs& a, const pw::models::DeviceSpec& dev) {
+  if (a.bf16 && !a.dtype.empty() && a.dtype != "bf16")
+    throw pw::InputError("--bf16 and --dtype " + a.dtype + ": give one of them");
+  if (a.bf16) return true;
+  return pw::models::parse_dtype(a.dtype.empty() ? pw::models::default_dtype(dev) : a.dtype, "--dtype");
 }
 
 // A zoo or file --model also sets the default batch: the model's own (PipeDream graphs and
@@ -91,35 +84,13 @@ pw::models::Profile load_profile(PlanArgs& a, const CLI::App& sub) {
   auto src = pw::tools::resolve_model(a.model, zo, "--model");
   if (a.req.batch == 0) a.req.batch = src.model.batch();
   const auto dev = pw::tools::resolve_device(a.device, "--device");
-  pw::models::CostOptions co{0.5, false, a.req.optimizer};
+  const bool bf16 = costs_in_bf16(a, dev);
+  a.req.optimizer = pw::models::priced_optimizer(a.req.optimizer, bf16);
+  pw::models::CostOptions co{a.efficiency, bf16, a.req.optimizer};
   co.gemm_half_rows = pw::models::default_gemm_half_rows(dev);
   if (co.gemm_half_rows > 0)  // efficiency depends on the GEMM size: cost every size
     return pw::models::analytic_profile_with_points(src.model, dev, 1, divisors(a.req.batch), co);
   return pw::models::analytic_profile(src.model, dev, 1, co);
-}
-
-pw::models::Cluster make_cluster(const PlanArgs& a) {
-  const int forms = !a.cluster.empty() + (a.devices >= 0) + !a.levels.empty();
-  if (forms > 1) throw pw::InputError("--cluster, --devices and --levels: give only one of them");
-  if (!a.cluster.empty()) return pw::models::load_cluster_file(a.cluster);
-  pw::models::DeviceSpec dev;
-  if (!a.device.empty()) dev = pw::tools::resolve_device(a.device, "--device");
-  else dev.name = "generic";
-  if (a.memory > 0) dev.memory_bytes = a.memory;
-  else if (dev.memory_bytes <= 0) dev.memory_bytes = int64_t{16} << 30;
-  if (!a.levels.empty()) {
-    auto counts = parse_list<int>(a.levels, "--levels");
-    auto bws = a.bandwidths.empty() ? std::vector<double>(counts.size(), 1e9) : parse_list<double>(a.bandwidths, "--bandwidths");
-    if (bws.size() != counts.size())
-      throw pw::InputError("--bandwidths: expected " + std::to_string(counts.size()) + " values, one per --levels entry");
-    std::vector<pw::models::Level> lv;
-    for (size_t k = 0; k < counts.size(); ++k) lv.push_back({"level" + std::to_string(k), counts[k], bws[k], 0});
-    return pw::models::Cluster("levels-" + a.levels, dev, lv);
-  }
-  const int n = a.devices < 0 ? 1 : a.devices;
-  if (n < 1) throw pw::InputError("--devices: expected at least 1 device, got " + std::to_string(n));
-  if (!(a.bandwidth > 0)) throw pw::InputError("--bandwidth: expected a positive number of bytes/s");
-  return pw::models::make_flat_cluster(dev, n, a.bandwidth);
 }
 
 #ifdef PW_HAVE_EXEC
@@ -127,9 +98,11 @@ pw::models::Cluster make_cluster(const PlanArgs& a) {
 // batch (and the batch itself) on 1 thread and on all cores, in context and co-run; the
 // cluster is this machine as hwloc sees it (exec/profile/machine_cluster.h).
 std::pair<pw::models::Profile, pw::models::Cluster> measure_here(PlanArgs& a) {
-  if (!a.profile.empty() || !a.device.empty() || !a.cluster.empty() || a.devices >= 0 || !a.levels.empty())
+  if (!a.profile.empty() || !a.device.empty() || !a.cl.cluster.empty() || a.cl.devices >= 0 || !a.cl.levels.empty())
     throw pw::InputError("--measure: plans for this machine; drop --profile, --device, --cluster, --devices, --levels");
   if (a.model.empty()) throw pw::InputError("--measure: needs --model");
+  if (a.bf16 || (!a.dtype.empty() && a.dtype != "fp32"))
+    throw pw::InputError("--measure: this machine's executor computes in fp32; drop --bf16/--dtype");
   pw::models::ZooOptions zo = a.zoo;
   if (a.req.batch > 0) zo.batch = a.req.batch;
   auto src = pw::tools::resolve_model(a.model, zo, "--model");
@@ -150,11 +123,7 @@ std::pair<pw::models::Profile, pw::models::Cluster> measure_here(PlanArgs& a) {
     std::fprintf(stderr, "measured %d/%d (%s)\n", done, total, what.c_str());
   };
   pw::models::Profile p = pw::exec::measure_profile(src.model, o);
-  pw::models::DeviceSpec dev;
-  dev.name = pw::exec::cpu_model_name() + " core";
-  dev.memory_bytes = a.memory > 0 ? a.memory : static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE) / cores;
-  const double bw = pw::exec::measure_copy_bandwidth();
-  return {p, pw::exec::machine_cluster(pw::exec::Machine::instance(), dev, bw, bw)};
+  return {p, pw::exec::this_machine_cluster(a.cl.memory)};
 }
 #endif
 
@@ -172,7 +141,8 @@ void run(PlanArgs a, const CLI::App& sub) {
 #endif
   } else {
     profile = load_profile(a, sub);
-    cluster = make_cluster(a);
+    a.cl.device = a.device;
+    cluster = pw::tools::build_cluster(a.cl, sub);
   }
   const pw::planner::PlanOutcome out = pw::planner::make_plan(profile, cluster, a.req);
   if (!out.feasible) {
@@ -198,12 +168,11 @@ pw::tools::CommandRegistrar reg("plan", [](CLI::App& app) {
   sub->add_option("--profile", a->profile, "a profile JSON (pipewright.profile/1) or a PipeDream graph.txt");
   sub->add_option("--model", a->model, "a zoo model or model JSON (with --device: analytic profile)");
   sub->add_option("--device", a->device, "catalog device for --model, and the device of --devices/--levels");
-  sub->add_option("--cluster", a->cluster, "a cluster JSON (pipewright.cluster/1)");
-  sub->add_option("--devices", a->devices, "N identical devices on one level");
-  sub->add_option("--bandwidth", a->bandwidth, "bytes/s between devices for --devices")->capture_default_str();
-  sub->add_option("--memory", a->memory, "bytes of memory per device for --devices/--levels");
-  sub->add_option("--levels", a->levels, "machines per level, innermost first (PipeDream's -n), e.g. 4,4");
-  sub->add_option("--bandwidths", a->bandwidths, "bytes/s per level, innermost first (PipeDream's -b)");
+  pw::tools::add_cluster_options(sub, a->cl);
+  sub->add_option("--dtype", a->dtype, "fp32 | bf16 analytic costs (default: bf16 on an accelerator, fp32 on a CPU)");
+  sub->add_flag("--bf16", a->bf16, "same as --dtype bf16");
+  sub->add_option("--efficiency", a->efficiency, "fraction of peak FLOP/s the analytic cost model assumes")
+      ->capture_default_str();
   sub->add_option("--batch", a->req.batch, "samples per mini-batch (default: the profile's)");
   sub->add_option("--micro-batches", a->req.micro_batches, "auto or a count")->capture_default_str();
   sub->add_option("--schedule", a->req.schedule, "auto | gpipe | 1f1b | zb-h1 | pipedream-async")->capture_default_str();
@@ -211,7 +180,8 @@ pw::tools::CommandRegistrar reg("plan", [](CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--partitioner", a->req.partitioner, "dp | gpipe-greedy | even")->capture_default_str();
   sub->add_option("--recompute", a->req.recompute, "auto | on | off")->capture_default_str();
-  sub->add_option("--optimizer", a->req.optimizer, "sgd | sgd-momentum | rmsprop | adam | adam-mixed")
+  sub->add_option("--optimizer", a->req.optimizer,
+                  "sgd | sgd-momentum | rmsprop | adam | adam-mixed (under bf16, adam is priced as adam-mixed)")
       ->capture_default_str();
   sub->add_option("--memory-limit", a->req.memory_limit_bytes,
                   "bytes per device (sync/async: default the device memory; pipedream: its -s, enables the constraint)");

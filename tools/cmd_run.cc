@@ -27,6 +27,7 @@
 #include "exec/runtime/run_compare.h"
 #include "exec/runtime/run_pipeline.h"
 #include "exec/data.h"
+#include "models/defaults.h"
 #include "models/error.h"
 #include "planner/schedule_gen.h"
 #include "sim/engine.h"
@@ -42,7 +43,7 @@
 namespace {
 
 struct RunArgs {
-  std::string plan, model, data, trace, svg, schedule = "1f1b", optimizer = "sgd";
+  std::string plan, model, data, trace, svg, schedule = "1f1b", optimizer = pw::models::kDefaultOptimizer;
   std::string checkpoint, resume;
   int checkpoint_every = 0;
   std::string run_trace;  // --run-trace: the measured run for `simulate --replay`
@@ -50,7 +51,7 @@ struct RunArgs {
   int stages = 0, micro_batches = 0, chunks = 0, steps = 10, threads = 0;
   int warmup_steps = -1;  // -1: 10 with --compare (timings are compared), else 0
   int64_t micro_batch_size = 0;
-  double lr = 0.01;
+  double lr = -1;  // -1: exec::default_learning_rate of the optimizer
   uint64_t seed = 1;
   bool recompute = false, compare = false, json = false, vertical_sync = false;
 };
@@ -107,8 +108,8 @@ void run(const RunArgs& a, const CLI::App& sub) {
   o.data_file = a.data;
   o.seed = a.seed;
   o.optimizer.kind = pw::exec::parse_optimizer_kind(a.optimizer, "--optimizer");
-  if (!(a.lr > 0)) throw pw::InputError("--lr: expected a value > 0");
-  o.optimizer.lr = a.lr;
+  if (sub.count("--lr") > 0 && !(a.lr > 0)) throw pw::InputError("--lr: expected a value > 0");
+  o.optimizer.lr = a.lr > 0 ? a.lr : pw::exec::default_learning_rate(o.optimizer.kind);
   o.vertical_sync = a.vertical_sync;
   if (a.vertical_sync && pw::planner::is_synchronous(plan.schedule))
     throw pw::InputError("--vertical-sync: applies to pipedream-async / 2bw only");
@@ -123,7 +124,7 @@ void run(const RunArgs& a, const CLI::App& sub) {
 
   // Validated before the banner and before anything is allocated (tools/flag_checks.h).
   pw::tools::check_fits_in_memory(model, plan.micro_batch_size, plan.num_micro_batches,
-                                  "--micro-batch-size and the model's sizes");
+                                  "--micro-batch and the model's sizes");
   (void)pw::exec::make_data_source(model, o.data_file, o.seed, "--data");
 
   const int devices = plan.num_stages() / plan.chunks;
@@ -248,7 +249,8 @@ pw::tools::CommandRegistrar reg("run", [](CLI::App& app) {
   sub->add_option("--model", a->model, "gpt | mlp | default | a model JSON (quick form; with --plan: the plan's model)");
   sub->add_option("--stages", a->stages, "quick form: pipeline stages (an even split of the layers)");
   sub->add_option("--micro-batches", a->micro_batches, "quick form: micro-batches per step");
-  sub->add_option("--micro-batch-size", a->micro_batch_size, "quick form: samples per micro-batch (default batch / M)");
+  sub->add_option("--micro-batch,--micro-batch-size", a->micro_batch_size,
+                  "quick form: samples per micro-batch (default batch / M)");
   sub->add_option("--schedule", a->schedule, "quick form: gpipe | 1f1b | zb-h1 | zb-h2 | interleaved-1f1b | pipedream-async | 2bw")
       ->capture_default_str();
   sub->add_option("--chunks", a->chunks, "quick form: model chunks per worker (interleaved; default 2)");
@@ -259,7 +261,7 @@ pw::tools::CommandRegistrar reg("run", [](CLI::App& app) {
                   "extra steps first, trained but not timed or reported (default: 10 with --compare, else 0)");
   sub->add_option("--data", a->data, "text file for gpt (default /usr/share/common-licenses/GPL-3)");
   sub->add_option("--optimizer", a->optimizer, "sgd (momentum 0.9) | adam")->capture_default_str();
-  sub->add_option("--lr", a->lr, "learning rate")->capture_default_str();
+  sub->add_option("--lr", a->lr, "learning rate (default: adam 0.003, sgd 0.05)");
   sub->add_option("--seed", a->seed, "seed of initialization and data")->capture_default_str();
   sub->add_option("--threads", a->threads, "OpenMP threads per worker (default: its cores)");
   sub->add_flag("--vertical-sync", a->vertical_sync, "pipedream-async: PipeDream vertical sync of weight versions");

@@ -20,6 +20,7 @@
 #include "exec/data.h"
 #include "exec/parallel.h"
 #include "exec/trainer.h"
+#include "models/defaults.h"
 #include "models/error.h"
 #include "tools/command_registry.h"
 #include "tools/flag_checks.h"
@@ -36,7 +37,7 @@ struct TrainArgs {
   int64_t batch = 0;
   int64_t micro_batch = 0;
   double lr = -1;
-  std::string optimizer = "adam";
+  std::string optimizer = pw::models::kDefaultOptimizer;
   double weight_decay = 0;
   std::string data;
   uint64_t seed = 1;
@@ -85,7 +86,7 @@ void run(const TrainArgs& a, const CLI::App& sub) {
   o.batch = sub.count("--batch") > 0 ? a.batch : src.model.batch();
   o.micro_batch = a.micro_batch;
   o.optimizer.kind = pw::exec::parse_optimizer_kind(a.optimizer, "--optimizer");
-  o.optimizer.lr = a.lr >= 0 ? a.lr : (o.optimizer.kind == pw::exec::OptimizerKind::adam ? 3e-3 : 0.05);
+  o.optimizer.lr = a.lr >= 0 ? a.lr : pw::exec::default_learning_rate(o.optimizer.kind);
   if (sub.count("--lr") > 0 && !(a.lr > 0)) throw pw::InputError("--lr: expected a value > 0");
   o.optimizer.weight_decay = a.weight_decay;
   o.data_file = a.data;

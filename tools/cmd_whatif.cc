@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -67,8 +68,8 @@ void add_model_flags(CLI::App* sub, CommonArgs& a) {
   sub->add_flag("--json", a.json, "print rows as JSON");
   sub->add_option("--svg", a.svg, "write the study's pictures to this SVG file");
   sub->add_option("--threads", a.threads, "worker threads (default: all hardware threads)");
-  sub->add_flag("--progress", a.progress, "draw a progress bar on stderr even when it is not a terminal");
-  sub->add_flag("--no-progress", a.no_progress, "no progress bar");
+  sub->add_flag("--progress", a.progress, "progress lines on a pipe from the start (default there: a line every 10% or 10 s once a run takes over 1 s)");
+  sub->add_flag("--no-progress", a.no_progress, "no progress output");
 }
 
 void finish_common(CommonArgs& a) {
@@ -79,7 +80,7 @@ void finish_common(CommonArgs& a) {
   pw::whatif::validate_config(a.cfg, "");
 }
 
-bool show_progress(const CommonArgs& a) { return !a.no_progress && (a.progress || isatty(STDERR_FILENO)); }
+pw::whatif::ProgressMode show_progress(const CommonArgs& a) { return pw::whatif::progress_mode(a.progress, a.no_progress); }
 
 std::string gib(int64_t bytes) {
   char buf[32];
@@ -129,8 +130,6 @@ void run_max_model(MaxModelArgs& a) {
   std::vector<pw::whatif::MaxModelResult> rows =
       pw::whatif::max_model_study(c, a.devices, a.max_layers, a.common.threads, show_progress(a.common));
   pw::whatif::Table t = pw::whatif::max_model_table(rows);
-  std::string svg;
-  if (!a.common.svg.empty()) svg = pw::whatif::max_model_svg(rows, "Largest model that fits: " + model_title(c));
   if (a.common.json) {
     std::cout << pw::whatif::rows_to_json(t).dump(2) << "\n";
   } else {
@@ -155,7 +154,9 @@ void run_max_model(MaxModelArgs& a) {
     for (const auto& r : rows)
       if (!r.reason.empty()) std::cout << "note: " << r.reason << "\n";
   }
-  if (!svg.empty()) pw::write_file_atomic(a.common.svg, svg);
+  std::cout.flush();  // results are out before the picture is drawn
+  if (!a.common.svg.empty())
+    pw::write_file_atomic(a.common.svg, pw::whatif::max_model_svg(rows, "Largest model that fits: " + model_title(c)));
 }
 
 // ---- throughput ----
@@ -207,8 +208,6 @@ void run_throughput(ThroughputArgs& a) {
   const std::string title = a.profile.empty() ? model_title(c)
                                               : "profile of " + measured.model + ", batch " + std::to_string(c.batch) +
                                                     " on " + c.device;
-  std::string svg;
-  if (!a.common.svg.empty()) svg = pw::whatif::throughput_svg(cells, "Throughput vs micro-batches: " + title);
   if (a.common.json) {
     std::cout << pw::whatif::rows_to_json(t).dump(2) << "\n";
   } else {
@@ -231,7 +230,9 @@ void run_throughput(ThroughputArgs& a) {
     }
     std::cout << "throughput grid: " << title << ", recompute " << c.recompute << "\n" << pw::whatif::to_text(v);
   }
-  if (!svg.empty()) pw::write_file_atomic(a.common.svg, svg);
+  std::cout.flush();  // results are out before the picture is drawn
+  if (!a.common.svg.empty())
+    pw::write_file_atomic(a.common.svg, pw::whatif::throughput_svg(cells, "Throughput vs micro-batches: " + title));
 }
 
 // ---- sweep ----
@@ -249,33 +250,24 @@ struct SweepArgs {
 void run_sweep_cmd(SweepArgs& a) {
   if (a.threads < 0) throw pw::InputError("--threads: expected an integer >= 0");
   pw::whatif::SweepSpec spec = pw::whatif::load_sweep_spec(a.spec);
+  for (const char* ext : {".csv", ".json"}) {
+    std::error_code ec;
+    if (!a.output.empty() && std::filesystem::equivalent(a.output + ext, a.spec, ec))
+      throw pw::InputError("-o: " + a.output + ext + " is the --spec file; choose another prefix");
+  }
   pw::whatif::expand_sweep(spec);  // invalid combinations fail before any work
+  // So does a chart that could not be drawn.
+  std::string x;
+  if (!a.svg.empty()) x = pw::whatif::check_sweep_chart(spec.axes, pw::whatif::whatif_result_columns(), a.svg_x, a.svg_metric);
   pw::whatif::SweepOptions o;
   o.threads = a.threads;
-  o.progress = !a.no_progress && (a.progress || isatty(STDERR_FILENO));
+  o.progress = pw::whatif::progress_mode(a.progress, a.no_progress);
   pw::whatif::EvalOptions eo;
   eo.simulate = !a.no_simulate;
   pw::whatif::Table t = pw::whatif::run_sweep(
       spec, pw::whatif::whatif_result_columns(),
       [&](const WhatifConfig& c) { return pw::whatif::whatif_result_row(pw::whatif::evaluate_whatif(c, eo)); }, o);
-  std::string svg;
-  if (!a.svg.empty()) {
-    std::vector<std::string> axes;
-    for (const auto& ax : spec.axes) axes.push_back(ax.name);
-    std::string x = a.svg_x;
-    if (x.empty()) {
-      for (const auto& ax : spec.axes)
-        if (ax.name == "devices") x = ax.name;
-      if (x.empty())
-        for (const auto& ax : spec.axes)
-          if (ax.values.front().is_number()) {
-            x = ax.name;
-            break;
-          }
-      if (x.empty()) throw pw::InputError("--svg: the sweep has no numeric axis to put on the x axis");
-    }
-    svg = pw::whatif::sweep_svg(t, axes, x, a.svg_metric, "Sweep " + a.spec + ": " + a.svg_metric);
-  }
+  // Results first: they are written even if the picture then fails.
   Json result = pw::whatif::sweep_result_json(spec, t);
   if (a.json) std::cout << result.dump(2) << "\n";
   else if (a.output.empty()) std::cout << pw::whatif::to_text(t);
@@ -283,7 +275,11 @@ void run_sweep_cmd(SweepArgs& a) {
     pw::write_file_atomic(a.output + ".csv", pw::whatif::to_csv(t));
     pw::save_json_file(a.output + ".json", result);
   }
-  if (!svg.empty()) pw::write_file_atomic(a.svg, svg);
+  if (!a.svg.empty()) {
+    std::vector<std::string> axes;
+    for (const auto& ax : spec.axes) axes.push_back(ax.name);
+    pw::write_file_atomic(a.svg, pw::whatif::sweep_svg(t, axes, x, a.svg_metric, "Sweep " + a.spec + ": " + a.svg_metric));
+  }
   int feasible = 0;
   const int fi = t.column("feasible");
   for (const auto& r : t.rows) feasible += r[fi] == true;
@@ -331,8 +327,8 @@ pw::tools::CommandRegistrar reg("whatif", [](CLI::App& app) {
   s->add_option("--svg-metric", sw->svg_metric, "result column on the y axis")->capture_default_str();
   s->add_option("--threads", sw->threads, "worker threads (default: all hardware threads)");
   s->add_flag("--no-simulate", sw->no_simulate, "planner predictions only (faster)");
-  s->add_flag("--progress", sw->progress, "draw a progress bar on stderr even when it is not a terminal");
-  s->add_flag("--no-progress", sw->no_progress, "no progress bar");
+  s->add_flag("--progress", sw->progress, "progress lines on a pipe from the start (default there: a line every 10% or 10 s once a run takes over 1 s)");
+  s->add_flag("--no-progress", sw->no_progress, "no progress output");
   s->callback([sw] { run_sweep_cmd(*sw); });
 
   pw::tools::add_whatif_best(sub);

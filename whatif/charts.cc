@@ -118,6 +118,50 @@ std::string throughput_svg(const std::vector<ThroughputCell>& cells, const std::
   return stack_svgs_vertically(svgs);
 }
 
+namespace {
+
+InputError too_many_lines(size_t lines, const std::string& x_axis) {
+  return InputError("--svg: the sweep has " + std::to_string(lines) + " lines (combinations of the axes other than " +
+                    x_axis + "); at most 10 can be drawn");
+}
+
+}  // namespace
+
+std::string check_sweep_chart(const std::vector<SweepAxis>& axes, const std::vector<std::string>& result_columns,
+                              const std::string& x_axis, const std::string& metric) {
+  auto all_numbers = [](const SweepAxis& a) {
+    return std::all_of(a.values.begin(), a.values.end(), [](const Json& v) { return v.is_number(); });
+  };
+  auto is_result = [&](const std::string& c) {
+    return std::find(result_columns.begin(), result_columns.end(), c) != result_columns.end();
+  };
+  const SweepAxis* x = nullptr;
+  std::string x_name = x_axis;
+  for (const SweepAxis& a : axes)
+    if (a.name == x_axis || (x_axis.empty() && a.name == "devices")) x = &a;
+  if (x_axis.empty() && x == nullptr)
+    for (const SweepAxis& a : axes)
+      if (all_numbers(a)) {
+        x = &a;
+        break;
+      }
+  if (x_axis.empty() && x == nullptr) throw InputError("--svg: the sweep has no numeric axis to put on the x axis");
+  if (x != nullptr) {
+    x_name = x->name;
+    if (!all_numbers(*x)) throw InputError("--svg-x: column \"" + x_name + "\" is not numeric");
+  } else if (!is_result(x_name)) {
+    throw InputError("--svg-x: no column \"" + x_name + "\" in the sweep");
+  }
+  bool metric_is_axis = false;
+  for (const SweepAxis& a : axes) metric_is_axis = metric_is_axis || a.name == metric;
+  if (!metric_is_axis && !is_result(metric)) throw InputError("--svg-metric: no column \"" + metric + "\" in the sweep");
+  size_t lines = 1;
+  for (const SweepAxis& a : axes)
+    if (a.name != x_name) lines *= std::max<size_t>(a.values.size(), 1);
+  if (lines > 10) throw too_many_lines(lines, x_name);
+  return x_name;
+}
+
 std::string sweep_svg(const Table& t, const std::vector<std::string>& axes, const std::string& x_axis,
                       const std::string& metric, const std::string& title) {
   const int xi = t.column(x_axis), yi = t.column(metric), fi = t.column("feasible");
@@ -145,9 +189,7 @@ std::string sweep_svg(const Table& t, const std::vector<std::string>& axes, cons
     lines[key].x.push_back(x);
     lines[key].y.push_back(row[yi].get<double>());
   }
-  if (order.size() > 10)
-    throw InputError("--svg: the sweep has " + std::to_string(order.size()) +
-                     " lines (combinations of the axes other than " + x_axis + "); at most 10 can be drawn");
+  if (order.size() > 10) throw too_many_lines(order.size(), x_axis);
   LineChart lc;
   lc.title = title;
   lc.x_label = x_axis;

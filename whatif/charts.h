@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "whatif/max_model.h"
+#include "whatif/sweep.h"
 #include "whatif/table.h"
 #include "whatif/throughput.h"
 
@@ -21,6 +22,12 @@ namespace pw::whatif {
 
 std::string max_model_svg(const std::vector<MaxModelResult>& rows, const std::string& title);
 std::string throughput_svg(const std::vector<ThroughputCell>& cells, const std::string& title);
+// Checks, before a sweep computes anything, that its chart can be drawn, and returns the x axis:
+// `x_axis` or, when empty, "devices" if it is an axis, else the first axis with numeric values.
+// Throws InputError naming the flag when x is not a numeric axis or result column, when
+// `metric` is not a column, or when the axes other than x make more than 10 lines.
+std::string check_sweep_chart(const std::vector<SweepAxis>& axes, const std::vector<std::string>& result_columns,
+                              const std::string& x_axis, const std::string& metric);
 // `x_axis`: a column of `t` with numeric values; series are keyed by the other `axes` columns.
 std::string sweep_svg(const Table& t, const std::vector<std::string>& axes, const std::string& x_axis,
                       const std::string& metric, const std::string& title);

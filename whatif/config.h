@@ -26,6 +26,7 @@
 #include <string_view>
 #include <vector>
 
+#include "models/defaults.h"
 #include "models/json_util.h"
 
 namespace pw::whatif {
@@ -46,10 +47,10 @@ struct WhatifConfig {
   bool tied_embeddings = false;
 
   int devices = 8;
-  std::string device = "a100-80g";
-  int devices_per_node = 8;
-  std::string intra_node = "nvlink3";
-  std::string interconnect = "ib-100g";
+  std::string device = models::kDefaultDevice;
+  int devices_per_node = models::kDefaultDevicesPerNode;
+  std::string intra_node = models::kDefaultIntraNode;
+  std::string interconnect = models::kDefaultInterconnect;
   bool free_transfers = false;         // every transfer costs 0 ns (idealized, as in GPipe's tables)
 
   int64_t batch = 64;
@@ -59,7 +60,7 @@ struct WhatifConfig {
   std::string optimizer = "adam-mixed";
   std::string partitioner = "dp";
   bool bf16 = true;
-  double efficiency = 0.5;
+  double efficiency = models::kDefaultEfficiency;
 };
 
 // Every setting name, in the canonical order used for sweep axes and table columns.

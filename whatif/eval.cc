@@ -38,15 +38,7 @@ models::Cluster build_whatif_cluster(const WhatifConfig& c) {
   std::string name = std::to_string(c.devices) + "x" + c.device;
   if (c.free_transfers)  // no latency and a bandwidth that makes any payload take 0 ns
     return models::Cluster(name + "-free", dev, {{"free", c.devices, 1e30, 0}});
-  if (c.devices <= c.devices_per_node)
-    return models::Cluster(name, dev, {{"node", c.devices, intra.bandwidth_bytes_per_s, intra.latency_ns}});
-  if (c.devices % c.devices_per_node != 0)
-    throw InputError("devices: " + std::to_string(c.devices) + " is not a multiple of devices_per_node = " +
-                     std::to_string(c.devices_per_node));
-  const models::LinkSpec& inter = models::find_link(c.interconnect);
-  return models::Cluster(name + "-" + c.interconnect, dev,
-                         {{"node", c.devices_per_node, intra.bandwidth_bytes_per_s, intra.latency_ns},
-                          {"network", c.devices / c.devices_per_node, inter.bandwidth_bytes_per_s, inter.latency_ns}});
+  return models::make_node_cluster(dev, c.devices, c.devices_per_node, intra, models::find_link(c.interconnect));
 }
 
 models::Profile build_whatif_profile(const models::Model& model, const WhatifConfig& c) {

@@ -141,7 +141,7 @@ MaxModelResult find_max_model(const WhatifConfig& config, MaxModelMode mode, int
 }
 
 std::vector<MaxModelResult> max_model_study(const WhatifConfig& config, const std::vector<int>& devices,
-                                            int64_t max_size, int threads, bool progress) {
+                                            int64_t max_size, int threads, ProgressMode progress) {
   max_model_size_setting(config.family);
   if (devices.empty()) throw InputError("--devices: expected at least one device count");
   std::vector<WhatifConfig> configs{config};

@@ -24,6 +24,7 @@
 
 #include "models/json_util.h"
 #include "whatif/config.h"
+#include "whatif/runner.h"
 #include "whatif/table.h"
 
 namespace pw::whatif {
@@ -70,7 +71,8 @@ MaxModelResult find_max_model(const WhatifConfig& config, MaxModelMode mode, int
 // with layers = 0 and its reason; when no configuration fits at all, the first one's
 // Infeasible is thrown.
 std::vector<MaxModelResult> max_model_study(const WhatifConfig& config, const std::vector<int>& devices,
-                                            int64_t max_size = 1 << 20, int threads = 0, bool progress = false);
+                                            int64_t max_size = 1 << 20, int threads = 0,
+                                            ProgressMode progress = ProgressMode::off);
 
 // Table columns: devices, mode, layers, parameters, weights_optimizer_bytes, activation_bytes,
 // memory_bytes, device_memory_bytes, stages, micro_batches, micro_batch_size,

@@ -20,6 +20,7 @@
 
 #include "models/json_util.h"
 #include "whatif/config.h"
+#include "whatif/runner.h"
 #include "whatif/table.h"
 
 namespace pw::whatif {
@@ -59,7 +60,7 @@ using SweepEvaluator = std::function<Json(const WhatifConfig&)>;
 
 struct SweepOptions {
   int threads = 0;                   // 0 = available_threads()
-  bool progress = false;             // draw a progress bar on progress_out
+  ProgressMode progress = ProgressMode::off;  // progress on progress_out (whatif/runner.h)
   std::FILE* progress_out = stderr;
 };
 

@@ -20,6 +20,7 @@
 #include "models/profile.h"
 #include "whatif/config.h"
 #include "whatif/max_model.h"
+#include "whatif/runner.h"
 #include "whatif/table.h"
 
 namespace pw::whatif {
@@ -33,7 +34,7 @@ struct ThroughputRequest {
   int baseline_micro_batches = 0;
   std::string baseline_schedule;
   int threads = 0;                      // 0 = available_threads()
-  bool progress = false;                // progress bar on stderr
+  ProgressMode progress = ProgressMode::off;  // progress on stderr (whatif/runner.h)
   const models::Profile* profile = nullptr;  // measured profile instead of the analytic one
 };
 

@@ -1,10 +1,14 @@
 #include "exec/profile/machine_cluster.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <map>
 
+#include "exec/profiler.h"
+#include "models/device.h"
 #include "models/error.h"
 
 namespace pw::exec {
@@ -42,6 +46,21 @@ double measure_copy_bandwidth() {
   }
   std::sort(rates.begin(), rates.end());
   return rates[rates.size() / 2];
+}
+
+models::DeviceSpec this_machine_core(int64_t memory_bytes) {
+  const int cores = Machine::instance().num_cores();
+  models::DeviceSpec dev = models::find_device("cpu-core-avx2");
+  dev.name = cpu_model_name() + " core";
+  dev.source = "this machine (peak rates: the catalog's cpu-core-avx2)";
+  dev.memory_bytes = memory_bytes > 0 ? memory_bytes
+                                      : static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE) / cores;
+  return dev;
+}
+
+models::Cluster this_machine_cluster(int64_t memory_bytes) {
+  const double bw = measure_copy_bandwidth();
+  return machine_cluster(Machine::instance(), this_machine_core(memory_bytes), bw, bw);
 }
 
 }  // namespace pw::exec

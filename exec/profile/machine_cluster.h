@@ -28,6 +28,15 @@ models::Cluster cluster_from_packages(const std::vector<int>& package_of_core, c
 models::Cluster machine_cluster(const Machine& machine, const models::DeviceSpec& device, double socket_bytes_per_s,
                                 double machine_bytes_per_s);
 
+// One core of this machine as a device: named after the CPU ("<model> core"), with `memory_bytes`
+// (0: the machine's RAM divided by its cores) and the catalog's "cpu-core-avx2" peak rates —
+// an estimate that only analytic costs use (a measured profile carries its own times), set so
+// the device is one the cluster reader accepts.
+models::DeviceSpec this_machine_core(int64_t memory_bytes = 0);
+
+// The cluster of this machine: this_machine_core devices, copy bandwidth measured once.
+models::Cluster this_machine_cluster(int64_t memory_bytes = 0);
+
 // Bytes per second of copying a 16 MiB buffer on the calling thread (median of 5).
 double measure_copy_bandwidth();
 

@@ -159,7 +159,7 @@ TEST_CASE("bad input 4: sizes that would be allocated are checked against this m
     a.insert(a.end(), extra.begin(), extra.end());
     return a;
   };
-  expect_rejected(run_cli(with({"--micro-batch-size", "1e9"})), 2, {"--micro-batch-size", "memory"});
+  expect_rejected(run_cli(with({"--micro-batch-size", "1e9"})), 2, {"--micro-batch and", "memory"});
   expect_rejected(run_cli(with({"--vocab", "1e9"})), 2, {"--vocab", "[1, 16777216]"});
   expect_rejected(run_cli(with({"--d-model", "1e9"})), 2, {"--d-model"});
   expect_rejected(run_cli(with({"--threads", "1000000000"})), 2, {"--threads", "cores"});

@@ -158,3 +158,58 @@ TEST_CASE("plan --model: zoo sizing flags shape the model, and its own batch is 
   CHECK(bad.rc == 2);
   CHECK(bad.err.find("--layers: sizing options apply to a zoo family") != std::string::npos);
 }
+
+namespace {
+
+// The plan's stage count, micro-batch count and iteration time, then `whatif throughput` on
+// that same (K, M) cell with the same extra flags: the two commands share one set of defaults
+// (models/defaults.h), so they must agree.
+void expect_plan_matches_whatif(const std::vector<std::string>& model, const std::vector<std::string>& plan_extra,
+                                const std::vector<std::string>& whatif_extra) {
+  std::vector<std::string> plan = {"plan", "--model", "gpt", "--device", "a100-80g", "--devices", "8", "--json",
+                                   "--schedule", "1f1b", "--recompute", "on"};
+  plan.insert(plan.end(), model.begin(), model.end());
+  plan.insert(plan.end(), plan_extra.begin(), plan_extra.end());
+  CliResult pr = run_cli(plan);
+  CAPTURE(pr.err);
+  REQUIRE(pr.rc == 0);
+  const pw::planner::Plan p = pw::planner::plan_from_json(Json::parse(pr.out));
+  std::vector<std::string> whatif = {"whatif", "throughput", "--family", "gpt", "-K", std::to_string(p.num_stages()),
+                                     "-M", std::to_string(p.num_micro_batches), "--schedules", "1f1b",
+                                     "--recompute", "on", "--json", "--no-progress"};
+  whatif.insert(whatif.end(), model.begin(), model.end());
+  whatif.insert(whatif.end(), whatif_extra.begin(), whatif_extra.end());
+  CliResult wr = run_cli(whatif);
+  CAPTURE(wr.err);
+  REQUIRE(wr.rc == 0);
+  const Json cell = Json::parse(wr.out).at(0);
+  REQUIRE(cell.at("feasible") == true);
+  CHECK(cell.at("stages_used") == p.num_stages());
+  CHECK(cell.at("micro_batch_size") == p.micro_batch_size);
+  CHECK(cell.at("iteration_s").get<double>() == doctest::Approx(p.predicted.iteration_time_s).epsilon(0.01));
+  CHECK(cell.at("peak_memory_bytes").get<int64_t>() == p.predicted.peak_memory_bytes);
+}
+
+}  // namespace
+
+TEST_CASE("plan and whatif throughput agree for the same model, devices, precision and optimizer (issue 18)") {
+  // The 48x2048 GPT on 8 A100s, batch 256: once 63.1 s from plan (fp32, Adam, 1.25 GB/s) and
+  // 5.26 s from whatif (bf16, mixed Adam, NVLink). Both defaults now: bf16, adam priced as
+  // adam-mixed, NVLink inside the node.
+  const std::vector<std::string> gpt = {"--layers", "48", "--d-model", "2048", "--heads", "32", "--batch", "256"};
+  expect_plan_matches_whatif(gpt, {}, {});
+  expect_plan_matches_whatif(gpt, {"--partitioner", "even", "--micro-batches", "32"}, {"--partitioner", "even"});
+  // fp32 and plain Adam on both sides.
+  const std::vector<std::string> small = {"--layers", "8", "--d-model", "1024", "--heads", "16", "--batch", "64"};
+  expect_plan_matches_whatif(small, {"--dtype", "fp32", "--optimizer", "adam"}, {"--fp32", "--optimizer", "adam"});
+  // Two nodes of 4 joined by Ethernet: the links come from the same flags.
+  CliResult pr = run_cli({"plan", "--model", "gpt", "--layers", "8", "--device", "a100-80g", "--devices", "8",
+                          "--devices-per-node", "4", "--interconnect", "eth-25g", "--json"});
+  REQUIRE(pr.rc == 0);
+  CHECK(Json::parse(pr.out).at("cluster").at("name") == "8xa100-80g-eth-25g");
+  pw::test::expect_rejected(run_cli({"plan", "--model", "gpt", "--device", "a100-80g", "--devices", "8", "--bandwidth", "1e9",
+                           "--interconnect", "eth-25g"}),
+                  2, {"--bandwidth and --intra-node/--interconnect/--devices-per-node"});
+  pw::test::expect_rejected(run_cli({"plan", "--model", "gpt", "--device", "a100-80g", "--dtype", "fp16"}), 2,
+                  {"--dtype: expected fp32 or bf16, got \"fp16\""});
+}

@@ -116,6 +116,37 @@ TEST_CASE("whatif sweep: CSV and JSON with -o, one row per grid point") {
     CHECK(j["rows"][i + 1]["iteration_s"].get<double>() <= j["rows"][i]["iteration_s"].get<double>());
 }
 
+TEST_CASE("whatif sweep: a chart that cannot be drawn fails before computing; progress goes to a pipe as lines") {
+  ScratchDir dir;
+  // 1000 points, 200 lines per devices value: refused before the first point is evaluated
+  // (--progress would otherwise have printed a line), nothing written.
+  std::string big = dir.write("big.json", pw::test::slurp(std::string(PW_REPO_DIR) + "/bench/whatif_sweep_1000.json"));
+  CliResult r = run_cli({"whatif", "sweep", "--spec", big, "-o", dir.file("out"), "--svg", dir.file("s.svg"),
+                         "--progress"});
+  CHECK(r.rc == 2);
+  CHECK(r.err.find("--svg: the sweep has 200 lines (combinations of the axes other than devices)") != std::string::npos);
+  CHECK(r.err.find("sweep:") == std::string::npos);
+  CHECK(dir.entries() == std::vector<std::string>{"big.json"});
+
+  // stderr is a file here, not a terminal: progress comes as whole lines (from the start with
+  // --progress; without it, once a run takes over a second), the last at 100%.
+  std::string spec = dir.write("small.json", R"({"format": "pipewright.sweep/1",
+    "fixed": {"family": "gpt", "d_model": 512, "heads": 8, "seq": 256, "vocab": 1000, "batch": 8, "recompute": "on"},
+    "axes": {"layers": [4, 8], "devices": [1, 2, 4, 8, 16]}})");
+  // The results never overwrite the spec they came from.
+  expect_error(run_cli({"whatif", "sweep", "--spec", spec, "-o", dir.file("small")}), 2,
+               "-o: " + dir.file("small") + ".json is the --spec file", dir, {"big.json", "small.json"});
+  r = run_cli({"whatif", "sweep", "--spec", spec, "-o", dir.file("grid"), "--threads", "1", "--progress"});
+  CAPTURE(r.err);
+  REQUIRE(r.rc == 0);
+  CHECK(r.err.find('\r') == std::string::npos);
+  CHECK(r.err.find("sweep: 1/10 10% ") != std::string::npos);
+  CHECK(r.err.find("sweep: 10/10 100% ") != std::string::npos);
+  r = run_cli({"whatif", "sweep", "--spec", spec, "-o", dir.file("quiet"), "--no-progress"});
+  CHECK(r.rc == 0);
+  CHECK(r.err.find("sweep: 1/10") == std::string::npos);
+}
+
 TEST_CASE("whatif bad input: unknown device (2), empty axis (2), nothing fits (3), no files left") {
   ScratchDir dir;
   expect_error(run_cli({"whatif", "max-model", "--device", "tpu-v9", "--devices", "8", "--svg", dir.file("a.svg")}), 2,

@@ -60,7 +60,7 @@ TEST_CASE("max-model: naive < pipelined on one device, the result is the boundar
 
 TEST_CASE("max-model: layers grow linearly with the device count (8 to 128, within 5%)") {
   WhatifConfig c = uniform_gpt();
-  std::vector<MaxModelResult> rows = max_model_study(c, {8, 16, 32, 64, 128}, 1 << 20, 0, false);
+  std::vector<MaxModelResult> rows = max_model_study(c, {8, 16, 32, 64, 128}, 1 << 20, 0, ProgressMode::off);
   REQUIRE(rows.size() == 6);
   const double per_device_at_8 = static_cast<double>(rows[1].layers) / 8;
   CHECK(rows[1].layers >= 16);
@@ -86,14 +86,14 @@ TEST_CASE("max-model: nothing fits -> Infeasible, fixed-depth families -> InputE
   c.d_model = 8192;
   CHECK_THROWS_WITH_AS(find_max_model(c, MaxModelMode::pipelined), doctest::Contains("does not fit on 8 x tpu-v2-core"),
                        pw::Infeasible);
-  CHECK_THROWS_AS(max_model_study(c, {1, 8}, 1 << 20, 1, false), pw::Infeasible);
+  CHECK_THROWS_AS(max_model_study(c, {1, 8}, 1 << 20, 1, ProgressMode::off), pw::Infeasible);
   WhatifConfig v = uniform_gpt();
   v.family = "vgg16";
   CHECK_THROWS_WITH_AS(find_max_model(v, MaxModelMode::naive), doctest::Contains("fixed depth"), pw::InputError);
-  CHECK_THROWS_WITH_AS(max_model_study(uniform_gpt(), {}, 1 << 20, 1, false), doctest::Contains("--devices"),
+  CHECK_THROWS_WITH_AS(max_model_study(uniform_gpt(), {}, 1 << 20, 1, ProgressMode::off), doctest::Contains("--devices"),
                        pw::InputError);
   WhatifConfig odd = uniform_gpt();
-  CHECK_THROWS_WITH_AS(max_model_study(odd, {12}, 1 << 20, 1, false),
+  CHECK_THROWS_WITH_AS(max_model_study(odd, {12}, 1 << 20, 1, ProgressMode::off),
                        doctest::Contains("12 is not a multiple of devices_per_node = 8"), pw::InputError);
 }
 

@@ -2,13 +2,17 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
+#include <thread>
 
 #include "models/error.h"
+#include "whatif/charts.h"
 #include "whatif/runner.h"
 
 using namespace pw::whatif;
@@ -107,8 +111,8 @@ TEST_CASE("sweep spec file errors are prefixed with the file name") {
 TEST_CASE("run_sweep: rows in grid order, same table for 1 and 2 threads") {
   SweepSpec s = sweep_spec_from_json(spec_json());
   std::vector<std::string> cols = {"parameters", "feasible", "label"};
-  Table one = run_sweep(s, cols, fake_eval, {1, false, nullptr});
-  Table two = run_sweep(s, cols, fake_eval, {2, false, nullptr});
+  Table one = run_sweep(s, cols, fake_eval, {1, ProgressMode::off, nullptr});
+  Table two = run_sweep(s, cols, fake_eval, {2, ProgressMode::off, nullptr});
   CHECK(one.rows == two.rows);
   REQUIRE(one.rows.size() == 48);
   CHECK(one.columns == std::vector<std::string>{"point", "layers", "devices", "micro_batches", "schedule",
@@ -136,7 +140,7 @@ TEST_CASE("run_sweep: the error of the first failing point is reported") {
     if (c.layers == 96) throw InputError("bad point 96");
     return Json::object();
   };
-  CHECK_THROWS_WITH_AS(run_sweep(s, {}, eval, {2, false, nullptr}), "bad point 48/64", InputError);
+  CHECK_THROWS_WITH_AS(run_sweep(s, {}, eval, {2, ProgressMode::off, nullptr}), "bad point 48/64", InputError);
 }
 
 TEST_CASE("parallel_for runs every index once and rethrows the smallest failing index") {
@@ -171,6 +175,80 @@ TEST_CASE("progress bar rendering and output") {
   CHECK(s.back() == '\n');
   CHECK(s.front() == '\r');
   std::fclose(f);
+}
+
+namespace {
+std::string read_all(std::FILE* f) {
+  std::rewind(f);
+  std::string s;
+  char buf[512];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) s.append(buf, n);
+  return s;
+}
+}  // namespace
+
+TEST_CASE("progress lines for a pipe: one per tenth, then a heartbeat while nothing moves") {
+  std::FILE* f = std::tmpfile();
+  {
+    ProgressBar lines(f, 20, "sweep", ProgressMode::lines, std::chrono::milliseconds(0));
+    for (int i = 0; i < 20; ++i) lines.advance();
+    lines.finish();
+  }
+  std::string s = read_all(f);
+  CHECK(s.find('\r') == std::string::npos);
+  CHECK(std::count(s.begin(), s.end(), '\n') == 10);
+  CHECK(s.rfind("sweep: 2/20 10% ", 0) == 0);
+  CHECK(s.find("sweep: 20/20 100% ") != std::string::npos);
+  std::fclose(f);
+
+  // Few, slow items: the heartbeat line shows the computation is alive.
+  f = std::tmpfile();
+  {
+    ProgressBar slow(f, 3, "max-model", ProgressMode::lines, std::chrono::milliseconds(20));
+    for (int waited = 0; waited < 10000 && std::ftell(f) == 0; waited += 10)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    slow.advance(3);
+    slow.finish();
+  }
+  s = read_all(f);
+  CHECK(s.rfind("max-model: 0/3 0% ", 0) == 0);
+  CHECK(s.find("max-model: 3/3 100% ") != std::string::npos);
+  std::fclose(f);
+
+  // lines_when_slow: a quick run prints nothing at all.
+  f = std::tmpfile();
+  {
+    ProgressBar quick(f, 4, "sweep", ProgressMode::lines_when_slow, std::chrono::milliseconds(0));
+    quick.advance(4);
+    quick.finish();
+  }
+  CHECK(read_all(f).empty());
+  std::fclose(f);
+
+  ProgressBar off(nullptr, 5, "x", ProgressMode::lines);
+  off.advance(5);
+  off.finish();
+  CHECK(off.done() == 5);
+}
+
+TEST_CASE("a sweep chart is checked before the sweep computes") {
+  std::vector<SweepAxis> axes{{"layers", {8, 16}}, {"devices", {2, 4}}, {"schedule", {"1f1b", "zb-h1"}}};
+  const std::vector<std::string> results{"feasible", "throughput_samples_per_s", "iteration_s"};
+  CHECK(check_sweep_chart(axes, results, "", "throughput_samples_per_s") == "devices");
+  CHECK(check_sweep_chart(axes, results, "layers", "iteration_s") == "layers");
+  CHECK_THROWS_WITH_AS(check_sweep_chart(axes, results, "schedule", "iteration_s"),
+                       "--svg-x: column \"schedule\" is not numeric", InputError);
+  CHECK_THROWS_WITH_AS(check_sweep_chart(axes, results, "", "speed"), "--svg-metric: no column \"speed\" in the sweep",
+                       InputError);
+  CHECK_THROWS_WITH_AS(check_sweep_chart(axes, results, "batch", "iteration_s"),
+                       "--svg-x: no column \"batch\" in the sweep", InputError);
+  axes.push_back({"batch", {8, 16, 32}});
+  CHECK_THROWS_WITH_AS(check_sweep_chart(axes, results, "", "iteration_s"),
+                       "--svg: the sweep has 12 lines (combinations of the axes other than devices); at most 10 can "
+                       "be drawn",
+                       InputError);
+  CHECK_THROWS_WITH_AS(check_sweep_chart({{"schedule", {"1f1b"}}}, results, "", "iteration_s"),
+                       "--svg: the sweep has no numeric axis to put on the x axis", InputError);
 }
 
 TEST_CASE("table renderings") {
