@@ -133,7 +133,10 @@ Json chrome_trace_json(const Trace& t) {
                   {"tid", m.device},
                   {"ts", us(m.time_ns)},
                   {"args", {{"bytes", m.bytes}}}});
-  return Json{{"traceEvents", std::move(ev)}, {"displayTimeUnit", "ns"}, {"otherData", {{"source", t.source}}}};
+  return Json{{"format", "pipewright.chrome-trace/1"},
+              {"traceEvents", std::move(ev)},
+              {"displayTimeUnit", "ns"},
+              {"otherData", {{"source", t.source}}}};
 }
 
 namespace {

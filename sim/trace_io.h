@@ -3,7 +3,8 @@
 // - to_json / trace_from_json: {"format": "pipewright.trace/1", "source", "num_devices",
 //   "events": [{"device", "op", "stage", "micro_batch", "iteration", "start_ns", "end_ns",
 //   ["bytes", "dst_device", "transfer": true]}], "memory": [[device, time_ns, bytes], ...]}.
-// - chrome_trace_json: Chrome trace-event JSON (Perfetto, chrome://tracing): process 0
+// - chrome_trace_json: Chrome trace-event JSON (Perfetto, chrome://tracing), tagged
+//   "format": "pipewright.chrome-trace/1" (viewers ignore unknown top-level keys): process 0
 //   "devices" has one thread (track) per device with complete ("X") events named "F3",
 //   "B3", "W3", "BW3", "step", "allreduce" (3 = micro-batch); process 1 "transfers" has
 //   one track per directed link "d0->d1"; memory as counter ("C") events per device.

@@ -183,7 +183,8 @@ void run(const RunArgs& a, const CLI::App& sub) {
       if (a.compare && !r.stopped) s["predicted_peak_memory_bytes"] = cmp.peak_memory_bytes.at(d);
       stages.push_back(s);
     }
-    pw::Json j{{"model", model.name()},
+    pw::Json j{{"format", "pipewright.run-result/1"},
+               {"model", model.name()},
                {"schedule", info.schedule},
                {"stages", plan.num_stages()},
                {"workers", devices},

@@ -147,7 +147,8 @@ void run(const TrainArgs& a, const CLI::App& sub) {
   if (r.stopped && tty) std::fprintf(stderr, "\n");
 
   if (a.json) {
-    pw::Json j{{"model", src.model.name()},
+    pw::Json j{{"format", "pipewright.train-result/1"},
+               {"model", src.model.name()},
                {"steps", o.steps},
                {"batch", o.batch},
                {"micro_batch", o.micro_batch == 0 ? o.batch : o.micro_batch},

@@ -87,6 +87,19 @@ class SchemasDescribeOutputs(unittest.TestCase):
                          "plan --json")
             check_stdout(cli("simulate", "--plan", p("plan.json"), "--profile", p("profile.json"), "--json",
                              "--trace", p("chrome.json")), "simulate --json")
+            check_file(p("chrome.json"))
+            small_gpt = ("--layers", "4", "--d-model", "64", "--heads", "4", "--seq", "32", "--vocab", "100")
+            check_stdout(cli("whatif", "throughput", "--family", "gpt", *small_gpt, "--batch", "8", "-K", "1,2",
+                             "-M", "2", "--json", "--no-progress"), "whatif throughput --json")
+            check_stdout(cli("whatif", "max-model", "--family", "gpt", "--d-model", "64", "--heads", "4", "--seq",
+                             "32", "--vocab", "100", "--batch", "8", "--devices", "1,2", "--max-layers", "64",
+                             "--json", "--no-progress"), "whatif max-model --json")
+            check_stdout(cli("cluster", "--device", "a100-80g", "--devices", "16", "--json"), "cluster --json")
+            if "train" in cli("--help"):  # the executor is built
+                check_stdout(cli("train", "--model", "gpt", *small_gpt, "--steps", "2", "--json"), "train --json")
+                check_stdout(cli("run", "--model", "gpt", *small_gpt, "--stages", "2", "--micro-batches", "2",
+                                 "--steps", "2", "--json", "--trace", p("run-chrome.json")), "run --json")
+                check_file(p("run-chrome.json"))
             check_stdout(cli("simulate", "--uniform", "--stages", "2", "--micro-batches", "4", "--t-f", "1",
                              "--t-b", "1", "--json"), "simulate --uniform --json")
             with open(p("s.csv"), "w") as f:
@@ -109,7 +122,8 @@ class SchemasDescribeOutputs(unittest.TestCase):
                     seen.add(validate(doc, data))
         self.assertTrue({"pipewright.model/1", "pipewright.profile/1", "pipewright.plan/1", "pipewright.report/1",
                          "pipewright.schedule/1", "pipewright.sweep/1", "pipewright.sweep-result/1",
-                         "pipewright.model-summary/1"} <= seen, seen)
+                         "pipewright.model-summary/1", "pipewright.chrome-trace/1", "pipewright.whatif-rows/1",
+                         "pipewright.cluster/1"} <= seen, seen)
 
     def test_cluster_and_trace_documents(self):
         # The cluster and trace formats are read by the tool; documents it accepts validate.

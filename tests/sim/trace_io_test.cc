@@ -24,6 +24,7 @@ sim::SimResult traced(planner::ScheduleKind kind, int p, int m, int v = 1) {
 TEST_CASE("chrome trace: metadata, one track per device, ops named F3/B3/W3/BW3, transfers on their own tracks") {
   const auto r = traced(planner::ScheduleKind::zb_h1, 3, 4);
   const Json j = Json::parse(sim::chrome_trace_json(r.trace).dump());
+  CHECK(j.at("format") == "pipewright.chrome-trace/1");  // viewers ignore unknown top-level keys
   REQUIRE(j.contains("traceEvents"));
   REQUIRE(j["traceEvents"].is_array());
   std::set<int> device_tracks, transfer_tracks;

@@ -182,7 +182,7 @@ void expect_plan_matches_whatif(const std::vector<std::string>& model, const std
   CliResult wr = run_cli(whatif);
   CAPTURE(wr.err);
   REQUIRE(wr.rc == 0);
-  const Json cell = Json::parse(wr.out).at(0);
+  const Json cell = Json::parse(wr.out).at("rows").at(0);
   REQUIRE(cell.at("feasible") == true);
   CHECK(cell.at("stages_used") == p.num_stages());
   CHECK(cell.at("micro_batch_size") == p.micro_batch_size);

@@ -27,7 +27,9 @@ Json gpt_cell(int64_t l, int64_t h, int64_t heads, int64_t s, int64_t v, int64_t
                          "-M", "1", "--recompute", "on", "--partitioner", "gpipe-greedy", "--device", "a100-80g", "--json"});
   CAPTURE(r.err);
   REQUIRE(r.rc == 0);
-  Json rows = Json::parse(r.out);
+  const Json doc = Json::parse(r.out);
+  CHECK(doc.at("format") == "pipewright.whatif-rows/1");
+  Json rows = doc.at("rows");
   REQUIRE(rows.size() == 1);
   REQUIRE(rows[0]["feasible"] == true);
   return rows[0];
@@ -66,7 +68,9 @@ TEST_CASE("whatif max-model --json: rows per device count, naive < pipelined, SV
                          "--optimizer", "adam", "--micro-batches", "16", "--json", "--svg", dir.file("mm.svg")});
   CAPTURE(r.err);
   REQUIRE(r.rc == 0);
-  Json rows = Json::parse(r.out);
+  const Json doc = Json::parse(r.out);
+  CHECK(doc.at("format") == "pipewright.whatif-rows/1");
+  Json rows = doc.at("rows");
   REQUIRE(rows.size() == 4);
   for (const char* key : {"devices", "mode", "layers", "parameters", "weights_optimizer_bytes", "activation_bytes"})
     for (const Json& row : rows) CHECK(row.contains(key));
