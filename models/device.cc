@@ -90,9 +90,11 @@ DeviceSpec device_from_json(const Json& j, const std::string& path) {
   require_object(j, path);
   DeviceSpec d;
   d.name = get_string(j, "name", path);
-  d.peak_fp32_flops = get_number(j, "peak_fp32_flops", path, 1.0);
-  d.peak_bf16_flops = get_number_or(j, "peak_bf16_flops", path, d.peak_fp32_flops, 1.0);
-  d.memory_bandwidth_bytes_per_s = get_number(j, "memory_bandwidth_bytes_per_s", path, 1.0);
+  // 0 = unknown: the device of a measured or imported profile, whose times are in the profile
+  // (the analytic cost model refuses such a device, models/cost.h).
+  d.peak_fp32_flops = get_number(j, "peak_fp32_flops", path, 0.0);
+  d.peak_bf16_flops = get_number_or(j, "peak_bf16_flops", path, d.peak_fp32_flops, 0.0);
+  d.memory_bandwidth_bytes_per_s = get_number(j, "memory_bandwidth_bytes_per_s", path, 0.0);
   d.memory_bytes = get_int(j, "memory_bytes", path, 1);
   return d;
 }

@@ -37,6 +37,8 @@ const DeviceSpec& find_device(std::string_view name);
 const LinkSpec& find_link(std::string_view name);
 
 void to_json(Json& j, const DeviceSpec& d);
+// A catalog name or {"name", "peak_fp32_flops", ["peak_bf16_flops"], "memory_bandwidth_bytes_per_s",
+// "memory_bytes"}; rates >= 0 (0: unknown, for a profile's own device), memory >= 1 byte.
 DeviceSpec device_from_json(const Json& j, const std::string& path);
 
 }  // namespace pw::models

@@ -65,6 +65,14 @@ void to_json(Json& j, const Plan& p) {
     j["extrapolation_note"] = p.extrapolation_note;
   }
   if (p.predicted_step_ns > 0) j["predicted_step_ns"] = p.predicted_step_ns;
+  if (!p.inputs.empty()) {
+    Json in = Json::object();
+    if (!p.inputs.profile.is_null()) in["profile"] = p.inputs.profile;
+    if (!p.inputs.cluster.is_null()) in["cluster"] = p.inputs.cluster;
+    if (!p.inputs.model.is_null()) in["model"] = p.inputs.model;
+    if (!p.inputs.options.is_null()) in["options"] = p.inputs.options;
+    j["inputs"] = std::move(in);
+  }
 }
 
 Plan plan_from_json(const Json& j) {
@@ -93,6 +101,26 @@ Plan plan_from_json(const Json& j) {
   p.extrapolated = get_bool_or(j, "extrapolated", "", false);
   p.extrapolation_note = get_string_or(j, "extrapolation_note", "", "");
   p.predicted_step_ns = get_int_or(j, "predicted_step_ns", "", 0);
+  if (j.contains("inputs")) {
+    // Documents are checked where they are used (their own readers); here only that each is
+    // an object and that the embedded profile and cluster are the ones the hashes name.
+    const Json& in = require_object(j["inputs"], "/inputs");
+    for (const auto& [key, doc] : in.items()) {
+      if (key != "profile" && key != "cluster" && key != "model" && key != "options")
+        throw InputError("/inputs/" + key + ": unknown input (expected profile, cluster, model, options)");
+      require_object(doc, "/inputs/" + key);
+    }
+    if (in.contains("profile") && !p.profile_hash.empty() && content_hash(in["profile"]) != p.profile_hash)
+      throw InputError("/inputs/profile: its content hash " + content_hash(in["profile"]) +
+                       " is not the plan's profile_hash " + p.profile_hash + " (edited after planning?)");
+    if (in.contains("cluster") && !p.cluster_hash.empty() && content_hash(in["cluster"]) != p.cluster_hash)
+      throw InputError("/inputs/cluster: its content hash " + content_hash(in["cluster"]) +
+                       " is not the plan's cluster hash " + p.cluster_hash + " (edited after planning?)");
+    if (in.contains("profile")) p.inputs.profile = in["profile"];
+    if (in.contains("cluster")) p.inputs.cluster = in["cluster"];
+    if (in.contains("model")) p.inputs.model = in["model"];
+    if (in.contains("options")) p.inputs.options = in["options"];
+  }
   if (j.contains("layer_order")) {
     const Json& lo = require_array(j, "layer_order", "");
     for (size_t k = 0; k < lo.size(); ++k) {

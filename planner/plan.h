@@ -81,6 +81,15 @@ struct Plan {
   // Per-iteration time each stage's optimizer step takes (included in predicted iteration time).
   int64_t predicted_step_ns = 0;
 
+  // The inputs the plan was made from, so that `simulate --plan` and `run --plan` reproduce it
+  // alone (optional in JSON as "inputs"; `plan` embeds them in what it writes). JSON documents,
+  // null when absent: the profile (pipewright.profile/1, hash == profile_hash), the cluster
+  // (pipewright.cluster/1, hash == cluster_hash), the model when the plan was made from one
+  // (pipewright.model/1), and the request's options (precision, optimizer, ...) for the record.
+  struct Inputs {
+    Json profile, cluster, model, options;
+    bool empty() const { return profile.is_null() && cluster.is_null() && model.is_null() && options.is_null(); }
+  } inputs;
   int num_stages() const { return static_cast<int>(stages.size()); }
 };
 

@@ -42,6 +42,9 @@ struct PlanArgs {
   std::string output;
   std::string format;  // --format megatron|deepspeed|torch (planner/plan_formats.h)
   bool measure = false;  // measure --model on this machine and plan for this machine
+  // Set while loading: what the plan records as its inputs (planner::Plan::inputs).
+  pw::Json model_json;
+  std::string dtype_used = "fp32";
 };
 
 // Micro-batch sizes a plan of `batch` samples may use: every divisor (at most the 12 largest
@@ -83,8 +86,10 @@ pw::models::Profile load_profile(PlanArgs& a, const CLI::App& sub) {
   if (a.req.batch > 0) zo.batch = a.req.batch;
   auto src = pw::tools::resolve_model(a.model, zo, "--model");
   if (a.req.batch == 0) a.req.batch = src.model.batch();
+  a.model_json = src.model;
   const auto dev = pw::tools::resolve_device(a.device, "--device");
   const bool bf16 = costs_in_bf16(a, dev);
+  a.dtype_used = bf16 ? "bf16" : "fp32";
   a.req.optimizer = pw::models::priced_optimizer(a.req.optimizer, bf16);
   pw::models::CostOptions co{a.efficiency, bf16, a.req.optimizer};
   co.gemm_half_rows = pw::models::default_gemm_half_rows(dev);
@@ -107,6 +112,7 @@ std::pair<pw::models::Profile, pw::models::Cluster> measure_here(PlanArgs& a) {
   if (a.req.batch > 0) zo.batch = a.req.batch;
   auto src = pw::tools::resolve_model(a.model, zo, "--model");
   if (a.req.batch == 0) a.req.batch = src.model.batch();
+  a.model_json = src.model;
   const int cores = pw::exec::Machine::instance().num_cores();
   pw::exec::MeasureOptions o;
   for (int64_t b = 1; b <= a.req.batch; b *= 2)
@@ -153,13 +159,24 @@ void run(PlanArgs a, const CLI::App& sub) {
     msg << "; largest batch that fits now: " << out.max_batch_that_fits;
     throw pw::Infeasible(msg.str());
   }
+  // The plan carries what it was made from, so simulate --plan / run --plan reproduce it alone.
+  pw::planner::Plan plan = out.plan;
+  plan.inputs.profile = profile;
+  plan.inputs.cluster = cluster;
+  plan.inputs.model = a.model_json;
+  plan.inputs.options = {{"dtype", a.dtype_used},     {"optimizer", a.req.optimizer},
+                         {"efficiency", a.efficiency}, {"batch", a.req.batch},
+                         {"micro_batches", a.req.micro_batches}, {"schedule", a.req.schedule},
+                         {"objective", a.req.objective}, {"recompute", a.req.recompute},
+                         {"partitioner", a.req.partitioner}, {"memory_limit_bytes", a.req.memory_limit_bytes},
+                         {"measured_here", a.measure}};
   if (!a.format.empty())
     std::cout << pw::planner::format_plan_for(out.plan, profile, format);
   else if (a.json)
-    std::cout << pw::Json(out.plan).dump(2) << "\n";
+    std::cout << pw::Json(plan).dump(2) << "\n";
   else
     std::cout << pw::planner::format_plan_table(out.plan);
-  if (!a.output.empty()) pw::planner::save_plan_file(a.output, out.plan);
+  if (!a.output.empty()) pw::planner::save_plan_file(a.output, plan);
 }
 
 pw::tools::CommandRegistrar reg("plan", [](CLI::App& app) {

@@ -82,8 +82,13 @@ void run(const RunArgs& a, const CLI::App& sub) {
     z = pw::tools::with_unset_sizes_from(z, run_defaults(), sub);
     z.batch = model_spec == "gpt" ? 16 : model_spec == "mlp" ? 32 : 8;
   }
+  // A plan made from a model carries it (planner::Plan::inputs): that model, not a zoo default.
+  const bool embedded = a.model.empty() && !plan.inputs.model.is_null();
+  if (embedded && pw::tools::first_size_flag_given(sub) != nullptr)
+    throw pw::InputError(std::string(pw::tools::first_size_flag_given(sub)) + ": " + a.plan + " carries its model; drop the sizes");
   const pw::tools::ModelSource src =
-      pw::tools::resolve_model(model_spec, z, a.model.empty() ? a.plan + ": /model" : "--model");
+      embedded ? pw::tools::model_from_document(plan.inputs.model, a.plan + ": /inputs/model")
+               : pw::tools::resolve_model(model_spec, z, a.model.empty() ? a.plan + ": /model" : "--model");
   const pw::models::Model& model = src.model;
 
   if (quick) {

@@ -19,6 +19,7 @@
 #include "sim/report.h"
 #include "sim/trace_io.h"
 #include "tools/command_registry.h"
+#include "tools/plan_inputs.h"
 
 namespace pw::tools {
 namespace {
@@ -42,10 +43,8 @@ int64_t ms_to_ns(double ms, const char* flag) {
 }
 
 planner::Schedule plan_schedule(const planner::Plan& plan, const std::string& plan_file, const std::string& profile) {
-  sim::StageCosts costs;
+  const sim::StageCosts costs = plan_costs(plan, plan_file, profile, "").costs;
   try {
-    costs = profile.empty() ? sim::stage_costs_from_predictions(plan)
-                            : sim::stage_costs_from_plan(plan, models::load_profile_file(profile), nullptr);
     return sim::schedule_for_plan(plan, costs);
   } catch (const InputError& e) {
     throw InputError(plan_file + ": " + e.what());
@@ -90,13 +89,9 @@ void run_import(const ImportArgs& a, CLI::App* sub) {
     for (const char* flag : {"--t-f", "--t-b", "--t-w"})
       if (sub->count(flag)) throw InputError(std::string(flag) + ": not used with --plan (the plan has stage costs)");
     const planner::Plan plan = planner::load_plan_file(a.plan);
-    try {
-      costs = a.profile.empty() ? sim::stage_costs_from_predictions(plan)
-                                : sim::stage_costs_from_plan(plan, models::load_profile_file(a.profile), nullptr);
-    } catch (const InputError& e) {
-      throw InputError(a.plan + ": " + e.what());
-    }
-    if (!sub->count("--t-comm")) net = sim::network_for_plan(plan, nullptr);  // as simulate --plan
+    const PlanCosts pc = plan_costs(plan, a.plan, a.profile, "");
+    costs = pc.costs;
+    if (!sub->count("--t-comm")) net = sim::network_for_plan(plan, pc.cluster_ptr());  // as simulate --plan
     if (costs.num_stages() != s.num_stages)
       throw InputError(a.csv + ": " + std::to_string(s.num_stages) + " stages, but " + a.plan + " has " +
                        std::to_string(costs.num_stages()));

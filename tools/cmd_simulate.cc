@@ -17,6 +17,7 @@
 #include "sim/report.h"
 #include "sim/trace_io.h"
 #include "tools/command_registry.h"
+#include "tools/plan_inputs.h"
 
 namespace pw::tools {
 namespace {
@@ -116,19 +117,9 @@ void run_simulate(const SimulateArgs& a, CLI::App* sub) {
                              "--chunks"})
       if (sub->count(flag)) throw InputError(std::string(flag) + ": only used with --uniform");
     const planner::Plan plan = planner::load_plan_file(a.plan);
-    std::optional<models::Cluster> cluster;
-    if (!a.cluster.empty()) cluster = models::load_cluster_file(a.cluster);
-    const models::Cluster* cl = cluster ? &*cluster : nullptr;
-    if (!a.profile.empty()) {
-      const models::Profile profile = models::load_profile_file(a.profile);
-      try {
-        costs = sim::stage_costs_from_plan(plan, profile, cl);
-      } catch (const InputError& e) {
-        throw InputError(a.plan + " with " + a.profile + ": " + e.what());
-      }
-    } else {
-      costs = sim::stage_costs_from_predictions(plan);
-    }
+    const PlanCosts pc = plan_costs(plan, a.plan, a.profile, a.cluster);
+    costs = pc.costs;
+    const models::Cluster* cl = pc.cluster_ptr();
     try {
       schedule = sim::schedule_for_plan(plan, costs);
       network = sim::network_for_plan(plan, cl);

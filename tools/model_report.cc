@@ -64,6 +64,22 @@ bool is_zoo_name(const std::string& spec) {
   return false;
 }
 
+namespace {
+
+// Attributes the cost model needs (and their agreement with output_shape) are checked here,
+// so that such errors name the file like the JSON errors do. Opaque layers are left to the
+// consumer (they have no attrs to check; whether they are usable depends on the command).
+void check_costable(const models::Model& model, const std::string& where) {
+  try {
+    for (const models::LayerSpec& l : model.layers())
+      if (l.kind != models::LayerKind::opaque) models::layer_cost(l, 1);
+  } catch (const InputError& e) {
+    throw InputError(where + ": " + e.what());
+  }
+}
+
+}  // namespace
+
 ModelSource resolve_model(const std::string& spec, const models::ZooOptions& options, const std::string& flag) {
   ModelSource src;
   if (spec == "default") {
@@ -85,15 +101,20 @@ ModelSource resolve_model(const std::string& spec, const models::ZooOptions& opt
   }
   src.model = models::load_model_file(spec);
   src.file = spec;
-  // Attributes the cost model needs (and their agreement with output_shape) are checked here,
-  // so that such errors name the file like the JSON errors do. Opaque layers are left to the
-  // consumer (they have no attrs to check; whether they are usable depends on the command).
+  check_costable(src.model, spec);
+  return src;
+}
+
+ModelSource model_from_document(const Json& doc, const std::string& where) {
+  ModelSource src;
   try {
-    for (const models::LayerSpec& l : src.model.layers())
-      if (l.kind != models::LayerKind::opaque) models::layer_cost(l, 1);
+    src.model = models::model_from_json(doc);
   } catch (const InputError& e) {
-    throw InputError(spec + ": " + e.what());
+    const std::string what = e.what();
+    throw InputError(where + (what.rfind('/', 0) == 0 ? "" : ": ") + what);
   }
+  src.file = where;
+  check_costable(src.model, where);
   return src;
 }
 

@@ -29,6 +29,10 @@ bool is_zoo_name(const std::string& spec);
 ModelSource resolve_model(const std::string& spec, const models::ZooOptions& options,
                           const std::string& flag);
 
+// A model JSON document embedded elsewhere (a plan's inputs), checked as a model file is;
+// errors are prefixed with `where` ("plan.json: /inputs/model").
+ModelSource model_from_document(const Json& doc, const std::string& where);
+
 // A catalog device name, or a device JSON file ({"name", "peak_fp32_flops", ...}).
 // Errors are prefixed with `flag`.
 models::DeviceSpec resolve_device(const std::string& spec, const std::string& flag);
