@@ -12,6 +12,7 @@
 #include "models/pipedream_import.h"
 #include "models/profile_points.h"
 #include "planner/cut_states.h"
+#include "planner/plan_figures.h"
 #include "planner/replicated_dp.h"
 #include "planner/sync_dp.h"
 
@@ -288,6 +289,7 @@ PlanOutcome plan_sync(const models::Profile& p, const models::Cluster& c, const 
   // the whole iteration (its first F starts it, its last backward ends it).
   plan.predicted.bubble_rate = ev.iteration_s > 0 ? (ev.iteration_s - ev.busy_of_first_stage_s) / ev.iteration_s : 0;
   plan.predicted.peak_memory_bytes = ev.peak_memory_bytes;
+  set_plan_figures(plan);
   out.feasible = true;
   return out;
 }
@@ -417,6 +419,7 @@ PlanOutcome plan_replicated(const models::Profile& p, const models::Cluster& c, 
   plan.predicted.throughput_samples_per_s = r.bottleneck_s > 0 ? batch / r.bottleneck_s : 0;  // see above
   plan.predicted.bubble_rate = 0;
   plan.predicted.peak_memory_bytes = peak;
+  set_plan_figures(plan);
   out.feasible = true;
   return out;
 }

@@ -142,6 +142,7 @@ void run_simulate(const SimulateArgs& a, CLI::App* sub) {
   sim::SimOptions opt;
   opt.iterations = a.iterations;
   opt.record_trace = !a.trace.empty() || !a.svg.empty();
+  opt.schedule_bubble = true;
   const sim::SimResult r = sim::simulate(schedule, costs, network, opt);
   if (a.json) {
     Json j;
