@@ -538,6 +538,7 @@ SimResult simulate(const Schedule& schedule, const StageCosts& costs, const Netw
     o.iterations = options.iterations;
     o.validate = false;
     r.report.schedule_bubble = Engine(schedule, eq, free, o).run().report.idle_share;
+    r.report.has_schedule_bubble = true;
   }
   return r;
 }

@@ -118,13 +118,22 @@ void to_json(Json& j, const Report& r) {
            {"cost_ns", r.cost_ns},
            {"bottleneck_device", r.bottleneck_device},
            {"bubble_rate", r.bubble_rate},
-           {"schedule_bubble", r.schedule_bubble},
            {"stage_imbalance", r.stage_imbalance},
            {"idle_share", r.idle_share},
            {"throughput_samples_per_s", r.throughput_samples_per_s},
            {"peak_memory_bytes", r.peak_memory_bytes},
            {"stages", stages}};
+  if (r.has_schedule_bubble) j["schedule_bubble"] = r.schedule_bubble;
   if (!r.stage_replicas.empty()) j["stage_replicas"] = r.stage_replicas;
+}
+
+std::string figures_text(const Report& r, const char* sep) {
+  char buf[160];
+  char bubble[32] = "n/a";
+  if (r.has_schedule_bubble) std::snprintf(bubble, sizeof bubble, "%.2f%%", 100.0 * r.schedule_bubble);
+  std::snprintf(buf, sizeof buf, "%s%sstage imbalance %.2f%%%sidle share %.2f%%", bubble, sep,
+                100.0 * r.stage_imbalance, sep, 100.0 * r.idle_share);
+  return buf;
 }
 
 std::string format_report(const Report& r) {
@@ -146,9 +155,7 @@ std::string format_report(const Report& r) {
                 ms(r.makespan_ns), ms(r.iteration_ns), ms(r.cost_ns), r.bottleneck_device, 100.0 * r.bubble_rate,
                 r.throughput_samples_per_s, static_cast<double>(r.peak_memory_bytes) / (1 << 20));
   out += buf;
-  std::snprintf(buf, sizeof buf, "schedule bubble %.2f%%  stage imbalance %.2f%%  idle share %.2f%%\n",
-                100.0 * r.schedule_bubble, 100.0 * r.stage_imbalance, 100.0 * r.idle_share);
-  out += buf;
+  out += "schedule bubble " + figures_text(r, "  ") + "\n";
   out += "device    busy_ms    idle_ms    span_ms   busy%  in-flight  peak_memory_MiB\n";
   for (size_t d = 0; d < r.devices.size(); ++d) {
     const DeviceReport& dr = r.devices[d];

@@ -70,6 +70,7 @@ struct Report {
   double throughput_samples_per_s = 0;
   int64_t peak_memory_bytes = 0;  // largest over devices
   double schedule_bubble = 0;
+  bool has_schedule_bubble = false;  // computed (simulate with SimOptions::schedule_bubble)
   double stage_imbalance = 0;
   double idle_share = 0;
   // Replicated schedules: replicas per stage (devices = their sum); empty when no stage is.
@@ -95,11 +96,14 @@ Report summarize(const Trace& trace, const RunInfo& info);
 // iteration, the earliest compute start). Shared by summarize() and the engine.
 void finish_report(Report& r, const std::vector<int64_t>& iteration_start_ns);
 
-// {"makespan_ms", "cost_ms", "iteration_ms", "bubble_rate", "schedule_bubble",
+// {"makespan_ms", "cost_ms", "iteration_ms", "bubble_rate", ["schedule_bubble" when computed],
 //  "stage_imbalance", "idle_share", ["stage_replicas"], "throughput_samples_per_s",
 //  "peak_memory_bytes", "stages": [{"device", "busy_ms", "idle_ms", "span_ms",
 //  "peak_memory_bytes", "max_in_flight"}], ...}
 void to_json(Json& j, const Report& r);
+// "<schedule bubble>%<sep>stage imbalance <x>%<sep>idle share <y>%" ("n/a" for a schedule
+// bubble not computed), for text outputs and the SVG subtitle.
+std::string figures_text(const Report& r, const char* sep);
 // A readable table for stdout.
 std::string format_report(const Report& r);
 

@@ -138,6 +138,11 @@ void run_simulate(const SimulateArgs& a, CLI::App* sub) {
     title = "plan " + plan.model + ": " + std::string(to_string(plan.schedule)) + ", " +
             std::to_string(plan.num_stages()) + " stages, " + std::to_string(plan.num_micro_batches) +
             " micro-batches of " + std::to_string(plan.micro_batch_size);
+    if (!schedule.stage_replicas.empty()) {
+      title += ", replicas";
+      for (int k = 0; k < plan.num_stages(); ++k) title += (k ? "," : " ") + std::to_string(plan.stages[k].replicas());
+      title += " on " + std::to_string(schedule.num_devices) + " devices";
+    }
   }
   sim::SimOptions opt;
   opt.iterations = a.iterations;
