@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "models/error.h"
+#include "planner/schedule_csv.h"
 #include "planner/schedule_gen.h"
 #include "planner/schedule_replicas.h"
 #include "planner/schedule_validate.h"
@@ -128,4 +129,14 @@ TEST_CASE("schedule JSON: stage_replicas round-trip") {
   pw::Json plain;
   to_json(plain, make_schedule(ScheduleKind::gpipe, 2, 2));
   CHECK_FALSE(plain.contains("stage_replicas"));
+}
+
+TEST_CASE("schedule CSV: a replicated schedule is an export error, not a collapsed one") {
+  const Schedule s = make_replicated_schedule(ScheduleKind::one_f_one_b, {3, 1}, 6);
+  try {
+    schedule_to_csv(s);
+    FAIL("exported");
+  } catch (const pw::InputError& e) {
+    CHECK(std::string(e.what()).find("stage 0 has 3 replicas") != std::string::npos);
+  }
 }
