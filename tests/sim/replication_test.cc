@@ -147,3 +147,34 @@ TEST_CASE("a replicated synchronous plan simulates within 2% of its planned iter
   MESSAGE("planned ", plan.predicted.iteration_time_s, " s, simulated ", r.iteration_ns * 1e-9, " s");
   CHECK(r.iteration_ns * 1e-9 == doctest::Approx(plan.predicted.iteration_time_s).epsilon(0.02));
 }
+
+TEST_CASE("replicated schedules: every shape runs; each replica is busy exactly for what it owns") {
+  const std::vector<std::vector<int>> shapes = {{2}, {3, 1}, {1, 3}, {2, 2}, {3, 1, 2}, {1, 2, 1, 4}};
+  for (ScheduleKind k : {ScheduleKind::gpipe, ScheduleKind::one_f_one_b, ScheduleKind::pipedream_async,
+                         ScheduleKind::two_bw})
+    for (const auto& reps : shapes)
+      for (int m : {1, 5, 12}) {
+        const int mm = planner::is_synchronous(k) ? m : planner::round_robin_micro_batches(m, reps);
+        CAPTURE(to_string(k));
+        CAPTURE(mm);
+        const int S = static_cast<int>(reps.size());
+        const planner::Schedule s = planner::make_replicated_schedule(k, reps, mm, std::vector<bool>(S, true));
+        sim::StageCosts c = sim::StageCosts::uniform(S, 0, 0, 0);
+        c.allreduce_ns.assign(S, 0);
+        for (int st = 0; st < S; ++st) {
+          c.forward_ns[st] = 3 + 2 * st;
+          c.backward_input_ns[st] = 7 + st;
+          c.allreduce_ns[st] = reps[st] > 1 ? 11 : 0;
+        }
+        const int K = 3;
+        const sim::Report r = sim::simulate(s, c, sim::Network::fixed(2), {K, false}).report;
+        REQUIRE(r.num_devices == static_cast<int>(s.device_ops.size()));
+        for (int st = 0; st < S; ++st)
+          for (int i = 0; i < reps[st]; ++i) {
+            const int owned = (mm - i + reps[st] - 1) / reps[st];
+            const int64_t ar = reps[st] > 1 ? (planner::is_synchronous(k) ? 1 : owned) * 11 : 0;
+            const int64_t want = K * (owned * (c.forward_ns[st] + c.backward_input_ns[st]) + ar);
+            CHECK(r.devices[s.stage_replicas[st][i]].busy_ns == want);
+          }
+      }
+}
