@@ -497,16 +497,16 @@ std::string format_plan_table(const Plan& plan) {
        << st.predicted.comm_ns / 1e6 << std::setw(14) << st.predicted.allreduce_ns / 1e6 << std::setprecision(1)
        << st.predicted.memory_bytes / 1048576.0 << "\n";
   }
-  os << "(fwd, bwd, comm per micro-batch and replica: comm = input + output transfer, one direction each; "
-        "allreduce per iteration)\n";
+  os << "(per micro-batch and replica: fwd, bwd, comm = input + output transfer one way each; allreduce = one "
+        "ring all-reduce of the stage's gradients: sync once per iteration, async after each backward)\n";
   os << std::setprecision(9) << "iteration " << plan.predicted.iteration_time_s << " s, bottleneck "
      << plan.predicted.bottleneck_time_s << " s, throughput " << std::setprecision(3)
-     << plan.predicted.throughput_samples_per_s << " samples/s, bubble " << plan.predicted.bubble_rate
-     << ", peak memory " << std::setprecision(1) << plan.predicted.peak_memory_bytes / 1048576.0 << " MiB, devices "
-     << plan.num_devices_used << "\n";
+     << plan.predicted.throughput_samples_per_s << " samples/s, peak memory " << std::setprecision(1)
+     << plan.predicted.peak_memory_bytes / 1048576.0 << " MiB, devices " << plan.num_devices_used << "\n";
   os << std::setprecision(2) << "schedule bubble " << 100 * plan.predicted.schedule_bubble << "%, stage imbalance "
      << 100 * plan.predicted.stage_imbalance << "%, idle share " << 100 * plan.predicted.idle_share
-     << "% (bubble above = the compatibility bubble_rate, planner/plan_figures.h)\n";
+     << "% (bubble_rate " << std::setprecision(3) << plan.predicted.bubble_rate
+     << ": the idle share of the longest-span stage, all causes mixed)\n";
   return os.str();
 }
 
