@@ -180,12 +180,15 @@ void validate_schedule(const Schedule& s) {
       default: return false;
     }
   };
-  // Collectives: the allreduce of a replicated stage proceeds once every replica has reached
-  // its allreduce of the same group (micro-batches j / r, or the n-th one with micro_batch -1).
+  // Collectives (synchronous kinds): the allreduce of a replicated stage proceeds once every
+  // replica has reached its allreduce of the same group (micro-batches j / r, or the n-th one
+  // with micro_batch -1). Asynchronous replicas all-reduce on their own (sim/engine.h).
   std::map<std::pair<int, int>, int> arrived;
   std::vector<std::map<int, int>> passed(D);  // per device: stage -> allreduce(-1) ops passed
   std::vector<char> registered(D, 0);         // the device has arrived at its current collective
-  auto collective = [&](const Op& op) { return op.kind == OpKind::allreduce && s.replicas(op.stage) > 1; };
+  auto collective = [&](const Op& op) {
+    return op.kind == OpKind::allreduce && s.replicas(op.stage) > 1 && is_synchronous(s.kind);
+  };
   auto group_of = [&](int d, const Op& op) {
     return std::make_pair(op.stage, op.micro_batch >= 0 ? op.micro_batch / s.replicas(op.stage)
                                                         : -1 - passed[d][op.stage]);

@@ -13,9 +13,10 @@
 //   have none; explicit send/recv are not accepted (communication is implicit);
 // - dependencies (DESIGN.md "Simulation semantics"): running every device in list order,
 //   F(s,j) needs F(s-1,j); B/BW(s,j) needs F(s,j) and the backward of (s+1,j); W(s,j) needs
-//   B(s,j); allreduce(s,j) (j >= 0) needs the last backward op of (s,j); an allreduce of a
-//   replicated stage waits for its group (sim/engine.h) on every replica. An order that
-//   cannot finish is reported as
+//   B(s,j); allreduce(s,j) (j >= 0) needs the last backward op of (s,j); in synchronous
+//   kinds an allreduce of a replicated stage waits for its group on every replica (the
+//   n-th allreduce(s,-1) of each replica, or those of micro-batches j / r; sim/engine.h).
+//   An order that cannot finish is reported as
 //   "deadlock: device 1 waits at B(1,3) for B(2,3); device 2 waits at ...".
 // Runs in O(number of ops). Thread-safe (no shared state).
 #pragma once

@@ -330,8 +330,10 @@ class Engine {
     const int st = op.stage, r = s_.replicas(st);
     std::vector<int> members{d};
     if (!async_) {
-      // Synchronous: a barrier of the replicas at the flush.
-      const auto key = std::make_pair(st, -1 - static_cast<int64_t>(v.iter));
+      // Synchronous: a barrier of the replicas (as planner::validate_schedule groups them: the
+      // iteration's allreduce with micro_batch -1, else the micro-batches g / r).
+      const auto key = std::make_pair(st, op.micro_batch >= 0 ? static_cast<int64_t>(op.micro_batch / r)
+                                                              : -1 - static_cast<int64_t>(v.iter));
       std::vector<int>& arrived = groups_[key];
       arrived.push_back(d);
       v.waiting = true;

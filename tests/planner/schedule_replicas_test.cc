@@ -110,6 +110,14 @@ TEST_CASE("schedule validator: replicated schedules that cannot run") {
   s = good;
   s.device_ops[1].erase(s.device_ops[1].end() - 2);  // replica 1 never joins the all-reduce
   rejects(s, "waits at allreduce(0) for the other replicas of stage 0");
+  // Asynchronous replicas all-reduce on their own: one without all-reduces does not block another.
+  s = make_replicated_schedule(ScheduleKind::pipedream_async, {2, 1}, 4, {true, false});
+  std::erase_if(s.device_ops[1], [](const Op& op) { return op.kind == OpKind::allreduce; });
+  CHECK_NOTHROW(validate_schedule(s));
+  // ... but each follows its own backward.
+  s = make_replicated_schedule(ScheduleKind::pipedream_async, {2, 1}, 4, {true, false});
+  std::swap(s.device_ops[0][2], s.device_ops[0][3]);  // allreduce(0,0) before BW(0,0)
+  rejects(s, "waits at allreduce(0,0) for BW(0,0)");
   s = make_replicated_schedule(ScheduleKind::pipedream_async, {2, 1}, 4, {true, false});
   s.num_micro_batches = 5;
   rejects(s, "multiple of 2");
