@@ -56,6 +56,9 @@ void to_json(Json& j, const Plan& p) {
              {"bottleneck_time_s", q.bottleneck_time_s},
              {"throughput_samples_per_s", q.throughput_samples_per_s},
              {"bubble_rate", q.bubble_rate},
+             {"schedule_bubble", q.schedule_bubble},
+             {"stage_imbalance", q.stage_imbalance},
+             {"idle_share", q.idle_share},
              {"peak_memory_bytes", q.peak_memory_bytes}}}};
   j["cut_family"] = p.cut_family;
   if (!p.layer_order.empty()) j["layer_order"] = p.layer_order;
@@ -187,6 +190,9 @@ Plan plan_from_json(const Json& j) {
     p.predicted.throughput_samples_per_s = get_number_or(q, "throughput_samples_per_s", "/predicted", 0);
     p.predicted.bubble_rate = get_number_or(q, "bubble_rate", "/predicted", 0);
     p.predicted.peak_memory_bytes = get_int_or(q, "peak_memory_bytes", "/predicted", 0);
+    p.predicted.schedule_bubble = get_number_or(q, "schedule_bubble", "/predicted", 0);
+    p.predicted.stage_imbalance = get_number_or(q, "stage_imbalance", "/predicted", 0);
+    p.predicted.idle_share = get_number_or(q, "idle_share", "/predicted", 0);
   }
   return p;
 }

@@ -44,8 +44,15 @@ struct PlanPrediction {
   double iteration_time_s = 0;       // one mini-batch (sync: fill + steady + drain)
   double bottleneck_time_s = 0;      // slowest stage's time per mini-batch (steady state)
   double throughput_samples_per_s = 0;
-  double bubble_rate = 0;            // (iteration - busy of the longest-span stage) / iteration (DESIGN.md); sync: that stage is stage 0
+  // Kept for compatibility: (iteration - busy of the longest-span stage) / iteration (DESIGN.md;
+  // sync: that stage is stage 0). It mixes the schedule's bubble with stage imbalance and
+  // communication; the three figures below separate them (planner/plan_figures.h).
+  double bubble_rate = 0;
   int64_t peak_memory_bytes = 0;     // largest over devices
+  // Figures that rank plans (planner/plan_figures.h; optional in JSON, 0 in older plans):
+  double schedule_bubble = 0;        // idle share the schedule causes with stage costs equalised
+  double stage_imbalance = 0;        // 1 - mean device busy / max device busy
+  double idle_share = 0;             // 1 - mean over devices of busy / iteration
 };
 
 struct Plan {

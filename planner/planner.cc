@@ -12,7 +12,9 @@
 #include "models/pipedream_import.h"
 #include "models/profile_points.h"
 #include "planner/cut_states.h"
+#include "planner/plan_figures.h"
 #include "planner/replicated_dp.h"
+#include "planner/replicated_sync.h"
 #include "planner/sync_dp.h"
 
 namespace pw::planner {
@@ -288,8 +290,31 @@ PlanOutcome plan_sync(const models::Profile& p, const models::Cluster& c, const 
   // the whole iteration (its first F starts it, its last backward ends it).
   plan.predicted.bubble_rate = ev.iteration_s > 0 ? (ev.iteration_s - ev.busy_of_first_stage_s) / ev.iteration_s : 0;
   plan.predicted.peak_memory_bytes = ev.peak_memory_bytes;
+  set_plan_figures(plan);
   out.feasible = true;
   return out;
+}
+
+// Per stage, per micro-batch: the transfer time of its input cut plus its output cut, one
+// direction each (as the sync planner's comm_ns): latency + bytes / bandwidth of the level
+// joining the two stages' first devices, bytes = the outputs of layers before the cut with a
+// consumer after it (data-loading sources included for activations), scaled to the plan's batch.
+void set_replicated_comm(Plan& plan, const models::Profile& p, const models::Cluster& c,
+                         const std::vector<int>& stage_of, double scale) {
+  const int S = plan.num_stages();
+  std::vector<int64_t> cut(S, 0);  // cut[s]: bytes from stages <= s to stages > s
+  std::vector<int> last(p.layers.size(), -1);
+  for (const auto& e : p.edges) last[e.from] = std::max(last[e.from], stage_of[e.to]);
+  for (size_t v = 0; v < p.layers.size(); ++v)
+    for (int s = stage_of[v]; s < last[v] && s + 1 < S; ++s) cut[s] += p.layers[v].output_bytes;
+  std::vector<int64_t> x(S, 0);
+  for (int s = 0; s + 1 < S; ++s) {
+    const int a = plan.stages[s].devices.at(0), b = plan.stages[s + 1].devices.at(0);
+    if (a < 0 || b < 0 || a >= c.num_devices() || b >= c.num_devices() || a == b) continue;
+    const auto& lv = c.levels()[c.level_between(a, b)];
+    x[s] = std::llround(static_cast<double>(lv.latency_ns) + cut[s] * scale * 1e9 / lv.bandwidth_bytes_per_s);
+  }
+  for (int s = 0; s < S; ++s) plan.stages[s].predicted.comm_ns = x[s] + (s > 0 ? x[s - 1] : 0);
 }
 
 PlanOutcome plan_replicated(const models::Profile& p, const models::Cluster& c, const PlanRequest& req, double ppb) {
@@ -408,15 +433,20 @@ PlanOutcome plan_replicated(const models::Profile& p, const models::Cluster& c, 
     sp.predicted.weights_optimizer_bytes = static_cast<int64_t>(std::ceil(par * ppb));
     sp.predicted.activation_bytes = static_cast<int64_t>(std::ceil(inflight * act * scale + (inflight - 1) * par));
     sp.predicted.memory_bytes = sp.predicted.weights_optimizer_bytes + sp.predicted.activation_bytes;
+    // Our ring all-reduce of the stage's gradients (planner/replicated_sync.h), for the table and
+    // the simulator; the bottleneck above is the objective's own model.
+    sp.predicted.allreduce_ns = ring_allreduce(c, sp.devices, par).total();
     peak = std::max(peak, sp.predicted.memory_bytes);
     plan.stages.push_back(std::move(sp));
   }
   plan.num_devices_used = used;
+  set_replicated_comm(plan, p, c, stage_of, scale);
   plan.predicted.bottleneck_time_s = r.bottleneck_s;
   plan.predicted.iteration_time_s = r.bottleneck_s;
   plan.predicted.throughput_samples_per_s = r.bottleneck_s > 0 ? batch / r.bottleneck_s : 0;  // see above
   plan.predicted.bubble_rate = 0;
   plan.predicted.peak_memory_bytes = peak;
+  set_plan_figures(plan);
   out.feasible = true;
   return out;
 }
@@ -456,7 +486,7 @@ std::string format_plan_table(const Plan& plan) {
   if (plan.extrapolated) os << "warning: costs extrapolated beyond the measured points: " << plan.extrapolation_note << "\n";
   os << std::left << std::setw(6) << "stage" << std::setw(14) << "layers" << std::setw(10) << "replicas"
      << std::setw(8) << "recomp" << std::setw(12) << "fwd ms" << std::setw(12) << "bwd ms" << std::setw(12)
-     << "comm ms" << "memory MiB\n";
+     << "comm ms" << std::setw(14) << "allreduce ms" << "memory MiB\n";
   for (int s = 0; s < plan.num_stages(); ++s) {
     const auto& st = plan.stages[s];
     std::ostringstream range;
@@ -464,13 +494,19 @@ std::string format_plan_table(const Plan& plan) {
     os << std::left << std::setw(6) << s << std::setw(14) << range.str() << std::setw(10) << st.replicas()
        << std::setw(8) << (st.recompute ? "yes" : "no") << std::fixed << std::setprecision(3) << std::setw(12)
        << st.predicted.forward_ns / 1e6 << std::setw(12) << st.predicted.backward_ns / 1e6 << std::setw(12)
-       << st.predicted.comm_ns / 1e6 << std::setprecision(1) << st.predicted.memory_bytes / 1048576.0 << "\n";
+       << st.predicted.comm_ns / 1e6 << std::setw(14) << st.predicted.allreduce_ns / 1e6 << std::setprecision(1)
+       << st.predicted.memory_bytes / 1048576.0 << "\n";
   }
+  os << "(per micro-batch and replica: fwd, bwd, comm = input + output transfer one way each; allreduce = one "
+        "ring all-reduce of the stage's gradients: sync once per iteration, async after each backward)\n";
   os << std::setprecision(9) << "iteration " << plan.predicted.iteration_time_s << " s, bottleneck "
      << plan.predicted.bottleneck_time_s << " s, throughput " << std::setprecision(3)
-     << plan.predicted.throughput_samples_per_s << " samples/s, bubble " << plan.predicted.bubble_rate
-     << ", peak memory " << std::setprecision(1) << plan.predicted.peak_memory_bytes / 1048576.0 << " MiB, devices "
-     << plan.num_devices_used << "\n";
+     << plan.predicted.throughput_samples_per_s << " samples/s, peak memory " << std::setprecision(1)
+     << plan.predicted.peak_memory_bytes / 1048576.0 << " MiB, devices " << plan.num_devices_used << "\n";
+  os << std::setprecision(2) << "schedule bubble " << 100 * plan.predicted.schedule_bubble << "%, stage imbalance "
+     << 100 * plan.predicted.stage_imbalance << "%, idle share " << 100 * plan.predicted.idle_share
+     << "% (bubble_rate " << std::setprecision(3) << plan.predicted.bubble_rate
+     << ": the idle share of the longest-span stage, all causes mixed)\n";
   return os.str();
 }
 

@@ -63,7 +63,9 @@ struct PlanOutcome {
 
 PlanOutcome make_plan(const models::Profile& profile, const models::Cluster& cluster, const PlanRequest& req);
 
-// A readable table of a plan (stages, devices, times, memory, totals).
+// A readable table of a plan: per stage its layers, replicas, re-materialization, forward,
+// backward and communication time per micro-batch, all-reduce time and memory; then the
+// totals and the figures of planner/plan_figures.h (with the compatibility bubble_rate).
 std::string format_plan_table(const Plan& plan);
 
 }  // namespace pw::planner

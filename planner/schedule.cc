@@ -81,6 +81,7 @@ void to_json(Json& j, const Schedule& s) {
            {"num_micro_batches", s.num_micro_batches},
            {"stage_device", s.stage_device},
            {"device_ops", devices}};
+  if (!s.stage_replicas.empty()) j["stage_replicas"] = s.stage_replicas;
 }
 
 Schedule schedule_from_json(const Json& j) {
@@ -121,6 +122,23 @@ Schedule schedule_from_json(const Json& j) {
       ops.push_back(op);
     }
     s.device_ops.push_back(std::move(ops));
+  }
+  if (j.contains("stage_replicas")) {
+    const Json& sr = require_array(j, "stage_replicas", "");
+    if (static_cast<int>(sr.size()) != s.num_stages)
+      throw InputError("/stage_replicas: expected " + std::to_string(s.num_stages) + " entries");
+    for (size_t k = 0; k < sr.size(); ++k) {
+      const std::string at = "/stage_replicas/" + std::to_string(k);
+      if (!sr[k].is_array() || sr[k].empty()) throw InputError(at + ": expected a non-empty array of devices");
+      std::vector<int> devs;
+      for (size_t i = 0; i < sr[k].size(); ++i) {
+        Json w = {{"d", sr[k][i]}};
+        const int d = static_cast<int>(get_int(w, "d", at + "/" + std::to_string(i), 0));
+        if (d >= s.num_devices) throw InputError(at + "/" + std::to_string(i) + ": device out of range");
+        devs.push_back(d);
+      }
+      s.stage_replicas.push_back(std::move(devs));
+    }
   }
   return s;
 }

@@ -6,6 +6,9 @@
 // gradient of B(s, j) (or BW) to the device of stage s-1, at the cost of the link joining the
 // two devices. The explicit kinds send/recv/allreduce/step exist for schedules that need them
 // (allreduce for replicated stages, step = one optimizer step of the device's stages).
+// An allreduce op of a replicated stage is a collective of its replicas (sim/engine.h): with
+// micro_batch -1 one per replica and iteration (synchronous: at the flush, before step), with
+// micro_batch j >= 0 the all-reduce that follows the replica's backward of j (asynchronous).
 //
 // Dependencies (DESIGN.md, "Simulation semantics"): F(s,j) needs F(s-1,j); B(s,j) / BW(s,j)
 // needs B(s+1,j) (or BW) and its own F(s,j); W(s,j) needs B(s,j); step needs every op of its
@@ -58,11 +61,26 @@ struct Schedule {
   int num_devices = 1;
   int num_stages = 1;            // virtual stages (= devices * chunks for interleaved)
   int num_micro_batches = 1;
-  std::vector<int> stage_device; // virtual stage -> device
+  std::vector<int> stage_device; // virtual stage -> device (replica 0's device when replicated)
   std::vector<std::vector<Op>> device_ops;  // per device, in execution order
+  // Replicated stages (data parallelism inside a stage, as PipeDream): stage_replicas[s] lists
+  // the devices of stage s's replicas, replica 0 first (stage_replicas[s][0] == stage_device[s]);
+  // micro-batch j of stage s runs on replica j mod r_s (round-robin; for asynchronous schedules
+  // j counts across iterations, so num_micro_batches must be a multiple of every r_s). Empty:
+  // one replica per stage, on stage_device (every schedule make_schedule builds).
+  std::vector<std::vector<int>> stage_replicas;
 
   int chunks() const { return num_stages / num_devices; }
   size_t num_ops() const;
+  int replicas(int stage) const {
+    return stage_replicas.empty() ? 1 : static_cast<int>(stage_replicas[stage].size());
+  }
+  // The device running micro-batch j (>= 0; < 0: replica 0) of `stage`.
+  int device_of(int stage, int micro_batch) const {
+    if (stage_replicas.empty()) return stage_device[stage];
+    const auto& r = stage_replicas[stage];
+    return micro_batch < 0 ? r[0] : r[static_cast<size_t>(micro_batch) % r.size()];
+  }
 };
 
 void to_json(Json& j, const Schedule& s);

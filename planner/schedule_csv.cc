@@ -90,6 +90,10 @@ Parsed parse_action(const std::string& cell, const std::string& at) {
 }  // namespace
 
 std::string schedule_to_csv(const Schedule& schedule) {
+  for (int st = 0; st < schedule.num_stages; ++st)
+    if (schedule.replicas(st) > 1)
+      throw InputError("schedule CSV: stage " + std::to_string(st) + " has " + std::to_string(schedule.replicas(st)) +
+                       " replicas, which the compute_only format cannot express (a stage is on one rank)");
   std::string out;
   for (size_t d = 0; d < schedule.device_ops.size(); ++d) {
     bool first = true;

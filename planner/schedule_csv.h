@@ -10,7 +10,8 @@
 // Mapping to the Pipewright op IR (planner/schedule.h): F -> F, B -> BW, I -> B, W -> W,
 // stage = virtual stage, rank = device. The CSV has no optimizer step and no schedule kind:
 // export drops `step` ops; import appends one `step` to every device of a synchronous kind.
-// Ops the compute-only format cannot carry (send, recv, allreduce) are an export error.
+// Ops the compute-only format cannot carry (send, recv, allreduce) and replicated stages
+// (Schedule::stage_replicas) are an export error.
 // Thread-safe (no shared state).
 #pragma once
 
@@ -23,7 +24,7 @@
 namespace pw::planner {
 
 // One line per device, cells joined by ',' and lines ended by '\n'.
-// Throws InputError for send/recv/allreduce ops.
+// Throws InputError for send/recv/allreduce ops and replicated stages.
 std::string schedule_to_csv(const Schedule& schedule);
 
 // Parses a compute-only CSV. `where` (a file name) prefixes messages. When `kind` is empty it

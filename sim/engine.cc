@@ -1,7 +1,10 @@
 #include "sim/engine.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
+#include <map>
+#include <tuple>
 #include <queue>
 
 #include "models/error.h"
@@ -57,27 +60,34 @@ std::vector<std::vector<Op>> unroll_async(const Schedule& s, int K) {
   const int m = s.num_micro_batches;
   std::vector<std::vector<Op>> out(s.num_devices);
   for (int d = 0; d < s.num_devices; ++d) {
-    const auto& L = s.device_ops[d];
+    const auto& ops = s.device_ops[d];
+    // Units: an op with the allreduce ops that follow it (one op each without all-reduces).
+    std::vector<size_t> L;  // first op of each unit
+    for (size_t k = 0; k < ops.size(); ++k)
+      if (k == 0 || ops[k].kind != OpKind::allreduce) L.push_back(k);
+    auto unit_end = [&](size_t u) { return u + 1 < L.size() ? L[u + 1] : ops.size(); };
     size_t lead = 0;
-    while (lead < L.size() && L[lead].kind == OpKind::F) ++lead;
-    size_t trailing = 0;  // non-F ops at the end
-    while (trailing < L.size() - lead && L[L.size() - 1 - trailing].kind != OpKind::F) ++trailing;
-    // The drain: as many trailing ops as there are warm-up forwards to pair them with.
+    while (lead < L.size() && ops[L[lead]].kind == OpKind::F) ++lead;
+    size_t trailing = 0;  // non-F units at the end
+    while (trailing < L.size() - lead && ops[L[L.size() - 1 - trailing]].kind != OpKind::F) ++trailing;
+    // The drain: as many trailing units as there are warm-up forwards to pair them with.
     const size_t tail_begin = L.size() - std::min(lead, trailing);
-    auto shifted = [&](size_t k, int it) {
-      Op op = L[k];
-      if (op.micro_batch >= 0) op.micro_batch += it * m;
-      return op;
-    };
     auto& o = out[d];
-    o.reserve(L.size() * K);
-    for (size_t k = 0; k < lead; ++k) o.push_back(shifted(k, 0));
+    auto push_unit = [&](size_t u, int it) {
+      for (size_t k = L[u]; k < unit_end(u); ++k) {
+        Op op = ops[k];
+        if (op.micro_batch >= 0) op.micro_batch += it * m;
+        o.push_back(op);
+      }
+    };
+    o.reserve(ops.size() * K);
+    for (size_t k = 0; k < lead; ++k) push_unit(k, 0);
     for (int it = 0; it < K; ++it) {
-      for (size_t k = lead; k < tail_begin; ++k) o.push_back(shifted(k, it));
+      for (size_t k = lead; k < tail_begin; ++k) push_unit(k, it);
       const size_t nt = L.size() - tail_begin, nl = it + 1 < K ? lead : 0;
       for (size_t i = 0; i < std::max(nt, nl); ++i) {
-        if (i < nt) o.push_back(shifted(tail_begin + i, it));
-        if (i < nl) o.push_back(shifted(i, it + 1));
+        if (i < nt) push_unit(tail_begin + i, it);
+        if (i < nl) push_unit(i, it + 1);
       }
     }
   }
@@ -117,9 +127,16 @@ class Engine {
     f_done_.assign(n, 0);
     g_in_.assign(n, 0);
     b_done_.assign(n, 0);
+    replicated_ = !s.stage_replicas.empty();
+    slot_base_.assign(S_, 0);
+    int slots = 0;
+    for (int st = 0; st < S_; ++st) {
+      slot_base_[st] = slots;
+      slots += s.replicas(st);
+    }
     setup_stages(net);
     devs_.assign(D_, Dev{});
-    stage_in_flight_.assign(S_, 0);
+    stage_in_flight_.assign(slots, 0);
     iter_start_.assign(K_, std::numeric_limits<int64_t>::max());
     for (int d = 0; d < D_; ++d) {
       devs_[d].first_start = -1;
@@ -128,7 +145,7 @@ class Engine {
     for (int st = 0; st < S_; ++st) {
       int64_t fixed = at(c_.weights_optimizer_bytes, st);
       if (s.kind == planner::ScheduleKind::two_bw) fixed += at(c_.parameter_bytes, st);
-      devs_[s.stage_device[st]].live += fixed;
+      for (int r = 0; r < s.replicas(st); ++r) devs_[s.device_of(st, r)].live += fixed;
     }
     for (int d = 0; d < D_; ++d) {
       devs_[d].peak = devs_[d].live;
@@ -146,7 +163,7 @@ class Engine {
         finish(e.a);
       } else {
         (e.type == kArriveF ? f_in_ : g_in_)[e.b] = e.c;
-        wake(e.a);
+        wake(e.a, static_cast<int>(e.b % mtot_));
       }
     }
     for (int d = 0; d < D_; ++d)
@@ -169,6 +186,7 @@ class Engine {
     int64_t live = 0, peak = 0;
     int in_flight = 0, max_in_flight = 0;
     int64_t busy_ns = 0, first_start = -1, last_end = 0;
+    bool waiting = false;  // arrived at a collective all-reduce, waiting for its group
   };
 
   void setup_stages(const Network& net) {
@@ -182,10 +200,12 @@ class Engine {
       dur_f_[st] = c_.forward_ns[st];
       dur_b_[st] = c_.backward_input_ns[st] + (rc ? c_.forward_ns[st] : 0);
       dur_w_[st] = c_.backward_weight_ns[st];
+      if (replicated_) continue;  // hops per replica pair (hop())
       const int d = s_.stage_device[st];
       if (st + 1 < S_) fwd_[st] = link(net, d, s_.stage_device[st + 1], at(c_.activation_bytes, st));
       if (st > 0) bwd_[st] = link(net, d, s_.stage_device[st - 1], at(c_.gradient_bytes, st));
     }
+    net_ = &net;
   }
 
   struct Hop {
@@ -201,6 +221,10 @@ class Engine {
     h.bytes = bytes;
     h.cost = net.cost(a, b, bytes);
     if (h.cost.total() == 0) return h;
+    h.link = link_index(a, b);
+    return h;
+  }
+  int link_index(int a, int b) {
     const int64_t key = static_cast<int64_t>(a) * D_ + b;
     auto it = std::find(link_keys_.begin(), link_keys_.end(), key);
     if (it == link_keys_.end()) {
@@ -208,17 +232,29 @@ class Engine {
       link_free_.push_back(0);
       it = link_keys_.end() - 1;
     }
-    h.link = static_cast<int>(it - link_keys_.begin());
-    return h;
+    return static_cast<int>(it - link_keys_.begin());
   }
+  // The transfer of micro-batch g out of stage st: forward to st+1 or backward to st-1.
+  const Hop& hop(int st, int g, bool forward) {
+    if (!replicated_) return forward ? fwd_[st] : bwd_[st];
+    const int to = forward ? st + 1 : st - 1;
+    const int a = s_.device_of(st, g), b = s_.device_of(to, g);
+    const auto key = std::make_tuple(st, forward, a, b);
+    auto it = hops_.find(key);
+    if (it == hops_.end())
+      it = hops_.emplace(key, link(*net_, a, b, forward ? at(c_.activation_bytes, st) : at(c_.gradient_bytes, st)))
+               .first;
+    return it->second;
+  }
+  int slot(int st, int g) const { return slot_base_[st] + (g < 0 ? 0 : g % s_.replicas(st)); }
 
   size_t idx(int st, int g) const { return static_cast<size_t>(st) * mtot_ + g; }
   int stamp(int iter) const { return async_ ? 1 : iter + 1; }
 
   void push(int64_t t, int type, int a, int b, int c) { heap_.push(Event{t, seq_++, type, a, b, c}); }
 
-  void wake(int st) {
-    const int d = s_.stage_device[st];
+  void wake(int st, int g) {
+    const int d = s_.device_of(st, g);
     if (!devs_[d].busy) try_start(d);
   }
 
@@ -254,7 +290,10 @@ class Engine {
         if (b_done_[idx(st, op.micro_batch)] != sp) return;
         dur = dur_w_[st];
         break;
-      case OpKind::allreduce: dur = at(c_.allreduce_ns, st); break;
+      case OpKind::allreduce:
+        if (s_.replicas(st) > 1) return collective(d, op);
+        dur = at(c_.allreduce_ns, st);
+        break;
       case OpKind::step: dur = at(c_.step_ns, d); break;
       default: PW_CHECK(false, "simulate: explicit send/recv are not simulated");
     }
@@ -267,9 +306,9 @@ class Engine {
       int64_t alloc = at(c_.working_bytes, st);
       if (op.kind == OpKind::F) {
         alloc += recompute(st) ? at(c_.input_bytes_per_micro_batch, st) : at(c_.stash_bytes_per_micro_batch, st);
-        if (s_.kind == planner::ScheduleKind::pipedream_async && stage_in_flight_[st] >= 1)
+        if (s_.kind == planner::ScheduleKind::pipedream_async && stage_in_flight_[slot(st, op.micro_batch)] >= 1)
           alloc += at(c_.parameter_bytes, st);
-        ++stage_in_flight_[st];
+        ++stage_in_flight_[slot(st, op.micro_batch)];
         v.max_in_flight = std::max(v.max_in_flight, ++v.in_flight);
       } else if (op.kind != OpKind::W && recompute(st)) {
         alloc += at(c_.stash_bytes_per_micro_batch, st);
@@ -281,10 +320,54 @@ class Engine {
     push(now_ + dur, kDone, d, 0, 0);
   }
 
+  // An all-reduce of a replicated stage (engine.h): synchronous, a barrier of the replicas'
+  // all-reduces of the iteration, starting when the last arrives and the ring is free;
+  // asynchronous, the replica's own, starting when the ring is free. It holds the ring's links
+  // and its replica(s) for allreduce_ns.
+  void collective(int d, const Op& op) {
+    Dev& v = devs_[d];
+    if (v.waiting) return;
+    const int st = op.stage, r = s_.replicas(st);
+    std::vector<int> members{d};
+    if (!async_) {
+      // Synchronous: a barrier of the replicas (as planner::validate_schedule groups them: the
+      // iteration's allreduce with micro_batch -1, else the micro-batches g / r).
+      const auto key = std::make_pair(st, op.micro_batch >= 0 ? static_cast<int64_t>(op.micro_batch / r)
+                                                              : -1 - static_cast<int64_t>(v.iter));
+      std::vector<int>& arrived = groups_[key];
+      arrived.push_back(d);
+      v.waiting = true;
+      if (static_cast<int>(arrived.size()) < r) return;
+      members = std::move(arrived);
+      groups_.erase(key);
+    }
+    const std::vector<int>& ring = s_.stage_replicas[st];
+    const int64_t dur = at(c_.allreduce_ns, st);
+    int64_t start = now_;
+    std::vector<int> links;
+    for (int i = 0; i < r; ++i) {
+      links.push_back(link_index(ring[i], ring[(i + 1) % r]));
+      start = std::max(start, link_free_[links.back()]);
+    }
+    for (int l : links) link_free_[l] = start + dur;
+    for (int dm : members) {
+      Dev& u = devs_[dm];
+      u.waiting = false;
+      const Op& mop = (*lists_[dm])[u.pos];
+      u.busy = true;
+      u.cur = mop;
+      u.cur_iter = async_ ? (mop.micro_batch >= 0 ? mop.micro_batch / m_ : std::min(K_ - 1, u.iter)) : u.iter;
+      u.cur_start = start;
+      if (u.first_start < 0) u.first_start = start;
+      const int64_t t = o_.op_duration ? o_.op_duration(dm, mop, u.cur_iter, dur) : dur;
+      push(start + t, kDone, dm, 0, 0);
+    }
+  }
+
   void send(const Hop& h, int type, int to_stage, size_t i, int sp, const Op& op, int iter) {
     if (h.link < 0) {
       (type == kArriveF ? f_in_ : g_in_)[i] = sp;
-      wake(to_stage);
+      wake(to_stage, static_cast<int>(i % mtot_));
       return;
     }
     int64_t& free_at = link_free_[h.link];
@@ -332,9 +415,9 @@ class Engine {
       if (op.kind == OpKind::BW || op.kind == OpKind::W) {
         freed += recompute(st) ? at(c_.input_bytes_per_micro_batch, st) + at(c_.stash_bytes_per_micro_batch, st)
                                : at(c_.stash_bytes_per_micro_batch, st);
-        if (s_.kind == planner::ScheduleKind::pipedream_async && stage_in_flight_[st] > 1)
+        if (s_.kind == planner::ScheduleKind::pipedream_async && stage_in_flight_[slot(st, op.micro_batch)] > 1)
           freed += at(c_.parameter_bytes, st);
-        --stage_in_flight_[st];
+        --stage_in_flight_[slot(st, op.micro_batch)];
         --v.in_flight;
       }
       if (op.kind == OpKind::W) freed += at(c_.weight_pending_bytes_per_micro_batch, st);
@@ -349,10 +432,10 @@ class Engine {
     if (op.kind == OpKind::F) {
       const size_t i = idx(st, op.micro_batch);
       f_done_[i] = sp;
-      if (st + 1 < S_) send(fwd_[st], kArriveF, st + 1, idx(st + 1, op.micro_batch), sp, op, v.cur_iter);
+      if (st + 1 < S_) send(hop(st, op.micro_batch, true), kArriveF, st + 1, idx(st + 1, op.micro_batch), sp, op, v.cur_iter);
     } else if (op.kind == OpKind::B || op.kind == OpKind::BW) {
       b_done_[idx(st, op.micro_batch)] = sp;
-      if (st > 0) send(bwd_[st], kArriveB, st - 1, idx(st - 1, op.micro_batch), sp, op, v.cur_iter);
+      if (st > 0) send(hop(st, op.micro_batch, false), kArriveB, st - 1, idx(st - 1, op.micro_batch), sp, op, v.cur_iter);
     }
     try_start(d);
   }
@@ -379,6 +462,8 @@ class Engine {
     for (int64_t& t : iter_start_)
       if (t == std::numeric_limits<int64_t>::max()) t = 0;
     finish_report(rep, iter_start_);
+    if (replicated_)
+      for (int st = 0; st < S_; ++st) rep.stage_replicas.push_back(s_.replicas(st));
     if (o_.record_trace) {
       trace_.source = "predicted";
       trace_.num_devices = D_;
@@ -398,6 +483,11 @@ class Engine {
   std::vector<int> f_in_, f_done_, g_in_, b_done_;
   std::vector<int64_t> dur_f_, dur_b_, dur_w_;
   std::vector<Hop> fwd_, bwd_;
+  bool replicated_ = false;
+  const Network* net_ = nullptr;
+  std::vector<int> slot_base_;                                   // stage -> first replica slot
+  std::map<std::tuple<int, bool, int, int>, Hop> hops_;          // replicated: (stage, fwd, a, b)
+  std::map<std::pair<int, int64_t>, std::vector<int>> groups_;   // collective -> devices arrived
   std::vector<int64_t> link_keys_, link_free_;
   std::vector<Dev> devs_;
   std::vector<int> stage_in_flight_;
@@ -407,6 +497,29 @@ class Engine {
   int64_t now_ = 0;
   Trace trace_;
 };
+
+// The schedule bubble's costs (report.h): per op kind, r_s x the mean over stages of X_t / r_t;
+// no transfers, all-reduce, step or memory.
+StageCosts equalised(const Schedule& s, const StageCosts& c) {
+  const int S = s.num_stages;
+  double f = 0, b = 0, w = 0;
+  for (int st = 0; st < S; ++st) {
+    const double r = s.replicas(st);
+    const bool rc = !c.recompute.empty() && c.recompute[st];
+    f += c.forward_ns[st] / r;
+    b += (c.backward_input_ns[st] + (rc ? c.forward_ns[st] : 0)) / r;
+    w += c.backward_weight_ns[st] / r;
+  }
+  StageCosts e = StageCosts::uniform(S, 0, 0, 0);
+  for (int st = 0; st < S; ++st) {
+    const double r = s.replicas(st);
+    e.forward_ns[st] = std::llround(r * f / S);
+    e.backward_input_ns[st] = std::llround(r * b / S);
+    e.backward_weight_ns[st] = std::llround(r * w / S);
+  }
+  e.samples_per_micro_batch = c.samples_per_micro_batch;
+  return e;
+}
 
 }  // namespace
 
@@ -419,7 +532,17 @@ SimResult simulate(const Schedule& schedule, const StageCosts& costs, const Netw
   if (static_cast<int64_t>(schedule.num_micro_batches) * options.iterations > (int64_t{1} << 30))
     throw InputError("simulate: micro-batches x iterations too large");
   Engine e(schedule, costs, network, options);
-  return e.run();
+  SimResult r = e.run();
+  if (options.schedule_bubble) {
+    const StageCosts eq = equalised(schedule, costs);
+    const Network free;
+    SimOptions o;
+    o.iterations = options.iterations;
+    o.validate = false;
+    r.report.schedule_bubble = Engine(schedule, eq, free, o).run().report.idle_share;
+    r.report.has_schedule_bubble = true;
+  }
+  return r;
 }
 
 }  // namespace pw::sim

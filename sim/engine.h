@@ -28,7 +28,31 @@
 // 2bw) run the unbounded stream: on each device, the last n ops of iteration k (n = its
 // number of leading forwards, at most its number of trailing non-forward ops) are
 // interleaved one-for-one with the leading forwards of iteration k+1, backward first; for
-// 1f1b-shaped lists this is exactly the 1F1B stream of K*m micro-batches.
+// 1f1b-shaped lists this is exactly the 1F1B stream of K*m micro-batches. An allreduce op
+// travels with the op before it (the backward it follows).
+//
+// Replicated stages (Schedule::stage_replicas; planner/schedule_replicas.h): each replica is a
+// device with its own op list; micro-batch g of stage s is on replica g mod r_s (g counts
+// across iterations for asynchronous schedules). A transfer goes from the replica that produced
+// it to the replica of the next (or previous) stage that owns the micro-batch, over the link
+// joining those two devices. Every replica holds the stage's weights (and the 2bw buffer);
+// stashed versions and in-flight micro-batches are counted per replica.
+// The weight-gradient all-reduce of a replicated stage holds the directed links of its ring
+// (replica i -> replica i+1 mod r, links the transfers use too) and the replicas taking part
+// for allreduce_ns[s] (the ring time of planner::ring_allreduce over the level joining the
+// replicas, sim/plan_costs.h); it starts once they have reached it and every ring link is
+// free (all-reduces and transfers on a link queue in request order).
+// - synchronous schedules: the replicas' allreduce ops of an iteration (micro_batch -1, just
+//   before the step, i.e. at the flush) form one collective: it starts when the last replica
+//   reaches it; replicas waiting for it are idle, not busy.
+// - asynchronous schedules (PipeDream): each replica all-reduces its gradient after each of
+//   its backwards (allreduce(s, j) after BW(s, j)). It is overlapped with the rest of the
+//   pipeline (the other replicas and stages keep running; it does not wait for the other
+//   replicas) but not with the replica's own compute: PipeDream's replicas run
+//   DistributedDataParallel, whose backward returns once the all-reduce is done, and its
+//   optimizer charges a replica (C + AR) / r per mini-batch. A barrier among replicas taking
+//   micro-batches in turn would hold each one until the last of its round had finished,
+//   which neither PipeDream's cost model nor its round-robin steady state has.
 #pragma once
 
 #include <cstdint>
@@ -72,6 +96,9 @@ struct SimOptions {
   // Optional: the duration of each op instead of the costs' (trace replay, sim/replay.h):
   // (device, op as in the device's list, iteration, the costs' duration) -> ns >= 0.
   std::function<int64_t(int, const planner::Op&, int, int64_t)> op_duration;
+  // Also simulate the schedule with equalised costs for Report::schedule_bubble (report.h);
+  // off, it stays 0. Costs one more simulation without trace.
+  bool schedule_bubble = false;
 };
 
 struct SimResult {

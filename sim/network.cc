@@ -1,6 +1,7 @@
 #include "sim/network.h"
 
 #include "models/error.h"
+#include "planner/replicated_sync.h"
 
 namespace pw::sim {
 
@@ -34,6 +35,19 @@ TransferCost Network::cost(int a, int b, int64_t bytes) const {
   if (level < 0) return {};
   const int64_t latency = cluster_.levels()[level].latency_ns;
   return {cluster_.transfer_ns(ca, cb, bytes) - latency, latency};
+}
+
+TransferCost Network::allreduce_cost(const std::vector<int>& devices, int64_t bytes) const {
+  const int r = static_cast<int>(devices.size());
+  if (r < 2) return {};
+  if (!has_cluster_) return {0, 2 * (r - 1) * per_hop_ns_};
+  std::vector<int> on;
+  for (int d : devices) {
+    PW_CHECK(d >= 0 && d < static_cast<int>(device_of_.size()), "network: device out of range");
+    on.push_back(device_of_[d]);
+  }
+  const planner::RingCost c = planner::ring_allreduce(cluster_, on, bytes);
+  return {c.occupancy_ns, c.latency_ns};
 }
 
 }  // namespace pw::sim

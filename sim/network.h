@@ -12,6 +12,10 @@
 //   a transfer costs latency + bytes / bandwidth of the innermost level joining the two
 //   cluster devices (models::Cluster::transfer_ns); the bandwidth part occupies the link.
 //   Two logical devices on one cluster device transfer for free.
+// All-reduce among replicas (allreduce_cost): a ring over the given logical devices, of the
+// innermost level whose group holds all of them (models::Cluster::level_between, outermost
+// over the pairs; planner::ring_allreduce): occupancy 2(r-1)/r x bytes / bandwidth, latency
+// 2(r-1) x the level's latency. fixed(h): latency 2(r-1) h. Free network or r < 2: zero.
 // Immutable after construction; safe to share between threads.
 #pragma once
 
@@ -35,6 +39,7 @@ class Network {
   static Network from_cluster(const models::Cluster& cluster, std::vector<int> device_of);
 
   TransferCost cost(int a, int b, int64_t bytes) const;
+  TransferCost allreduce_cost(const std::vector<int>& devices, int64_t bytes) const;
 
  private:
   int64_t per_hop_ns_ = 0;

@@ -6,7 +6,9 @@
 
 #include "models/error.h"
 #include "models/profile_points.h"
+#include "planner/replicated_sync.h"
 #include "planner/schedule_gen.h"
+#include "planner/schedule_replicas.h"
 
 namespace pw::sim {
 
@@ -21,17 +23,23 @@ int pipeline_devices(const planner::Plan& plan) {
 }
 
 int64_t allreduce_ns(const planner::StagePlan& st, int64_t bytes, const models::Cluster* cluster) {
-  const int r = st.replicas();
-  if (r <= 1 || cluster == nullptr) return 0;
+  if (st.replicas() <= 1 || cluster == nullptr) return 0;
   for (int d : st.devices)
     if (d < 0 || d >= cluster->num_devices())
       throw InputError("plan: device " + std::to_string(d) + " not in cluster \"" + cluster->name() + "\"");
-  const int level = cluster->level_between(st.devices[0], st.devices[1]);
-  if (level < 0) return 0;
-  const models::Level& l = cluster->levels()[level];
-  const double t = 2.0 * (r - 1) / r * static_cast<double>(bytes) * 1e9 / l.bandwidth_bytes_per_s +
-                   2.0 * (r - 1) * static_cast<double>(l.latency_ns);
-  return static_cast<int64_t>(std::llround(t));
+  return planner::ring_allreduce(*cluster, st.devices, bytes).total();
+}
+
+bool replicated(const planner::Plan& plan) {
+  for (const auto& st : plan.stages)
+    if (st.replicas() > 1) return true;
+  return false;
+}
+
+std::vector<int> replica_counts(const planner::Plan& plan) {
+  std::vector<int> r;
+  for (const auto& st : plan.stages) r.push_back(st.replicas());
+  return r;
 }
 
 }  // namespace
@@ -163,6 +171,15 @@ StageCosts stage_costs_from_predictions(const planner::Plan& plan) {
 
 planner::Schedule schedule_for_plan(const planner::Plan& plan, const StageCosts& costs) {
   const int p = pipeline_devices(plan);
+  if (replicated(plan)) {
+    if (plan.chunks > 1) throw InputError("plan: replicated stages with chunks > 1 are not simulated");
+    std::vector<bool> ar(plan.num_stages(), false);
+    for (int k = 0; k < plan.num_stages() && !costs.allreduce_ns.empty(); ++k) ar[k] = costs.allreduce_ns[k] > 0;
+    const std::vector<int> r = replica_counts(plan);
+    const int m = planner::is_synchronous(plan.schedule) ? plan.num_micro_batches
+                                                         : planner::round_robin_micro_batches(plan.num_micro_batches, r);
+    return planner::make_replicated_schedule(plan.schedule, r, m, ar);
+  }
   planner::Schedule s = planner::make_schedule(plan.schedule, p, plan.num_micro_batches, plan.chunks);
   if (costs.allreduce_ns.empty()) return s;
   for (int d = 0; d < p; ++d) {
@@ -178,8 +195,12 @@ planner::Schedule schedule_for_plan(const planner::Plan& plan, const StageCosts&
 Network network_for_plan(const planner::Plan& plan, const models::Cluster* cluster) {
   if (cluster == nullptr) return Network{};
   const int p = pipeline_devices(plan);
-  std::vector<int> device_of(p);
-  for (int d = 0; d < p; ++d) device_of[d] = plan.stages[d].devices.at(0);
+  std::vector<int> device_of;
+  if (replicated(plan)) {
+    for (const auto& st : plan.stages) device_of.insert(device_of.end(), st.devices.begin(), st.devices.end());
+  } else {
+    for (int d = 0; d < p; ++d) device_of.push_back(plan.stages[d].devices.at(0));
+  }
   return Network::from_cluster(*cluster, std::move(device_of));
 }
 

@@ -14,9 +14,11 @@
 //   state; parameter_bytes; stash per micro-batch = sum of stash_bytes; input per
 //   micro-batch = activation_bytes[k-1] (stage 0: its data-loading outputs); working =
 //   the largest workspace of its layers (all scaled but parameters/optimizer);
-// - replicas r > 1 divide nothing per micro-batch but add one ring all-reduce of the stage's
-//   parameters per iteration: 2(r-1)/r x bytes / bandwidth + 2(r-1) x latency of the level
-//   joining its first two devices (0 without a cluster).
+// - replicas r > 1: every replica runs the stage's costs for the micro-batches it owns
+//   (schedule_for_plan); allreduce_ns = one ring all-reduce of the stage's parameter bytes
+//   among its devices (planner::ring_allreduce: 2(r-1)/r x bytes / bandwidth + 2(r-1) x
+//   latency of the level joining them; 0 without a cluster), run as a collective per
+//   iteration (synchronous) or after each backward (asynchronous) (sim/engine.h).
 // - step_ns per device: the sum of its layers' step_ns (the optimizer step and gradient
 //   zeroing per iteration), left empty when the profile has none;
 // - a profile with measured points (models/profile_points.h) is first taken at the plan's
@@ -51,10 +53,17 @@ StageCosts stage_costs_from_predictions(const planner::Plan& plan);
 // The plan's schedule (make_schedule with its kind, pipeline devices, micro-batches and
 // chunks), with one allreduce op inserted before the step (or at the end, asynchronous
 // schedules) of every device whose stages have allreduce_ns > 0.
+// A plan with a replicated stage: planner::make_replicated_schedule over the replica counts,
+// its devices numbered stage by stage (stage 0's replicas first, in the plan's device order),
+// all-reduces for the stages with allreduce_ns > 0; asynchronous plans run
+// round_robin_micro_batches(m, replicas) micro-batches per simulated iteration (so every
+// replica owns the same micro-batches each iteration: one simulated iteration is that many / m
+// of the plan's mini-batches). Chunks > 1 with replicas: InputError.
 planner::Schedule schedule_for_plan(const planner::Plan& plan, const StageCosts& costs);
 
 // Network of the plan: pipeline device d (virtual stage d's first device) mapped onto the
-// cluster; free transfers without a cluster.
+// cluster; with a replicated stage, every device of every stage in stage order (as
+// schedule_for_plan numbers them); free transfers without a cluster.
 Network network_for_plan(const planner::Plan& plan, const models::Cluster* cluster);
 
 }  // namespace pw::sim

@@ -32,6 +32,15 @@ void finish_report(Report& r, const std::vector<int64_t>& iteration_start_ns) {
   if (k > 1) period = static_cast<double>(iteration_start_ns[k - 1] - iteration_start_ns[0]) / (k - 1);
   r.iteration_ns = static_cast<int64_t>(period + 0.5);
   r.throughput_samples_per_s = period > 0 ? static_cast<double>(r.samples_per_iteration) * 1e9 / period : 0.0;
+  double busy = 0, busiest = 0;
+  for (const DeviceReport& dr : r.devices) {
+    busy += static_cast<double>(dr.busy_ns);
+    busiest = std::max(busiest, static_cast<double>(dr.busy_ns));
+  }
+  const double mean = r.devices.empty() ? 0.0 : busy / static_cast<double>(r.devices.size());
+  r.stage_imbalance = busiest > 0 ? 1.0 - mean / busiest : 0.0;
+  const double run = static_cast<double>(r.iteration_ns) * std::max(1, r.iterations);
+  r.idle_share = run > 0 ? std::clamp(1.0 - mean / run, 0.0, 1.0) : 0.0;
 }
 
 Report summarize(const Trace& trace, const RunInfo& info) {
@@ -109,9 +118,22 @@ void to_json(Json& j, const Report& r) {
            {"cost_ns", r.cost_ns},
            {"bottleneck_device", r.bottleneck_device},
            {"bubble_rate", r.bubble_rate},
+           {"stage_imbalance", r.stage_imbalance},
+           {"idle_share", r.idle_share},
            {"throughput_samples_per_s", r.throughput_samples_per_s},
            {"peak_memory_bytes", r.peak_memory_bytes},
            {"stages", stages}};
+  if (r.has_schedule_bubble) j["schedule_bubble"] = r.schedule_bubble;
+  if (!r.stage_replicas.empty()) j["stage_replicas"] = r.stage_replicas;
+}
+
+std::string figures_text(const Report& r, const char* sep) {
+  char buf[160];
+  char bubble[32] = "n/a";
+  if (r.has_schedule_bubble) std::snprintf(bubble, sizeof bubble, "%.2f%%", 100.0 * r.schedule_bubble);
+  std::snprintf(buf, sizeof buf, "%s%sstage imbalance %.2f%%%sidle share %.2f%%", bubble, sep,
+                100.0 * r.stage_imbalance, sep, 100.0 * r.idle_share);
+  return buf;
 }
 
 std::string format_report(const Report& r) {
@@ -121,12 +143,19 @@ std::string format_report(const Report& r) {
                 r.schedule.c_str(), r.num_devices, r.num_stages, r.num_micro_batches, r.iterations,
                 r.iterations == 1 ? "" : "s");
   out += buf;
+  if (!r.stage_replicas.empty()) {
+    out += "replicas per stage:";
+    for (size_t s = 0; s < r.stage_replicas.size(); ++s)
+      out += (s ? ", " : " ") + std::to_string(r.stage_replicas[s]);
+    out += " (round-robin over micro-batches; " + std::to_string(r.num_devices) + " devices)\n";
+  }
   std::snprintf(buf, sizeof buf,
-                "makespan %.3f ms  iteration %.3f ms  cost %.3f ms (device %d)  bubble %.2f%%  "
+                "makespan %.3f ms  iteration %.3f ms  cost %.3f ms (device %d)  bubble_rate %.2f%%  "
                 "throughput %.1f samples/s  peak memory %.1f MiB\n",
                 ms(r.makespan_ns), ms(r.iteration_ns), ms(r.cost_ns), r.bottleneck_device, 100.0 * r.bubble_rate,
                 r.throughput_samples_per_s, static_cast<double>(r.peak_memory_bytes) / (1 << 20));
   out += buf;
+  out += "schedule bubble " + figures_text(r, "  ") + "\n";
   out += "device    busy_ms    idle_ms    span_ms   busy%  in-flight  peak_memory_MiB\n";
   for (size_t d = 0; d < r.devices.size(); ++d) {
     const DeviceReport& dr = r.devices[d];

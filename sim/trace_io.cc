@@ -200,10 +200,10 @@ std::string timeline_svg(const Trace& t, const Report& r, const std::string& tit
     std::snprintf(memory, sizeof memory, "  |  peak memory %.1f MiB", static_cast<double>(r.peak_memory_bytes) / (1 << 20));
   std::snprintf(buf, sizeof buf,
                 "<text x=\"%.0f\" y=\"26\" font-size=\"17\" font-weight=\"bold\" fill=\"#222\">%s</text>\n"
-                "<text x=\"%.0f\" y=\"46\" font-size=\"13\" fill=\"#444\">bubble %.2f%%  |  makespan %.3f ms  |  "
+                "<text x=\"%.0f\" y=\"46\" font-size=\"13\" fill=\"#444\">schedule bubble %s  |  makespan %.3f ms  |  "
                 "cost %.3f ms (device %d)%s</text>\n",
-                left, xml_escape(title).c_str(), left, 100.0 * r.bubble_rate, r.makespan_ns / 1e6, r.cost_ns / 1e6,
-                r.bottleneck_device, memory);
+                left, xml_escape(title).c_str(), left, figures_text(r, "  |  ").c_str(), r.makespan_ns / 1e6,
+                r.cost_ns / 1e6, r.bottleneck_device, memory);
   o += buf;
   // Rows.
   for (int d = 0; d < rows; ++d) {

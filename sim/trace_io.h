@@ -11,7 +11,8 @@
 //   Timestamps in microseconds (fractional: ns precision).
 // - timeline_svg: a standalone SVG timeline, one row per device, one colour per op kind,
 //   micro-batch numbers in the boxes that are wide enough, a time axis in ms, a legend and
-//   a title carrying the bubble rate. Compute events only (transfers would overlap them);
+//   a title and a subtitle with the schedule bubble, stage imbalance and idle share
+//   (report.h), makespan and cost. Compute events only (transfers would overlap them);
 //   odd model chunks (stage / devices) of interleaved schedules are drawn lighter.
 #pragma once
 

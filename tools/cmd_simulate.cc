@@ -22,6 +22,8 @@
 namespace pw::tools {
 namespace {
 
+constexpr int kAsyncPlanIterations = 100;
+
 struct SimulateArgs {
   std::string plan, profile, cluster, replay;
   bool uniform = false;
@@ -89,6 +91,7 @@ void run_simulate(const SimulateArgs& a, CLI::App* sub) {
   sim::StageCosts costs;
   sim::Network network;
   std::string title;
+  int plan_iterations = 1;  // plan iterations per simulated one (replicas' round-robin period)
   if (a.uniform) {
     for (const char* flag : {"--plan", "--profile", "--cluster"})
       if (sub->count(flag)) throw InputError(std::string(flag) + ": not used with --uniform");
@@ -129,17 +132,37 @@ void run_simulate(const SimulateArgs& a, CLI::App* sub) {
     title = "plan " + plan.model + ": " + std::string(to_string(plan.schedule)) + ", " +
             std::to_string(plan.num_stages()) + " stages, " + std::to_string(plan.num_micro_batches) +
             " micro-batches of " + std::to_string(plan.micro_batch_size);
+    if (schedule.num_micro_batches != plan.num_micro_batches)
+      plan_iterations = schedule.num_micro_batches / plan.num_micro_batches;
+    if (!schedule.stage_replicas.empty()) {
+      title += ", replicas";
+      for (int k = 0; k < plan.num_stages(); ++k) title += (k ? "," : " ") + std::to_string(plan.stages[k].replicas());
+      title += " on " + std::to_string(schedule.num_devices) + " devices";
+    }
   }
   sim::SimOptions opt;
   opt.iterations = a.iterations;
+  // An asynchronous plan has no flush: one iteration is only the pipeline's fill and drain, so
+  // without --iterations simulate enough of them for the steady state the planner predicts.
+  std::string note;
+  if (plan_iterations > 1)
+    note = "replicas take micro-batches in turn: one simulated iteration is " + std::to_string(plan_iterations) +
+           " of the plan's iterations (" + std::to_string(schedule.num_micro_batches) + " micro-batches)\n";
+  if (!a.plan.empty() && !sub->count("--iterations") && !planner::is_synchronous(schedule.kind)) {
+    opt.iterations = kAsyncPlanIterations;
+    note += "asynchronous plan: " + std::to_string(kAsyncPlanIterations) +
+           " iterations simulated for the steady state (--iterations to change)\n";
+  }
   opt.record_trace = !a.trace.empty() || !a.svg.empty();
+  opt.schedule_bubble = true;
   const sim::SimResult r = sim::simulate(schedule, costs, network, opt);
   if (a.json) {
     Json j;
     to_json(j, r.report);
+    if (plan_iterations > 1) j["plan_iterations_per_iteration"] = plan_iterations;
     std::cout << j.dump(2) << "\n";
   } else {
-    std::cout << sim::format_report(r.report);
+    std::cout << note << sim::format_report(r.report);
   }
   sim::write_timeline_files(r.trace, r.report, title, a.trace, a.svg);
 }
@@ -153,7 +176,7 @@ CommandRegistrar reg("simulate", [](CLI::App& app) {
   sub->add_option("--cluster", args->cluster, "cluster JSON (link bandwidth and latency)");
   sub->add_option("--replay", args->replay,
                   "a measured run (run --compare --run-trace F): replay its op durations, split the error");
-  sub->add_option("--iterations", args->iterations, "iterations simulated back to back (default 1)");
+  sub->add_option("--iterations", args->iterations, "iterations simulated back to back (default 1; 100 for an asynchronous --plan)");
   sub->add_flag("--uniform", args->uniform, "equal stages with the times given below");
   sub->add_option("--stages", args->stages, "pipeline stages (devices)");
   sub->add_option("--micro-batches", args->micro_batches, "micro-batches per iteration");
