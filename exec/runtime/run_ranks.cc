@@ -85,11 +85,18 @@ void decode_stages(const std::string& bytes, std::vector<NamedTensors>* out) {
   }
 }
 
-// Prints the line, lets the peers print theirs (own failure), and ends the job.
+// Prints the line; the failed rank waits (at most 5 s) until every other rank has printed
+// its own, then ends the job.
 [[noreturn]] void end_job(mpi::World& world, const std::string& line, bool own) {
   std::fprintf(stderr, "pipewright: %s\n", line.c_str());
   std::fflush(stderr);
-  if (own) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  if (own) {
+    world.await_acknowledgements(std::chrono::seconds(5));
+  } else {
+    world.acknowledge_failure();
+    // The failed rank aborts the job once all have acknowledged; abort here only if it is gone.
+    std::this_thread::sleep_for(std::chrono::seconds(3));
+  }
   world.abort(1);
 }
 

@@ -16,5 +16,7 @@ struct World::Comms {
 
 // Abort notices use this tag on the control communicator.
 inline constexpr int kAbortTag = 1;
+// ... and their acknowledgements this one.
+inline constexpr int kAckTag = 2;
 
 }  // namespace pw::exec::mpi

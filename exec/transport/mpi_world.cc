@@ -186,6 +186,39 @@ void World::check_peers() {
   throw PeerFailed(g_notice->first, g_notice->second);
 }
 
+void World::acknowledge_failure() {
+  if (!g_notice) return;
+  char byte = 1;
+  MPI_Request req;
+  if (MPI_Isend(&byte, 1, MPI_CHAR, g_notice->first, kAckTag, comms_->control, &req) != MPI_SUCCESS) return;
+  const auto deadline = Clock::now() + std::chrono::seconds(1);
+  Backoff backoff;
+  while (Clock::now() < deadline) {
+    int done = 0;
+    MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+    if (done) return;
+    backoff.sleep(deadline);
+  }
+}
+
+void World::await_acknowledgements(std::chrono::milliseconds wait_for) {
+  const auto deadline = Clock::now() + wait_for;
+  int acks = 0;
+  Backoff backoff;
+  while (acks < size_ - 1 && Clock::now() < deadline) {
+    int flag = 0;
+    MPI_Status st;
+    MPI_Iprobe(MPI_ANY_SOURCE, kAckTag, comms_->control, &flag, &st);
+    if (flag) {
+      char byte;
+      MPI_Recv(&byte, 1, MPI_CHAR, st.MPI_SOURCE, kAckTag, comms_->control, MPI_STATUS_IGNORE);
+      ++acks;
+      continue;
+    }
+    backoff.sleep(deadline);
+  }
+}
+
 void World::abort(int code) {
   std::fflush(stdout);
   std::fflush(stderr);

@@ -15,7 +15,9 @@
 //
 // Abort protocol (a rank that fails mid-run): it calls notify_failure(text), which sends `text`
 // ("rank 1 failed at B(1,3): ...") to every other rank on a private communicator; a rank that
-// polls (every transport wait and collective does) throws PeerFailed(text). abort(code) ends
+// polls (every transport wait and collective does) throws PeerFailed(text); once it has printed
+// its own line it acknowledges, and the failed rank, after waiting for every acknowledgement
+// (bounded), calls abort(code). abort(code) ends
 // the whole job (MPI_Abort: mpirun kills every rank), so nothing is left hanging.
 #pragma once
 
@@ -81,6 +83,11 @@ class World {
   void notify_failure(const std::string& text, std::chrono::milliseconds wait = std::chrono::milliseconds(1000));
   // Throws PeerFailed if an abort notice has arrived.
   void check_peers();
+  // After a PeerFailed (and after printing): tells the failed rank this rank has seen it.
+  void acknowledge_failure();
+  // The failed rank, after notify_failure: waits until every other rank acknowledged, at most
+  // `wait` (a rank busy in a long op or gone may never answer).
+  void await_acknowledgements(std::chrono::milliseconds wait);
   // MPI_Abort(MPI_COMM_WORLD, code): every rank of the job ends. Does not return.
   [[noreturn]] void abort(int code);
 
