@@ -173,8 +173,8 @@ void execute(const RunArgs& a, Prepared& p, World* world) {
   pw::tools::StopSignals signals;
   const int devices = plan.num_stages() / plan.chunks;
   o.on_start = [&] {
-    std::fprintf(stderr, "run: %s, %d stages on %d workers, %s, %d micro-batches of %lld%s\n", model.name().c_str(),
-                 plan.num_stages(), devices, std::string(pw::planner::to_string(plan.schedule)).c_str(),
+    std::fprintf(stderr, "run: %s, %d stages on %d %s, %s, %d micro-batches of %lld%s\n", model.name().c_str(),
+                 plan.num_stages(), devices, world ? "MPI ranks" : "workers", std::string(pw::planner::to_string(plan.schedule)).c_str(),
                  plan.num_micro_batches, static_cast<long long>(plan.micro_batch_size),
                  std::any_of(plan.stages.begin(), plan.stages.end(), [](auto& s) { return s.recompute; })
                      ? ", recompute"
