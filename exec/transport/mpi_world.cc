@@ -99,7 +99,7 @@ void World::wait(void* request, Clock::time_point deadline, const std::string& w
     check_peers();
     if (Clock::now() >= deadline) {
       // The request cannot be completed any more; the job is about to be aborted.
-      throw TransportTimeout("rank " + std::to_string(rank_) + ": timed out in " + what);
+      throw TransportTimeout("timed out in " + what + " (another rank is stuck or gone)");
     }
     backoff.sleep(deadline);
   }
