@@ -13,7 +13,10 @@
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <cstdlib>
+#include <functional>
 #include <memory>
+#include <optional>
 
 #include <chrono>
 
@@ -26,9 +29,13 @@
 #include "exec/profiler.h"
 #include "exec/runtime/run_compare.h"
 #include "exec/runtime/run_pipeline.h"
+#ifdef PW_HAVE_MPI
+#include "exec/runtime/run_ranks.h"
+#endif
 #include "exec/data.h"
 #include "models/defaults.h"
 #include "models/error.h"
+#include "models/error_text.h"
 #include "planner/schedule_gen.h"
 #include "sim/engine.h"
 #include "sim/plan_costs.h"
@@ -65,7 +72,37 @@ pw::models::ZooOptions run_defaults() {
   return z;
 }
 
-void run(const RunArgs& a, const CLI::App& sub) {
+#ifdef PW_HAVE_MPI
+using World = pw::exec::mpi::World;
+bool launched_by_mpirun() { return pw::exec::mpi::launched_by_mpirun(); }
+pw::exec::PipelineRunResult run_on_ranks(const pw::models::Model& model, const pw::planner::Plan& plan,
+                                         const pw::exec::PipelineRunOptions& o, World& world,
+                                         const std::function<void(const pw::exec::StepReport&)>& progress) {
+  return pw::exec::run_pipeline_ranks(model, plan, o, world, progress);
+}
+#else
+// Without MPI there is no World; a launch by mpirun is refused (run()).
+struct World {
+  int rank() const { return 0; }
+};
+bool launched_by_mpirun() {
+  return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE") || std::getenv("PMIX_RANK");
+}
+pw::exec::PipelineRunResult run_on_ranks(const pw::models::Model&, const pw::planner::Plan&,
+                                         const pw::exec::PipelineRunOptions&, World&,
+                                         const std::function<void(const pw::exec::StepReport&)>&) {
+  throw pw::InputError("run: built without MPI");
+}
+#endif
+
+// Everything a run needs, built and checked before anything runs.
+struct Prepared {
+  pw::planner::Plan plan;
+  pw::tools::ModelSource src;
+  pw::exec::PipelineRunOptions o;
+};
+
+Prepared prepare(const RunArgs& a, const CLI::App& sub) {
   const bool quick = !sub.get_option("--stages")->empty();
   if (a.plan.empty() && !quick) throw pw::InputError("run: expected --plan FILE, or --model M --stages S --micro-batches M");
   if (!a.plan.empty() && quick) throw pw::InputError("--stages: give either --plan or the quick form, not both");
@@ -124,18 +161,26 @@ void run(const RunArgs& a, const CLI::App& sub) {
   o.checkpoint_dir = a.checkpoint;
   o.checkpoint_every = a.checkpoint_every;
   o.resume_dir = a.resume;
-  pw::tools::StopSignals signals;
   o.stop_requested = [] { return pw::tools::StopSignals::stop_requested(); };
 
   // Validated before the banner and before anything is allocated (tools/flag_checks.h).
   pw::tools::check_fits_in_memory(model, plan.micro_batch_size, plan.num_micro_batches,
                                   "--micro-batch and the model's sizes");
   (void)pw::exec::make_data_source(model, o.data_file, o.seed, "--data");
+  return Prepared{std::move(plan), src, std::move(o)};
+}
 
+// Runs a prepared plan: on threads in this process (world == nullptr), or as one rank of an
+// MPI job (exec/runtime/run_ranks.h), where rank 0 alone prints and writes the outputs.
+void execute(const RunArgs& a, Prepared& p, World* world) {
+  const pw::planner::Plan& plan = p.plan;
+  const pw::models::Model& model = p.src.model;
+  pw::exec::PipelineRunOptions& o = p.o;
+  pw::tools::StopSignals signals;
   const int devices = plan.num_stages() / plan.chunks;
   o.on_start = [&] {
-    std::fprintf(stderr, "run: %s, %d stages on %d workers, %s, %d micro-batches of %lld%s\n", model.name().c_str(),
-                 plan.num_stages(), devices, std::string(pw::planner::to_string(plan.schedule)).c_str(),
+    std::fprintf(stderr, "run: %s, %d stages on %d %s, %s, %d micro-batches of %lld%s\n", model.name().c_str(),
+                 plan.num_stages(), devices, world ? "MPI ranks" : "workers", std::string(pw::planner::to_string(plan.schedule)).c_str(),
                  plan.num_micro_batches, static_cast<long long>(plan.micro_batch_size),
                  std::any_of(plan.stages.begin(), plan.stages.end(), [](auto& s) { return s.recompute; })
                      ? ", recompute"
@@ -148,7 +193,7 @@ void run(const RunArgs& a, const CLI::App& sub) {
   };
   pw::exec::PipelineRunResult r;
   try {
-    r = pw::exec::run_pipeline(model, plan, o, progress);
+    r = world ? run_on_ranks(model, plan, o, *world, progress) : pw::exec::run_pipeline(model, plan, o, progress);
   } catch (const pw::exec::NumericalFault& e) {
     const int64_t kept = a.checkpoint.empty() ? -1 : pw::exec::checkpoint_step(a.checkpoint);
     throw pw::tools::CommandExit(
@@ -156,6 +201,10 @@ void run(const RunArgs& a, const CLI::App& sub) {
         std::string("pipewright: numerical fault: ") + e.what() +
             (kept >= 0 ? "; last good checkpoint: " + a.checkpoint + " (step " + std::to_string(kept) + ")"
                        : std::string("; no checkpoint")));
+  }
+  if (world && world->rank() != 0) {
+    if (r.stopped) throw pw::tools::CommandExit(pw::tools::exit_code_for_signal(pw::tools::StopSignals::received()), "");
+    return;  // rank 0 prints and writes the outputs
   }
   if (!r.warning.empty()) std::fprintf(stderr, "%s\n", r.warning.c_str());
 
@@ -246,6 +295,45 @@ void run(const RunArgs& a, const CLI::App& sub) {
                                           "; continue with --resume " + a.checkpoint + ")"
                                     : std::string("no checkpoint (--checkpoint DIR not given)")));
   }
+}
+
+#ifdef PW_HAVE_MPI
+// One rank of `mpirun -np N pipewright run ...`: the checks are agreed on by every rank
+// (exec/runtime/run_ranks.h), and only the lowest rank that rejected the input prints why;
+// every rank exits 2. PW_TEST_INJECT_FAULT (exec/runtime/fault_injection.h) is for the tests.
+void run_mpi(const RunArgs& a, const CLI::App& sub) {
+  World world;
+  std::optional<Prepared> p;
+  try {
+    pw::exec::agree_on_input(world, [&] {
+      p.emplace(prepare(a, sub));
+      if (a.compare) throw pw::InputError("--compare: not supported under mpirun (compare a threaded run)");
+      if (const char* f = std::getenv("PW_TEST_INJECT_FAULT")) p->o.inject_fault = f;
+    });
+    execute(a, *p, &world);
+  } catch (const pw::exec::RankInputError& e) {
+    if (world.rank() != e.first_failed_rank()) throw pw::tools::CommandExit(2, "");
+    throw pw::tools::CommandExit(2, "pipewright: error: " +
+                                        (world.rank() ? "rank " + std::to_string(world.rank()) + ": " : std::string()) +
+                                        pw::one_line_message(e.what()));
+  } catch (const pw::tools::CommandExit& e) {
+    if (world.rank() != 0) throw pw::tools::CommandExit(e.code(), "");
+    throw;
+  }
+}
+#endif
+
+void run(const RunArgs& a, const CLI::App& sub) {
+  if (launched_by_mpirun()) {
+#ifdef PW_HAVE_MPI
+    run_mpi(a, sub);
+    return;
+#else
+    throw pw::InputError("run: started by mpirun, but this pipewright was built without MPI (-DPW_WITH_MPI=OFF)");
+#endif
+  }
+  Prepared p = prepare(a, sub);
+  execute(a, p, nullptr);
 }
 
 pw::tools::CommandRegistrar reg("run", [](CLI::App& app) {

@@ -117,6 +117,8 @@ class LayerStageCompute final : public StageCompute {
   int64_t memory_bytes(int stage) const override;
 
   int num_micro_batches() const { return num_micro_batches_; }
+  // The virtual stage whose output is the loss (loss() needs its forwards), -1 if none.
+  int loss_stage() const { return loss_stage_; }
   int64_t micro_batch_count(int micro_batch) const;
   // Mean loss of an iteration over its whole mini-batch (sample-weighted over micro-batches);
   // requires that the stage holding the loss ran every forward of that iteration.

@@ -11,86 +11,11 @@
 #include "exec/trainer.h"
 #include "exec/network.h"
 #include "exec/runtime/run_compute.h"
+#include "exec/runtime/run_setup.h"
 #include "models/error.h"
 #include "planner/schedule_gen.h"
 
 namespace pw::exec {
-
-namespace {
-
-class OptimizerAdapter final : public StageOptimizer {
- public:
-  OptimizerAdapter(std::vector<Tensor*> p, std::vector<Tensor*> g, const OptimizerOptions& o)
-      : opt_(std::move(p), std::move(g), o) {}
-  void step() override { opt_.step(); }
-  int64_t state_bytes() const override { return opt_.state_bytes(); }
-  std::vector<std::pair<std::string, Tensor*>> state_tensors() override { return opt_.state_tensors(); }
-  int64_t steps() const override { return opt_.steps(); }
-  void set_steps(int64_t s) override { opt_.set_steps(s); }
-
- private:
-  Optimizer opt_;
-};
-
-// Draws one mini-batch per iteration from a (sequential, not thread-safe) DataSource and
-// hands out row slices of it to the stage threads.
-class BatchSlicer {
- public:
-  BatchSlicer(std::unique_ptr<DataSource> src, int64_t batch) : src_(std::move(src)), batch_(batch) {}
-  // Draws the mini-batches up to iteration `it` (the driver calls this before timing it).
-  void prepare(int it) {
-    std::lock_guard<std::mutex> lock(mu_);
-    draw(it);
-  }
-  void fill(int it, int64_t first, int64_t count, Tensor* data, Tensor* targets) {
-    std::lock_guard<std::mutex> lock(mu_);
-    draw(it);
-    const Batch& b = cache_.at(it);
-    copy_rows(b.data, first, count, data);
-    copy_rows(b.targets, first, count, targets);
-  }
-  // The source's position after the mini-batches drawn so far (at an iteration boundary: after
-  // the last finished iteration's).
-  DataState state() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return src_->state();
-  }
-  void restore(const DataState& s) {
-    std::lock_guard<std::mutex> lock(mu_);
-    src_->restore(s);
-  }
-  std::string describe() const { return src_->describe(); }
-
- private:
-  void draw(int it) {
-    while (next_ <= it) {
-      cache_[next_] = src_->next(batch_);
-      ++next_;
-    }
-    while (!cache_.empty() && cache_.begin()->first < it - 1) cache_.erase(cache_.begin());
-  }
-  static void copy_rows(const Tensor& src, int64_t first, int64_t count, Tensor* dst) {
-    if (!dst) return;
-    const int64_t row = src.numel() / src.dim(0);
-    PW_CHECK(dst->numel() == row * count, "data slice shape mismatch: " + dst->shape_string() + " vs rows of " +
-                                              src.shape_string());
-    std::memcpy(dst->data(), src.data() + first * row, static_cast<size_t>(row * count) * sizeof(float));
-  }
-  std::mutex mu_;
-  std::unique_ptr<DataSource> src_;
-  int64_t batch_;
-  int next_ = 0;
-  std::map<int, Batch> cache_;
-};
-
-int64_t median(std::vector<int64_t> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-}  // namespace
 
 void check_plan_for_model(const planner::Plan& plan, const models::Model& model) {
   const int L = static_cast<int>(model.layers().size());
@@ -172,28 +97,11 @@ planner::Plan even_plan(const models::Model& model, int stages, int num_micro_ba
 
 PipelineRunResult run_pipeline(const models::Model& model, const planner::Plan& plan, const PipelineRunOptions& options,
                                const std::function<void(const StepReport&)>& on_step) {
-  check_plan_for_model(plan, model);
-  if (options.steps < 1) throw InputError("--steps: expected >= 1");
-  if (options.warmup_steps < 0) throw InputError("--warmup-steps: expected >= 0");
-  const int devices = plan.num_stages() / plan.chunks;
-  planner::Schedule schedule = planner::make_schedule(plan.schedule, devices, plan.num_micro_batches, plan.chunks);
-  auto slicer = std::make_shared<BatchSlicer>(make_data_source(model, options.data_file, options.seed), plan.batch);
-  Network net(model, options.seed);
-  std::vector<StageRange> ranges;
-  for (const auto& st : plan.stages) ranges.push_back({st.first_layer, st.end_layer, st.recompute});
-  ComputeConfig cc;
-  cc.batch = plan.batch;
-  cc.micro_batch_size = plan.micro_batch_size;
-  cc.asynchronous = !planner::is_synchronous(plan.schedule);
-  cc.weight_stashing = true;
-  cc.double_buffered = plan.schedule == planner::ScheduleKind::two_bw;
-  const OptimizerOptions oo = options.optimizer;
-  LayerStageCompute compute(
-      net, ranges, cc,
-      [slicer](int it, int64_t first, int64_t count, Tensor* d, Tensor* t) { slicer->fill(it, first, count, d, t); },
-      [oo](std::vector<Tensor*> p, std::vector<Tensor*> g) {
-        return std::make_unique<OptimizerAdapter>(std::move(p), std::move(g), oo);
-      });
+  RunSetup setup = make_run_setup(model, plan, options);
+  const int devices = setup.devices;
+  auto& slicer = setup.slicer;
+  LayerStageCompute& compute = *setup.compute;
+  planner::Schedule schedule = std::move(setup.schedule);
   RuntimeOptions ro;
   ro.vertical_sync = options.vertical_sync;
   ro.threads_per_worker = options.threads_per_worker;
@@ -278,13 +186,14 @@ PipelineRunResult run_pipeline(const models::Model& model, const planner::Plan& 
       break;
     }
   }
-  const int64_t med = median(r.iteration_ns);
+  const int64_t med = median_ns(r.iteration_ns);
   r.median_iteration_ms = static_cast<double>(med) / 1e6;
   r.samples_per_s = static_cast<double>(plan.batch) * 1e9 / std::max<int64_t>(1, med);
   r.trace = rt.trace();
   r.peak_memory_bytes.assign(devices, 0);
   for (const auto& m : r.trace.memory) r.peak_memory_bytes[m.device] = std::max(r.peak_memory_bytes[m.device], m.bytes);
   for (int s = 0; s < compute.num_stages(); ++s) r.peak_activation_bytes.push_back(compute.peak_activation_bytes(s));
+  if (options.keep_final_weights) r.final_weights = copy_stage_states(compute);
   return r;
 }
 

@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "exec/optimizer.h"
@@ -57,7 +58,16 @@ struct PipelineRunOptions {
   // May be empty; called once every check has passed and a checkpoint (if any) is loaded,
   // before the first iteration (e.g. to print a banner only for a run that starts).
   std::function<void()> on_start;
+  // Keep a copy of every stage's final weights and optimizer state in the result (tests).
+  bool keep_final_weights = false;
+  // MPI runs only (run_pipeline_ranks), for the fault tests: "<rank>:<op>[:kill]" makes that
+  // rank throw (or SIGKILL itself) when it starts that op, e.g. "1:B(1,3)" (exec/runtime/
+  // fault_injection.h). The CLI reads it from the environment variable PW_TEST_INJECT_FAULT.
+  std::string inject_fault;
 };
+
+// Named tensors of one stage ("<layer>/<k>" weights, "opt/..." optimizer state).
+using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 
 struct StepReport {
   int step = 0;                    // 1-based
@@ -81,6 +91,7 @@ struct PipelineRunResult {
   int iterations_run = 0;                      // iterations this call ran (warm-up included)
   bool stopped = false;                        // stop_requested() ended the run early
   int64_t checkpoint_step = -1;                // step of the last checkpoint written, -1 if none
+  std::vector<NamedTensors> final_weights;     // per virtual stage, with keep_final_weights
 };
 
 // Throws InputError with a one-line reason when the plan does not fit the model (see above).

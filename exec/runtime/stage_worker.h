@@ -55,6 +55,8 @@ class StageWorker {
   // Where the worker is (for stall reports): "at F(1,3) waiting for it 0 stage 0 mb 3 fwd from
   // device 0", "done". Read only after run_iteration returned or threw.
   const std::string& status() const { return status_; }
+  // Label of the op being run or last run ("B(1,3)"), "" before the first.
+  const std::string& current_op() const { return current_op_; }
 
   std::vector<sim::TraceEvent> events;   // appended per iteration; the runtime drains them
   std::vector<sim::MemorySample> memory;

@@ -1,0 +1,87 @@
+// RankRuntime: runs ONE device's op list of a Schedule in this process — the device is this
+// MPI rank (device == world.rank(), one rank per pipeline device) — over an MpiTransport,
+// driving a StageCompute with the same StageWorker as the threaded PipelineRuntime.
+//
+// Construction (collective: every rank constructs one, in the same order) validates the
+// schedule (planner::validate_schedule; InputError) and that world.size() equals the schedule's
+// devices (InputError naming both numbers), pins the calling thread to this rank's share of
+// its host's cores (hwloc: Machine::assign(ranks on this host)[local rank]), sets the OpenMP
+// thread count as PipelineRuntime does, and synchronises the time origin t0: every rank takes
+// t0 right after a barrier, so trace times of all ranks share one origin (to within the
+// barrier's exit skew, microseconds on one host).
+//
+// run_iteration() runs this rank's ops of iteration iterations_run() and returns its wall time
+// (ns). It does not synchronise with the other ranks at the end (the driver does, see
+// exec/runtime/run_ranks.h). Every wait has a deadline: options.timeout per iteration, or
+// kDefaultTimeout when that is 0.
+// Failures: when this rank's compute throws or its wait times out, run_iteration tells every
+// other rank (World::notify_failure) and throws RankFailure "rank R failed at OP: what"; when
+// another rank failed first, it throws that rank's PeerFailed. The runtime is not reusable
+// after a failure (the job is meant to end, see run_ranks.h).
+//
+// Threading: everything on the thread that created the World (MPI_THREAD_FUNNELED).
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "exec/runtime/pinning.h"
+#include "exec/runtime/pipeline_runtime.h"
+#include "exec/runtime/stage_compute.h"
+#include "exec/runtime/stage_worker.h"
+#include "exec/transport/mpi_world.h"
+#include "exec/transport/transport_mpi.h"
+#include "planner/schedule.h"
+#include "sim/trace.h"
+
+namespace pw::exec {
+
+class RankFailure : public std::runtime_error {
+ public:
+  RankFailure(int rank, const std::string& text) : std::runtime_error(text), rank_(rank) {}
+  int rank() const { return rank_; }
+
+ private:
+  int rank_;
+};
+
+class RankRuntime {
+ public:
+  using Clock = Transport::Clock;
+  static constexpr std::chrono::milliseconds kDefaultTimeout{600000};
+
+  RankRuntime(planner::Schedule schedule, StageCompute& compute, mpi::World& world, RuntimeOptions options = {});
+
+  int64_t run_iteration();
+  int iterations_run() const { return iterations_; }
+  int device() const { return world_.rank(); }
+
+  const planner::Schedule& schedule() const { return schedule_; }
+  // This rank's events and memory samples so far; times in ns since the shared t0.
+  const sim::Trace& local_trace() const { return trace_; }
+  // Collective. Rank 0 gets every rank's trace merged (device order, each in time order);
+  // other ranks get an empty Trace.
+  sim::Trace gather_trace();
+  // A deadline for a collective that starts now (the runtime's timeout from now).
+  Clock::time_point deadline() const { return Clock::now() + timeout_; }
+  const CoreSet& placement() const { return placement_; }
+  // Oversubscription or pinning warning of this rank, "" if none.
+  const std::string& warning() const { return warning_; }
+
+ private:
+  planner::Schedule schedule_;
+  mpi::World& world_;
+  RuntimeOptions options_;
+  std::chrono::milliseconds timeout_;
+  MpiTransport transport_;
+  Clock::time_point t0_;
+  std::unique_ptr<StageWorker> worker_;
+  CoreSet placement_;
+  std::string warning_;
+  sim::Trace trace_;
+  int iterations_ = 0;
+};
+
+}  // namespace pw::exec

@@ -1,0 +1,53 @@
+// run_pipeline_ranks: run_pipeline (exec/runtime/run_pipeline.h) for a job started by mpirun,
+// one rank per pipeline device: this process builds the same model, data and compute as the
+// threaded run and executes device world.rank()'s ops (RankRuntime over MpiTransport). With the
+// same plan and options, losses and final weights equal the threaded run's.
+//
+// Collective: every rank calls it with the same arguments.
+// Input checks (InputError, as run_pipeline, plus: the rank count must equal the plan's
+// devices; --checkpoint / --resume and tied embeddings split across stages are not supported
+// under MPI yet) are agreed on: if any rank's check fails, every rank throws RankInputError,
+// which carries the lowest failed rank (so only that rank prints its message).
+//
+// Per iteration the ranks agree on the step (one allreduce): the iteration time is the
+// largest rank's wall time, the loss comes from the rank of the loss stage, and a stop request
+// (SIGINT / SIGTERM, options.stop_requested) on any rank stops every rank at the same step.
+// on_start and on_step are called on rank 0 only. The result is complete on rank 0: trace of
+// every rank (times from the shared, barrier-synchronised t0), peak memory per device,
+// placement per device ("host: cores ..."), warnings, and with keep_final_weights every
+// stage's weights; other ranks get losses and iteration times only.
+//
+// Failures during the run do not return: the failing rank prints "pipewright: rank R failed at
+// OP (iteration I): what" on stderr, tells the other ranks, and after a grace period (for their
+// lines) ends the job with MPI_Abort(1); a rank that learns of another's failure prints
+// "pipewright: rank R stopping: <that line>" and aborts too. mpirun then ends every rank (also
+// when a rank is killed outright), so every process exits non-zero.
+#pragma once
+
+#include <functional>
+#include <stdexcept>
+
+#include "exec/runtime/run_pipeline.h"
+#include "exec/transport/mpi_world.h"
+
+namespace pw::exec {
+
+class RankInputError : public InputError {
+ public:
+  RankInputError(const std::string& what, int first_failed_rank)
+      : InputError(what), first_failed_rank_(first_failed_rank) {}
+  int first_failed_rank() const { return first_failed_rank_; }
+
+ private:
+  int first_failed_rank_;
+};
+
+// Runs `checks` on every rank; if it throws InputError on any rank, every rank throws
+// RankInputError (the failed ranks with their own message). Collective.
+void agree_on_input(mpi::World& world, const std::function<void()>& checks);
+
+PipelineRunResult run_pipeline_ranks(const models::Model& model, const planner::Plan& plan,
+                                     const PipelineRunOptions& options, mpi::World& world,
+                                     const std::function<void(const StepReport&)>& on_step = {});
+
+}  // namespace pw::exec

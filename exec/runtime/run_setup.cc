@@ -1,0 +1,114 @@
+#include "exec/runtime/run_setup.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "exec/optimizer.h"
+#include "models/error.h"
+#include "planner/schedule_gen.h"
+
+namespace pw::exec {
+
+namespace {
+
+class OptimizerAdapter final : public StageOptimizer {
+ public:
+  OptimizerAdapter(std::vector<Tensor*> p, std::vector<Tensor*> g, const OptimizerOptions& o)
+      : opt_(std::move(p), std::move(g), o) {}
+  void step() override { opt_.step(); }
+  int64_t state_bytes() const override { return opt_.state_bytes(); }
+  std::vector<std::pair<std::string, Tensor*>> state_tensors() override { return opt_.state_tensors(); }
+  int64_t steps() const override { return opt_.steps(); }
+  void set_steps(int64_t s) override { opt_.set_steps(s); }
+
+ private:
+  Optimizer opt_;
+};
+
+void copy_rows(const Tensor& src, int64_t first, int64_t count, Tensor* dst) {
+  if (!dst) return;
+  const int64_t row = src.numel() / src.dim(0);
+  PW_CHECK(dst->numel() == row * count,
+           "data slice shape mismatch: " + dst->shape_string() + " vs rows of " + src.shape_string());
+  std::memcpy(dst->data(), src.data() + first * row, static_cast<size_t>(row * count) * sizeof(float));
+}
+
+}  // namespace
+
+void BatchSlicer::prepare(int it) {
+  std::lock_guard<std::mutex> lock(mu_);
+  draw(it);
+}
+
+void BatchSlicer::fill(int it, int64_t first, int64_t count, Tensor* data, Tensor* targets) {
+  std::lock_guard<std::mutex> lock(mu_);
+  draw(it);
+  const Batch& b = cache_.at(it);
+  copy_rows(b.data, first, count, data);
+  copy_rows(b.targets, first, count, targets);
+}
+
+DataState BatchSlicer::state() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return src_->state();
+}
+
+void BatchSlicer::restore(const DataState& s) {
+  std::lock_guard<std::mutex> lock(mu_);
+  src_->restore(s);
+}
+
+void BatchSlicer::draw(int it) {
+  while (next_ <= it) {
+    cache_[next_] = src_->next(batch_);
+    ++next_;
+  }
+  while (!cache_.empty() && cache_.begin()->first < it - 1) cache_.erase(cache_.begin());
+}
+
+RunSetup make_run_setup(const models::Model& model, const planner::Plan& plan, const PipelineRunOptions& options) {
+  check_plan_for_model(plan, model);
+  if (options.steps < 1) throw InputError("--steps: expected >= 1");
+  if (options.warmup_steps < 0) throw InputError("--warmup-steps: expected >= 0");
+  RunSetup s;
+  s.devices = plan.num_stages() / plan.chunks;
+  s.schedule = planner::make_schedule(plan.schedule, s.devices, plan.num_micro_batches, plan.chunks);
+  s.slicer = std::make_shared<BatchSlicer>(make_data_source(model, options.data_file, options.seed), plan.batch);
+  s.net = std::make_unique<Network>(model, options.seed);
+  std::vector<StageRange> ranges;
+  for (const auto& st : plan.stages) ranges.push_back({st.first_layer, st.end_layer, st.recompute});
+  ComputeConfig cc;
+  cc.batch = plan.batch;
+  cc.micro_batch_size = plan.micro_batch_size;
+  cc.asynchronous = !planner::is_synchronous(plan.schedule);
+  cc.weight_stashing = true;
+  cc.double_buffered = plan.schedule == planner::ScheduleKind::two_bw;
+  const OptimizerOptions oo = options.optimizer;
+  auto slicer = s.slicer;
+  s.compute = std::make_unique<LayerStageCompute>(
+      *s.net, ranges, cc,
+      [slicer](int it, int64_t first, int64_t count, Tensor* d, Tensor* t) { slicer->fill(it, first, count, d, t); },
+      [oo](std::vector<Tensor*> p, std::vector<Tensor*> g) {
+        return std::make_unique<OptimizerAdapter>(std::move(p), std::move(g), oo);
+      });
+  return s;
+}
+
+std::vector<NamedTensors> copy_stage_states(LayerStageCompute& compute) {
+  std::vector<NamedTensors> out;
+  for (int s = 0; s < compute.num_stages(); ++s) {
+    NamedTensors v;
+    for (auto& [name, t] : compute.checkpoint_state(s).tensors) v.emplace_back(name, t->clone());
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+int64_t median_ns(std::vector<int64_t> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+}  // namespace pw::exec

@@ -1,0 +1,229 @@
+#include "exec/transport/mpi_world.h"
+
+#include <algorithm>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <thread>
+
+#include "exec/transport/mpi_comms.h"
+#include "models/error.h"
+
+namespace pw::exec::mpi {
+
+namespace {
+
+int env_int(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoi(v) : 0;
+}
+
+void check_mpi(int rc, const char* what) {
+  if (rc == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(rc, text, &len);
+  throw std::runtime_error(std::string("MPI: ") + what + ": " + std::string(text, static_cast<size_t>(len)));
+}
+
+// Poll interval: starts at 5 us, doubles to 500 us (a collective waits for the slowest rank).
+struct Backoff {
+  std::chrono::microseconds d{5};
+  void sleep(World::Clock::time_point deadline) {
+    const auto until = std::min(deadline, World::Clock::now() + d);
+    std::this_thread::sleep_until(until);
+    d = std::min(d * 2, std::chrono::microseconds(500));
+  }
+};
+
+// The notice received, kept so that every later check throws it again.
+std::optional<std::pair<int, std::string>> g_notice;
+
+}  // namespace
+
+bool launched_by_mpirun() { return launcher_world_size() > 0 || std::getenv("PMIX_RANK") != nullptr; }
+
+int launcher_world_size() {
+  if (int n = env_int("OMPI_COMM_WORLD_SIZE")) return n;
+  return env_int("PMI_SIZE");
+}
+
+World::World() : comms_(new Comms) {
+  int inited = 0;
+  MPI_Initialized(&inited);
+  if (!inited) {
+    int provided = 0;
+    check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+    initialized_here_ = true;
+    if (provided < MPI_THREAD_FUNNELED) throw std::runtime_error("MPI: MPI_THREAD_FUNNELED is not provided");
+  }
+  // Errors come back as codes (turned into exceptions here) rather than aborting inside MPI.
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+  MPI_Comm_size(MPI_COMM_WORLD, &size_);
+  MPI_Comm local;
+  check_mpi(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local), "split_type");
+  MPI_Comm_rank(local, &local_rank_);
+  MPI_Comm_size(local, &local_size_);
+  MPI_Comm_free(&local);
+  char name[MPI_MAX_PROCESSOR_NAME];
+  int len = 0;
+  MPI_Get_processor_name(name, &len);
+  host_.assign(name, static_cast<size_t>(len));
+  int* ub = nullptr;
+  int flag = 0;
+  MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
+  if (flag && ub) tag_ub_ = *ub;
+  check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &comms_->data), "MPI_Comm_dup");
+  check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &comms_->control), "MPI_Comm_dup");
+  check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &comms_->collective), "MPI_Comm_dup");
+}
+
+World::~World() {
+  if (initialized_here_) {
+    for (MPI_Comm* c : {&comms_->data, &comms_->control, &comms_->collective})
+      if (*c != MPI_COMM_NULL) MPI_Comm_free(c);
+    MPI_Finalize();
+  }
+  delete comms_;
+}
+
+void World::wait(void* request, Clock::time_point deadline, const std::string& what) {
+  auto* req = static_cast<MPI_Request*>(request);
+  Backoff backoff;
+  while (true) {
+    int done = 0;
+    check_mpi(MPI_Test(req, &done, MPI_STATUS_IGNORE), what.c_str());
+    if (done) return;
+    check_peers();
+    if (Clock::now() >= deadline) {
+      // The request cannot be completed any more; the job is about to be aborted.
+      throw TransportTimeout("timed out in " + what + " (another rank is stuck or gone)");
+    }
+    backoff.sleep(deadline);
+  }
+}
+
+void World::barrier(Clock::time_point deadline, const std::string& what) {
+  MPI_Request req;
+  check_mpi(MPI_Ibarrier(comms_->collective, &req), "MPI_Ibarrier");
+  wait(&req, deadline, what);
+}
+
+std::vector<double> World::allreduce_max(const std::vector<double>& local, Clock::time_point deadline,
+                                         const std::string& what) {
+  std::vector<double> out(local.size());
+  MPI_Request req;
+  check_mpi(MPI_Iallreduce(local.data(), out.data(), static_cast<int>(local.size()), MPI_DOUBLE, MPI_MAX,
+                           comms_->collective, &req),
+            "MPI_Iallreduce");
+  wait(&req, deadline, what);
+  return out;
+}
+
+int World::first_failed(bool failed, Clock::time_point deadline, const std::string& what) {
+  const std::vector<double> mine{failed ? -static_cast<double>(rank_) : -static_cast<double>(size_)};
+  const int r = static_cast<int>(-allreduce_max(mine, deadline, what)[0]);
+  return r >= size_ ? -1 : r;
+}
+
+std::vector<std::string> World::gather(const std::string& local, Clock::time_point deadline, const std::string& what) {
+  PW_CHECK(local.size() < static_cast<size_t>(INT_MAX), "gather: " + what + " is larger than 2 GiB");
+  const int n = static_cast<int>(local.size());
+  std::vector<int> sizes(rank_ == 0 ? size_ : 0);
+  MPI_Request req;
+  check_mpi(MPI_Igather(&n, 1, MPI_INT, sizes.data(), 1, MPI_INT, 0, comms_->collective, &req), "MPI_Igather");
+  wait(&req, deadline, what);
+  std::vector<int> displs(sizes.size());
+  int64_t total = 0;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    displs[i] = static_cast<int>(total);
+    total += sizes[i];
+  }
+  PW_CHECK(total < INT_MAX, "gather: " + what + " totals more than 2 GiB");
+  std::string all(static_cast<size_t>(total), '\0');
+  check_mpi(MPI_Igatherv(local.data(), n, MPI_BYTE, all.data(), sizes.data(), displs.data(), MPI_BYTE, 0,
+                         comms_->collective, &req),
+            "MPI_Igatherv");
+  wait(&req, deadline, what);
+  std::vector<std::string> out;
+  for (size_t i = 0; i < sizes.size(); ++i) out.push_back(all.substr(static_cast<size_t>(displs[i]), sizes[i]));
+  return out;
+}
+
+void World::notify_failure(const std::string& text, std::chrono::milliseconds wait_for) {
+  std::vector<MPI_Request> reqs;
+  for (int r = 0; r < size_; ++r) {
+    if (r == rank_) continue;
+    MPI_Request req;
+    if (MPI_Isend(text.data(), static_cast<int>(text.size()), MPI_CHAR, r, kAbortTag, comms_->control, &req) ==
+        MPI_SUCCESS)
+      reqs.push_back(req);
+  }
+  const auto deadline = Clock::now() + wait_for;
+  Backoff backoff;
+  while (!reqs.empty() && Clock::now() < deadline) {
+    int done = 0;
+    MPI_Testall(static_cast<int>(reqs.size()), reqs.data(), &done, MPI_STATUSES_IGNORE);
+    if (done) return;
+    backoff.sleep(deadline);
+  }
+}
+
+void World::check_peers() {
+  if (!g_notice) {
+    int flag = 0;
+    MPI_Status st;
+    MPI_Iprobe(MPI_ANY_SOURCE, kAbortTag, comms_->control, &flag, &st);
+    if (!flag) return;
+    int count = 0;
+    MPI_Get_count(&st, MPI_CHAR, &count);
+    std::string text(static_cast<size_t>(std::max(0, count)), '\0');
+    MPI_Recv(text.data(), count, MPI_CHAR, st.MPI_SOURCE, kAbortTag, comms_->control, MPI_STATUS_IGNORE);
+    g_notice.emplace(st.MPI_SOURCE, text);
+  }
+  throw PeerFailed(g_notice->first, g_notice->second);
+}
+
+void World::acknowledge_failure() {
+  if (!g_notice) return;
+  char byte = 1;
+  MPI_Request req;
+  if (MPI_Isend(&byte, 1, MPI_CHAR, g_notice->first, kAckTag, comms_->control, &req) != MPI_SUCCESS) return;
+  const auto deadline = Clock::now() + std::chrono::seconds(1);
+  Backoff backoff;
+  while (Clock::now() < deadline) {
+    int done = 0;
+    MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+    if (done) return;
+    backoff.sleep(deadline);
+  }
+}
+
+void World::await_acknowledgements(std::chrono::milliseconds wait_for) {
+  const auto deadline = Clock::now() + wait_for;
+  int acks = 0;
+  Backoff backoff;
+  while (acks < size_ - 1 && Clock::now() < deadline) {
+    int flag = 0;
+    MPI_Status st;
+    MPI_Iprobe(MPI_ANY_SOURCE, kAckTag, comms_->control, &flag, &st);
+    if (flag) {
+      char byte;
+      MPI_Recv(&byte, 1, MPI_CHAR, st.MPI_SOURCE, kAckTag, comms_->control, MPI_STATUS_IGNORE);
+      ++acks;
+      continue;
+    }
+    backoff.sleep(deadline);
+  }
+}
+
+void World::abort(int code) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, code);
+  std::_Exit(code);
+}
+
+}  // namespace pw::exec::mpi
