@@ -171,7 +171,10 @@ StageCosts stage_costs_from_predictions(const planner::Plan& plan) {
 
 planner::Schedule schedule_for_plan(const planner::Plan& plan, const StageCosts& costs) {
   const int p = pipeline_devices(plan);
-  if (replicated(plan)) {
+  // Asynchronous plans (PipeDream's m = 1 included) need the replicas' round-robin period and
+  // enough micro-batches for the 1F1B warm-up in one simulated iteration, or the unrolled
+  // iterations never overlap (a straight vgg16 plan simulated at a quarter of its throughput).
+  if (replicated(plan) || (!planner::is_synchronous(plan.schedule) && plan.chunks == 1)) {
     if (plan.chunks > 1) throw InputError("plan: replicated stages with chunks > 1 are not simulated");
     std::vector<bool> ar(plan.num_stages(), false);
     for (int k = 0; k < plan.num_stages() && !costs.allreduce_ns.empty(); ++k) ar[k] = costs.allreduce_ns[k] > 0;

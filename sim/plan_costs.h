@@ -55,10 +55,11 @@ StageCosts stage_costs_from_predictions(const planner::Plan& plan);
 // schedules) of every device whose stages have allreduce_ns > 0.
 // A plan with a replicated stage: planner::make_replicated_schedule over the replica counts,
 // its devices numbered stage by stage (stage 0's replicas first, in the plan's device order),
-// all-reduces for the stages with allreduce_ns > 0; asynchronous plans run
+// all-reduces for the stages with allreduce_ns > 0. Asynchronous plans, replicated or not, run
 // round_robin_micro_batches(m, replicas) micro-batches per simulated iteration (so every
-// replica owns the same micro-batches each iteration: one simulated iteration is that many / m
-// of the plan's mini-batches). Chunks > 1 with replicas: InputError.
+// replica owns the same micro-batches each iteration and the 1F1B warm-up fits in one: one
+// simulated iteration is that many / m of the plan's mini-batches). Chunks > 1 with replicas:
+// InputError.
 planner::Schedule schedule_for_plan(const planner::Plan& plan, const StageCosts& costs);
 
 // Network of the plan: pipeline device d (virtual stage d's first device) mapped onto the

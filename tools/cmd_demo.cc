@@ -93,6 +93,7 @@ void plan_simulate_run(const DemoArgs& a, const pw::models::Model& model) {
   const pw::sim::StageCosts costs = pw::sim::stage_costs_from_plan(plan, measured, &cluster);
   pw::sim::SimOptions so;
   so.record_trace = !a.out_dir.empty();
+  so.schedule_bubble = true;
   const pw::sim::SimResult predicted =
       pw::sim::simulate(pw::sim::schedule_for_plan(plan, costs), costs, pw::sim::network_for_plan(plan, &cluster), so);
   std::cout << "\n== 5. Simulation of the plan ==\n" << pw::sim::format_report(predicted.report);

@@ -146,8 +146,9 @@ void run_simulate(const SimulateArgs& a, CLI::App* sub) {
   // without --iterations simulate enough of them for the steady state the planner predicts.
   std::string note;
   if (plan_iterations > 1)
-    note = "replicas take micro-batches in turn: one simulated iteration is " + std::to_string(plan_iterations) +
-           " of the plan's iterations (" + std::to_string(schedule.num_micro_batches) + " micro-batches)\n";
+    note = "one simulated iteration is " + std::to_string(plan_iterations) + " of the plan's iterations (" +
+           std::to_string(schedule.num_micro_batches) + " micro-batches: the replicas' round-robin period and the " +
+           "1F1B warm-up)\n";
   if (!a.plan.empty() && !sub->count("--iterations") && !planner::is_synchronous(schedule.kind)) {
     opt.iterations = kAsyncPlanIterations;
     note += "asynchronous plan: " + std::to_string(kAsyncPlanIterations) +

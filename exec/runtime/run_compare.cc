@@ -61,11 +61,13 @@ Prediction predict_from_measurement(const models::Model& model, const planner::P
   sim::SimOptions so;
   so.iterations = 1;
   so.record_trace = true;
+  so.schedule_bubble = true;  // the report's three figures (sim/report.h), not "n/a"
   sim::SimResult sr = sim::simulate(sched, costs, sim::network_for_plan(plan, nullptr), so);
   p.report = sr.report;
   p.trace = std::move(sr.trace);
   p.costs = costs;
   so.record_trace = false;
+  so.schedule_bubble = false;
   p.iteration_ms = static_cast<double>(sr.report.iteration_ns) / 1e6;
   sim::StageCosts held = costs;
   held.working_bytes.assign(held.working_bytes.size(), 0);
