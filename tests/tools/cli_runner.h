@@ -75,8 +75,9 @@ struct CliResult {
   std::string err;
 };
 
-// Runs `pipewright args...`; stdout and stderr go through files in a scratch directory.
-inline CliResult run_cli(const std::vector<std::string>& args) {
+// Runs `pipewright args...`; stdout and stderr go through files in a scratch directory. With
+// `cwd`, the command runs in that directory (relative paths in args resolve there).
+inline CliResult run_cli(const std::vector<std::string>& args, const std::string& cwd = "") {
   ScratchDir io;
   const std::string out = io.file("stdout"), err = io.file("stderr");
   std::vector<std::string> argv_s = {PW_CLI_PATH};
@@ -88,6 +89,7 @@ inline CliResult run_cli(const std::vector<std::string>& args) {
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (!cwd.empty()) posix_spawn_file_actions_addchdir_np(&fa, cwd.c_str());
   pid_t pid = 0;
   CliResult r;
   if (posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ) == 0) {
