@@ -14,6 +14,13 @@ bool parse_dtype(const std::string& dtype, const std::string& flag) {
   throw InputError(flag + ": expected fp32 or bf16, got \"" + dtype + "\"");
 }
 
+bool resolve_bf16(bool bf16_flag, const std::string& dtype, const DeviceSpec& device) {
+  if (bf16_flag && !dtype.empty() && dtype != "bf16")
+    throw InputError("--bf16 and --dtype " + dtype + ": give one of them");
+  if (bf16_flag) return true;
+  return parse_dtype(dtype.empty() ? default_dtype(device) : dtype, "--dtype");
+}
+
 std::string priced_optimizer(const std::string& optimizer, bool bf16) {
   return bf16 && optimizer == "adam" ? "adam-mixed" : optimizer;
 }

@@ -26,6 +26,10 @@ std::string default_dtype(const DeviceSpec& device);
 // "fp32" -> false, "bf16" -> true; anything else throws InputError naming `flag`.
 bool parse_dtype(const std::string& dtype, const std::string& flag);
 
+// The precision of the --bf16 / --dtype flags: bf16 with --bf16, else --dtype, else
+// default_dtype(device). InputError when they disagree or --dtype is unknown.
+bool resolve_bf16(bool bf16_flag, const std::string& dtype, const DeviceSpec& device);
+
 // The optimizer whose memory the cost model prices: under bf16, "adam" is mixed-precision
 // Adam ("adam-mixed": 16-bit weights, fp32 master weights and moments), as Megatron-LM and
 // DeepSpeed train; every other name is returned unchanged.

@@ -60,14 +60,6 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// --dtype / --bf16, else the device's default (models/defaults.h).
-bool costs_in_bf16(const PlanArgs& a, const pw::models::DeviceSpec& dev) {
-  if (a.bf16 && !a.dtype.empty() && a.dtype != "bf16")
-    throw pw::InputError("--bf16 and --dtype " + a.dtype + ": give one of them");
-  if (a.bf16) return true;
-  return pw::models::parse_dtype(a.dtype.empty() ? pw::models::default_dtype(dev) : a.dtype, "--dtype");
-}
-
 // A zoo or file --model also sets the default batch: the model's own (PipeDream graphs and
 // profiles carry theirs).
 pw::models::Profile load_profile(PlanArgs& a, const CLI::App& sub) {
@@ -88,7 +80,7 @@ pw::models::Profile load_profile(PlanArgs& a, const CLI::App& sub) {
   if (a.req.batch == 0) a.req.batch = src.model.batch();
   a.model_json = src.model;
   const auto dev = pw::tools::resolve_device(a.device, "--device");
-  const bool bf16 = costs_in_bf16(a, dev);
+  const bool bf16 = pw::models::resolve_bf16(a.bf16, a.dtype, dev);
   a.dtype_used = bf16 ? "bf16" : "fp32";
   a.req.optimizer = pw::models::priced_optimizer(a.req.optimizer, bf16);
   pw::models::CostOptions co{a.efficiency, bf16, a.req.optimizer};

@@ -7,11 +7,13 @@
 #include <memory>
 
 #include "models/cost.h"
+#include "models/defaults.h"
 #include "models/error.h"
 #include "models/optimizer_memory.h"
 #include "models/profile.h"
 #include "tools/command_registry.h"
 #include "tools/model_report.h"
+#include "tools/zoo_flags.h"
 
 #ifdef PW_HAVE_EXEC
 #include <unistd.h>
@@ -33,9 +35,11 @@ struct ProfileArgs {
   std::vector<int> thread_counts;
   int co_run = 0;
   bool isolated = false;
-  double efficiency = 0.5;
-  std::string optimizer = "adam";
+  double efficiency = pw::models::kDefaultEfficiency;
+  std::string optimizer = pw::models::kDefaultOptimizer;
+  std::string dtype;  // "" = models::default_dtype of the device
   bool bf16 = false;
+  pw::models::ZooOptions zoo;  // sizing flags of a zoo --model
   bool json = false;
   std::string output;
   bool measure = false;  // run the layers with the oneDNN executor (exec/profiler)
@@ -89,16 +93,23 @@ void check_args(ProfileArgs& a) {
 pw::models::Profile analytic(const ProfileArgs& a, const pw::models::Model& model) {
   if (a.device.empty()) throw pw::InputError("--device: required unless --measure is given");
   const pw::models::DeviceSpec device = pw::tools::resolve_device(a.device, "--device");
-  return pw::models::analytic_profile(model, device, a.micro_batch, {a.efficiency, a.bf16, a.optimizer});
+  const bool bf16 = pw::models::resolve_bf16(a.bf16, a.dtype, device);
+  return pw::models::analytic_profile(model, device, a.micro_batch,
+                                      {a.efficiency, bf16, pw::models::priced_optimizer(a.optimizer, bf16)});
 }
 
-pw::models::Profile make_profile(ProfileArgs& a) {
+pw::models::Profile make_profile(ProfileArgs& a, const CLI::App& sub) {
   check_args(a);
-  pw::tools::ModelSource src = pw::tools::resolve_model(a.model, pw::models::ZooOptions{}, "--model");
+  if (const char* flag = pw::tools::first_size_flag_given(sub);
+      flag != nullptr && (!pw::tools::is_zoo_name(a.model) || a.model == "default"))
+    throw pw::InputError(std::string(flag) + ": sizing options apply to a zoo family, not to \"" + a.model + "\"");
+  pw::tools::ModelSource src = pw::tools::resolve_model(a.model, a.zoo, "--model");
 #ifdef PW_HAVE_EXEC
   if (a.measure) {
     if (!a.device.empty())
       throw pw::InputError("--device: a measured profile runs on this machine; drop --device or --measure");
+    if (a.bf16 || (!a.dtype.empty() && a.dtype != "fp32"))
+      throw pw::InputError("--measure: this machine's executor computes in fp32; drop --bf16/--dtype");
     pw::exec::MeasureOptions o;
     o.micro_batch = a.micro_batch;
     o.reps = a.reps;
@@ -129,8 +140,8 @@ pw::models::Profile make_profile(ProfileArgs& a) {
   return analytic(a, src.model);
 }
 
-void run(ProfileArgs a) {
-  const pw::models::Profile p = make_profile(a);
+void run(ProfileArgs a, const CLI::App& sub) {
+  const pw::models::Profile p = make_profile(a, sub);
   if (a.json)
     std::cout << pw::Json(p).dump(2) << "\n";
   else
@@ -159,12 +170,15 @@ pw::tools::CommandRegistrar reg("profile", [](CLI::App& app) {
                   "samples per micro-batch; --measure: a list (1,2,4,8) measures costs at each size")
       ->required();
   sub->add_option("--efficiency", a->efficiency, "fraction of peak FLOP/s reached, in (0, 1]")->capture_default_str();
-  sub->add_option("--optimizer", a->optimizer, "sgd | sgd-momentum | rmsprop | adam | adam-mixed")
+  sub->add_option("--optimizer", a->optimizer,
+                  "sgd | sgd-momentum | rmsprop | adam | adam-mixed (under bf16, adam is priced as adam-mixed)")
       ->capture_default_str();
-  sub->add_flag("--bf16", a->bf16, "16-bit compute peak and 2-byte activations");
+  sub->add_option("--dtype", a->dtype, "fp32 | bf16 analytic costs (default: bf16 on an accelerator, fp32 on a CPU)");
+  sub->add_flag("--bf16", a->bf16, "same as --dtype bf16: 16-bit compute peak and 2-byte activations");
+  pw::tools::add_zoo_size_options(sub, a->zoo, pw::models::ZooOptions{});
   sub->add_flag("--json", a->json, "print the profile (pipewright.profile/1) instead of a table");
   sub->add_option("-o,--output", a->output, "write the profile (pipewright.profile/1) to this file");
-  sub->callback([a] { run(*a); });
+  sub->callback([a, sub] { run(*a, *sub); });
 });
 
 }  // namespace

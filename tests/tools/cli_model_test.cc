@@ -74,7 +74,8 @@ TEST_CASE("profile prints a table, writes a profile file, and is deterministic")
   ScratchDir dir;
   const std::string model = dir.write("tiny.json", tiny_model().dump());
   const std::string out = dir.file("p.json");
-  std::vector<std::string> args = {"profile", "--model", model, "--device", "a100-80g", "--micro-batch", "8", "-o", out};
+  std::vector<std::string> args = {"profile", "--model", model, "--device", "a100-80g", "--micro-batch", "8",
+                                   "--dtype", "fp32", "-o", out};
   CliResult r = run_cli(args);
   REQUIRE(r.rc == 0);
   CHECK(r.out.find("profile of tiny on a100-80g (analytic, micro-batch 8)") != std::string::npos);
@@ -85,6 +86,20 @@ TEST_CASE("profile prints a table, writes a profile file, and is deterministic")
   CHECK(p.layers[0].is_data_loading);
   CHECK(p.layers[1].parameter_bytes == 80);
   CHECK(p.layers[1].optimizer_bytes == 160);  // adam: 16 - 2 * 4 bytes per parameter
+  // The shared default on an accelerator (models/defaults.h): bf16, Adam priced as mixed-precision.
+  const CliResult bf = run_cli({"profile", "--model", model, "--device", "a100-80g", "--micro-batch", "8", "--json"});
+  REQUIRE(bf.rc == 0);
+  const pw::models::Profile mixed = pw::models::profile_from_json(Json::parse(bf.out));
+  CHECK(mixed.layers[1].parameter_bytes == 40);   // 2 bytes per parameter
+  CHECK(mixed.layers[1].optimizer_bytes == 280);  // adam-mixed: 18 - 2 * 2 bytes per parameter
+  // Zoo sizing flags shape a zoo model; they are refused for a model file.
+  const CliResult sized = run_cli({"profile", "--model", "gpt", "--layers", "2", "--d-model", "64", "--heads", "4",
+                                   "--seq", "16", "--vocab", "100", "--device", "a100-80g", "--micro-batch", "1", "--json"});
+  REQUIRE(sized.rc == 0);
+  CHECK(pw::models::profile_from_json(Json::parse(sized.out)).layers.size() == 7);
+  pw::test::expect_rejected(run_cli({"profile", "--model", model, "--layers", "2", "--device", "a100-80g",
+                                     "--micro-batch", "1"}),
+                            2, {"--layers: sizing options apply to a zoo family"});
   CHECK(run_cli(args).out == r.out);
   CHECK(pw::test::slurp(out) == pw::test::slurp(out));
 
