@@ -15,6 +15,9 @@
 #include "models/profile.h"
 #include "planner/plan_formats.h"
 #include "planner/planner.h"
+#include "planner/schedule.h"
+#include "sim/engine.h"
+#include "sim/plan_costs.h"
 #include "tools/cluster_flags.h"
 #include "tools/command_registry.h"
 #include "tools/model_report.h"
@@ -125,6 +128,27 @@ std::pair<pw::models::Profile, pw::models::Cluster> measure_here(PlanArgs& a) {
 }
 #endif
 
+// The DP searches with its closed-form costs; the plan it picked is then simulated once (the
+// same engine and inputs `simulate --plan` uses), and the plan's iteration, throughput, peak
+// memory and figures are the simulation's, so that what the plan says is what simulate says.
+// Per-stage predictions and the bottleneck stay the closed form's (they justify the choice).
+void predict_by_simulation(pw::planner::Plan& plan, const pw::models::Profile& profile,
+                           const pw::models::Cluster& cluster) {
+  const pw::sim::StageCosts costs = pw::sim::stage_costs_from_plan(plan, profile, &cluster);
+  pw::sim::SimOptions so;
+  so.schedule_bubble = true;
+  const pw::sim::SimResult r = pw::sim::simulate(pw::sim::schedule_for_plan(plan, costs), costs,
+                                                 pw::sim::network_for_plan(plan, &cluster), so);
+  pw::planner::PlanPrediction& q = plan.predicted;
+  q.iteration_time_s = static_cast<double>(r.report.iteration_ns) * 1e-9;
+  q.throughput_samples_per_s = q.iteration_time_s > 0 ? static_cast<double>(plan.batch) / q.iteration_time_s : 0;
+  q.peak_memory_bytes = r.report.peak_memory_bytes;
+  q.bubble_rate = r.report.bubble_rate;
+  q.schedule_bubble = r.report.schedule_bubble;
+  q.stage_imbalance = r.report.stage_imbalance;
+  q.idle_share = r.report.idle_share;
+}
+
 void run(PlanArgs a, const CLI::App& sub) {
   if (!a.format.empty() && a.json) throw pw::InputError("--format and --json: give one of them");
   const pw::planner::PlanFormat format =
@@ -144,15 +168,23 @@ void run(PlanArgs a, const CLI::App& sub) {
   }
   const pw::planner::PlanOutcome out = pw::planner::make_plan(profile, cluster, a.req);
   if (!out.feasible) {
+    // In GiB, with the nearest changes that would fit as flags to pass.
+    const int64_t have = a.req.memory_limit_bytes > 0 ? a.req.memory_limit_bytes : cluster.device().memory_bytes;
     std::ostringstream msg;
-    msg << out.reason << "; smallest per-device memory that would fit: ";
-    if (out.min_memory_bytes_to_fit > 0) msg << out.min_memory_bytes_to_fit << " bytes";
-    else msg << "none (no partition exists)";
+    msg << "nothing fits in " << pw::tools::human_bytes(static_cast<double>(have)) << " per device ("
+        << out.reason << "); smallest per-device memory that would fit: ";
+    if (out.min_memory_bytes_to_fit > 0)
+      msg << pw::tools::human_bytes(static_cast<double>(out.min_memory_bytes_to_fit)) << " (--memory-limit "
+          << out.min_memory_bytes_to_fit << ")";
+    else
+      msg << "none (no partition exists)";
     msg << "; largest batch that fits now: " << out.max_batch_that_fits;
+    if (out.max_batch_that_fits > 0) msg << " (--batch " << out.max_batch_that_fits << ")";
     throw pw::Infeasible(msg.str());
   }
   // The plan carries what it was made from, so simulate --plan / run --plan reproduce it alone.
   pw::planner::Plan plan = out.plan;
+  if (plan.objective == "sync" && pw::planner::is_synchronous(plan.schedule)) predict_by_simulation(plan, profile, cluster);
   plan.inputs.profile = profile;
   plan.inputs.cluster = cluster;
   plan.inputs.model = a.model_json;

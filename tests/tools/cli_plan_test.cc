@@ -117,12 +117,18 @@ TEST_CASE("plan: infeasible exits 3 with the smallest memory and the largest bat
   CliResult r = run_cli(args);
   CHECK(r.rc == 3);
   CHECK(pw::test::line_count(r.err) == 1);
+  // In GiB, with the nearest changes as flags: "nothing fits in 2.79 GiB per device (...); smallest
+  // per-device memory that would fit: 3.06 GiB (--memory-limit N); largest batch that fits now: B (--batch B)".
+  CHECK(r.err.find("nothing fits in 2.79 GiB per device") != std::string::npos);
   CHECK(r.err.find("smallest per-device memory that would fit: ") != std::string::npos);
   CHECK(r.err.find("largest batch that fits now: ") != std::string::npos);
-  const size_t at = r.err.find("smallest per-device memory that would fit: ");
-  const int64_t need = std::stoll(r.err.substr(at + 43));
+  const size_t at = r.err.find("(--memory-limit ");
+  REQUIRE(at != std::string::npos);
+  const int64_t need = std::stoll(r.err.substr(at + 16));
   CHECK(need > 3000000000);
+  CHECK(r.err.find(" GiB (--memory-limit ") != std::string::npos);
   const int64_t batch = std::stoll(r.err.substr(r.err.find("largest batch that fits now: ") + 29));
+  CHECK(r.err.find("(--batch " + std::to_string(batch) + ")") != std::string::npos);
   CHECK(batch >= 1);
   CHECK(batch < 128);
   CHECK(dir.entries().empty());
