@@ -195,11 +195,11 @@ void run(PlanArgs a, const CLI::App& sub) {
                          {"partitioner", a.req.partitioner}, {"memory_limit_bytes", a.req.memory_limit_bytes},
                          {"measured_here", a.measure}};
   if (!a.format.empty())
-    std::cout << pw::planner::format_plan_for(out.plan, profile, format);
+    std::cout << pw::planner::format_plan_for(plan, profile, format);
   else if (a.json)
     std::cout << pw::Json(plan).dump(2) << "\n";
   else
-    std::cout << pw::planner::format_plan_table(out.plan);
+    std::cout << pw::planner::format_plan_table(plan);
   if (!a.output.empty()) pw::planner::save_plan_file(a.output, plan);
 }
 

@@ -2,6 +2,7 @@
 // a plan alone, a replaced profile or cluster is named, an edited embedded profile is refused.
 #include <doctest/doctest.h>
 
+#include <cstdio>
 #include <fstream>
 
 #include "models/json_util.h"
@@ -60,6 +61,12 @@ TEST_CASE("simulate --plan alone reproduces a sync plan from the inputs it carri
   CHECK(o.at("makespan_ns").get<int64_t>() == std::llround(ofob.predicted.iteration_time_s * 1e9));
   CHECK(o.at("peak_memory_bytes").get<int64_t>() == ofob.predicted.peak_memory_bytes);
   CHECK(o.at("schedule_bubble").get<double>() == ofob.predicted.schedule_bubble);
+  // The table says the same as the file.
+  std::vector<std::string> table = {"plan", "--schedule", "1f1b"};
+  table.insert(table.end(), kGpt48.begin(), kGpt48.end());
+  char iteration[64];
+  std::snprintf(iteration, sizeof iteration, "iteration %.9f s", ofob.predicted.iteration_time_s);
+  CHECK(run_cli(table).out.find(iteration) != std::string::npos);
   const pw::planner::Plan zb = make_plan(dir, "zb.json", {"--schedule", "zb-h1", "--micro-batches", "16"});
   const Json z = simulate_alone(dir, "zb.json");
   CHECK(z.at("makespan_ns").get<int64_t>() == std::llround(zb.predicted.iteration_time_s * 1e9));
