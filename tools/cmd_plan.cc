@@ -132,8 +132,9 @@ std::pair<pw::models::Profile, pw::models::Cluster> measure_here(PlanArgs& a) {
 // same engine and inputs `simulate --plan` uses), and the plan's iteration, throughput, peak
 // memory and figures are the simulation's, so that what the plan says is what simulate says.
 // Per-stage predictions and the bottleneck stay the closed form's (they justify the choice).
-void predict_by_simulation(pw::planner::Plan& plan, const pw::models::Profile& profile,
-                           const pw::models::Cluster& cluster) {
+// Returns each pipeline device's simulated peak memory.
+std::vector<int64_t> predict_by_simulation(pw::planner::Plan& plan, const pw::models::Profile& profile,
+                                           const pw::models::Cluster& cluster) {
   const pw::sim::StageCosts costs = pw::sim::stage_costs_from_plan(plan, profile, &cluster);
   pw::sim::SimOptions so;
   so.schedule_bubble = true;
@@ -147,6 +148,9 @@ void predict_by_simulation(pw::planner::Plan& plan, const pw::models::Profile& p
   q.schedule_bubble = r.report.schedule_bubble;
   q.stage_imbalance = r.report.stage_imbalance;
   q.idle_share = r.report.idle_share;
+  std::vector<int64_t> peaks;
+  for (const auto& d : r.report.devices) peaks.push_back(d.peak_memory_bytes);
+  return peaks;
 }
 
 void run(PlanArgs a, const CLI::App& sub) {
@@ -166,7 +170,15 @@ void run(PlanArgs a, const CLI::App& sub) {
     a.cl.device = a.device;
     cluster = pw::tools::build_cluster(a.cl, sub);
   }
+  // zb-h2 has no closed form in the DP: it plans zb-h1's partition (the same B/W split), and
+  // the simulation of zb-h2 on that partition is the prediction and the memory check (zb-h2
+  // keeps more micro-batches in flight).
+  const bool zb_h2 = a.req.schedule == "zb-h2";
+  if (zb_h2 && a.req.objective != "sync")
+    throw pw::InputError("--schedule zb-h2: planned by the sync objective only, got --objective " + a.req.objective);
+  if (zb_h2) a.req.schedule = "zb-h1";
   const pw::planner::PlanOutcome out = pw::planner::make_plan(profile, cluster, a.req);
+  if (zb_h2) a.req.schedule = "zb-h2";
   if (!out.feasible) {
     // In GiB, with the nearest changes that would fit as flags to pass.
     const int64_t have = a.req.memory_limit_bytes > 0 ? a.req.memory_limit_bytes : cluster.device().memory_bytes;
@@ -184,7 +196,19 @@ void run(PlanArgs a, const CLI::App& sub) {
   }
   // The plan carries what it was made from, so simulate --plan / run --plan reproduce it alone.
   pw::planner::Plan plan = out.plan;
-  if (plan.objective == "sync" && pw::planner::is_synchronous(plan.schedule)) predict_by_simulation(plan, profile, cluster);
+  if (zb_h2) plan.schedule = pw::planner::ScheduleKind::zb_h2;
+  if (plan.objective == "sync" && pw::planner::is_synchronous(plan.schedule)) {
+    const std::vector<int64_t> device_peaks = predict_by_simulation(plan, profile, cluster);
+    if (zb_h2) {
+      for (int s = 0; s < plan.num_stages(); ++s) plan.stages[s].predicted.memory_bytes = device_peaks.at(s);
+      const int64_t have = a.req.memory_limit_bytes > 0 ? a.req.memory_limit_bytes : cluster.device().memory_bytes;
+      if (plan.predicted.peak_memory_bytes > have)
+        throw pw::Infeasible("zb-h2 on the zb-h1 partition needs " +
+                             pw::tools::human_bytes(static_cast<double>(plan.predicted.peak_memory_bytes)) +
+                             " per device, more than " + pw::tools::human_bytes(static_cast<double>(have)) +
+                             "; try --schedule zb-h1 or fewer --micro-batches");
+    }
+  }
   plan.inputs.profile = profile;
   plan.inputs.cluster = cluster;
   plan.inputs.model = a.model_json;
@@ -216,7 +240,7 @@ pw::tools::CommandRegistrar reg("plan", [](CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--batch", a->req.batch, "samples per mini-batch (default: the profile's)");
   sub->add_option("--micro-batches", a->req.micro_batches, "auto or a count")->capture_default_str();
-  sub->add_option("--schedule", a->req.schedule, "auto | gpipe | 1f1b | zb-h1 | pipedream-async")->capture_default_str();
+  sub->add_option("--schedule", a->req.schedule, "auto | gpipe | 1f1b | zb-h1 | zb-h2 | pipedream-async")->capture_default_str();
   sub->add_option("--objective", a->req.objective, "sync | async | pipedream (PipeDream's exact cost model)")
       ->capture_default_str();
   sub->add_option("--partitioner", a->req.partitioner, "dp | gpipe-greedy | even")->capture_default_str();

@@ -219,3 +219,33 @@ TEST_CASE("plan and whatif throughput agree for the same model, devices, precisi
   pw::test::expect_rejected(run_cli({"plan", "--model", "gpt", "--device", "a100-80g", "--dtype", "fp16"}), 2,
                   {"--dtype: expected fp32 or bf16, got \"fp16\""});
 }
+
+TEST_CASE("plan --schedule zb-h2: zb-h1's partition, simulated as zb-h2; refused when it does not fit") {
+  ScratchDir dir;
+  const std::vector<std::string> gpt = {"plan", "--model", "gpt", "--layers", "24", "--d-model", "1024", "--heads",
+                                        "16", "--device", "a100-80g", "--devices", "4", "--batch", "64",
+                                        "--micro-batches", "16"};
+  auto plan_with = [&](const std::string& schedule) {
+    std::vector<std::string> args = gpt;
+    args.insert(args.end(), {"--schedule", schedule, "-o", dir.file(schedule + ".json")});
+    CliResult r = run_cli(args);
+    CAPTURE(r.err);
+    REQUIRE(r.rc == 0);
+    return pw::planner::load_plan_file(dir.file(schedule + ".json"));
+  };
+  const pw::planner::Plan h1 = plan_with("zb-h1"), h2 = plan_with("zb-h2");
+  CHECK(to_string(h2.schedule) == "zb-h2");
+  REQUIRE(h2.num_stages() == h1.num_stages());
+  for (int s = 0; s < h1.num_stages(); ++s) CHECK(h2.stages[s].first_layer == h1.stages[s].first_layer);
+  // ZB-H2 trades memory for the bubble (Qi et al. 2024): faster, more memory, near-zero bubble.
+  CHECK(h2.predicted.iteration_time_s < h1.predicted.iteration_time_s);
+  CHECK(h2.predicted.peak_memory_bytes > h1.predicted.peak_memory_bytes);
+  CHECK(h2.predicted.schedule_bubble < h1.predicted.schedule_bubble);
+  CliResult sim = run_cli({"simulate", "--plan", dir.file("zb-h2.json"), "--json"});
+  REQUIRE(sim.rc == 0);
+  CHECK(Json::parse(sim.out).at("makespan_ns").get<int64_t>() == std::llround(h2.predicted.iteration_time_s * 1e9));
+  std::vector<std::string> big = gpt;
+  big.insert(big.end(), {"--schedule", "zb-h2", "--memory-limit", "12GiB", "-o", dir.file("big.json")});
+  pw::test::expect_rejected(run_cli(big), 3, {"zb-h2 on the zb-h1 partition needs", "try --schedule zb-h1"});
+  CHECK(!dir.exists("big.json"));
+}
