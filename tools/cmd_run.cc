@@ -63,15 +63,6 @@ struct RunArgs {
   bool recompute = false, compare = false, json = false, vertical_sync = false;
 };
 
-// Small sizes (tools/zoo_flags.h) with a deeper gpt and mlp, enough layers to split into stages.
-pw::models::ZooOptions run_defaults() {
-  pw::models::ZooOptions z = pw::tools::small_zoo_options();
-  z.layers = 4;
-  z.depth = 4;
-  z.width = 256;
-  return z;
-}
-
 #ifdef PW_HAVE_MPI
 using World = pw::exec::mpi::World;
 bool launched_by_mpirun() { return pw::exec::mpi::launched_by_mpirun(); }
@@ -116,8 +107,8 @@ Prepared prepare(const RunArgs& a, const CLI::App& sub) {
   if (a.model.empty() && plan.model == pw::models::default_model().name()) model_spec = "default";
   pw::models::ZooOptions z = a.zoo;
   if (pw::tools::is_zoo_name(model_spec) && model_spec != "default") {
-    z = pw::tools::with_unset_sizes_from(z, run_defaults(), sub);
-    z.batch = model_spec == "gpt" ? 16 : model_spec == "mlp" ? 32 : 8;
+    z = pw::tools::with_unset_sizes_from(z, pw::tools::small_zoo_options(), sub);
+    z.batch = pw::tools::small_zoo_batch(model_spec);
   }
   // A plan made from a model carries it (planner::Plan::inputs): that model, not a zoo default.
   const bool embedded = a.model.empty() && !plan.inputs.model.is_null();
@@ -349,7 +340,7 @@ pw::tools::CommandRegistrar reg("run", [](CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--chunks", a->chunks, "quick form: model chunks per worker (interleaved; default 2)");
   sub->add_flag("--recompute", a->recompute, "quick form: re-materialize activations in every stage");
-  pw::tools::add_zoo_size_options(sub, a->zoo, run_defaults());
+  pw::tools::add_zoo_size_options(sub, a->zoo, pw::tools::small_zoo_options());
   sub->add_option("--steps", a->steps, "optimizer steps (mini-batches)")->capture_default_str();
   sub->add_option("--warmup-steps", a->warmup_steps,
                   "extra steps first, trained but not timed or reported (default: 10 with --compare, else 0)");

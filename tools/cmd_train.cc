@@ -48,17 +48,6 @@ struct TrainArgs {
   int64_t log_every = 0;
 };
 
-// Small sizes (tools/zoo_flags.h): 2 gpt blocks, an mlp of 3 layers of 64.
-pw::models::ZooOptions train_defaults() {
-  pw::models::ZooOptions z = pw::tools::small_zoo_options();
-  z.layers = 2;
-  z.depth = 3;
-  z.width = 64;
-  return z;
-}
-
-// Samples per step when --batch is not given.
-int64_t train_batch(const std::string& family) { return family == "gpt" ? 16 : family == "mlp" ? 32 : 8; }
 
 std::string fmt_time(double s) {
   char buf[32];
@@ -77,8 +66,8 @@ void run(const TrainArgs& a, const CLI::App& sub) {
     throw pw::InputError("--batch: expected >= 1, got " + std::to_string(a.batch));
   pw::models::ZooOptions z = a.zoo;
   if (zoo) {
-    z = pw::tools::with_unset_sizes_from(z, train_defaults(), sub);
-    z.batch = sub.count("--batch") > 0 ? a.batch : train_batch(a.model);
+    z = pw::tools::with_unset_sizes_from(z, pw::tools::small_zoo_options(), sub);
+    z.batch = sub.count("--batch") > 0 ? a.batch : pw::tools::small_zoo_batch(a.model);
   }
   pw::tools::ModelSource src = pw::tools::resolve_model(a.model, z, "--model");
   pw::exec::TrainOptions o;
@@ -198,7 +187,7 @@ pw::tools::CommandRegistrar reg("train", [](CLI::App& app) {
   auto* sub = app.add_subcommand("train", "Train a model on this machine (oneDNN executor, one device)");
   sub->add_option("--model", a->model, "gpt | mlp | vgg16 | default | a model JSON file")->required();
   auto& z = a->zoo;
-  pw::tools::add_zoo_size_options(sub, z, train_defaults());
+  pw::tools::add_zoo_size_options(sub, z, pw::tools::small_zoo_options());
   sub->add_option("--steps", a->steps, "optimizer steps")->capture_default_str();
   sub->add_option("--batch", a->batch, "samples per step (default: gpt 16, mlp 32, vgg16 8, a file: its batch)");
   sub->add_option("--micro-batch", a->micro_batch, "samples per forward/backward (gradient accumulation); 0 = batch")

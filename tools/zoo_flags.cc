@@ -29,6 +29,9 @@ constexpr const char* kTiedFlag = "--tied-embeddings";
 
 models::ZooOptions small_zoo_options() {
   models::ZooOptions z;
+  z.layers = 4;
+  z.depth = 4;
+  z.width = 256;
   z.d_model = 64;
   z.heads = 4;
   z.ffn = 256;
@@ -39,6 +42,8 @@ models::ZooOptions small_zoo_options() {
   z.classes = 10;
   return z;
 }
+
+int64_t small_zoo_batch(const std::string& family) { return family == "gpt" ? 16 : family == "mlp" ? 32 : 8; }
 
 void add_zoo_size_options(CLI::App* sub, models::ZooOptions& z, const models::ZooOptions& defaults) {
   for (const SizeFlag& f : kSizeFlags)

@@ -4,16 +4,21 @@
 // zoo's, `train`/`run` small sizes that train in seconds on 2 cores).
 #pragma once
 
+#include <string>
+
 #include <CLI/CLI.hpp>
 
 #include "models/zoo.h"
 
 namespace pw::tools {
 
-// Sizes that train in seconds on 2 cores, for `train` and `run` (the zoo's defaults are far
-// larger): gpt d_model 64, 4 heads, ffn 256, seq 64, byte vocabulary; conv nets at 32 px, 1/8
-// of the channels, 10 classes. Commands change the depth they want.
+// Sizes that train in seconds on 2 cores, the one default of `train` and `run` (the zoo's
+// defaults, GPT-2 small and the papers' networks, are those of the analytic commands): gpt 4
+// blocks, d_model 64, 4 heads, ffn 256, seq 64, byte vocabulary; mlp 4 layers of 256; conv
+// nets at 32 px, 1/8 of the channels, 10 classes.
 models::ZooOptions small_zoo_options();
+// Their samples per step: gpt 16, mlp 32, others 8.
+int64_t small_zoo_batch(const std::string& family);
 
 // Registers the flags on `sub`, bound to `z`; --help shows the values in `defaults`.
 void add_zoo_size_options(CLI::App* sub, models::ZooOptions& z, const models::ZooOptions& defaults);
