@@ -142,6 +142,7 @@ Prepared prepare(const RunArgs& a, const CLI::App& sub) {
       throw pw::InputError(std::string("--schedule: ") + e.what());
     }
   }
+  plan = pw::exec::plan_for_run(plan);  // asynchronous replicas: whole round-robin periods
   pw::exec::check_plan_for_model(plan, model);
   const bool replicated = std::any_of(plan.stages.begin(), plan.stages.end(), [](auto& st) { return st.replicas() > 1; });
   if (replicated && a.compare) throw pw::InputError("--compare: not supported with replicated stages yet");

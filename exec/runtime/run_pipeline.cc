@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <numeric>
 #include <mutex>
 
 #include "exec/checkpoint.h"
@@ -56,7 +57,11 @@ void check_plan_for_model(const planner::Plan& plan, const models::Model& model)
     throw InputError("plan: " + std::to_string(S) + " stages are not a multiple of chunks = " +
                      std::to_string(plan.chunks));
   bool replicated = false;
-  for (const auto& st : plan.stages) replicated = replicated || st.replicas() > 1;
+  int replica_devices = 0;
+  for (const auto& st : plan.stages) {
+    replicated = replicated || st.replicas() > 1;
+    replica_devices += st.replicas();
+  }
   if (replicated) {
     if (plan.chunks != 1) throw InputError("plan: replicated stages need chunks = 1, got " + std::to_string(plan.chunks));
     if (plan.schedule != planner::ScheduleKind::gpipe && plan.schedule != planner::ScheduleKind::one_f_one_b &&
@@ -68,9 +73,23 @@ void check_plan_for_model(const planner::Plan& plan, const models::Model& model)
     schedule_for_run(plan);
   } catch (const InputError& e) {
     throw InputError("plan: schedule " + std::string(planner::to_string(plan.schedule)) + " with " +
-                     std::to_string(S / plan.chunks) + " devices and " + std::to_string(plan.num_micro_batches) +
+                     std::to_string(replicated ? replica_devices : S / plan.chunks) + " devices and " +
+                     std::to_string(plan.num_micro_batches) +
                      " micro-batches: " + e.what());
   }
+}
+
+planner::Plan plan_for_run(const planner::Plan& plan) {
+  if (planner::is_synchronous(plan.schedule)) return plan;
+  int64_t period = 1;
+  for (const auto& st : plan.stages) period = std::lcm(period, static_cast<int64_t>(std::max(1, st.replicas())));
+  if (period == 1 || plan.num_micro_batches < 1 || plan.num_micro_batches % period == 0) return plan;
+  planner::Plan p = plan;
+  const int64_t m = std::lcm(static_cast<int64_t>(plan.num_micro_batches), period);
+  if (m > (1 << 20)) return plan;  // check_plan_for_model refuses it
+  p.num_micro_batches = static_cast<int>(m);
+  p.batch = p.micro_batch_size * p.num_micro_batches;
+  return p;
 }
 
 planner::Schedule schedule_for_run(const planner::Plan& plan) {
@@ -116,8 +135,9 @@ planner::Plan even_plan(const models::Model& model, int stages, int num_micro_ba
   return p;
 }
 
-PipelineRunResult run_pipeline(const models::Model& model, const planner::Plan& plan, const PipelineRunOptions& options,
+PipelineRunResult run_pipeline(const models::Model& model, const planner::Plan& given, const PipelineRunOptions& options,
                                const std::function<void(const StepReport&)>& on_step) {
+  const planner::Plan plan = plan_for_run(given);
   RunSetup setup = make_run_setup(model, plan, options);
   add_replica_computes(setup, model, plan, options);
   const int devices = setup.devices;

@@ -114,6 +114,13 @@ struct PipelineRunResult {
 // Throws InputError with a one-line reason when the plan does not fit the model (see above).
 void check_plan_for_model(const planner::Plan& plan, const models::Model& model);
 
+// The plan as the runtime runs it: an asynchronous plan with replicated stages whose
+// num_micro_batches is not a multiple of every replica count (the planner states the
+// steady-state rate; the round-robin needs whole periods) runs iterations of the smallest
+// multiple of num_micro_batches that is (batch scaled alike): run_pipeline and
+// run_pipeline_ranks apply this first. Any other plan is returned unchanged.
+planner::Plan plan_for_run(const planner::Plan& plan);
+
 // The schedule the runtime runs for the plan (replicated stages: see above). Throws InputError.
 planner::Schedule schedule_for_run(const planner::Plan& plan);
 

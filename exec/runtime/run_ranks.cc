@@ -116,9 +116,10 @@ void agree_on_input(mpi::World& world, const std::function<void()>& checks) {
   throw RankInputError(failed ? msg : "rank " + std::to_string(first) + " rejected the input", first);
 }
 
-PipelineRunResult run_pipeline_ranks(const models::Model& model, const planner::Plan& plan,
+PipelineRunResult run_pipeline_ranks(const models::Model& model, const planner::Plan& given,
                                      const PipelineRunOptions& options, mpi::World& world,
                                      const std::function<void(const StepReport&)>& on_step) {
+  const planner::Plan plan = plan_for_run(given);
   std::unique_ptr<RunSetup> setup;
   FaultSpec fault;
   agree_on_input(world, [&] {

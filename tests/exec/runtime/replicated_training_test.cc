@@ -161,13 +161,24 @@ TEST_CASE("replicated stages: refusals name the plan and the reason") {
   planner::Plan p = with_replicas(even_plan(model, 2, 4, 2, ScheduleKind::zb_h1, false), {2, 1});
   CHECK_THROWS_WITH_AS(run_pipeline(model, p, options()),
                        "plan: replicated stages run with gpipe, 1f1b or pipedream-async, not zb-h1", InputError);
-  p = with_replicas(even_plan(model, 2, 3, 2, ScheduleKind::pipedream_async, false), {2, 1});
-  p.batch = 6;
-  CHECK_THROWS_AS(run_pipeline(model, p, options()), InputError);  // 3 micro-batches on 2 replicas
   p = with_replicas(even_plan(model, 2, 4, 2, ScheduleKind::gpipe, false), {2, 1});
   PipelineRunOptions o = options();
   o.checkpoint_dir = "/nonexistent/never-written";
   CHECK_THROWS_WITH_AS(run_pipeline(model, p, o),
                        "--checkpoint: not supported with replicated stages yet (only one replica's state would be saved)",
                        InputError);
+}
+
+TEST_CASE("replicated stages: pipedream-async with 3 micro-batches on 2 replicas runs iterations of 6") {
+  const models::Model model = small_model("mlp");
+  const planner::Plan p = with_replicas(even_plan(model, 2, 3, 2, ScheduleKind::pipedream_async, false), {2, 1});
+  const planner::Plan run = plan_for_run(p);
+  CHECK(run.num_micro_batches == 6);
+  CHECK(run.batch == 12);
+  CHECK(plan_for_run(run).num_micro_batches == 6);
+  const PipelineRunResult r = run_pipeline(model, p, options());
+  int forwards = 0;
+  for (const auto& e : r.trace.events) forwards += !e.is_transfer && e.kind == planner::OpKind::F && e.stage == 0;
+  CHECK(forwards == 3 * 6);
+  check_replicas_identical(r, {2, 1});
 }
