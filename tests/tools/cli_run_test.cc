@@ -95,7 +95,7 @@ TEST_CASE("run: bad input exits 2 with one line and writes nothing") {
   expect_bad_run(run_cli({"run", "--steps", "2"}), "expected --plan", dir, {"plan.json"});
 }
 
-TEST_CASE("run --plan: a replicated stage runs on threads, one worker per replica; --compare is refused") {
+TEST_CASE("run --plan: a replicated stage runs on threads, one worker per replica, and --compare is refused") {
   ScratchDir dir;
   for (const auto kind : {pw::planner::ScheduleKind::one_f_one_b, pw::planner::ScheduleKind::pipedream_async}) {
     pw::planner::Plan p = mlp_plan({{0, 2}, {2, 5}}, 4);

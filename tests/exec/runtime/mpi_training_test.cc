@@ -127,7 +127,7 @@ TEST_CASE("mpi runtime: a rank count that does not match the plan is rejected on
 // replicated schedule numbers them: stage 0 on ranks 0, 1, stage 1 on ranks 2, 3) trains as the
 // threaded runtime on the same plan: the replicas' gradient all-reduce is the same code over the
 // MPI transport. Skipped with other rank counts.
-TEST_CASE("mpi runtime: 2 stages x 2 replicas train as the threaded runtime (gpipe, 1f1b, pipedream-async; mlp, gpt)") {
+TEST_CASE("mpi runtime: 2 stages x 2 replicas train as the threaded runtime (gpipe, 1f1b, pipedream-async, mlp and gpt)") {
   if (world().size() != 4) return;
   for (const std::string family : {"mlp", "gpt"}) {
     const models::Model model = small_model(family);

@@ -86,7 +86,7 @@ TEST_CASE("replica all-reduce: 3 replicas sum (sync) and average (async, two rou
   }
 }
 
-TEST_CASE("replica all-reduce: one replica is a no-op; a device outside the replicas is a bug") {
+TEST_CASE("replica all-reduce: one replica is a no-op and a device outside the replicas is a bug") {
   InProcTransport tr(2, 1);
   std::vector<Tensor> g = grads_of(0);
   std::vector<std::unique_ptr<Request>> pending;

@@ -107,7 +107,7 @@ int count_allreduces(const sim::Trace& t) {
 
 }  // namespace
 
-TEST_CASE("replicated stages: stage 0 on 2 replicas trains as the unreplicated plan (gpipe, 1f1b; mlp, gpt)") {
+TEST_CASE("replicated stages: stage 0 on 2 replicas trains as the unreplicated plan (gpipe, 1f1b, mlp and gpt)") {
   for (const std::string family : {"mlp", "gpt"})
     for (ScheduleKind kind : {ScheduleKind::gpipe, ScheduleKind::one_f_one_b}) {
       CAPTURE(family);

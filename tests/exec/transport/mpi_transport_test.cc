@@ -56,7 +56,7 @@ TEST_CASE("mpi transport: tags pack (iteration mod window, stage, micro-batch, d
   CHECK(*seen.rbegin() <= world().tag_upper_bound());
 }
 
-TEST_CASE("mpi transport: with collectives, replica all-reduce tags take a second block; point-to-point tags keep theirs") {
+TEST_CASE("mpi transport: with collectives, replica all-reduce tags take a second block and point-to-point tags keep theirs") {
   MpiTransport t(world(), 2, 3, std::chrono::microseconds(50), /*collectives=*/true);
   const int w = t.iteration_window();
   CHECK(w == std::min(1024, (world().tag_upper_bound() + 1) / 24));
