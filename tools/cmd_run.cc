@@ -133,7 +133,14 @@ Prepared prepare(const RunArgs& a, const CLI::App& sub) {
       throw pw::InputError(std::string("--schedule: ") + e.what());
     }
   }
+  plan = pw::exec::plan_for_run(plan);  // asynchronous replicas: whole round-robin periods
   pw::exec::check_plan_for_model(plan, model);
+  const bool replicated = std::any_of(plan.stages.begin(), plan.stages.end(), [](auto& st) { return st.replicas() > 1; });
+  if (replicated && a.compare) throw pw::InputError("--compare: not supported with replicated stages yet");
+  if (replicated && (!a.checkpoint.empty() || !a.resume.empty()))
+    throw pw::InputError(std::string(a.resume.empty() ? "--checkpoint" : "--resume") +
+                         ": not supported with replicated stages yet (only one replica's state would be saved)");
+  if (replicated && a.vertical_sync) throw pw::InputError("--vertical-sync: not supported with replicated stages yet");
 
   pw::exec::PipelineRunOptions o;
   o.steps = a.steps;
@@ -168,7 +175,9 @@ void execute(const RunArgs& a, Prepared& p, World* world) {
   const pw::models::Model& model = p.src.model;
   pw::exec::PipelineRunOptions& o = p.o;
   pw::tools::StopSignals signals;
-  const int devices = plan.num_stages() / plan.chunks;
+  int devices = 0;  // the schedule's devices: every replica of a replicated stage is one
+  for (const auto& st : plan.stages) devices += st.replicas();
+  if (plan.chunks > 1) devices = plan.num_stages() / plan.chunks;
   o.on_start = [&] {
     std::fprintf(stderr, "run: %s, %d stages on %d %s, %s, %d micro-batches of %lld%s\n", model.name().c_str(),
                  plan.num_stages(), devices, world ? "MPI ranks" : "workers", std::string(pw::planner::to_string(plan.schedule)).c_str(),

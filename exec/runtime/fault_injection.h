@@ -41,6 +41,7 @@ class FaultInjectingCompute final : public StageCompute {
   void step(int stage, int iteration) override { inner_.step(stage, iteration); }
   int64_t weight_version(int stage) const override { return inner_.weight_version(stage); }
   int64_t memory_bytes(int stage) const override { return inner_.memory_bytes(stage); }
+  std::vector<Tensor*> weight_gradients(int stage) override { return inner_.weight_gradients(stage); }
 
  private:
   void maybe_fail(const char* kind, const OpContext& ctx);

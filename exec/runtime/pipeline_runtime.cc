@@ -9,15 +9,25 @@
 namespace pw::exec {
 
 PipelineRuntime::PipelineRuntime(planner::Schedule schedule, StageCompute& compute, RuntimeOptions options)
+    : PipelineRuntime(std::move(schedule), std::vector<StageCompute*>{&compute}, std::move(options)) {}
+
+PipelineRuntime::PipelineRuntime(planner::Schedule schedule, std::vector<StageCompute*> computes,
+                                 RuntimeOptions options)
     : schedule_(std::move(schedule)),
-      compute_(compute),
+      computes_(std::move(computes)),
       options_(std::move(options)),
       transport_(std::max(1, schedule_.num_devices), options_.channel_capacity, options_.spin),
       t0_(Clock::now()) {
   planner::validate_schedule(schedule_);
-  if (compute_.num_stages() != schedule_.num_stages)
-    throw InputError("schedule has " + std::to_string(schedule_.num_stages) + " virtual stages but the model is split into " +
-                     std::to_string(compute_.num_stages()));
+  if (computes_.size() == 1) computes_.assign(std::max(1, schedule_.num_devices), computes_[0]);
+  PW_CHECK(static_cast<int>(computes_.size()) == std::max(1, schedule_.num_devices),
+           "PipelineRuntime: one compute per device expected");
+  for (StageCompute* c : computes_) {
+    PW_CHECK(c != nullptr, "PipelineRuntime: null compute");
+    if (c->num_stages() != schedule_.num_stages)
+      throw InputError("schedule has " + std::to_string(schedule_.num_stages) +
+                       " virtual stages but the model is split into " + std::to_string(c->num_stages()));
+  }
   if (options_.vertical_sync && planner::is_synchronous(schedule_.kind))
     throw InputError("vertical sync applies to asynchronous schedules only, not " +
                      std::string(planner::to_string(schedule_.kind)));
@@ -36,7 +46,7 @@ PipelineRuntime::PipelineRuntime(planner::Schedule schedule, StageCompute& compu
     WorkerConfig cfg;
     cfg.device = d;
     cfg.schedule = &schedule_;
-    cfg.compute = &compute_;
+    cfg.compute = computes_[d];
     cfg.transport = &transport_;
     cfg.async_steps = !planner::is_synchronous(schedule_.kind);
     cfg.vertical_sync = options_.vertical_sync;

@@ -11,6 +11,9 @@
 // cancelled, every worker unwinds, and the first failure is rethrown; a stall is reported as
 // PipelineStall naming where each device waits. After a failure the runtime may be reused.
 //
+// Replicated stages (Schedule::stage_replicas): one worker per replica, each with its own
+// StageCompute (the second constructor); gradients are all-reduced over the transport
+// (exec/runtime/stage_worker.h).
 // Update semantics come from the schedule: synchronous kinds step once per iteration (their
 // `step` op), asynchronous kinds (pipedream-async, 2bw) call step after every backward (2bw:
 // the compute applies the update once per mini-batch, see exec/runtime/run_compute.h).
@@ -54,6 +57,10 @@ class PipelineRuntime {
   using Clock = Transport::Clock;
 
   PipelineRuntime(planner::Schedule schedule, StageCompute& compute, RuntimeOptions options = {});
+  // Replicated stages: device_computes[d] is the compute device d drives (one per replica, so
+  // replicas share no weights; devices of unreplicated stages may share one). Not owned.
+  PipelineRuntime(planner::Schedule schedule, std::vector<StageCompute*> device_computes,
+                  RuntimeOptions options = {});
   ~PipelineRuntime();
   PipelineRuntime(const PipelineRuntime&) = delete;
   PipelineRuntime& operator=(const PipelineRuntime&) = delete;
@@ -73,7 +80,7 @@ class PipelineRuntime {
   void thread_main(int device);
 
   planner::Schedule schedule_;
-  StageCompute& compute_;
+  std::vector<StageCompute*> computes_;  // per device
   RuntimeOptions options_;
   InProcTransport transport_;
   Clock::time_point t0_;

@@ -60,7 +60,8 @@ RankRuntime::RankRuntime(planner::Schedule schedule, StageCompute& compute, mpi:
       world_(world),
       options_(std::move(options)),
       timeout_(options_.timeout.count() > 0 ? options_.timeout : kDefaultTimeout),
-      transport_(world, checked(schedule_, world).num_stages, schedule_.num_micro_batches, options_.spin) {
+      transport_(world, checked(schedule_, world).num_stages, schedule_.num_micro_batches, options_.spin,
+                 !schedule_.stage_replicas.empty()) {
   if (compute.num_stages() != schedule_.num_stages)
     throw InputError("schedule has " + std::to_string(schedule_.num_stages) +
                      " virtual stages but the model is split into " + std::to_string(compute.num_stages()));

@@ -1,5 +1,6 @@
 // RankRuntime: runs ONE device's op list of a Schedule in this process — the device is this
-// MPI rank (device == world.rank(), one rank per pipeline device) — over an MpiTransport,
+// MPI rank (device == world.rank(), one rank per pipeline device, i.e. per replica of a
+// replicated stage, devices numbered as the Schedule numbers them) — over an MpiTransport,
 // driving a StageCompute with the same StageWorker as the threaded PipelineRuntime.
 //
 // Construction (collective: every rank constructs one, in the same order) validates the

@@ -451,6 +451,21 @@ int64_t LayerStageCompute::memory_bytes(int s) const {
   return b;
 }
 
+std::vector<Tensor*> LayerStageCompute::weight_gradients(int s) { return stage(s).grads; }
+
+double LayerStageCompute::loss_share(int iteration, int replica, int replicas) const {
+  PW_CHECK(loss_stage_ >= 0, "the model has no loss layer");
+  const Stage& st = *stages_[loss_stage_];
+  double sum = 0;
+  for (int j = replica; j < num_micro_batches_; j += replicas) {
+    auto it = st.losses.find({iteration, j});
+    PW_CHECK(it != st.losses.end(), "no loss recorded for iteration " + std::to_string(iteration) +
+                                        " micro-batch " + std::to_string(j));
+    sum += it->second * static_cast<double>(micro_batch_count(j));
+  }
+  return sum / static_cast<double>(config_.batch);
+}
+
 int64_t LayerStageCompute::peak_activation_bytes(int s) const { return stages_.at(s)->peak_act; }
 
 void LayerStageCompute::reset_peaks() {

@@ -115,6 +115,8 @@ class LayerStageCompute final : public StageCompute {
   void step(int stage, int iteration) override;
   int64_t weight_version(int stage) const override;
   int64_t memory_bytes(int stage) const override;
+  // The optimizer's gradients of the stage (the tied table's copy excluded).
+  std::vector<Tensor*> weight_gradients(int stage) override;
 
   int num_micro_batches() const { return num_micro_batches_; }
   // The virtual stage whose output is the loss (loss() needs its forwards), -1 if none.
@@ -123,6 +125,10 @@ class LayerStageCompute final : public StageCompute {
   // Mean loss of an iteration over its whole mini-batch (sample-weighted over micro-batches);
   // requires that the stage holding the loss ran every forward of that iteration.
   double loss(int iteration) const;
+  // The share of loss(iteration) of the micro-batches j with j mod replicas == replica (those a
+  // replica of the loss stage ran): sum of their mean loss x samples / batch. The shares of all
+  // replicas add up to loss(iteration) up to float reordering.
+  double loss_share(int iteration, int replica, int replicas) const;
   // Names crossing cut c (between virtual stages c and c+1).
   const std::vector<std::string>& cut(int c) const;
   // Largest sum of in-flight activation bytes (LayerRange::stash_bytes) seen on the stage,

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <numeric>
 #include <mutex>
 
 #include "exec/checkpoint.h"
@@ -14,6 +15,7 @@
 #include "exec/runtime/run_setup.h"
 #include "models/error.h"
 #include "planner/schedule_gen.h"
+#include "planner/schedule_replicas.h"
 
 namespace pw::exec {
 
@@ -40,9 +42,7 @@ void check_plan_for_model(const planner::Plan& plan, const models::Model& model)
                            std::to_string(l) + " of model \"" + model.name() + "\"");
       }
     }
-    if (st.replicas() > 1)
-      throw InputError(at + ": " + std::to_string(st.replicas()) +
-                       " replicas; the runtime runs one device per stage (replicated stages are not supported)");
+    if (st.replicas() < 1) throw InputError(at + "/devices: expected at least one device");
     expect = st.end_layer;
   }
   if (expect != L)
@@ -56,13 +56,53 @@ void check_plan_for_model(const planner::Plan& plan, const models::Model& model)
   if (plan.chunks < 1 || S % plan.chunks != 0)
     throw InputError("plan: " + std::to_string(S) + " stages are not a multiple of chunks = " +
                      std::to_string(plan.chunks));
+  bool replicated = false;
+  int replica_devices = 0;
+  for (const auto& st : plan.stages) {
+    replicated = replicated || st.replicas() > 1;
+    replica_devices += st.replicas();
+  }
+  if (replicated) {
+    if (plan.chunks != 1) throw InputError("plan: replicated stages need chunks = 1, got " + std::to_string(plan.chunks));
+    if (plan.schedule != planner::ScheduleKind::gpipe && plan.schedule != planner::ScheduleKind::one_f_one_b &&
+        plan.schedule != planner::ScheduleKind::pipedream_async)
+      throw InputError("plan: replicated stages run with gpipe, 1f1b or pipedream-async, not " +
+                       std::string(planner::to_string(plan.schedule)));
+  }
   try {
-    planner::make_schedule(plan.schedule, S / plan.chunks, plan.num_micro_batches, plan.chunks);
+    schedule_for_run(plan);
   } catch (const InputError& e) {
     throw InputError("plan: schedule " + std::string(planner::to_string(plan.schedule)) + " with " +
-                     std::to_string(S / plan.chunks) + " devices and " + std::to_string(plan.num_micro_batches) +
+                     std::to_string(replicated ? replica_devices : S / plan.chunks) + " devices and " +
+                     std::to_string(plan.num_micro_batches) +
                      " micro-batches: " + e.what());
   }
+}
+
+planner::Plan plan_for_run(const planner::Plan& plan) {
+  if (planner::is_synchronous(plan.schedule)) return plan;
+  int64_t period = 1;
+  for (const auto& st : plan.stages) period = std::lcm(period, static_cast<int64_t>(std::max(1, st.replicas())));
+  if (period == 1 || plan.num_micro_batches < 1 || plan.num_micro_batches % period == 0) return plan;
+  planner::Plan p = plan;
+  const int64_t m = std::lcm(static_cast<int64_t>(plan.num_micro_batches), period);
+  if (m > (1 << 20)) return plan;  // check_plan_for_model refuses it
+  p.num_micro_batches = static_cast<int>(m);
+  p.batch = p.micro_batch_size * p.num_micro_batches;
+  return p;
+}
+
+planner::Schedule schedule_for_run(const planner::Plan& plan) {
+  std::vector<int> replicas;
+  bool replicated = false;
+  for (const auto& st : plan.stages) {
+    replicas.push_back(st.replicas());
+    replicated = replicated || st.replicas() > 1;
+  }
+  if (!replicated)
+    return planner::make_schedule(plan.schedule, plan.num_stages() / plan.chunks, plan.num_micro_batches, plan.chunks);
+  return planner::make_replicated_schedule(plan.schedule, replicas, plan.num_micro_batches,
+                                           std::vector<bool>(replicas.size(), true));
 }
 
 planner::Plan even_plan(const models::Model& model, int stages, int num_micro_batches, int64_t micro_batch_size,
@@ -95,13 +135,15 @@ planner::Plan even_plan(const models::Model& model, int stages, int num_micro_ba
   return p;
 }
 
-PipelineRunResult run_pipeline(const models::Model& model, const planner::Plan& plan, const PipelineRunOptions& options,
+PipelineRunResult run_pipeline(const models::Model& model, const planner::Plan& given, const PipelineRunOptions& options,
                                const std::function<void(const StepReport&)>& on_step) {
+  const planner::Plan plan = plan_for_run(given);
   RunSetup setup = make_run_setup(model, plan, options);
+  add_replica_computes(setup, model, plan, options);
   const int devices = setup.devices;
   auto& slicer = setup.slicer;
   LayerStageCompute& compute = *setup.compute;
-  planner::Schedule schedule = std::move(setup.schedule);
+  planner::Schedule schedule = setup.schedule;  // setup keeps its copy (device_computes, run_loss)
   RuntimeOptions ro;
   ro.vertical_sync = options.vertical_sync;
   ro.threads_per_worker = options.threads_per_worker;
@@ -120,6 +162,9 @@ PipelineRunResult run_pipeline(const models::Model& model, const planner::Plan& 
            {"num_micro_batches", plan.num_micro_batches}, {"batch", plan.batch}},
       options_id);
   const bool checkpointing = !options.checkpoint_dir.empty() || !options.resume_dir.empty();
+  if (checkpointing && !setup.schedule.stage_replicas.empty())
+    throw InputError(std::string(options.resume_dir.empty() ? "--checkpoint" : "--resume") +
+                     ": not supported with replicated stages yet (only one replica's state would be saved)");
   if (checkpointing && options.vertical_sync)
     throw InputError(std::string(options.resume_dir.empty() ? "--checkpoint" : "--resume") +
                      ": not supported with --vertical-sync (the weight versions it keeps across steps are not saved)");
@@ -155,7 +200,7 @@ PipelineRunResult run_pipeline(const models::Model& model, const planner::Plan& 
     r.checkpoint_step = done;
   };
 
-  PipelineRuntime rt(std::move(schedule), compute, ro);
+  PipelineRuntime rt(std::move(schedule), device_computes(setup), ro);
   r.warning = rt.warning();
   for (const auto& c : rt.placement()) r.placement.push_back(c.to_string());
   if (options.on_start) options.on_start();
@@ -171,7 +216,7 @@ PipelineRunResult run_pipeline(const models::Model& model, const planner::Plan& 
     ++r.iterations_run;
     if (i >= options.warmup_steps) {
       r.iteration_ns.push_back(ns);
-      r.losses.push_back(compute.loss(local));
+      r.losses.push_back(run_loss(setup, local));
       if (on_step)
         on_step({i + 1 - options.warmup_steps, options.steps, r.losses.back(), ns,
                  static_cast<double>(plan.batch) * 1e9 / std::max<int64_t>(1, ns)});
@@ -193,7 +238,15 @@ PipelineRunResult run_pipeline(const models::Model& model, const planner::Plan& 
   r.peak_memory_bytes.assign(devices, 0);
   for (const auto& m : r.trace.memory) r.peak_memory_bytes[m.device] = std::max(r.peak_memory_bytes[m.device], m.bytes);
   for (int s = 0; s < compute.num_stages(); ++s) r.peak_activation_bytes.push_back(compute.peak_activation_bytes(s));
-  if (options.keep_final_weights) r.final_weights = copy_stage_states(compute);
+  if (options.keep_final_weights) {
+    r.final_weights = copy_stage_states(compute);
+    for (size_t i = 0; i < setup.replica_computes.size(); ++i) {
+      std::vector<NamedTensors> w = copy_stage_states(*setup.replica_computes[i]);
+      for (int s = 0; s < S; ++s)
+        if (rt.schedule().replicas(s) <= static_cast<int>(i) + 1) w[s].clear();
+      r.replica_final_weights.push_back(std::move(w));
+    }
+  }
   return r;
 }
 

@@ -3,9 +3,22 @@
 //
 // Checks (InputError, one line each): the plan's stages must cover the model's layers
 // contiguously and in order (and name them, when layer_names are given), there must be no
-// more stages than layers, replicated stages are not supported, the batch must be
-// micro_batch_size x num_micro_batches, and the schedule must allow the plan's micro-batch
-// count (planner::make_schedule's rules, e.g. interleaved needs a multiple of the devices).
+// more stages than layers, the batch must be micro_batch_size x num_micro_batches, and the
+// schedule must allow the plan's micro-batch count (planner::make_schedule's rules, e.g.
+// interleaved needs a multiple of the devices).
+//
+// Replicated stages (a stage with several devices, PipeDream's hybrid plans): schedules gpipe,
+// 1f1b or pipedream-async with chunks = 1 (planner::make_replicated_schedule, an all-reduce for
+// every replicated stage; pipedream-async needs num_micro_batches a multiple of every replica
+// count). Devices are numbered as that schedule numbers them (stage by stage, replica 0
+// first), one worker (thread, or MPI rank) each; every replica has its own copy of the model
+// (same seed: identical initial weights), weights, gradients and optimizer state. Synchronous:
+// the replicas' gradients are summed at the flush, so training equals the unreplicated plan up
+// to float reordering. pipedream-async: after each backward the replicas average their
+// gradients (round k = the k-th backward of each replica) and apply the same update, so a plan
+// whose stages all have r replicas trains as the unreplicated plan with r-times larger
+// micro-batches. Not supported with replicated stages (InputError): 2bw, interleaved, zb,
+// checkpoints, vertical sync, tied embeddings split across stages.
 //
 // Data: exec/data.h's source for the model (text for gpt, synthetic otherwise); each
 // iteration draws one mini-batch (before the iteration's timing starts: data loading is not
@@ -92,10 +105,24 @@ struct PipelineRunResult {
   bool stopped = false;                        // stop_requested() ended the run early
   int64_t checkpoint_step = -1;                // step of the last checkpoint written, -1 if none
   std::vector<NamedTensors> final_weights;     // per virtual stage, with keep_final_weights
+                                               // (replica 0's weights of a replicated stage)
+  // Threaded runs with keep_final_weights: [replica i - 1][stage] the weights of replica i >= 1
+  // of each stage (empty for stages with at most i replicas).
+  std::vector<std::vector<NamedTensors>> replica_final_weights;
 };
 
 // Throws InputError with a one-line reason when the plan does not fit the model (see above).
 void check_plan_for_model(const planner::Plan& plan, const models::Model& model);
+
+// The plan as the runtime runs it: an asynchronous plan with replicated stages whose
+// num_micro_batches is not a multiple of every replica count (the planner states the
+// steady-state rate; the round-robin needs whole periods) runs iterations of the smallest
+// multiple of num_micro_batches that is (batch scaled alike): run_pipeline and
+// run_pipeline_ranks apply this first. Any other plan is returned unchanged.
+planner::Plan plan_for_run(const planner::Plan& plan);
+
+// The schedule the runtime runs for the plan (replicated stages: see above). Throws InputError.
+planner::Schedule schedule_for_run(const planner::Plan& plan);
 
 // An even split of the model's layers into stages * chunks virtual stages (equal layer
 // counts, the first ones one larger), batch = micro_batch_size * num_micro_batches.

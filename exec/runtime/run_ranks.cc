@@ -116,14 +116,15 @@ void agree_on_input(mpi::World& world, const std::function<void()>& checks) {
   throw RankInputError(failed ? msg : "rank " + std::to_string(first) + " rejected the input", first);
 }
 
-PipelineRunResult run_pipeline_ranks(const models::Model& model, const planner::Plan& plan,
+PipelineRunResult run_pipeline_ranks(const models::Model& model, const planner::Plan& given,
                                      const PipelineRunOptions& options, mpi::World& world,
                                      const std::function<void(const StepReport&)>& on_step) {
+  const planner::Plan plan = plan_for_run(given);
   std::unique_ptr<RunSetup> setup;
   FaultSpec fault;
   agree_on_input(world, [&] {
     check_plan_for_model(plan, model);
-    const int devices = plan.num_stages() / plan.chunks;
+    const int devices = schedule_for_run(plan).num_devices;
     if (world.size() != devices)
       throw InputError("mpirun started " + std::to_string(world.size()) + " ranks but the plan has " +
                        std::to_string(devices) + " pipeline devices (one rank per device: mpirun -np " +
@@ -150,7 +151,12 @@ PipelineRunResult run_pipeline_ranks(const models::Model& model, const planner::
   ro.threads_per_worker = options.threads_per_worker;
   ro.timeout = options.timeout;
   const int loss_stage = compute.loss_stage();
-  const bool has_loss = loss_stage >= 0 && setup->schedule.stage_device[loss_stage] == rank;
+  // Each replica of the loss stage holds the loss of its micro-batches: slot i of the agreed
+  // vector carries replica i's share (-inf elsewhere), and the shares add up to the loss.
+  const int loss_replicas = loss_stage >= 0 ? setup->schedule.replicas(loss_stage) : 1;
+  int loss_slot = -1;
+  for (int i = 0; i < loss_replicas && loss_stage >= 0; ++i)
+    if (setup->schedule.device_of(loss_stage, i) == rank) loss_slot = i;
   const int total = options.warmup_steps + options.steps;
   const int S = compute.num_stages();
   PipelineRunResult r;
@@ -162,10 +168,15 @@ PipelineRunResult run_pipeline_ranks(const models::Model& model, const planner::
       setup->slicer->prepare(i);  // the data loader is not part of the timed pipeline iteration
       const int64_t ns = rt->run_iteration();
       const bool stop = options.stop_requested && options.stop_requested();
-      const std::vector<double> agreed = world.allreduce_max(
-          {static_cast<double>(ns), has_loss ? compute.loss(i) : -std::numeric_limits<double>::infinity(),
-           stop ? 1.0 : 0.0},
-          rt->deadline(), "the end of step " + std::to_string(i + 1));
+      std::vector<double> local(2 + static_cast<size_t>(loss_replicas), -std::numeric_limits<double>::infinity());
+      local[0] = static_cast<double>(ns);
+      local[1] = stop ? 1.0 : 0.0;
+      if (loss_slot >= 0)
+        local[2 + loss_slot] = loss_replicas == 1 ? compute.loss(i) : compute.loss_share(i, loss_slot, loss_replicas);
+      std::vector<double> agreed = world.allreduce_max(local, rt->deadline(), "the end of step " + std::to_string(i + 1));
+      double loss = 0;
+      for (int k = 0; k < loss_replicas; ++k) loss += agreed[2 + k];
+      agreed = {agreed[0], loss, agreed[1]};
       ++r.iterations_run;
       if (i >= options.warmup_steps) {
         const int64_t step_ns = static_cast<int64_t>(agreed[0]);

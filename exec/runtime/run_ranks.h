@@ -1,5 +1,7 @@
 // run_pipeline_ranks: run_pipeline (exec/runtime/run_pipeline.h) for a job started by mpirun,
-// one rank per pipeline device: this process builds the same model, data and compute as the
+// one rank per pipeline device (a replicated stage has one rank per replica, numbered as
+// schedule_for_run numbers the devices; the replicas' gradient all-reduce runs over the same
+// MpiTransport, exec/runtime/replica_allreduce.h): this process builds the same model, data and compute as the
 // threaded run and executes device world.rank()'s ops (RankRuntime over MpiTransport). With the
 // same plan and options, losses and final weights equal the threaded run's.
 //
@@ -10,12 +12,13 @@
 // which carries the lowest failed rank (so only that rank prints its message).
 //
 // Per iteration the ranks agree on the step (one allreduce): the iteration time is the
-// largest rank's wall time, the loss comes from the rank of the loss stage, and a stop request
+// largest rank's wall time, the loss comes from the rank(s) of the loss stage (each replica's
+// share in its own slot, summed), and a stop request
 // (SIGINT / SIGTERM, options.stop_requested) on any rank stops every rank at the same step.
 // on_start and on_step are called on rank 0 only. The result is complete on rank 0: trace of
 // every rank (times from the shared, barrier-synchronised t0), peak memory per device,
 // placement per device ("host: cores ..."), warnings, and with keep_final_weights every
-// stage's weights; other ranks get losses and iteration times only.
+// stage's weights (replica 0's of a replicated stage); other ranks get losses and iteration times only.
 //
 // Failures during the run do not return: the failing rank prints "pipewright: rank R failed at
 // OP (iteration I): what" on stderr, tells the other ranks, and after a grace period (for their

@@ -66,15 +66,11 @@ void BatchSlicer::draw(int it) {
   while (!cache_.empty() && cache_.begin()->first < it - 1) cache_.erase(cache_.begin());
 }
 
-RunSetup make_run_setup(const models::Model& model, const planner::Plan& plan, const PipelineRunOptions& options) {
-  check_plan_for_model(plan, model);
-  if (options.steps < 1) throw InputError("--steps: expected >= 1");
-  if (options.warmup_steps < 0) throw InputError("--warmup-steps: expected >= 0");
-  RunSetup s;
-  s.devices = plan.num_stages() / plan.chunks;
-  s.schedule = planner::make_schedule(plan.schedule, s.devices, plan.num_micro_batches, plan.chunks);
-  s.slicer = std::make_shared<BatchSlicer>(make_data_source(model, options.data_file, options.seed), plan.batch);
-  s.net = std::make_unique<Network>(model, options.seed);
+namespace {
+
+std::unique_ptr<LayerStageCompute> make_compute(Network& net, const planner::Plan& plan,
+                                                const PipelineRunOptions& options,
+                                                const std::shared_ptr<BatchSlicer>& slicer) {
   std::vector<StageRange> ranges;
   for (const auto& st : plan.stages) ranges.push_back({st.first_layer, st.end_layer, st.recompute});
   ComputeConfig cc;
@@ -84,14 +80,70 @@ RunSetup make_run_setup(const models::Model& model, const planner::Plan& plan, c
   cc.weight_stashing = true;
   cc.double_buffered = plan.schedule == planner::ScheduleKind::two_bw;
   const OptimizerOptions oo = options.optimizer;
-  auto slicer = s.slicer;
-  s.compute = std::make_unique<LayerStageCompute>(
-      *s.net, ranges, cc,
+  return std::make_unique<LayerStageCompute>(
+      net, ranges, cc,
       [slicer](int it, int64_t first, int64_t count, Tensor* d, Tensor* t) { slicer->fill(it, first, count, d, t); },
       [oo](std::vector<Tensor*> p, std::vector<Tensor*> g) {
         return std::make_unique<OptimizerAdapter>(std::move(p), std::move(g), oo);
       });
+}
+
+}  // namespace
+
+RunSetup make_run_setup(const models::Model& model, const planner::Plan& plan, const PipelineRunOptions& options) {
+  check_plan_for_model(plan, model);
+  if (options.steps < 1) throw InputError("--steps: expected >= 1");
+  if (options.warmup_steps < 0) throw InputError("--warmup-steps: expected >= 0");
+  RunSetup s;
+  s.schedule = schedule_for_run(plan);
+  s.devices = s.schedule.num_devices;
+  const bool replicated = !s.schedule.stage_replicas.empty();
+  if (replicated && options.vertical_sync)
+    throw InputError("--vertical-sync: not supported with replicated stages yet");
+  s.slicer = std::make_shared<BatchSlicer>(make_data_source(model, options.data_file, options.seed), plan.batch);
+  s.net = std::make_unique<Network>(model, options.seed);
+  s.compute = make_compute(*s.net, plan, options, s.slicer);
+  if (replicated && s.compute->splits_tied_table())
+    throw InputError("plan: tied embeddings split across stages are not supported with replicated stages yet");
   return s;
+}
+
+void add_replica_computes(RunSetup& setup, const models::Model& model, const planner::Plan& plan,
+                          const PipelineRunOptions& options) {
+  int most = 1;
+  for (int st = 0; st < setup.schedule.num_stages; ++st) most = std::max(most, setup.schedule.replicas(st));
+  for (int i = 1; i < most; ++i) {
+    setup.replica_nets.push_back(std::make_unique<Network>(model, options.seed));
+    setup.replica_computes.push_back(make_compute(*setup.replica_nets.back(), plan, options, setup.slicer));
+  }
+}
+
+int replica_index(const planner::Schedule& sch, int device) {
+  for (const auto& reps : sch.stage_replicas)
+    for (size_t i = 0; i < reps.size(); ++i)
+      if (reps[i] == device) return static_cast<int>(i);
+  return 0;
+}
+
+std::vector<StageCompute*> device_computes(const RunSetup& setup) {
+  std::vector<StageCompute*> out;
+  for (int d = 0; d < setup.schedule.num_devices; ++d) {
+    const int i = replica_index(setup.schedule, d);
+    PW_CHECK(i == 0 || i <= static_cast<int>(setup.replica_computes.size()),
+             "device " + std::to_string(d) + " is replica " + std::to_string(i) + " but its compute was not built");
+    out.push_back(i == 0 ? setup.compute.get() : setup.replica_computes[i - 1].get());
+  }
+  return out;
+}
+
+double run_loss(const RunSetup& setup, int it) {
+  const int ls = setup.compute->loss_stage();
+  const int r = ls >= 0 ? setup.schedule.replicas(ls) : 1;
+  if (r == 1) return setup.compute->loss(it);
+  double sum = 0;
+  for (int i = 0; i < r; ++i)
+    sum += (i == 0 ? *setup.compute : *setup.replica_computes.at(i - 1)).loss_share(it, i, r);
+  return sum;
 }
 
 std::vector<NamedTensors> copy_stage_states(LayerStageCompute& compute) {

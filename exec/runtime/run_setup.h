@@ -45,14 +45,28 @@ class BatchSlicer {
 
 struct RunSetup {
   planner::Schedule schedule;
-  int devices = 0;
+  int devices = 0;                               // schedule.num_devices (replicas included)
   std::shared_ptr<BatchSlicer> slicer;
   std::unique_ptr<Network> net;                  // declared before compute: outlives it
-  std::unique_ptr<LayerStageCompute> compute;
+  std::unique_ptr<LayerStageCompute> compute;    // replica 0 (the only one when unreplicated)
+  // Threaded runs of replicated plans (add_replica_computes): replica i >= 1 of every stage
+  // with more than i replicas runs on replica_computes[i - 1], its own Network and weights.
+  std::vector<std::unique_ptr<Network>> replica_nets;
+  std::vector<std::unique_ptr<LayerStageCompute>> replica_computes;
 };
 
 // Checks (check_plan_for_model, steps) and builds; throws InputError.
 RunSetup make_run_setup(const models::Model& model, const planner::Plan& plan, const PipelineRunOptions& options);
+// Adds the computes of replicas 1.. (one per replica index up to the largest replica count),
+// each on a Network built with the run's seed (so initial weights equal replica 0's).
+void add_replica_computes(RunSetup& setup, const models::Model& model, const planner::Plan& plan,
+                          const PipelineRunOptions& options);
+// Replica index of `device` within its stage (0 for unreplicated schedules).
+int replica_index(const planner::Schedule& schedule, int device);
+// Per device, the compute it drives (requires add_replica_computes for replicated plans).
+std::vector<StageCompute*> device_computes(const RunSetup& setup);
+// Mean loss of iteration `it` over the mini-batch, summed over the loss stage's replicas.
+double run_loss(const RunSetup& setup, int it);
 
 // Copies of every stage's weights and optimizer state (LayerStageCompute::checkpoint_state).
 std::vector<NamedTensors> copy_stage_states(LayerStageCompute& compute);

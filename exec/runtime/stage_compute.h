@@ -20,6 +20,8 @@
 // the version stage 0 returned from weight_version(0) when it ran F(0, j), and every stage
 // must run (s, j)'s forward and backward on that version of its own weights.
 //
+// Replicated stages: the runtime gives every replica its own StageCompute (its own weights,
+// gradients, optimizer state); replicas exchange gradients through the transport only.
 // Thread-safety: all calls for one stage come from one thread (the worker of the stage's
 // device); calls for different stages may run concurrently, so per-stage state must not be
 // shared without synchronization. Exceptions thrown by a call abort the iteration: the
@@ -30,6 +32,7 @@
 #include <vector>
 
 #include "exec/tensor.h"
+#include "models/error.h"
 
 namespace pw::exec {
 
@@ -57,9 +60,17 @@ class StageCompute {
 
   // Current weight version of `stage` (number of steps applied so far); used for vertical sync.
   virtual int64_t weight_version(int stage) const { return -1; }
+  // The stage's accumulated weight gradients, in an order every replica of the stage agrees on
+  // (the runtime all-reduces them among a replicated stage's replicas between the backwards
+  // and step). Computes that do not support replicated stages throw InputError (the default).
+  virtual std::vector<Tensor*> weight_gradients(int stage);
   // Bytes the stage holds now (weights, gradients, optimizer state, stashed activations and
   // weight versions), sampled into the trace after each op; -1 when not tracked.
   virtual int64_t memory_bytes(int stage) const { return -1; }
 };
+
+inline std::vector<Tensor*> StageCompute::weight_gradients(int stage) {
+  throw InputError("stage " + std::to_string(stage) + ": this computation does not support replicated stages");
+}
 
 }  // namespace pw::exec

@@ -1,5 +1,7 @@
 #include "exec/runtime/stage_worker.h"
 
+#include "exec/runtime/replica_allreduce.h"
+
 #include "models/error.h"
 #include "planner/schedule_validate.h"
 
@@ -10,9 +12,13 @@ using Clock = Transport::Clock;
 
 StageWorker::StageWorker(WorkerConfig cfg) : cfg_(cfg) {
   PW_CHECK(cfg_.schedule && cfg_.compute && cfg_.transport, "StageWorker needs schedule, compute and transport");
-  const auto& sd = cfg_.schedule->stage_device;
-  for (int s = 0; s < static_cast<int>(sd.size()); ++s)
-    if (sd[s] == cfg_.device) my_stages_.push_back(s);
+  const planner::Schedule& sch = *cfg_.schedule;
+  for (int s = 0; s < static_cast<int>(sch.stage_device.size()); ++s) {
+    bool mine = sch.stage_device[s] == cfg_.device;
+    if (!sch.stage_replicas.empty())
+      for (int d : sch.stage_replicas[s]) mine = mine || d == cfg_.device;
+    if (mine) my_stages_.push_back(s);
+  }
 }
 
 int64_t StageWorker::now_ns() const {
@@ -53,21 +59,26 @@ void StageWorker::flush_sends(Clock::time_point deadline) {
   }
 }
 
-std::vector<Tensor> StageWorker::receive(int iteration, int src_stage, Direction dir, int micro_batch,
-                                         Clock::time_point deadline, int64_t* version) {
+void StageWorker::wait_request(Request& req, const MessageTag& tag, int peer, Clock::time_point deadline) {
   Transport& tr = *cfg_.transport;
-  const int src = cfg_.schedule->stage_device[src_stage];
-  const MessageTag tag{iteration, src_stage, micro_batch, dir};
-  auto req = tr.irecv(cfg_.device, src, tag);
   while (true) {
     const uint64_t epoch = tr.progress_epoch(cfg_.device);
-    if (req->test()) break;
+    if (req.test()) return;
     progress_sends();
-    if (req->test()) break;
-    status_ = "at " + current_op_ + " waiting for " + to_string(tag) + " from device " + std::to_string(src);
+    if (req.test()) return;
+    status_ = "at " + current_op_ + " waiting for " + to_string(tag) + " from device " + std::to_string(peer);
     if (!tr.wait_for_progress(cfg_.device, epoch, deadline) && Clock::now() >= deadline)
       throw PipelineStall("device " + std::to_string(cfg_.device) + " " + status_);
   }
+}
+
+std::vector<Tensor> StageWorker::receive(int iteration, int src_stage, Direction dir, int micro_batch,
+                                         Clock::time_point deadline, int64_t* version) {
+  Transport& tr = *cfg_.transport;
+  const int src = cfg_.schedule->device_of(src_stage, micro_batch);
+  const MessageTag tag{iteration, src_stage, micro_batch, dir};
+  auto req = tr.irecv(cfg_.device, src, tag);
+  wait_request(*req, tag, src, deadline);
   Message msg = req->take();
   if (cfg_.record_trace && src != cfg_.device) {
     sim::TraceEvent ev;
@@ -92,7 +103,7 @@ std::vector<Tensor> StageWorker::receive(int iteration, int src_stage, Direction
 void StageWorker::send(int iteration, int stage, Direction dir, int micro_batch, std::vector<Tensor> payload,
                        int64_t version) {
   const int dst_stage = dir == Direction::forward ? stage + 1 : stage - 1;
-  const int dst = cfg_.schedule->stage_device[dst_stage];
+  const int dst = cfg_.schedule->device_of(dst_stage, micro_batch);
   Message msg;
   msg.tensors = std::move(payload);
   msg.weight_version = version;
@@ -106,7 +117,13 @@ void StageWorker::run_iteration(int iteration, Clock::time_point deadline) {
   const int last = sch.num_stages - 1;
   StageCompute& comp = *cfg_.compute;
   status_ = "starting";
-  for (const planner::Op& op : sch.device_ops[cfg_.device]) {
+  const std::vector<planner::Op>& ops = sch.device_ops[cfg_.device];
+  for (size_t at = 0; at < ops.size(); ++at) {
+    const planner::Op& op = ops[at];
+    // Asynchronous replicas step after the all-reduce that follows their backward.
+    const bool step_now = cfg_.async_steps && !(at + 1 < ops.size() && ops[at + 1].kind == OpKind::allreduce &&
+                                                ops[at + 1].stage == op.stage &&
+                                                ops[at + 1].micro_batch == op.micro_batch);
     current_op_ = planner::op_label(op);
     OpContext ctx{iteration, op.stage, op.micro_batch, -1};
     int64_t start = -1;
@@ -131,13 +148,13 @@ void StageWorker::run_iteration(int iteration, Clock::time_point deadline) {
         std::vector<Tensor> out = op.kind == OpKind::B ? comp.backward_input(ctx, std::move(grad))
                                                        : comp.backward(ctx, std::move(grad));
         if (op.stage > 0) send(iteration, op.stage, Direction::backward, op.micro_batch, std::move(out), -1);
-        if (op.kind == OpKind::BW && cfg_.async_steps) comp.step(op.stage, iteration);
+        if (op.kind == OpKind::BW && step_now) comp.step(op.stage, iteration);
         break;
       }
       case OpKind::W:
         start = now_ns();
         comp.backward_weight(ctx);
-        if (cfg_.async_steps) comp.step(op.stage, iteration);
+        if (step_now) comp.step(op.stage, iteration);
         break;
       case OpKind::step:
         start = now_ns();
@@ -147,11 +164,23 @@ void StageWorker::run_iteration(int iteration, Clock::time_point deadline) {
           for (int s : my_stages_) comp.step(s, iteration);
         }
         break;
+      case OpKind::allreduce: {
+        start = now_ns();
+        const int r = sch.replicas(op.stage);
+        if (r > 1) {
+          const bool per_backward = op.micro_batch >= 0;
+          replica_allreduce(
+              *cfg_.transport, cfg_.device, sch.stage_replicas[op.stage], iteration, op.stage,
+              per_backward ? op.micro_batch / r : 0, comp.weight_gradients(op.stage), per_backward,
+              [&](Request& req, const MessageTag& tag, int peer) { wait_request(req, tag, peer, deadline); }, pending_);
+        }
+        if (op.micro_batch >= 0 && cfg_.async_steps) comp.step(op.stage, iteration);
+        break;
+      }
       case OpKind::send:
       case OpKind::recv:
-      case OpKind::allreduce:
         throw InputError("schedule: op " + current_op_ + " on device " + std::to_string(cfg_.device) +
-                         " is not supported by the runtime (communication is implicit, stages are not replicated)");
+                         " is not supported by the runtime (communication is implicit)");
     }
     if (cfg_.record_trace) {
       sim::TraceEvent ev;

@@ -9,6 +9,15 @@
 // Asynchronous schedules (no step ops) get one compute.step(s) after every backward of s
 // that completes the micro-batch (BW, or W), i.e. PipeDream's per-micro-batch update.
 //
+// Replicated stages (Schedule::stage_replicas): F(s, j)'s output goes to the replica of s+1
+// that owns j, B / BW(s, j)'s gradient to the replica of s-1 that owns j (Schedule::device_of),
+// and receives name that device as source. allreduce(s, j) runs replica_allreduce
+// (exec/runtime/replica_allreduce.h) over compute.weight_gradients(s) among the stage's
+// replicas: allreduce(s, -1) (synchronous, at the flush) sums, round 0; allreduce(s, j >= 0)
+// (asynchronous, after BW(s, j)) averages, round j / r_s, and the step that follows the
+// backward of j is taken after the all-reduce instead (PipeDream: replicas average their
+// gradients, then each applies the same update).
+//
 // Timing: an op's event spans from the moment its input is available to the moment its
 // output has been handed to the transport; waiting is not part of the op. Every received
 // cross-device payload is also recorded as a transfer event (send call -> receive), and after
@@ -62,6 +71,7 @@ class StageWorker {
   std::vector<sim::MemorySample> memory;
 
  private:
+  void wait_request(Request& req, const MessageTag& tag, int peer, Transport::Clock::time_point deadline);
   std::vector<Tensor> receive(int iteration, int src_stage, Direction dir, int micro_batch,
                               Transport::Clock::time_point deadline, int64_t* version);
   void send(int iteration, int stage, Direction dir, int micro_batch, std::vector<Tensor> payload,

@@ -34,7 +34,10 @@
 
 namespace pw::exec {
 
-enum class Direction : uint8_t { forward = 0, backward = 1 };
+// forward/backward: activations and gradients crossing a cut. reduce/broadcast: the weight-
+// gradient all-reduce among the replicas of a stage (exec/runtime/replica_allreduce.h); their
+// tags name the stage and the all-reduce's round in micro_batch.
+enum class Direction : uint8_t { forward = 0, backward = 1, reduce = 2, broadcast = 3 };
 
 struct MessageTag {
   int iteration = 0;
@@ -45,7 +48,7 @@ struct MessageTag {
   bool operator==(const MessageTag&) const = default;
 };
 
-std::string to_string(const MessageTag& tag);  // "it 3 stage 1 mb 2 fwd"
+std::string to_string(const MessageTag& tag);  // "it 3 stage 1 mb 2 fwd" (bwd, reduce, bcast)
 
 struct Message {
   std::vector<Tensor> tensors;   // every tensor crossing the cut, in the consumer's order

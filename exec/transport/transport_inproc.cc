@@ -8,7 +8,11 @@ namespace pw::exec {
 
 std::string to_string(const MessageTag& tag) {
   return "it " + std::to_string(tag.iteration) + " stage " + std::to_string(tag.stage) + " mb " +
-         std::to_string(tag.micro_batch) + (tag.dir == Direction::forward ? " fwd" : " bwd");
+         std::to_string(tag.micro_batch) +
+         (tag.dir == Direction::forward    ? " fwd"
+          : tag.dir == Direction::backward ? " bwd"
+          : tag.dir == Direction::reduce   ? " reduce"
+                                           : " bcast");
 }
 
 class InProcTransport::SendRequest final : public Request {

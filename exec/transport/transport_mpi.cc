@@ -36,6 +36,7 @@ struct MpiTransport::Impl {
   mpi::World& world;
   MPI_Comm comm = MPI_COMM_NULL;
   int rank = 0, size = 1, stages = 1, micro_batches = 1, window = 1;
+  bool collectives = false;
   std::chrono::nanoseconds spin;
   int64_t epoch_ns = 0;
   uint64_t epoch = 0;
@@ -253,7 +254,8 @@ void MpiTransport::Impl::poll_orphans() {
   }
 }
 
-MpiTransport::MpiTransport(mpi::World& world, int num_stages, int num_micro_batches, std::chrono::nanoseconds spin)
+MpiTransport::MpiTransport(mpi::World& world, int num_stages, int num_micro_batches, std::chrono::nanoseconds spin,
+                           bool collectives)
     : impl_(std::make_unique<Impl>(world, spin)) {
   PW_CHECK(num_stages >= 1 && num_micro_batches >= 1, "MPI transport needs >= 1 stage and micro-batch");
   Impl& t = *impl_;
@@ -262,7 +264,8 @@ MpiTransport::MpiTransport(mpi::World& world, int num_stages, int num_micro_batc
   t.size = world.size();
   t.stages = num_stages;
   t.micro_batches = num_micro_batches;
-  const int64_t per_iteration = 2LL * num_stages * num_micro_batches;
+  t.collectives = collectives;
+  const int64_t per_iteration = (collectives ? 4LL : 2LL) * num_stages * num_micro_batches;
   const int64_t window = std::min<int64_t>(1024, (static_cast<int64_t>(world.tag_upper_bound()) + 1) / per_iteration);
   if (window < 4)
     throw InputError("MPI transport: " + std::to_string(num_stages) + " stages x " + std::to_string(num_micro_batches) +
@@ -285,8 +288,12 @@ int MpiTransport::mpi_tag(const MessageTag& tag) const {
                tag.micro_batch < t.micro_batches,
            "MPI transport: tag out of range: " + to_string(tag));
   const int64_t it = tag.iteration % t.window;
-  return static_cast<int>(((it * t.stages + tag.stage) * t.micro_batches + tag.micro_batch) * 2 +
-                          (tag.dir == Direction::backward ? 1 : 0));
+  const int64_t slot = (it * t.stages + tag.stage) * t.micro_batches + tag.micro_batch;
+  if (tag.dir == Direction::forward || tag.dir == Direction::backward)
+    return static_cast<int>(slot * 2 + (tag.dir == Direction::backward ? 1 : 0));
+  PW_CHECK(t.collectives, "MPI transport: collective tag without collectives: " + to_string(tag));
+  const int64_t p2p = static_cast<int64_t>(t.window) * 2 * t.stages * t.micro_batches;
+  return static_cast<int>(p2p + slot * 2 + (tag.dir == Direction::broadcast ? 1 : 0));
 }
 
 std::unique_ptr<Request> MpiTransport::isend(int src, int dst, const MessageTag& tag, Message msg) {

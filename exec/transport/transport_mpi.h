@@ -23,7 +23,11 @@
 // ((it * stages + stage) * micro_batches + mb) * 2 + dir, window = min(1024, (tag_ub + 1) /
 // (2 * stages * micro_batches)); construction throws InputError when the window is below 4
 // (neighbouring ranks are at most one iteration apart; 4 leaves room). Tags outside the
-// declared stages / micro-batches PW_CHECK-fail.
+// declared stages / micro-batches PW_CHECK-fail. With `collectives` (replicated stages) the
+// tag space holds a second block after the point-to-point one, per iteration window, for the
+// replicas' all-reduce messages: window * 2 * stages * micro_batches +
+// ((it * stages + stage) * micro_batches + mb) * 2 + (dir == broadcast), and the window is
+// computed from 4 * stages * micro_batches; forward/backward tags keep the packing above.
 //
 // Self-sends (src == dst == rank, interleaved schedules) never touch MPI: the message is moved
 // into a local mailbox, zero-copy.
@@ -47,7 +51,7 @@ class MpiTransport final : public Transport {
   static constexpr int kMaxHeaderWords = 512;
 
   MpiTransport(mpi::World& world, int num_stages, int num_micro_batches,
-               std::chrono::nanoseconds spin = std::chrono::microseconds(50));
+               std::chrono::nanoseconds spin = std::chrono::microseconds(50), bool collectives = false);
   ~MpiTransport() override;
 
   int num_endpoints() const override;

@@ -94,3 +94,29 @@ TEST_CASE("run: bad input exits 2 with one line and writes nothing") {
                  "unknown schedule", dir, {"plan.json"});
   expect_bad_run(run_cli({"run", "--steps", "2"}), "expected --plan", dir, {"plan.json"});
 }
+
+TEST_CASE("run --plan: a replicated stage runs on threads, one worker per replica, and --compare is refused") {
+  ScratchDir dir;
+  for (const auto kind : {pw::planner::ScheduleKind::one_f_one_b, pw::planner::ScheduleKind::pipedream_async}) {
+    pw::planner::Plan p = mlp_plan({{0, 2}, {2, 5}}, 4);
+    p.schedule = kind;
+    p.stages[0].devices = {0, 1};
+    p.stages[1].devices = {2};
+    p.num_devices_used = 3;
+    const std::string plan = plan_file(dir, p);
+    const CliResult r = run_cli({"run", "--plan", plan, "--depth", "2", "--width", "8", "--steps", "2", "--json",
+                                 "--trace", dir.file("t.json")});
+    CAPTURE(r.err);
+    REQUIRE(r.rc == 0);
+    const Json j = Json::parse(r.out);
+    CHECK(j.at("losses").size() == 2);
+    CHECK(j.at("workers") == 3);
+    CHECK(j.at("peak_memory_bytes").size() == 3);
+    CHECK(r.err.find("2 stages on 3 workers") != std::string::npos);
+    std::ifstream in(dir.file("t.json"));
+    CHECK(in.good());
+    expect_bad_run(run_cli({"run", "--plan", plan, "--depth", "2", "--width", "8", "--compare", "--trace",
+                            dir.file("u.json")}),
+                   "--compare: not supported with replicated stages yet", dir, {"plan.json", "t.json"});
+  }
+}

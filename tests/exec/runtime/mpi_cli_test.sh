@@ -5,9 +5,12 @@
 # kill:  rank 1 SIGKILLs itself at F(1,2).
 #   Pass when mpirun (hence every rank: it ends the job) exits non-zero and the output names
 #   the failed rank (and, for throw, the op and the other rank's stop).
-# mismatch: a 3-stage run on 2 ranks; replicated: a plan whose stage has 2 replicas.
+# mismatch: a 3-stage run on 2 ranks.
 #   Pass when mpirun exits 2 (every rank exits 2) with exactly one error line, naming both
-#   numbers / the replicas. ctest's TIMEOUT bounds every mode.
+#   numbers.
+# replicated: a plan whose one stage has 2 replicas. Pass when it runs on 2 ranks (exit 0, the
+#   step line, the banner saying 2 MPI ranks) and 3 ranks are refused as in mismatch.
+# ctest's TIMEOUT bounds every mode.
 set -u
 mode=$1 pipewright=$2
 shift 2
@@ -30,6 +33,8 @@ last = p["stages"][-1]["end_layer"]
 p["stages"] = p["stages"][:1]
 p["stages"][0].update(first_layer=0, end_layer=last, devices=[0, 1])
 p["stages"][0].pop("layers", None)
+p["num_micro_batches"], p["micro_batch_size"] = 2, p["batch"] // 2  # one micro-batch per replica
+p["batch"] = 2 * p["micro_batch_size"]
 json.dump(p, open(sys.argv[1], "w"))' "$dir/plan.json" || fail "could not write the replicated plan"
     run_args=(--plan "$dir/plan.json" --model mlp --steps 1) ;;
   *) echo "usage: $0 throw|kill|mismatch|replicated <pipewright> <mpiexec> [flags...]"; exit 2 ;;
@@ -48,13 +53,20 @@ case $mode in
     [ "$rc" -ne 0 ] || fail "mpirun exited 0"
     grep -Eq 'rank 1 .*(signal 9|Killed)' <<<"$out" || fail "mpirun did not name rank 1 as killed"
     grep -q '^step 3/3' <<<"$out" && fail "the run went on to the end" ;;
-  mismatch | replicated)
+  mismatch)
     [ "$rc" -eq 2 ] || fail "mpirun exited $rc, expected 2"
     [ "$(grep -c '^pipewright: error:' <<<"$out")" -eq 1 ] || fail "expected exactly one error line"
-    if [ "$mode" = mismatch ]; then
-      grep -q '^pipewright: error: mpirun started 2 ranks but the plan has 3 pipeline devices' <<<"$out" || fail "no line naming 2 ranks and 3 devices"
-    else
-      grep -q '^pipewright: error: plan: /stages/0: 2 replicas;.*replicated stages are not supported' <<<"$out" || fail "no refusal of the replicas"
-    fi ;;
+    grep -q '^pipewright: error: mpirun started 2 ranks but the plan has 3 pipeline devices' <<<"$out" || fail "no line naming 2 ranks and 3 devices" ;;
+  replicated)
+    [ "$rc" -eq 0 ] || fail "mpirun exited $rc, expected 0"
+    grep -q '^run: .*1 stages on 2 MPI ranks, .*2 micro-batches' <<<"$out" || fail "no banner naming 2 MPI ranks and 2 micro-batches"
+    grep -q '^step 1/1  loss' <<<"$out" || fail "no step line"
+    out=$("$@" -np 3 "$pipewright" run "${run_args[@]}" 2>&1)
+    rc=$?
+    echo "$out"
+    echo "exit code (3 ranks): $rc"
+    [ "$rc" -eq 2 ] || fail "3 ranks: mpirun exited $rc, expected 2"
+    [ "$(grep -c '^pipewright: error:' <<<"$out")" -eq 1 ] || fail "3 ranks: expected exactly one error line"
+    grep -q '^pipewright: error: mpirun started 3 ranks but the plan has 2 pipeline devices' <<<"$out" || fail "3 ranks: no line naming 3 ranks and 2 devices" ;;
 esac
 echo PASS

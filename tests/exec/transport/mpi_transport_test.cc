@@ -56,6 +56,23 @@ TEST_CASE("mpi transport: tags pack (iteration mod window, stage, micro-batch, d
   CHECK(*seen.rbegin() <= world().tag_upper_bound());
 }
 
+TEST_CASE("mpi transport: with collectives, replica all-reduce tags take a second block and point-to-point tags keep theirs") {
+  MpiTransport t(world(), 2, 3, std::chrono::microseconds(50), /*collectives=*/true);
+  const int w = t.iteration_window();
+  CHECK(w == std::min(1024, (world().tag_upper_bound() + 1) / 24));
+  CHECK(t.mpi_tag({1, 1, 2, Direction::backward}) == ((1 * 2 + 1) * 3 + 2) * 2 + 1);
+  CHECK(t.mpi_tag({0, 0, 0, Direction::reduce}) == w * 12);
+  CHECK(t.mpi_tag({1, 1, 2, Direction::broadcast}) == w * 12 + ((1 * 2 + 1) * 3 + 2) * 2 + 1);
+  std::set<int> seen;
+  for (int it = 0; it < 2; ++it)
+    for (int s = 0; s < 2; ++s)
+      for (int j = 0; j < 3; ++j)
+        for (Direction d : {Direction::forward, Direction::backward, Direction::reduce, Direction::broadcast})
+          seen.insert(t.mpi_tag({it, s, j, d}));
+  CHECK(seen.size() == 48);
+  CHECK(*seen.rbegin() <= world().tag_upper_bound());
+}
+
 TEST_CASE("mpi transport: receives in any order; several tensors with shapes, version and send time") {
   REQUIRE(world().size() >= 2);
   MpiTransport t(world(), 4, 4);

@@ -1,0 +1,184 @@
+// Acceptance (issue 13, replicated stages on the threaded runtime): a plan whose stage has two
+// replicas trains as the unreplicated plan on the same mini-batch (gpipe, 1f1b: gradients
+// summed at the flush), replicated pipedream-async trains as its reference (below), and the
+// replicas of a stage hold bit-identical weights and optimizer state after every run.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "exec/runtime/run_pipeline.h"
+#include "models/zoo.h"
+
+using namespace pw;
+using namespace pw::exec;
+using planner::ScheduleKind;
+
+namespace {
+
+models::Model small_model(const std::string& family) {
+  models::ZooOptions o;
+  o.batch = 8;
+  o.layers = 2;
+  o.d_model = 16;
+  o.heads = 2;
+  o.ffn = 32;
+  o.seq = 8;
+  o.vocab = 256;  // byte-level text data
+  o.depth = 4;
+  o.width = 16;
+  return models::build_zoo_model(family, o);
+}
+
+// The plan with stage s on replicas[s] devices (numbered stage by stage).
+planner::Plan with_replicas(planner::Plan p, const std::vector<int>& replicas) {
+  int next = 0;
+  for (size_t s = 0; s < p.stages.size(); ++s) {
+    p.stages[s].devices.clear();
+    for (int i = 0; i < replicas[s]; ++i) p.stages[s].devices.push_back(next++);
+  }
+  p.num_devices_used = next;
+  return p;
+}
+
+PipelineRunOptions options() {
+  PipelineRunOptions o;
+  o.steps = 3;
+  o.threads_per_worker = 1;
+  o.keep_final_weights = true;
+  o.timeout = std::chrono::seconds(60);
+  return o;
+}
+
+double relative_difference(const Tensor& a, const Tensor& b) {
+  double diff = 0, scale = 1e-30;
+  for (int64_t k = 0; k < a.numel(); ++k) {
+    diff = std::max(diff, static_cast<double>(std::fabs(a.data()[k] - b.data()[k])));
+    scale = std::max(scale, static_cast<double>(std::fabs(b.data()[k])));
+  }
+  return diff / scale;
+}
+
+// Losses and every stage's weights and optimizer state within 1e-5 relative.
+void check_same_training(const PipelineRunResult& a, const PipelineRunResult& b) {
+  REQUIRE(a.losses.size() == b.losses.size());
+  for (size_t i = 0; i < a.losses.size(); ++i) CHECK(a.losses[i] == doctest::Approx(b.losses[i]).epsilon(1e-5));
+  REQUIRE(a.final_weights.size() == b.final_weights.size());
+  int tensors = 0;
+  for (size_t s = 0; s < b.final_weights.size(); ++s) {
+    REQUIRE(a.final_weights[s].size() == b.final_weights[s].size());
+    for (size_t k = 0; k < b.final_weights[s].size(); ++k) {
+      CAPTURE(b.final_weights[s][k].first);
+      CHECK(a.final_weights[s][k].first == b.final_weights[s][k].first);
+      CHECK(relative_difference(a.final_weights[s][k].second, b.final_weights[s][k].second) <= 1e-5);
+      ++tensors;
+    }
+  }
+  CHECK(tensors > 0);
+}
+
+// Every replica i >= 1 of a stage holds exactly replica 0's weights and optimizer state.
+void check_replicas_identical(const PipelineRunResult& r, const std::vector<int>& replicas) {
+  int most = 1;
+  for (int n : replicas) most = std::max(most, n);
+  REQUIRE(static_cast<int>(r.replica_final_weights.size()) == most - 1);
+  for (int i = 1; i < most; ++i)
+    for (size_t s = 0; s < replicas.size(); ++s) {
+      const NamedTensors& w = r.replica_final_weights[i - 1][s];
+      if (replicas[s] <= i) {
+        CHECK(w.empty());
+        continue;
+      }
+      REQUIRE(w.size() == r.final_weights[s].size());
+      for (size_t k = 0; k < w.size(); ++k) {
+        CAPTURE(w[k].first);
+        const Tensor& a = w[k].second;
+        const Tensor& b = r.final_weights[s][k].second;
+        REQUIRE(a.numel() == b.numel());
+        CHECK(std::equal(a.data(), a.data() + a.numel(), b.data()));
+      }
+    }
+}
+
+int count_allreduces(const sim::Trace& t) {
+  int n = 0;
+  for (const auto& e : t.events) n += !e.is_transfer && e.kind == planner::OpKind::allreduce;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("replicated stages: stage 0 on 2 replicas trains as the unreplicated plan (gpipe, 1f1b, mlp and gpt)") {
+  for (const std::string family : {"mlp", "gpt"})
+    for (ScheduleKind kind : {ScheduleKind::gpipe, ScheduleKind::one_f_one_b}) {
+      CAPTURE(family);
+      CAPTURE(planner::to_string(kind));
+      const models::Model model = small_model(family);
+      const planner::Plan plain = even_plan(model, 2, /*micro-batches=*/4, /*size=*/2, kind, false);
+      const planner::Plan rep = with_replicas(plain, {2, 1});
+      const PipelineRunResult ref = run_pipeline(model, plain, options());
+      const PipelineRunResult r = run_pipeline(model, rep, options());
+      check_same_training(r, ref);
+      check_replicas_identical(r, {2, 1});
+      CHECK(count_allreduces(r.trace) == 3 * 2);  // one per replica of stage 0 and step
+      CHECK(r.peak_memory_bytes.size() == 3);
+    }
+}
+
+// PipeDream's replicated stages, as the runtime defines them (exec/runtime/run_pipeline.h):
+// the k-th backward of every replica of a stage is all-reduced (averaged) and each replica
+// applies the same update. With every stage on r replicas, each replica runs the 1F1B order
+// of the unreplicated pipeline (same warm-up), and round k covers micro-batches kr..kr+r-1,
+// i.e. the samples of micro-batch k of the same pipeline with r-times larger micro-batches. So
+// the reference is that unreplicated pipedream-async plan (weight stashing, one update per
+// micro-batch with its mean loss): same losses and weights up to float reordering.
+TEST_CASE("replicated stages: pipedream-async on 2 stages x 2 replicas trains as the unreplicated plan with "
+          "2x micro-batches") {
+  for (const std::string family : {"mlp", "gpt"}) {
+    CAPTURE(family);
+    const models::Model model = small_model(family);
+    const planner::Plan ref_plan = even_plan(model, 2, /*micro-batches=*/2, /*size=*/4, ScheduleKind::pipedream_async, false);
+    const planner::Plan rep =
+        with_replicas(even_plan(model, 2, 4, 2, ScheduleKind::pipedream_async, false), {2, 2});
+    const PipelineRunResult ref = run_pipeline(model, ref_plan, options());
+    const PipelineRunResult r = run_pipeline(model, rep, options());
+    check_same_training(r, ref);
+    check_replicas_identical(r, {2, 2});
+    CHECK(count_allreduces(r.trace) == 3 * 4 * 2);  // per step, stage and micro-batch
+  }
+}
+
+TEST_CASE("replicated stages: pipedream-async with only stage 0 replicated keeps its replicas identical") {
+  const models::Model model = small_model("mlp");
+  const planner::Plan rep = with_replicas(even_plan(model, 2, 4, 2, ScheduleKind::pipedream_async, false), {2, 1});
+  const PipelineRunResult r = run_pipeline(model, rep, options());
+  for (double l : r.losses) CHECK(std::isfinite(l));
+  check_replicas_identical(r, {2, 1});
+  CHECK(count_allreduces(r.trace) == 3 * 4);
+}
+
+TEST_CASE("replicated stages: refusals name the plan and the reason") {
+  const models::Model model = small_model("mlp");
+  planner::Plan p = with_replicas(even_plan(model, 2, 4, 2, ScheduleKind::zb_h1, false), {2, 1});
+  CHECK_THROWS_WITH_AS(run_pipeline(model, p, options()),
+                       "plan: replicated stages run with gpipe, 1f1b or pipedream-async, not zb-h1", InputError);
+  p = with_replicas(even_plan(model, 2, 4, 2, ScheduleKind::gpipe, false), {2, 1});
+  PipelineRunOptions o = options();
+  o.checkpoint_dir = "/nonexistent/never-written";
+  CHECK_THROWS_WITH_AS(run_pipeline(model, p, o),
+                       "--checkpoint: not supported with replicated stages yet (only one replica's state would be saved)",
+                       InputError);
+}
+
+TEST_CASE("replicated stages: pipedream-async with 3 micro-batches on 2 replicas runs iterations of 6") {
+  const models::Model model = small_model("mlp");
+  const planner::Plan p = with_replicas(even_plan(model, 2, 3, 2, ScheduleKind::pipedream_async, false), {2, 1});
+  const planner::Plan run = plan_for_run(p);
+  CHECK(run.num_micro_batches == 6);
+  CHECK(run.batch == 12);
+  CHECK(plan_for_run(run).num_micro_batches == 6);
+  const PipelineRunResult r = run_pipeline(model, p, options());
+  int forwards = 0;
+  for (const auto& e : r.trace.events) forwards += !e.is_transfer && e.kind == planner::OpKind::F && e.stage == 0;
+  CHECK(forwards == 3 * 6);
+  check_replicas_identical(r, {2, 1});
+}
