@@ -41,7 +41,7 @@ std::string message_of(const std::string& file, uint64_t limit = pw::kMaxInputFi
 
 }  // namespace
 
-TEST_CASE("read_input_file: regular files are read whole; size cap is exact") {
+TEST_CASE("read_input_file: regular files are read whole, size cap is exact") {
   TempDir d;
   const std::string f = d.write("a.txt", "hello\nworld");
   CHECK(pw::read_input_file(f) == "hello\nworld");

@@ -86,7 +86,7 @@ TEST_CASE("profile_at: outside the measured sizes it scales from the nearest and
   CHECK(one.profile.layers[1].forward_ns == 50);  // 100 x 1/2
 }
 
-TEST_CASE("profile_at: thread counts pick their own points; an unmeasured count extrapolates") {
+TEST_CASE("profile_at: thread counts pick their own points, an unmeasured count extrapolates") {
   const ProfileAt two = profile_at(measured(), 4, 2);
   CHECK_FALSE(two.extrapolated);
   CHECK(two.profile.device.threads == 2);

@@ -90,7 +90,7 @@ TEST_CASE("a measured profile in the old format (no measurement, points or step_
   CHECK(Json(p) == old);  // and it writes back unchanged
 }
 
-TEST_CASE("measurement, points and step_ns round-trip; bad points are rejected with their path") {
+TEST_CASE("measurement, points and step_ns round-trip, bad points are rejected with their path") {
   Profile p = sample_profile();
   p.source = "measured";
   p.measurement = ProfileMeasurement{"in-context", 2, 7};

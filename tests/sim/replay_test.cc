@@ -104,7 +104,7 @@ TEST_CASE("replay: a gap the simulator does not know is scheduling error") {
   CHECK(r.cost_model_error_ns() == 0);
 }
 
-TEST_CASE("replay: a missing op and iterations out of range are input errors; run-trace JSON round-trips") {
+TEST_CASE("replay: a missing op and iterations out of range are input errors, run-trace JSON round-trips") {
   const planner::Schedule s = planner::make_schedule(planner::ScheduleKind::one_f_one_b, 2, 2, 1);
   const StageCosts c = costs(100, 200, 50, 10);
   Trace t = simulated(s, c, 2);

@@ -72,7 +72,7 @@ TEST_CASE("replicated 1f1b, stage 0 on two replicas: exact makespan 23, barrier 
     if (e.is_transfer && e.kind == planner::OpKind::F) CHECK(e.device == e.micro_batch % 2);
 }
 
-TEST_CASE("replicated pipedream-async: each replica all-reduces after its backward; the ring's links queue") {
+TEST_CASE("replicated pipedream-async: each replica all-reduces after its backward, the ring's links queue") {
   // One stage on two replicas, F = 1, BW = 2, all-reduce 5, no warm-up (ceil(2/2) - 1 = 0).
   // Both backwards end at 3; replica 0's all-reduce holds the ring links 0->1 and 1->0 for
   // [3,8], so replica 1's runs [8,13] (no barrier: replica 0 does not wait for replica 1).
@@ -148,7 +148,7 @@ TEST_CASE("a replicated synchronous plan simulates within 2% of its planned iter
   CHECK(r.iteration_ns * 1e-9 == doctest::Approx(plan.predicted.iteration_time_s).epsilon(0.02));
 }
 
-TEST_CASE("replicated schedules: every shape runs; each replica is busy exactly for what it owns") {
+TEST_CASE("replicated schedules: every shape runs, each replica is busy exactly for what it owns") {
   const std::vector<std::vector<int>> shapes = {{2}, {3, 1}, {1, 3}, {2, 2}, {3, 1, 2}, {1, 2, 1, 4}};
   for (ScheduleKind k : {ScheduleKind::gpipe, ScheduleKind::one_f_one_b, ScheduleKind::pipedream_async,
                          ScheduleKind::two_bw})

@@ -8,7 +8,7 @@
 namespace pw::test {
 namespace {
 
-TEST_CASE("profile --measure: points at several sizes and thread counts, in context; lists need --measure") {
+TEST_CASE("profile --measure: points at several sizes and thread counts, in context, lists need --measure") {
   CliResult r = run_cli({"profile", "--model", "mlp", "--measure", "--micro-batch", "2,4", "--threads", "1",
                          "--reps", "1", "--warmup", "0", "--json"});
   REQUIRE(r.rc == 0);
@@ -27,7 +27,7 @@ TEST_CASE("profile --measure: points at several sizes and thread counts, in cont
                   {"--micro-batch: expected a positive integer or a comma-separated list"});
 }
 
-TEST_CASE("run --compare --run-trace and --svg; simulate --replay splits the error") {
+TEST_CASE("run --compare --run-trace and --svg, simulate --replay splits the error") {
   ScratchDir dir;
   const std::string t = dir.file("run.trace.json"), svg = dir.file("cmp.svg");
   CliResult r = run_cli({"run", "--model", "mlp", "--depth", "2", "--width", "32", "--stages", "2", "--micro-batches",

@@ -117,7 +117,7 @@ TEST_CASE("bad input 7: a profile with zero costs plans without inf or null, and
   CHECK(sim.rc == 0);
 }
 
-TEST_CASE("size and bandwidth flags take units; bad units are one line") {
+TEST_CASE("size and bandwidth flags take units, bad units are one line") {
   const CliResult a = run_cli({"plan", "--profile", kVgg, "--devices", "4", "--memory", "80GiB", "--bandwidth",
                                "100Gbps", "--json"});
   CAPTURE(a.err);

@@ -131,7 +131,7 @@ TEST_CASE("demo: the main job describes, profiles, plans, simulates, runs and co
   CHECK(again.substr(0, again.find("== 3.")) == analytic);
 }
 
-TEST_CASE("demo --out-dir creates its folder and writes the profile, plan and timelines; bad flags exit 2") {
+TEST_CASE("demo --out-dir creates its folder and writes the profile, plan and timelines, bad flags exit 2") {
   ScratchDir dir;
   CliResult r = run_cli({"demo", "--steps", "1", "--out-dir", dir.file("new/out")});
   REQUIRE(r.rc == 0);

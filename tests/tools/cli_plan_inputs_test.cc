@@ -83,7 +83,7 @@ TEST_CASE("simulate --plan alone reproduces a sync plan from the inputs it carri
   CHECK(Json::parse(other.out).at("makespan_ns").get<int64_t>() > g.at("makespan_ns").get<int64_t>());
 }
 
-TEST_CASE("plan inputs: an edited embedded profile is refused; a plan without inputs says what it simulates") {
+TEST_CASE("plan inputs: an edited embedded profile is refused, a plan without inputs says what it simulates") {
   ScratchDir dir;
   make_plan(dir, "p.json", {"--schedule", "gpipe"});
   Json j = pw::load_json_file(dir.file("p.json"));

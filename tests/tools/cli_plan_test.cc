@@ -220,7 +220,7 @@ TEST_CASE("plan and whatif throughput agree for the same model, devices, precisi
                   {"--dtype: expected fp32 or bf16, got \"fp16\""});
 }
 
-TEST_CASE("plan --schedule zb-h2: zb-h1's partition, simulated as zb-h2; refused when it does not fit") {
+TEST_CASE("plan --schedule zb-h2: zb-h1's partition, simulated as zb-h2, refused when it does not fit") {
   ScratchDir dir;
   const std::vector<std::string> gpt = {"plan", "--model", "gpt", "--layers", "24", "--d-model", "1024", "--heads",
                                         "16", "--device", "a100-80g", "--devices", "4", "--batch", "64",

@@ -9,7 +9,7 @@ using pw::test::CliResult;
 using pw::test::run_cli;
 using pw::test::ScratchDir;
 
-TEST_CASE("schedule export writes PyTorch's CSV; import validates, simulates, draws and saves") {
+TEST_CASE("schedule export writes PyTorch's CSV, import validates, simulates, draws and saves") {
   ScratchDir dir;
   CliResult r = run_cli({"schedule", "export", "--schedule", "1f1b", "--stages", "2", "--micro-batches", "3"});
   REQUIRE(r.rc == 0);

@@ -39,7 +39,7 @@ std::string displayed_spin_count(const std::string& err) {
   return err.substr(b, err.find('\'', b) - b);
 }
 
-TEST_CASE("train: with no OpenMP setting the tool picks a bounded spin; the user's setting wins") {
+TEST_CASE("train: with no OpenMP setting the tool picks a bounded spin, the user's setting wins") {
   EnvVar display("OMP_DISPLAY_ENV", "verbose");
   {
     EnvVar policy("OMP_WAIT_POLICY", std::nullopt);

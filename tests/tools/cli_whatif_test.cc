@@ -120,7 +120,7 @@ TEST_CASE("whatif sweep: CSV and JSON with -o, one row per grid point") {
     CHECK(j["rows"][i + 1]["iteration_s"].get<double>() <= j["rows"][i]["iteration_s"].get<double>());
 }
 
-TEST_CASE("whatif sweep: a chart that cannot be drawn fails before computing; progress goes to a pipe as lines") {
+TEST_CASE("whatif sweep: a chart that cannot be drawn fails before computing, progress goes to a pipe as lines") {
   ScratchDir dir;
   // 1000 points, 200 lines per devices value: refused before the first point is evaluated
   // (--progress would otherwise have printed a line), nothing written.

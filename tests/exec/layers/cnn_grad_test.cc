@@ -80,7 +80,7 @@ TEST_CASE("batch_norm: B and W (gamma, beta) match finite differences, 4-D and 2
   expect_ok(grad_check(*l2, in2, {true}, 1e-2), 1, 2);
 }
 
-TEST_CASE("batch_norm: output is normalized per channel; statistics groups equal separate micro-batches") {
+TEST_CASE("batch_norm: output is normalized per channel, statistics groups equal separate micro-batches") {
   auto l = make_layer(spec("bn", LayerKind::batch_norm, {"x"}, {2, 3, 3}, {{"c", 2}}), {{2, 3, 3}});
   Tensor x = random_tensor({5, 2, 3, 3}, 37, -3, 5);
   Context ctx;
@@ -170,7 +170,7 @@ TEST_CASE("batch_norm: running statistics move once per micro-batch (B then W), 
   CHECK(bn.running_var().data()[0] == doctest::Approx(0.9 + 0.1 * 20.0 / 3.0).epsilon(1e-6));
 }
 
-TEST_CASE("avg_pool: window, padded and global pooling; B matches finite differences") {
+TEST_CASE("avg_pool: window, padded and global pooling, B matches finite differences") {
   auto l = make_layer(spec("pool", LayerKind::avg_pool, {"x"}, {2, 2, 2},
                            {{"c", 2}, {"kernel", 2}, {"stride", 2}, {"in_h", 4}, {"in_w", 4}}),
                       {{2, 4, 4}});
@@ -195,7 +195,7 @@ TEST_CASE("avg_pool: window, padded and global pooling; B matches finite differe
   expect_ok(grad_check(*global, gin, {true}), 1, 0);
 }
 
-TEST_CASE("concat: channels of feature maps; exact layout and both input gradients") {
+TEST_CASE("concat: channels of feature maps, exact layout and both input gradients") {
   auto l = make_layer(spec("cat", LayerKind::concat, {"a", "b"}, {5, 2, 2}), {{2, 2, 2}, {3, 2, 2}});
   Tensor a({2, 2, 2, 2}), b({2, 3, 2, 2});
   for (int i = 0; i < 16; ++i) a.data()[i] = static_cast<float>(i);
@@ -224,7 +224,7 @@ TEST_CASE("residual_add of feature maps: both input gradients") {
   expect_ok(grad_check(*l, ins, {true, true}), 2, 0);
 }
 
-TEST_CASE("dropout: B matches finite differences; masks depend on (step, sample) only") {
+TEST_CASE("dropout: B matches finite differences, masks depend on (step, sample) only") {
   auto l = make_layer(spec("drop", LayerKind::dropout, {"x"}, {4, 8}, {{"permille", 250}}), {{4, 8}});
   l->init_parameters(48);
   auto in = one(random_tensor({3, 4, 8}, 49));

@@ -43,7 +43,7 @@ double relative_difference(const Tensor& a, const Tensor& b) {
 
 }  // namespace
 
-TEST_CASE("mpi runtime: one rank per device trains as the threaded runtime (gpipe, 1f1b, zb-h1, interleaved; mlp, gpt)") {
+TEST_CASE("mpi runtime: one rank per device trains as the threaded runtime (gpipe, 1f1b, zb-h1, interleaved, mlp, gpt)") {
   const int D = world().size();
   const ScheduleKind kinds[] = {ScheduleKind::gpipe, ScheduleKind::one_f_one_b, ScheduleKind::zb_h1,
                                 ScheduleKind::interleaved_1f1b};

@@ -73,7 +73,7 @@ TEST_CASE("mpi transport: with collectives, replica all-reduce tags take a secon
   CHECK(*seen.rbegin() <= world().tag_upper_bound());
 }
 
-TEST_CASE("mpi transport: receives in any order; several tensors with shapes, version and send time") {
+TEST_CASE("mpi transport: receives in any order, several tensors with shapes, version and send time") {
   REQUIRE(world().size() >= 2);
   MpiTransport t(world(), 4, 4);
   t.set_epoch(Clock::time_point(std::chrono::nanoseconds(0)));  // same origin on both ranks: times exact
