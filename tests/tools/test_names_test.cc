@@ -7,7 +7,7 @@
 #include <regex>
 #include <sstream>
 
-TEST_CASE("test case names hold no ';' (ctest would run none of such a case)") {
+TEST_CASE("test case names hold no semicolon (ctest would run none of such a case)") {
   const std::regex name(R"re(TEST_CASE\("([^"]*)"\))re");
   int cases = 0;
   for (const auto& e : std::filesystem::recursive_directory_iterator(std::string(PW_REPO_DIR) + "/tests")) {
