@@ -5,34 +5,11 @@
 #include <limits>
 #include <map>
 
+#include "sim/timeline_draw.h"
+
 namespace pw::sim {
 
 namespace {
-
-using planner::OpKind;
-
-const char* fill(OpKind k) {
-  switch (k) {
-    case OpKind::F: return "#4e79a7";
-    case OpKind::B: return "#f28e2b";
-    case OpKind::W: return "#59a14f";
-    case OpKind::BW: return "#e15759";
-    case OpKind::step: return "#79706e";
-    default: return "#bab0ac";
-  }
-}
-
-std::string escape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '<') o += "&lt;";
-    else if (c == '>') o += "&gt;";
-    else if (c == '&') o += "&amp;";
-    else if (c == '"') o += "&quot;";
-    else o += c;
-  }
-  return o;
-}
 
 int64_t end_of(const Trace& t) {
   int64_t e = 0;
@@ -63,7 +40,7 @@ Trace steady_iteration(const Trace& t, int iteration) {
     }
   if (lo > hi) return out;
   for (auto ev : t.events)
-    if (!ev.is_transfer && ev.iteration == iteration) {
+    if (ev.iteration == iteration && ev.start_ns >= lo) {
       ev.start_ns -= lo;
       ev.end_ns -= lo;
       ev.iteration = 0;
@@ -79,81 +56,58 @@ Trace steady_iteration(const Trace& t, int iteration) {
 
 std::string compare_svg(const Trace& predicted, const Trace& measured, const std::string& title) {
   const int devices = std::max(predicted.num_devices, measured.num_devices);
-  const double span = static_cast<double>(std::max<int64_t>(1, std::max(end_of(predicted), end_of(measured))));
-  const double left = 150, width = 1000, row = 26, gap = 14, top = 70;
+  const int64_t span = std::max<int64_t>(1, std::max(end_of(predicted), end_of(measured)));
+  const double left = 150, width = 1000, row = 26, gap = 10, block_gap = 34, top = 100;
   const auto pb = busy(predicted), mb = busy(measured);
   std::map<int, int> stages;
   for (const auto& [s, v] : pb) stages[s] = 1;
   for (const auto& [s, v] : mb) stages[s] = 1;
-  const double table_top = top + devices * (2 * row + gap) + 50;
+  const double block = devices * (row + gap);
+  const double axis_y = top + 2 * block + block_gap + 4;
+  const double table_top = axis_y + 84;
   const double height = table_top + 30 + 20 * static_cast<double>(stages.size() + 1) + 20;
+  const draw::XMap xm{left, width, span};
+  // One decision for both traces, so the two halves of a row pair are drawn alike.
+  const bool occupancy = draw::boxes_too_thin(predicted, xm) || draw::boxes_too_thin(measured, xm);
   std::string o;
-  char buf[512];
+  char buf[640];
   std::snprintf(buf, sizeof buf,
                 "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\">\n"
                 "<rect x=\"0\" y=\"0\" width=\"100%%\" height=\"100%%\" fill=\"#ffffff\"/>\n"
                 "<text x=\"%.0f\" y=\"26\" font-size=\"17\" font-weight=\"bold\" fill=\"#222\">%s</text>\n"
-                "<text x=\"%.0f\" y=\"46\" font-size=\"13\" fill=\"#444\">iteration: predicted %.3f ms, measured "
-                "%.3f ms (%+.1f%%)</text>\n",
-                left + width + 40, height, left, escape(title).c_str(), left, end_of(predicted) / 1e6,
+                "<text x=\"%.0f\" y=\"46\" font-size=\"13\" fill=\"#444\">one steady-state iteration each, from its "
+                "first op, on one time axis: predicted %.3f ms, measured %.3f ms (prediction %+.1f%%)</text>\n",
+                left + width + 70, height, left, draw::xml_escape(title).c_str(), left, end_of(predicted) / 1e6,
                 end_of(measured) / 1e6,
                 end_of(measured) > 0 ? 100.0 * (double(end_of(predicted)) / double(end_of(measured)) - 1) : 0.0);
   o += buf;
-  auto x_of = [&](int64_t t) { return left + width * static_cast<double>(t) / span; };
-  for (int d = 0; d < devices; ++d)
-    for (int which = 0; which < 2; ++which) {
-      const Trace& t = which == 0 ? predicted : measured;
-      const double y = top + d * (2 * row + gap) + which * row;
+  // Predicted rows as one block, measured rows as another below it, so transfers stay inside a block.
+  auto row_y = [&](int d, int which) { return top + which * (block + block_gap) + d * (row + gap); };
+  for (int which = 0; which < 2; ++which) {
+    const Trace& t = which == 0 ? predicted : measured;
+    for (int d = 0; d < devices; ++d) {
+      const double y = row_y(d, which);
       std::snprintf(buf, sizeof buf,
                     "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"/>\n"
-                    "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" text-anchor=\"end\" fill=\"#333\">worker %d %s</text>\n",
+                    "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" text-anchor=\"end\" fill=\"#333\">worker %d %s</text>\n"
+                    "<text class=\"busy-share\" x=\"%.1f\" y=\"%.1f\" font-size=\"11\" fill=\"#333\">%.0f%% busy</text>\n",
                     left, y, width, row - 4, which == 0 ? "#f3f6fb" : "#f7f3ef", left - 8, y + row / 2 + 2, d,
-                    which == 0 ? "predicted" : "measured");
+                    which == 0 ? "predicted" : "measured", left + width + 6, y + row / 2 + 2,
+                    100.0 * draw::busy_share(t, d, span));
       o += buf;
-      for (const auto& ev : t.events) {
-        if (ev.is_transfer || ev.device != d) continue;
-        const double x0 = x_of(ev.start_ns), x1 = x_of(ev.end_ns);
-        std::snprintf(buf, sizeof buf,
-                      "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" fill=\"%s\" stroke=\"#fff\" "
-                      "stroke-width=\"0.5\"><title>%s%d stage %d: %.3f ms</title></rect>\n",
-                      x0, y + 1, std::max(0.5, x1 - x0), row - 6, fill(ev.kind),
-                      std::string(planner::to_string(ev.kind)).c_str(), ev.micro_batch, ev.stage,
-                      (ev.end_ns - ev.start_ns) / 1e6);
-        o += buf;
-        if (x1 - x0 > 16 && ev.micro_batch >= 0) {
-          std::snprintf(buf, sizeof buf,
-                        "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" text-anchor=\"middle\" fill=\"#fff\">%d</text>\n",
-                        (x0 + x1) / 2, y + row / 2 + 1, ev.micro_batch);
-          o += buf;
-        }
-      }
+      draw::draw_row(o, t, d, y + 1, row - 6, xm, occupancy, 0);
     }
-  // Time axis.
-  const double axis_y = top + devices * (2 * row + gap) + 4;
-  std::snprintf(buf, sizeof buf, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#333\"/>\n", left,
-                axis_y, left + width, axis_y);
-  o += buf;
-  for (int k = 0; k <= 10; ++k) {
-    const double x = left + width * k / 10.0;
-    std::snprintf(buf, sizeof buf,
-                  "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#333\"/>\n"
-                  "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"middle\" fill=\"#333\">%.2f</text>\n",
-                  x, axis_y, x, axis_y + 5, x, axis_y + 18, span * k / 10.0 / 1e6);
+    std::snprintf(buf, sizeof buf, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" font-weight=\"bold\" fill=\"#222\">%s</text>\n",
+                  left + 5, row_y(0, which) - 8, which == 0 ? "predicted" : "measured");
     o += buf;
+    // Transfers between the same kind of rows (predicted to predicted, measured to measured).
+    std::vector<double> tops;
+    for (int d = 0; d < devices; ++d) tops.push_back(row_y(d, which) + 1);
+    draw::draw_transfers(o, t, xm, row - 6, tops, occupancy, gap + 4);
   }
-  std::snprintf(buf, sizeof buf, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" fill=\"#333\">ms</text>\n",
-                left + width + 8, axis_y + 32);
-  o += buf;
-  // Legend.
-  double lx = left;
-  for (OpKind k : {OpKind::F, OpKind::B, OpKind::W, OpKind::BW, OpKind::step}) {
-    std::snprintf(buf, sizeof buf,
-                  "<rect x=\"%.1f\" y=\"54\" width=\"12\" height=\"10\" fill=\"%s\"/>"
-                  "<text x=\"%.1f\" y=\"63\" font-size=\"11\" fill=\"#333\">%s</text>\n",
-                  lx + 560, fill(k), lx + 576, std::string(planner::to_string(k)).c_str());
-    o += buf;
-    lx += 60;
-  }
+  draw::draw_iteration_mark(o, left, top - 14, axis_y - 4, "");
+  draw::draw_time_axis(o, xm, axis_y, "time since the iteration's first op");
+  draw::draw_legend(o, {&predicted, &measured}, left, 70, true, occupancy);
   // Busy table.
   std::snprintf(buf, sizeof buf,
                 "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" font-weight=\"bold\" fill=\"#222\" xml:space=\"preserve\">stage   busy "

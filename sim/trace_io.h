@@ -9,17 +9,14 @@
 //   "B3", "W3", "BW3", "step", "allreduce" (3 = micro-batch); process 1 "transfers" has
 //   one track per directed link "d0->d1"; memory as counter ("C") events per device.
 //   Timestamps in microseconds (fractional: ns precision).
-// - timeline_svg: a standalone SVG timeline, one row per device, one colour per op kind,
-//   micro-batch numbers in the boxes that are wide enough, a time axis in ms, a legend and
-//   a title and a subtitle with the schedule bubble, stage imbalance and idle share
-//   (report.h), makespan and cost. Compute events only (transfers would overlap them);
-//   odd model chunks (stage / devices) of interleaved schedules are drawn lighter.
+// - timeline_svg: see sim/timeline_svg.h.
 #pragma once
 
 #include <string>
 
 #include "models/json_util.h"
 #include "sim/report.h"
+#include "sim/timeline_svg.h"
 #include "sim/trace.h"
 
 namespace pw::sim {
@@ -28,9 +25,6 @@ void to_json(Json& j, const Trace& t);
 Trace trace_from_json(const Json& j);
 
 Json chrome_trace_json(const Trace& t);
-
-// `title` heads the picture; the report supplies the bubble rate and makespan.
-std::string timeline_svg(const Trace& t, const Report& r, const std::string& title);
 
 // Writes the Chrome trace to `trace_file` and the SVG timeline to `svg_file`, each atomically
 // and only when its name is not empty (the --trace / --svg flags of simulate, run and demo).

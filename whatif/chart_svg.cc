@@ -91,20 +91,88 @@ void frame_box(std::ostringstream& o, const Frame& f) {
     << "\" height=\"" << num(f.bottom - f.top) << "\" fill=\"none\" stroke=\"#444444\" stroke-width=\"1\"/>\n";
 }
 
-// Legend entries in the right margin, one per row; `line` draws a line swatch, else a box.
+const char* dash_array(int dash) {
+  switch (dash % 4) {
+    case 1: return " stroke-dasharray=\"7 4\"";
+    case 2: return " stroke-dasharray=\"2 3\"";
+    case 3: return " stroke-dasharray=\"9 3 2 3\"";
+    default: return "";
+  }
+}
+
+struct Style {
+  std::string color;
+  const char* dash;
+  int marker;
+  double width, r;
+};
+
+Style style_of(const LineSeries& s, size_t index) {
+  const int c = s.color >= 0 ? s.color : static_cast<int>(index);
+  const int d = s.dash >= 0 ? s.dash : (s.dashed ? 1 : 0);
+  const int m = s.marker >= 0 ? s.marker : c;
+  const int rank = c % kPaletteSize;
+  return {color(static_cast<size_t>(c)), dash_array(d), m % 5, std::max(1.5, 7.0 - 2.2 * rank), std::max(2.5, 7.5 - 2.0 * rank)};
+}
+
+void marker(std::ostringstream& o, double x, double y, const Style& st, const std::string& title) {
+  const double r = st.r;
+  switch (st.marker) {
+    case 1:
+      o << "<rect x=\"" << num(x - r) << "\" y=\"" << num(y - r) << "\" width=\"" << num(2 * r) << "\" height=\""
+        << num(2 * r) << "\"";
+      break;
+    case 2:
+      o << "<polygon points=\"" << num(x) << ',' << num(y - 1.2 * r) << ' ' << num(x - 1.1 * r) << ',' << num(y + r)
+        << ' ' << num(x + 1.1 * r) << ',' << num(y + r) << "\"";
+      break;
+    case 3:
+      o << "<polygon points=\"" << num(x) << ',' << num(y - 1.3 * r) << ' ' << num(x + 1.3 * r) << ',' << num(y)
+        << ' ' << num(x) << ',' << num(y + 1.3 * r) << ' ' << num(x - 1.3 * r) << ',' << num(y) << "\"";
+      break;
+    case 4:
+      o << "<polygon points=\"" << num(x) << ',' << num(y + 1.2 * r) << ' ' << num(x - 1.1 * r) << ',' << num(y - r)
+        << ' ' << num(x + 1.1 * r) << ',' << num(y - r) << "\"";
+      break;
+    default: o << "<circle cx=\"" << num(x) << "\" cy=\"" << num(y) << "\" r=\"" << num(r) << "\"";
+  }
+  o << " class=\"marker\" fill=\"" << st.color << "\" stroke=\"#ffffff\" stroke-width=\"0.8\">";
+  if (!title.empty()) o << "<title>" << xml_escape(title) << "</title>";
+  o << (st.marker == 0 ? "</circle>\n" : st.marker == 1 ? "</rect>\n" : "</polygon>\n");
+}
+
+void cross(std::ostringstream& o, double x, double y, const std::string& col, const std::string& title,
+           const char* cls = "infeasible") {
+  o << "<g class=\"" << cls << "\" stroke=\"" << col << "\" stroke-width=\"2\"><title>" << xml_escape(title)
+    << "</title><line x1=\"" << num(x - 4) << "\" y1=\"" << num(y - 4) << "\" x2=\"" << num(x + 4) << "\" y2=\""
+    << num(y + 4) << "\"/><line x1=\"" << num(x - 4) << "\" y1=\"" << num(y + 4) << "\" x2=\"" << num(x + 4)
+    << "\" y2=\"" << num(y - 4) << "\"/></g>\n";
+}
+
+// Line legend: one entry per series with its colour, dash and marker, and an 'x' entry when
+// any point is infeasible.
+void line_legend(std::ostringstream& o, const Frame& f, const std::vector<LineSeries>& series, bool any_infeasible) {
+  double x = f.right + 16, y = f.top + 8;
+  for (size_t i = 0; i < series.size(); ++i, y += 22) {
+    const Style st = style_of(series[i], i);
+    o << "<line x1=\"" << num(x) << "\" y1=\"" << num(y) << "\" x2=\"" << num(x + 24) << "\" y2=\"" << num(y)
+      << "\" stroke=\"" << st.color << "\" stroke-width=\"" << num(st.width) << "\"" << st.dash << "/>\n";
+    marker(o, x + 12, y, st, "");
+    text(o, x + 32, y + 4, series[i].name, 12, "start");
+  }
+  if (any_infeasible) {
+    cross(o, x + 12, y, "#444444", "infeasible", "infeasible-legend");
+    text(o, x + 32, y + 4, "infeasible (on the x axis)", 12, "start");
+  }
+}
+
+// Legend entries in the right margin, one per row, as boxes.
 void legend(std::ostringstream& o, const Frame& f, const std::vector<std::string>& names,
-            const std::vector<bool>& dashed, bool line, const std::vector<std::string>& colors = {}) {
+            const std::vector<std::string>& colors = {}) {
   double x = f.right + 16, y = f.top + 8;
   for (size_t i = 0; i < names.size(); ++i, y += 22) {
-    if (line) {
-      o << "<line x1=\"" << num(x) << "\" y1=\"" << num(y) << "\" x2=\"" << num(x + 24) << "\" y2=\"" << num(y)
-        << "\" stroke=\"" << color(i) << "\" stroke-width=\"2.5\""
-        << (dashed[i] ? " stroke-dasharray=\"6 4\"" : "") << "/>\n";
-      o << "<circle cx=\"" << num(x + 12) << "\" cy=\"" << num(y) << "\" r=\"3.5\" fill=\"" << color(i) << "\"/>\n";
-    } else {
-      o << "<rect x=\"" << num(x) << "\" y=\"" << num(y - 7) << "\" width=\"24\" height=\"14\" fill=\""
-        << (i < colors.size() && !colors[i].empty() ? xml_escape(colors[i]) : color(i)) << "\"/>\n";
-    }
+    o << "<rect x=\"" << num(x) << "\" y=\"" << num(y - 7) << "\" width=\"24\" height=\"14\" fill=\""
+      << (i < colors.size() && !colors[i].empty() ? xml_escape(colors[i]) : color(i)) << "\"/>\n";
     text(o, x + 32, y + 4, names[i], 12, "start");
   }
 }
@@ -210,6 +278,8 @@ std::vector<AxisTick> log_ticks(double lo, double hi) {
 
 std::string render_line_chart_svg(const LineChart& c) {
   double xmin = std::numeric_limits<double>::infinity(), xmax = -xmin, ymin = xmin, ymax = -xmin;
+  bool any_infeasible = false, no_points = true;
+  for (const LineSeries& s : c.series) no_points = no_points && s.x.empty();
   for (const LineSeries& s : c.series) {
     if (s.x.size() != s.y.size())
       throw InputError("chart \"" + c.title + "\": series \"" + s.name + "\" has " +
@@ -220,12 +290,25 @@ std::string render_line_chart_svg(const LineChart& c) {
       xmin = std::min(xmin, s.x[i]), xmax = std::max(xmax, s.x[i]);
       ymin = std::min(ymin, s.y[i]), ymax = std::max(ymax, s.y[i]);
     }
+    for (double v : s.infeasible_x) {
+      check_finite(v, c.title, s.name, c.log_x);
+      any_infeasible = true;
+    }
   }
   bool empty = !(xmin <= xmax);
+  if (any_infeasible) {
+    // Infeasible x values widen the x range (the y range stays the data's).
+    double lo = empty ? std::numeric_limits<double>::infinity() : xmin, hi = empty ? -lo : xmax;
+    for (const LineSeries& s : c.series)
+      for (double v : s.infeasible_x) lo = std::min(lo, v), hi = std::max(hi, v);
+    if (empty) ymin = 1, ymax = 10;
+    xmin = lo, xmax = hi, empty = false;
+  }
   if (empty) xmin = ymin = 1, xmax = ymax = 10;
 
   std::vector<std::string> legend_names;
   for (const LineSeries& s : c.series) legend_names.push_back(s.name);
+  if (any_infeasible) legend_names.push_back("infeasible (on the x axis)");
   Frame f{90, 50, plot_right(c.width, legend_names), static_cast<double>(c.height) - 70};
   std::vector<AxisTick> xt = c.log_x ? log_ticks(xmin, xmax) : linear_ticks(xmin, xmax);
   std::vector<AxisTick> yt = c.log_y ? log_ticks(ymin, ymax) : linear_ticks(std::min(0.0, ymin), ymax);
@@ -259,25 +342,37 @@ std::string render_line_chart_svg(const LineChart& c) {
     text(o, x, f.bottom + 20, t.label, 12);
   }
   frame_box(o, f);
-  if (empty) text(o, (f.left + f.right) / 2, (f.top + f.bottom) / 2, "no data", 16);
+  if (empty || no_points) text(o, (f.left + f.right) / 2, (f.top + f.bottom) / 2, "no data", 16);
 
-  std::vector<std::string> names;
-  std::vector<bool> dashed;
   for (size_t si = 0; si < c.series.size(); ++si) {
     const LineSeries& s = c.series[si];
-    names.push_back(s.name);
-    dashed.push_back(s.dashed);
     if (s.x.empty()) continue;
-    o << "<polyline fill=\"none\" stroke=\"" << color(si) << "\" stroke-width=\"2.5\""
-      << (s.dashed ? " stroke-dasharray=\"6 4\"" : "") << " points=\"";
+    const Style st = style_of(s, si);
+    o << "<polyline fill=\"none\" stroke=\"" << st.color << "\" stroke-width=\"" << num(st.width) << "\"" << st.dash
+      << " stroke-linejoin=\"round\" points=\"";
     for (size_t i = 0; i < s.x.size(); ++i) o << (i ? " " : "") << num(ax.map(s.x[i])) << ',' << num(ay.map(s.y[i]));
     o << "\"/>\n";
-    for (size_t i = 0; i < s.x.size(); ++i)
-      o << "<circle cx=\"" << num(ax.map(s.x[i])) << "\" cy=\"" << num(ay.map(s.y[i])) << "\" r=\"3.5\" fill=\""
-        << color(si) << "\"><title>" << xml_escape(s.name) << ": (" << format_tick(s.x[i]) << ", "
-        << format_tick(s.y[i]) << ")</title></circle>\n";
   }
-  legend(o, f, names, dashed, true);
+  // Markers after every line, so no line covers a marker.
+  for (size_t si = 0; si < c.series.size(); ++si) {
+    const LineSeries& s = c.series[si];
+    const Style st = style_of(s, si);
+    for (size_t i = 0; i < s.x.size(); ++i)
+      marker(o, ax.map(s.x[i]), ay.map(s.y[i]), st,
+             s.name + ": (" + format_tick(s.x[i]) + ", " + format_tick(s.y[i]) + ")");
+  }
+  std::vector<std::pair<double, int>> stacked;  // x and how many marks it holds
+  for (size_t si = 0; si < c.series.size(); ++si) {
+    const LineSeries& s = c.series[si];
+    for (double v : s.infeasible_x) {
+      int k = 0;
+      for (auto& [sx, n] : stacked)
+        if (sx == v) k = n++;
+      if (k == 0) stacked.emplace_back(v, 1);
+      cross(o, ax.map(v), f.bottom - 7 - 10.0 * k, style_of(s, si).color, s.name + ": infeasible at " + format_tick(v));
+    }
+  }
+  line_legend(o, f, c.series, any_infeasible);
   o << closing();
   return o.str();
 }
@@ -344,7 +439,7 @@ std::string render_bar_chart_svg(const BarChart& c) {
   frame_box(o, f);
   std::vector<std::string> names, colors;
   for (const BarSeries& s : c.series) names.push_back(s.name), colors.push_back(s.color);
-  legend(o, f, names, std::vector<bool>(ns, false), false, colors);
+  legend(o, f, names, colors);
   o << closing();
   return o.str();
 }

@@ -1,5 +1,5 @@
-// Generic SVG charts for reports: a line chart (linear or log axes, one polyline per series,
-// legend) and a bar chart (grouped or stacked bars per category, legend).
+// Generic SVG charts for reports: a line chart (linear or log axes, one polyline per series
+// with markers, styled by colour, dash and marker shape, infeasible points marked, legend) and a bar chart (grouped or stacked bars per category, legend).
 //
 // Output is a self-contained, well-formed SVG 1.1 document (UTF-8; every text node and
 // attribute value is XML-escaped). Sizes are in SVG user units (pixels); labels use a
@@ -34,11 +34,20 @@ std::vector<AxisTick> log_ticks(double lo, double hi);
 std::string format_tick(double v);
 std::string xml_escape(std::string_view s);
 
+// Styling lets a chart encode two dimensions: colour one (e.g. schedule), dash another (e.g. K).
+// Later colour groups are drawn with thinner lines and smaller markers of another shape on top
+// of earlier ones, so equal series stay visible (a thin line inside a thick one).
 struct LineSeries {
   std::string name;
   std::vector<double> x;
   std::vector<double> y;
-  bool dashed = false;
+  bool dashed = false;  // shorthand for dash = 1 when dash < 0
+  int color = -1;       // palette index (Tableau 10); -1: the series' index
+  int dash = -1;        // 0 solid, 1 dashed, 2 dotted, 3 dash-dot; -1: dashed ? 1 : 0
+  int marker = -1;      // 0 circle, 1 square, 2 triangle, 3 diamond, 4 triangle down; -1: the colour
+  // x values where this series has no feasible point: drawn as an 'x' on the x axis (class
+  // "infeasible", stacked upwards when several series share an x), with a legend note.
+  std::vector<double> infeasible_x;
 };
 
 struct LineChart {

@@ -30,7 +30,13 @@ std::string max_model_svg(const std::vector<MaxModelResult>& rows, const std::st
   const MaxModelResult* naive = nullptr;
   std::vector<double> devices;
   for (const MaxModelResult& r : rows) {
-    if (!r.reason.empty()) continue;  // nothing fits: no point on a log axis
+    if (!r.reason.empty()) {  // nothing fits: an 'x' on the x axis
+      if (r.mode != MaxModelMode::naive) {
+        pipelined.infeasible_x.push_back(r.devices);
+        devices.push_back(r.devices);
+      }
+      continue;
+    }
     if (r.mode == MaxModelMode::naive) {
       naive = &r;
       continue;
@@ -42,7 +48,7 @@ std::string max_model_svg(const std::vector<MaxModelResult>& rows, const std::st
   if (devices.empty() && naive) devices.push_back(1);
   devices = sorted_unique(devices);
   lc.x_ticks = devices;
-  if (!pipelined.x.empty()) lc.series.push_back(pipelined);
+  if (!pipelined.x.empty() || !pipelined.infeasible_x.empty()) lc.series.push_back(pipelined);
   if (naive) {
     LineSeries n{"naive (1 device, no pipelining)", {}, {}, true};
     for (double d : devices) n.x.push_back(d), n.y.push_back(static_cast<double>(naive->parameters));
@@ -69,9 +75,19 @@ std::string max_model_svg(const std::vector<MaxModelResult>& rows, const std::st
 std::string throughput_svg(const std::vector<ThroughputCell>& cells, const std::string& title) {
   LineChart lc;
   lc.title = title;
-  lc.x_label = "micro-batches M";
-  lc.y_label = "throughput normalized to the baseline";
+  lc.x_label = "micro-batches per mini-batch (M)";
+  lc.y_label = "throughput relative to the baseline";
   lc.log_x = true;
+  // Colour (and marker) by schedule, dash by pipeline depth K.
+  std::vector<std::string> schedules;
+  std::vector<int> depths;
+  for (const ThroughputCell& c : cells) {
+    if (std::find(schedules.begin(), schedules.end(), c.schedule) == schedules.end()) schedules.push_back(c.schedule);
+    depths.push_back(c.stages);
+  }
+  std::sort(depths.begin(), depths.end());
+  depths.erase(std::unique(depths.begin(), depths.end()), depths.end());
+  auto index_of = [](const auto& v, const auto& x) { return static_cast<int>(std::find(v.begin(), v.end(), x) - v.begin()); };
   std::map<std::pair<std::string, int>, LineSeries> lines;
   std::vector<std::pair<std::string, int>> order;
   std::vector<double> ms;
@@ -79,21 +95,28 @@ std::string throughput_svg(const std::vector<ThroughputCell>& cells, const std::
     ms.push_back(c.micro_batches);
     auto key = std::make_pair(c.schedule, c.stages);
     if (!lines.count(key)) {
-      lines[key] = LineSeries{c.schedule + ", K=" + std::to_string(c.stages), {}, {}, c.schedule == "gpipe"};
+      LineSeries l{c.schedule + ", K=" + std::to_string(c.stages), {}, {}, false};
+      l.color = index_of(schedules, c.schedule);
+      l.dash = index_of(depths, c.stages);
+      lines[key] = l;
       order.push_back(key);
     }
-    if (!c.feasible || c.normalized < 0) continue;
+    if (!c.feasible || c.normalized < 0) {
+      lines[key].infeasible_x.push_back(c.micro_batches);
+      continue;
+    }
     lines[key].x.push_back(c.micro_batches);
     lines[key].y.push_back(c.normalized);
   }
   lc.x_ticks = sorted_unique(ms);
+  // Series grouped by schedule (colour), then K (dash), whatever order the cells came in.
+  std::stable_sort(order.begin(), order.end(), [&](const auto& p, const auto& q) {
+    return std::pair{index_of(schedules, p.first), p.second} < std::pair{index_of(schedules, q.first), q.second};
+  });
   for (const auto& k : order) lc.series.push_back(lines[k]);
   std::vector<std::string> svgs{render_line_chart_svg(lc)};
 
   // Per schedule, the fastest feasible cell's per-stage memory.
-  std::vector<std::string> schedules;
-  for (const ThroughputCell& c : cells)
-    if (std::find(schedules.begin(), schedules.end(), c.schedule) == schedules.end()) schedules.push_back(c.schedule);
   for (const std::string& s : schedules) {
     const ThroughputCell* best = nullptr;
     for (const ThroughputCell& c : cells)
@@ -162,6 +185,31 @@ std::string check_sweep_chart(const std::vector<SweepAxis>& axes, const std::vec
   return x_name;
 }
 
+std::string axis_words(const std::string& column) {
+  static const std::map<std::string, std::string> words = {
+      {"throughput_samples_per_s", "samples per second"},
+      {"samples_per_s", "samples per second"},
+      {"iteration_s", "iteration time (s)"},
+      {"micro_batches", "micro-batches per mini-batch"},
+      {"micro_batch_size", "samples per micro-batch"},
+      {"stages", "pipeline stages"},
+      {"stages_used", "pipeline stages used"},
+      {"devices", "devices"},
+      {"normalized", "throughput relative to the baseline"},
+      {"bubble_rate", "idle share of the iteration"},
+      {"peak_memory_bytes", "peak memory per device (bytes)"},
+      {"parameters", "parameters"},
+      {"flops_per_iteration", "FLOPs per iteration"},
+      {"batch", "samples per mini-batch"},
+      {"layers", "layers"},
+      {"hidden", "hidden size"}};
+  auto it = words.find(column);
+  if (it != words.end()) return it->second;
+  std::string w = column;
+  std::replace(w.begin(), w.end(), '_', ' ');
+  return w;
+}
+
 std::string sweep_svg(const Table& t, const std::vector<std::string>& axes, const std::string& x_axis,
                       const std::string& metric, const std::string& title) {
   const int xi = t.column(x_axis), yi = t.column(metric), fi = t.column("feasible");
@@ -170,19 +218,35 @@ std::string sweep_svg(const Table& t, const std::vector<std::string>& axes, cons
   std::vector<int> key_cols;
   for (const std::string& a : axes)
     if (a != x_axis) key_cols.push_back(t.column(a));
+  // Colour by the first other axis, dash by the second; further axes only name the line.
+  std::vector<std::string> colour_values, dash_values;
   std::map<std::string, LineSeries> lines;
   std::vector<std::string> order;
   std::vector<double> xs;
   bool positive = true;
+  auto slot = [](std::vector<std::string>& v, const std::string& x) {
+    auto it = std::find(v.begin(), v.end(), x);
+    if (it == v.end()) v.push_back(x);
+    return static_cast<int>(std::find(v.begin(), v.end(), x) - v.begin());
+  };
   for (const auto& row : t.rows) {
     if (!row[xi].is_number()) throw InputError("--svg-x: column \"" + x_axis + "\" is not numeric");
     std::string key;
     for (int k : key_cols) key += (key.empty() ? "" : ", ") + t.columns[k] + "=" + cell_text(row[k]);
     if (!lines.count(key)) {
-      lines[key] = LineSeries{key.empty() ? metric : key, {}, {}, false};
+      LineSeries l{key.empty() ? axis_words(metric) : key, {}, {}, false};
+      l.color = key_cols.empty() ? 0 : slot(colour_values, cell_text(row[key_cols[0]]));
+      l.dash = key_cols.size() < 2 ? 0 : slot(dash_values, cell_text(row[key_cols[1]]));
+      lines[key] = l;
       order.push_back(key);
     }
-    if ((fi >= 0 && row[fi] != true) || !row[yi].is_number()) continue;
+    const double xv = row[xi].get<double>();
+    if ((fi >= 0 && row[fi] != true) || !row[yi].is_number()) {
+      lines[key].infeasible_x.push_back(xv);
+      xs.push_back(xv);
+      positive = positive && xv > 0;
+      continue;
+    }
     double x = row[xi].get<double>();
     xs.push_back(x);
     positive = positive && x > 0;
@@ -192,8 +256,8 @@ std::string sweep_svg(const Table& t, const std::vector<std::string>& axes, cons
   if (order.size() > 10) throw too_many_lines(order.size(), x_axis);
   LineChart lc;
   lc.title = title;
-  lc.x_label = x_axis;
-  lc.y_label = metric;
+  lc.x_label = axis_words(x_axis);
+  lc.y_label = axis_words(metric);
   xs = sorted_unique(xs);
   lc.log_x = positive && !xs.empty() && xs.back() >= 8 * xs.front();
   lc.x_ticks = xs.size() <= 12 ? xs : std::vector<double>{};

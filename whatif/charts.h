@@ -7,7 +7,10 @@
 //   then stacked per-stage memory bars (GiB) of the highest-throughput cell of each schedule.
 // - sweep: `metric` vs a numeric x axis (log when all values > 0 and span >= 8x), one line per
 //   combination of the other axes (at most 10; more throws InputError naming the count).
-// Infeasible rows/cells are left out of lines. Pure functions.
+// Throughput lines are coloured (and shaped) by schedule and dashed by K; sweep lines coloured by
+// the first other axis and dashed by the second. Infeasible rows/cells are left out of the lines
+// and marked with an 'x' on the x axis (chart_svg.h). Axes are labelled in words
+// (axis_words). Pure functions.
 #pragma once
 
 #include <string>
@@ -19,6 +22,10 @@
 #include "whatif/throughput.h"
 
 namespace pw::whatif {
+
+// Words for a result column on an axis ("throughput_samples_per_s" -> "samples per second");
+// unknown columns with '_' read as spaces.
+std::string axis_words(const std::string& column);
 
 std::string max_model_svg(const std::vector<MaxModelResult>& rows, const std::string& title);
 std::string throughput_svg(const std::vector<ThroughputCell>& cells, const std::string& title);

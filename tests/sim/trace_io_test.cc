@@ -78,7 +78,7 @@ TEST_CASE("svg timeline is well-formed XML with rows, boxes, labels, axis and th
     CHECK(pw::test::xml_problem(svg) == "");
     CHECK(svg.find("device 3") != std::string::npos);
     CHECK(svg.find("bubble ") != std::string::npos);
-    CHECK(svg.find("time (ms)") != std::string::npos);
+    CHECK(svg.find("time (us)") != std::string::npos);  // unit follows the span (tens of us)
     CHECK(svg.find("title &lt;&amp;&gt; &quot;quoted&quot;") != std::string::npos);
     CHECK(svg.find(">7</text>") != std::string::npos);  // micro-batch numbers
   }

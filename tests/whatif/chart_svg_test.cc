@@ -3,10 +3,12 @@
 #include <doctest/doctest.h>
 
 #include <cctype>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "models/error.h"
+#include "whatif/charts.h"
 
 using namespace pw::whatif;
 
@@ -217,4 +219,95 @@ TEST_CASE("stacking charts keeps one well-formed document") {
   CHECK(xml_problem(both, &names) == "");
   CHECK(count(both, "<?xml") == 1);
   CHECK(both.find("height=\"1040\"") != std::string::npos);
+}
+
+namespace {
+
+// Distinct values of attribute `attr` on the elements starting with `tag`.
+std::set<std::string> attr_values(const std::string& svg, const std::string& tag, const std::string& attr) {
+  std::set<std::string> out;
+  for (size_t i = svg.find(tag); i != std::string::npos; i = svg.find(tag, i + 1)) {
+    const size_t end = svg.find('>', i);
+    const size_t a = svg.find(" " + attr + "=\"", i);
+    if (a == std::string::npos || a > end) {
+      out.insert("");
+      continue;
+    }
+    const size_t v = a + attr.size() + 3;
+    out.insert(svg.substr(v, svg.find('"', v) - v));
+  }
+  return out;
+}
+
+ThroughputCell cell(const std::string& schedule, int k, int m, bool feasible) {
+  ThroughputCell c;
+  c.schedule = schedule;
+  c.stages = k;
+  c.micro_batches = m;
+  c.feasible = feasible;
+  c.normalized = feasible ? 0.5 + 0.01 * m : 0;
+  c.throughput_samples_per_s = c.normalized;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("line chart: infeasible points are marked on the x axis, with a legend note") {
+  LineChart c;
+  c.title = "t";
+  c.series.push_back({"a", {1, 2}, {3, 4}, false});
+  c.series.push_back({"b", {2}, {5}, false});
+  c.series[0].infeasible_x = {8};
+  c.series[1].infeasible_x = {1, 8};
+  const std::string svg = render_line_chart_svg(c);
+  CHECK(xml_problem(svg) == "");
+  CHECK(count(svg, "class=\"infeasible\"") == 3);
+  CHECK(count(svg, "class=\"infeasible-legend\"") == 1);
+  CHECK(svg.find("b: infeasible at 8") != std::string::npos);
+  CHECK(svg.find("infeasible (on the x axis)") != std::string::npos);
+  // Only infeasible points: still drawn, as marks, with "no data" for the lines.
+  LineChart none;
+  none.title = "none";
+  none.series.push_back({"a", {}, {}, false});
+  none.series[0].infeasible_x = {4, 16};
+  const std::string n = render_line_chart_svg(none);
+  CHECK(xml_problem(n) == "");
+  CHECK(count(n, "class=\"infeasible\"") == 2);
+  CHECK(n.find("no data") != std::string::npos);
+  // Without infeasible points there is no note.
+  c.series[0].infeasible_x.clear();
+  c.series[1].infeasible_x.clear();
+  CHECK(render_line_chart_svg(c).find("infeasible") == std::string::npos);
+}
+
+TEST_CASE("throughput chart: colour by schedule, dash by K, markers by schedule, infeasible cells marked") {
+  std::vector<ThroughputCell> cells;
+  int infeasible = 0;
+  for (const char* s : {"gpipe", "1f1b", "zb-h1"})
+    for (int k : {2, 4, 8})
+      for (int m : {4, 16, 64}) {
+        const bool ok = !(m == 4 && k == 8) && !(std::string(s) == "zb-h1" && m == 64);
+        infeasible += !ok;
+        cells.push_back(cell(s, k, m, ok));
+      }
+  const std::string svg = throughput_svg(cells, "grid");
+  CHECK(xml_problem(svg) == "");
+  CHECK(count(svg, "<polyline") == 9);
+  CHECK(attr_values(svg, "<polyline", "stroke").size() == 3);            // three schedules
+  CHECK(attr_values(svg, "<polyline", "stroke-dasharray").size() == 3);  // three K: solid + two patterns
+  CHECK(count(svg, "class=\"infeasible\"") == infeasible);
+  CHECK(infeasible == 3 + 3);  // K=8,M=4 for each schedule; zb-h1 M=64 for each K
+  // gpipe draws circles, 1f1b squares, zb-h1 triangles: every point keeps a visible shape.
+  CHECK(count(svg, "<circle") >= 6);
+  CHECK(svg.find("micro-batches per mini-batch") != std::string::npos);
+  CHECK(svg.find("throughput relative to the baseline") != std::string::npos);
+  // Later schedules are drawn thinner on top of earlier ones.
+  const auto widths = attr_values(svg, "<polyline", "stroke-width");
+  CHECK(widths.size() == 3);
+}
+
+TEST_CASE("axis words for result columns") {
+  CHECK(axis_words("throughput_samples_per_s") == "samples per second");
+  CHECK(axis_words("micro_batches") == "micro-batches per mini-batch");
+  CHECK(axis_words("some_new_column") == "some new column");
 }
