@@ -42,7 +42,7 @@ void barrier() { world().barrier(Clock::now() + kWait, "test barrier"); }
 
 TEST_CASE("mpi transport: tags pack (iteration mod window, stage, micro-batch, direction) into distinct MPI tags") {
   MpiTransport t(world(), 2, 3);
-  CHECK(t.iteration_window() == std::min(1024, (world().tag_upper_bound() + 1) / 12));
+  CHECK(t.iteration_window() == std::min<int64_t>(1024, (static_cast<int64_t>(world().tag_upper_bound()) + 1) / 12));
   CHECK(t.mpi_tag({0, 0, 0, Direction::forward}) == 0);
   CHECK(t.mpi_tag({0, 0, 0, Direction::backward}) == 1);
   CHECK(t.mpi_tag({1, 1, 2, Direction::backward}) == ((1 * 2 + 1) * 3 + 2) * 2 + 1);
@@ -59,7 +59,7 @@ TEST_CASE("mpi transport: tags pack (iteration mod window, stage, micro-batch, d
 TEST_CASE("mpi transport: with collectives, replica all-reduce tags take a second block and point-to-point tags keep theirs") {
   MpiTransport t(world(), 2, 3, std::chrono::microseconds(50), /*collectives=*/true);
   const int w = t.iteration_window();
-  CHECK(w == std::min(1024, (world().tag_upper_bound() + 1) / 24));
+  CHECK(w == std::min<int64_t>(1024, (static_cast<int64_t>(world().tag_upper_bound()) + 1) / 24));
   CHECK(t.mpi_tag({1, 1, 2, Direction::backward}) == ((1 * 2 + 1) * 3 + 2) * 2 + 1);
   CHECK(t.mpi_tag({0, 0, 0, Direction::reduce}) == w * 12);
   CHECK(t.mpi_tag({1, 1, 2, Direction::broadcast}) == w * 12 + ((1 * 2 + 1) * 3 + 2) * 2 + 1);
