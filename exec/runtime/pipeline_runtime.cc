@@ -48,7 +48,6 @@ PipelineRuntime::PipelineRuntime(planner::Schedule schedule, std::vector<StageCo
     cfg.schedule = &schedule_;
     cfg.compute = computes_[d];
     cfg.transport = &transport_;
-    cfg.async_steps = !planner::is_synchronous(schedule_.kind);
     cfg.vertical_sync = options_.vertical_sync;
     cfg.record_trace = options_.record_trace;
     cfg.t0 = t0_;

@@ -91,7 +91,6 @@ RankRuntime::RankRuntime(planner::Schedule schedule, StageCompute& compute, mpi:
   cfg.schedule = &schedule_;
   cfg.compute = &compute;
   cfg.transport = &transport_;
-  cfg.async_steps = !planner::is_synchronous(schedule_.kind);
   cfg.vertical_sync = options_.vertical_sync;
   cfg.record_trace = options_.record_trace;
   cfg.t0 = t0_;

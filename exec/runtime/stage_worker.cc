@@ -10,8 +10,9 @@ namespace pw::exec {
 using planner::OpKind;
 using Clock = Transport::Clock;
 
-StageWorker::StageWorker(WorkerConfig cfg) : cfg_(cfg) {
+StageWorker::StageWorker(WorkerConfig cfg) : cfg_(cfg), async_steps_(false) {
   PW_CHECK(cfg_.schedule && cfg_.compute && cfg_.transport, "StageWorker needs schedule, compute and transport");
+  async_steps_ = !planner::is_synchronous(cfg_.schedule->kind);
   const planner::Schedule& sch = *cfg_.schedule;
   for (int s = 0; s < static_cast<int>(sch.stage_device.size()); ++s) {
     bool mine = sch.stage_device[s] == cfg_.device;
@@ -121,7 +122,7 @@ void StageWorker::run_iteration(int iteration, Clock::time_point deadline) {
   for (size_t at = 0; at < ops.size(); ++at) {
     const planner::Op& op = ops[at];
     // Asynchronous replicas step after the all-reduce that follows their backward.
-    const bool step_now = cfg_.async_steps && !(at + 1 < ops.size() && ops[at + 1].kind == OpKind::allreduce &&
+    const bool step_now = async_steps_ && !(at + 1 < ops.size() && ops[at + 1].kind == OpKind::allreduce &&
                                                 ops[at + 1].stage == op.stage &&
                                                 ops[at + 1].micro_batch == op.micro_batch);
     current_op_ = planner::op_label(op);
@@ -174,7 +175,7 @@ void StageWorker::run_iteration(int iteration, Clock::time_point deadline) {
               per_backward ? op.micro_batch / r : 0, comp.weight_gradients(op.stage), per_backward,
               [&](Request& req, const MessageTag& tag, int peer) { wait_request(req, tag, peer, deadline); }, pending_);
         }
-        if (op.micro_batch >= 0 && cfg_.async_steps) comp.step(op.stage, iteration);
+        if (op.micro_batch >= 0 && async_steps_) comp.step(op.stage, iteration);
         break;
       }
       case OpKind::send:

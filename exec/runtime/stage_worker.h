@@ -46,7 +46,6 @@ struct WorkerConfig {
   const planner::Schedule* schedule = nullptr;  // not owned; outlives the worker
   StageCompute* compute = nullptr;
   Transport* transport = nullptr;
-  bool async_steps = false;      // step after each backward (asynchronous kinds)
   bool vertical_sync = false;    // tag payloads with stage 0's weight version
   bool record_trace = true;
   Transport::Clock::time_point t0;
@@ -82,6 +81,7 @@ class StageWorker {
   void sample_memory();
 
   WorkerConfig cfg_;
+  bool async_steps_;  // step after each backward: the schedule's kind is asynchronous
   std::vector<int> my_stages_;
   std::vector<std::unique_ptr<Request>> pending_;
   std::string status_;

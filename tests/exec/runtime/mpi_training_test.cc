@@ -10,6 +10,7 @@
 #include "models/zoo.h"
 #include "planner/schedule_gen.h"
 #include "tests/exec/mpi_test_world.h"
+#include "tests/exec/runtime/same_training.h"
 
 using namespace pw;
 using namespace pw::exec;
@@ -18,28 +19,7 @@ using planner::ScheduleKind;
 
 namespace {
 
-models::Model small_model(const std::string& family) {
-  models::ZooOptions o;
-  o.batch = 8;
-  o.layers = 4;
-  o.d_model = 16;
-  o.heads = 2;
-  o.ffn = 32;
-  o.seq = 8;
-  o.vocab = 256;  // byte-level text data
-  o.depth = 8;
-  o.width = 16;
-  return models::build_zoo_model(family, o);
-}
-
-double relative_difference(const Tensor& a, const Tensor& b) {
-  double diff = 0, scale = 1e-30;
-  for (int64_t k = 0; k < a.numel(); ++k) {
-    diff = std::max(diff, static_cast<double>(std::fabs(a.data()[k] - b.data()[k])));
-    scale = std::max(scale, static_cast<double>(std::fabs(b.data()[k])));
-  }
-  return diff / scale;
-}
+models::Model small_model(const std::string& family) { return testing::small_zoo_model(family, 4, 8); }
 
 }  // namespace
 
@@ -56,11 +36,7 @@ TEST_CASE("mpi runtime: one rank per device trains as the threaded runtime (gpip
       const int chunks = kind == ScheduleKind::interleaved_1f1b ? 2 : 1;
       REQUIRE(static_cast<int>(model.layers().size()) >= D * chunks);
       const planner::Plan plan = even_plan(model, D, /*micro-batches=*/4, /*size=*/2, kind, false, chunks);
-      PipelineRunOptions o;
-      o.steps = 3;
-      o.threads_per_worker = 1;
-      o.keep_final_weights = true;
-      o.timeout = std::chrono::seconds(60);
+      const PipelineRunOptions o = testing::compare_options();
       const PipelineRunResult mpi = run_pipeline_ranks(model, plan, o, world());
       REQUIRE(mpi.losses.size() == 3);
       for (double l : mpi.losses) CHECK(std::isfinite(l));
@@ -69,20 +45,7 @@ TEST_CASE("mpi runtime: one rank per device trains as the threaded runtime (gpip
         continue;
       }
       const PipelineRunResult ref = run_pipeline(model, plan, o);
-      for (int i = 0; i < 3; ++i) CHECK(mpi.losses[i] == doctest::Approx(ref.losses[i]).epsilon(1e-5));
-      REQUIRE(mpi.final_weights.size() == ref.final_weights.size());
-      int tensors = 0;
-      for (size_t s = 0; s < ref.final_weights.size(); ++s) {
-        REQUIRE(mpi.final_weights[s].size() == ref.final_weights[s].size());
-        for (size_t k = 0; k < ref.final_weights[s].size(); ++k) {
-          CAPTURE(ref.final_weights[s][k].first);
-          CHECK(mpi.final_weights[s][k].first == ref.final_weights[s][k].first);
-          REQUIRE(mpi.final_weights[s][k].second.shape() == ref.final_weights[s][k].second.shape());
-          CHECK(relative_difference(mpi.final_weights[s][k].second, ref.final_weights[s][k].second) <= 1e-5);
-          ++tensors;
-        }
-      }
-      CHECK(tensors > 0);
+      testing::check_same_training(mpi, ref);
       // Rank 0 holds every rank's events: each device ran its ops of every step, and received
       // transfers from other devices.
       std::set<int> devices, senders;
@@ -138,27 +101,12 @@ TEST_CASE("mpi runtime: 2 stages x 2 replicas train as the threaded runtime (gpi
       plan.stages[0].devices = {0, 1};
       plan.stages[1].devices = {2, 3};
       plan.num_devices_used = 4;
-      PipelineRunOptions o;
-      o.steps = 3;
-      o.threads_per_worker = 1;
-      o.keep_final_weights = true;
-      o.timeout = std::chrono::seconds(60);
+      const PipelineRunOptions o = testing::compare_options();
       const PipelineRunResult mpi = run_pipeline_ranks(model, plan, o, world());
       REQUIRE(mpi.losses.size() == 3);
       if (world().rank() != 0) continue;
       const PipelineRunResult ref = run_pipeline(model, plan, o);
-      for (int i = 0; i < 3; ++i) CHECK(mpi.losses[i] == doctest::Approx(ref.losses[i]).epsilon(1e-5));
-      REQUIRE(mpi.final_weights.size() == ref.final_weights.size());
-      int tensors = 0;
-      for (size_t s = 0; s < ref.final_weights.size(); ++s) {
-        REQUIRE(mpi.final_weights[s].size() == ref.final_weights[s].size());
-        for (size_t k = 0; k < ref.final_weights[s].size(); ++k) {
-          CAPTURE(ref.final_weights[s][k].first);
-          CHECK(relative_difference(mpi.final_weights[s][k].second, ref.final_weights[s][k].second) <= 1e-5);
-          ++tensors;
-        }
-      }
-      CHECK(tensors > 0);
+      testing::check_same_training(mpi, ref);
       int allreduces = 0;
       std::set<int> devices;
       for (const auto& e : mpi.trace.events)

@@ -8,26 +8,16 @@
 
 #include "exec/runtime/run_pipeline.h"
 #include "models/zoo.h"
+#include "tests/exec/runtime/same_training.h"
 
 using namespace pw;
 using namespace pw::exec;
 using planner::ScheduleKind;
+using testing::check_same_training;
 
 namespace {
 
-models::Model small_model(const std::string& family) {
-  models::ZooOptions o;
-  o.batch = 8;
-  o.layers = 2;
-  o.d_model = 16;
-  o.heads = 2;
-  o.ffn = 32;
-  o.seq = 8;
-  o.vocab = 256;  // byte-level text data
-  o.depth = 4;
-  o.width = 16;
-  return models::build_zoo_model(family, o);
-}
+models::Model small_model(const std::string& family) { return testing::small_zoo_model(family, 2, 4); }
 
 // The plan with stage s on replicas[s] devices (numbered stage by stage).
 planner::Plan with_replicas(planner::Plan p, const std::vector<int>& replicas) {
@@ -40,41 +30,7 @@ planner::Plan with_replicas(planner::Plan p, const std::vector<int>& replicas) {
   return p;
 }
 
-PipelineRunOptions options() {
-  PipelineRunOptions o;
-  o.steps = 3;
-  o.threads_per_worker = 1;
-  o.keep_final_weights = true;
-  o.timeout = std::chrono::seconds(60);
-  return o;
-}
-
-double relative_difference(const Tensor& a, const Tensor& b) {
-  double diff = 0, scale = 1e-30;
-  for (int64_t k = 0; k < a.numel(); ++k) {
-    diff = std::max(diff, static_cast<double>(std::fabs(a.data()[k] - b.data()[k])));
-    scale = std::max(scale, static_cast<double>(std::fabs(b.data()[k])));
-  }
-  return diff / scale;
-}
-
-// Losses and every stage's weights and optimizer state within 1e-5 relative.
-void check_same_training(const PipelineRunResult& a, const PipelineRunResult& b) {
-  REQUIRE(a.losses.size() == b.losses.size());
-  for (size_t i = 0; i < a.losses.size(); ++i) CHECK(a.losses[i] == doctest::Approx(b.losses[i]).epsilon(1e-5));
-  REQUIRE(a.final_weights.size() == b.final_weights.size());
-  int tensors = 0;
-  for (size_t s = 0; s < b.final_weights.size(); ++s) {
-    REQUIRE(a.final_weights[s].size() == b.final_weights[s].size());
-    for (size_t k = 0; k < b.final_weights[s].size(); ++k) {
-      CAPTURE(b.final_weights[s][k].first);
-      CHECK(a.final_weights[s][k].first == b.final_weights[s][k].first);
-      CHECK(relative_difference(a.final_weights[s][k].second, b.final_weights[s][k].second) <= 1e-5);
-      ++tensors;
-    }
-  }
-  CHECK(tensors > 0);
-}
+PipelineRunOptions options() { return testing::compare_options(); }
 
 // Every replica i >= 1 of a stage holds exactly replica 0's weights and optimizer state.
 void check_replicas_identical(const PipelineRunResult& r, const std::vector<int>& replicas) {
