@@ -19,7 +19,11 @@ BUILD=${1:-build}
 PW=$BUILD/pipewright
 STEPS=${FIDELITY_STEPS:-10}
 WARMUP=${FIDELITY_WARMUP:-5}
-export OMP_WAIT_POLICY=passive
+# OpenMP waits as a user gets them: the tool chooses its spin count from the machine's load at
+# start (exec/machine_load.h). Forcing OMP_WAIT_POLICY=passive here (as an earlier version did)
+# measured a configuration no user runs: a 2-thread worker's many small parallel regions then
+# sleep and wake on every op.
+unset OMP_WAIT_POLICY GOMP_SPINCOUNT
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 

@@ -92,6 +92,10 @@ std::string describe(const MachineLoad& load) {
   return buf;
 }
 
+bool wait_policy_busy(double runnable_others, double sampled_busy_cores) {
+  return runnable_others >= 1 || sampled_busy_cores >= 0.5;
+}
+
 WaitPolicy choose_openmp_wait_policy() {
   WaitPolicy p;
   cpu_set_t set;
@@ -110,8 +114,14 @@ WaitPolicy choose_openmp_wait_policy() {
     const long runnable = std::strtol(s, &s, 10);
     p.runnable_others = std::max(0L, runnable - 1);
   }
-  const double others = std::max(p.runnable_others, p.load_1min);
-  p.busy = others >= 0.5;
+  // Busy = other work competes for the cores NOW: another task runnable at this instant, or
+  // other processes used half a core or more over a short sample. Not the 1-minute load
+  // average: it lags by a minute, so right after a build (or the previous run of a benchmark
+  // grid) it chose "busy" on an idle machine, and a 2-thread worker then ran up to 1.8x slower
+  // than its profile (issue 12: spin 100 vs 20000, measured 126 vs 74 ms per step).
+  const MachineLoad sampled = sample_machine_load(kWaitPolicySampleSeconds);
+  p.busy_cores_sampled = sampled.busy_cores;
+  p.busy = wait_policy_busy(p.runnable_others, sampled.busy_cores);
   p.spin_count = p.busy ? kBusySpinCount : kQuietSpinCount;
   char value[32];
   std::snprintf(value, sizeof value, "%ld", p.spin_count);

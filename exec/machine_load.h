@@ -40,6 +40,7 @@ std::string describe(const MachineLoad& load);
 // almost at once when other work competes for the cores.
 inline constexpr long kQuietSpinCount = 20000;
 inline constexpr long kBusySpinCount = 100;
+inline constexpr double kWaitPolicySampleSeconds = 0.04;
 
 struct WaitPolicy {
   bool user_set = false;   // OMP_WAIT_POLICY or GOMP_SPINCOUNT was in the environment: untouched
@@ -47,15 +48,21 @@ struct WaitPolicy {
   bool busy = false;       // the instantaneous estimate found the cores busy
   long spin_count = 0;     // what GOMP_SPINCOUNT was set to (when !user_set)
   double runnable_others = 0;  // runnable tasks besides this one (from /proc/loadavg)
-  double load_1min = 0;        // 1-minute load average
+  double load_1min = 0;        // 1-minute load average (reported, not used: it lags)
+  double busy_cores_sampled = 0;  // other processes' CPU use over a short sample, in cores
   int cores = 1;
 };
 
 // Chooses and exports GOMP_SPINCOUNT (see the contract above), and PW_OPENMP_SPIN="busy|quiet"
-// so that the re-executed process knows the choice was the tool's. "Busy" when other tasks are
-// runnable right now or the 1-minute load average says a core's worth of other work runs:
-// instantaneous, so start-up costs nothing.
+// so that the re-executed process knows the choice was the tool's. "Busy" when another task is
+// runnable right now or other processes used half a core or more over the last
+// kWaitPolicySampleSeconds (sampled from /proc/stat while this process sleeps, so start-up
+// costs that long). The 1-minute load average is not used: it still counts work that ended
+// up to a minute ago (a build, the previous run) and so chose "busy" on idle machines.
 WaitPolicy choose_openmp_wait_policy();
+
+// The rule above: busy when another task is runnable or others used >= half a core.
+bool wait_policy_busy(double runnable_others, double sampled_busy_cores);
 
 // The choice in effect for this process: the tool's (PW_OPENMP_SPIN set), the user's, or none.
 // One line for progress output: "OpenMP waits: spin 20000 then sleep (quiet machine)".

@@ -38,10 +38,19 @@ int64_t predicted_duration(const StageCosts& c, OpKind kind, int stage_or_device
   }
 }
 
+// Median (the mean of the two middle values for an even count); v is not empty.
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 }  // namespace
 
 ReplayResult replay(const planner::Schedule& schedule, const Trace& measured, const StageCosts& predicted, int first,
-                    int iterations) {
+                    int iterations, int64_t handoff_ns) {
+  if (handoff_ns < 0) throw InputError("replay: handoff_ns must be >= 0");
+  const Network network = handoff_ns > 0 ? Network::fixed(handoff_ns) : Network{};
   const int m = schedule.num_micro_batches;
   int total = 0;
   std::map<Key, int64_t> dur;
@@ -63,7 +72,7 @@ ReplayResult replay(const planner::Schedule& schedule, const Trace& measured, co
   r.iterations = iterations;
   SimOptions one;
   one.iterations = 1;
-  r.predicted_ns = static_cast<double>(simulate(schedule, predicted, Network{}, one).report.makespan_ns);
+  r.predicted_ns = static_cast<double>(simulate(schedule, predicted, network, one).report.makespan_ns);
   // Per (stage, kind): count per iteration and measured durations.
   std::map<std::pair<int, int>, OpKindError> items;
   for (int d = 0; d < schedule.num_devices; ++d)
@@ -77,6 +86,7 @@ ReplayResult replay(const planner::Schedule& schedule, const Trace& measured, co
       it.predicted_ns = static_cast<double>(predicted_duration(predicted, op.kind, who));
     }
   std::map<std::pair<int, int>, double> sums;
+  std::vector<double> measured_k, replayed_k;
   for (int k = first; k < first + iterations; ++k) {
     int64_t lo = std::numeric_limits<int64_t>::max(), hi = std::numeric_limits<int64_t>::min();
     for (const TraceEvent& e : measured.events)
@@ -84,7 +94,7 @@ ReplayResult replay(const planner::Schedule& schedule, const Trace& measured, co
         lo = std::min(lo, e.start_ns);
         hi = std::max(hi, e.end_ns);
       }
-    r.measured_ns += static_cast<double>(hi - lo);
+    measured_k.push_back(static_cast<double>(hi - lo));
     SimOptions so;
     so.iterations = 1;
     so.record_trace = k + 1 == first + iterations;
@@ -99,12 +109,12 @@ ReplayResult replay(const planner::Schedule& schedule, const Trace& measured, co
       sums[{who, static_cast<int>(op.kind)}] += static_cast<double>(f->second);
       return f->second;
     };
-    SimResult sr = simulate(schedule, predicted, Network{}, so);
-    r.replayed_ns += static_cast<double>(sr.report.makespan_ns);
+    SimResult sr = simulate(schedule, predicted, network, so);
+    replayed_k.push_back(static_cast<double>(sr.report.makespan_ns));
     if (so.record_trace) r.replayed = std::move(sr.trace);
   }
-  r.measured_ns /= iterations;
-  r.replayed_ns /= iterations;
+  r.measured_ns = median(measured_k);
+  r.replayed_ns = median(replayed_k);
   for (auto& [key, it] : items) {
     it.measured_ns = sums[key] / (static_cast<double>(it.count) * iterations);
     r.ops.push_back(it);
@@ -116,7 +126,7 @@ std::string format_replay(const ReplayResult& r) {
   std::ostringstream os;
   char buf[200];
   auto pct = [&](double x) { return r.measured_ns > 0 ? 100.0 * x / r.measured_ns : 0.0; };
-  std::snprintf(buf, sizeof buf, "replay of iterations %d..%d (mean per iteration)\n", r.first_iteration,
+  std::snprintf(buf, sizeof buf, "replay of iterations %d..%d (median iteration)\n", r.first_iteration,
                 r.first_iteration + r.iterations - 1);
   os << buf;
   std::snprintf(buf, sizeof buf, "measured %.3f ms, replayed %.3f ms, predicted %.3f ms\n", r.measured_ns / 1e6,
@@ -152,6 +162,7 @@ Json run_trace_to_json(const RunTrace& r) {
                       {"backward_input_ns", r.predicted.backward_input_ns},
                       {"backward_weight_ns", r.predicted.backward_weight_ns},
                       {"step_ns", r.predicted.step_ns}};
+  if (r.handoff_ns > 0) j["handoff_ns"] = r.handoff_ns;
   Json t;
   to_json(t, r.trace);
   j["trace"] = t;
@@ -167,6 +178,7 @@ RunTrace run_trace_from_json(const Json& j) {
   r.chunks = static_cast<int>(get_int_or(j, "chunks", "", 1, 1));
   r.micro_batches = static_cast<int>(get_int(j, "micro_batches", "", 1));
   r.warmup_iterations = static_cast<int>(get_int_or(j, "warmup_iterations", "", 0));
+  r.handoff_ns = get_int_or(j, "handoff_ns", "", 0, 0);
   if (j.contains("predicted")) {
     const Json& p = require_field(j, "predicted", "");
     require_object(p, "/predicted");

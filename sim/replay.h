@@ -5,7 +5,8 @@
 // replay() simulates each iteration k of [first, first + K) of the run on its own (the
 // runtime starts every iteration on all workers at once) with every compute op (F, B, W, BW,
 // step) lasting exactly as long as it did in iteration k of the measurement (transfers free,
-// as the in-process runtime's are). Iteration times are means over the K iterations of:
+// unless a hand-off latency is given, see replay()). Iteration times are medians over the K
+// iterations (one slow iteration, a hiccup of the machine, does not move them) of:
 // - measured: the span of iteration k's ops in the trace (first start to last end);
 // - replayed: the makespan of the replay of iteration k;
 // - predicted: the makespan of one iteration simulated with the predicted StageCosts.
@@ -49,8 +50,11 @@ struct ReplayResult {
 };
 
 // `first` < 0: the last `iterations` iterations of the trace; iterations <= 0: all from first.
+// `handoff_ns` > 0: every transfer between distinct devices costs that latency in both the
+// replayed and the predicted simulations (sim::Network::fixed; the runtime's measured hand-off,
+// exec/runtime/handoff.h); 0: transfers are free.
 ReplayResult replay(const planner::Schedule& schedule, const Trace& measured, const StageCosts& predicted,
-                    int first = -1, int iterations = 0);
+                    int first = -1, int iterations = 0, int64_t handoff_ns = 0);
 
 // A readable table: the three iteration times, the split, and the per-(stage, kind) rows.
 std::string format_replay(const ReplayResult& r);
@@ -58,12 +62,13 @@ std::string format_replay(const ReplayResult& r);
 // The file `run --run-trace F` writes and `simulate --replay F` reads:
 // {"format": "pipewright.run-trace/1", "schedule": KIND, "stages", "chunks", "micro_batches",
 //  "warmup_iterations", "predicted": {"forward_ns": [...], "backward_input_ns", "backward_weight_ns",
-//  "step_ns"} (optional), "trace": {pipewright.trace/1}}.
+//  "step_ns"} (optional), "handoff_ns" (optional, default 0), "trace": {pipewright.trace/1}}.
 struct RunTrace {
   planner::ScheduleKind schedule = planner::ScheduleKind::one_f_one_b;
   int stages = 1, chunks = 1, micro_batches = 1, warmup_iterations = 0;
   bool has_predicted = false;
   StageCosts predicted;
+  int64_t handoff_ns = 0;  // latency charged per transfer between devices (replay's handoff_ns)
   Trace trace;
 };
 Json run_trace_to_json(const RunTrace& r);

@@ -20,7 +20,7 @@ StageCosts costs(int64_t f, int64_t b, int64_t w, int64_t step) {
   return c;
 }
 
-Trace simulated(const planner::Schedule& s, const StageCosts& c, int iterations) {
+Trace simulated(const planner::Schedule& s, const StageCosts& c, int iterations, const Network& net = {}) {
   // Iterations simulated one at a time, as the runtime runs them (a barrier between them).
   Trace all;
   all.num_devices = s.num_devices;
@@ -28,7 +28,7 @@ Trace simulated(const planner::Schedule& s, const StageCosts& c, int iterations)
   for (int k = 0; k < iterations; ++k) {
     SimOptions o;
     o.record_trace = true;
-    SimResult r = simulate(s, c, Network{}, o);
+    SimResult r = simulate(s, c, net, o);
     for (TraceEvent e : r.trace.events) {
       e.iteration = k;
       e.start_ns += offset;
@@ -59,6 +59,51 @@ TEST_CASE("replay of a synthetic trace is exact (every schedule kind of the grid
   const ReplayResult r = replay(il, simulated(il, c4, 1), c4);
   CHECK(r.measured_ns == r.replayed_ns);
   CHECK(r.cost_model_error_ns() == 0);
+}
+
+TEST_CASE("replay with the runtime's hand-off latency: exact when the run paid it, scheduling error when not") {
+  const planner::Schedule s = planner::make_schedule(planner::ScheduleKind::one_f_one_b, 2, 4, 1);
+  const StageCosts c = costs(1000, 1500, 700, 300);
+  const int64_t h = 250;
+  const Trace t = simulated(s, c, 2, Network::fixed(h));
+  const ReplayResult with = replay(s, t, c, 0, 2, h);
+  CHECK(with.measured_ns == with.replayed_ns);
+  CHECK(with.replayed_ns == with.predicted_ns);
+  // 1F1B on 2 stages x 4 micro-batches: the critical path crosses the cut twice per
+  // micro-batch of the warm-up and drain; without the latency the replay runs short.
+  const ReplayResult without = replay(s, t, c, 0, 2, 0);
+  CHECK(without.replayed_ns < without.measured_ns);
+  CHECK(without.cost_model_error_ns() == 0);
+  CHECK(without.scheduling_error_ns() < 0);
+  CHECK_THROWS_AS(replay(s, t, c, 0, 2, -1), InputError);
+  RunTrace rt;
+  rt.stages = 2;
+  rt.micro_batches = 4;
+  rt.has_predicted = true;
+  rt.predicted = c;
+  rt.handoff_ns = h;
+  rt.trace = t;
+  CHECK(run_trace_from_json(run_trace_to_json(rt)).handoff_ns == h);
+  rt.handoff_ns = 0;
+  CHECK_FALSE(run_trace_to_json(rt).contains("handoff_ns"));
+  CHECK(run_trace_from_json(run_trace_to_json(rt)).handoff_ns == 0);
+}
+
+TEST_CASE("replay: iteration times are medians, so one hiccup does not move them") {
+  const planner::Schedule s = planner::make_schedule(planner::ScheduleKind::gpipe, 2, 2, 1);
+  const StageCosts c = costs(100, 200, 0, 0);
+  Trace t = simulated(s, c, 3);
+  // Iteration 1's last op started 5000 ns late (the machine paused the worker).
+  TraceEvent* last = nullptr;
+  for (TraceEvent& e : t.events)
+    if (e.iteration == 1 && (!last || e.end_ns > last->end_ns)) last = &e;
+  REQUIRE(last);
+  last->start_ns += 5000;
+  last->end_ns += 5000;
+  const ReplayResult r = replay(s, t, c, 0, 3);
+  CHECK(r.measured_ns == 900);
+  CHECK(r.replayed_ns == 900);
+  CHECK(r.scheduling_error_ns() == 0);
 }
 
 TEST_CASE("replay: slower ops are cost-model error, itemized per stage and op kind") {

@@ -36,6 +36,11 @@ TEST_CASE("run --compare --run-trace and --svg, simulate --replay splits the err
   const std::string pic = slurp(svg);
   CHECK(pic.find("worker 1 measured") != std::string::npos);
   CHECK(pic.find("worker 0 predicted") != std::string::npos);
+  // Two workers: the prediction charged the runtime's measured hand-off to every transfer, and
+  // the run trace carries it for the replay.
+  const Json trace = Json::parse(slurp(t));
+  REQUIRE(trace.contains("handoff_ns"));
+  CHECK(trace["handoff_ns"].get<int64_t>() > 0);
   CliResult rep = run_cli({"simulate", "--replay", t, "--json"});
   REQUIRE(rep.rc == 0);
   const Json j = Json::parse(rep.out);
