@@ -8,13 +8,15 @@
 #include <map>
 
 #include "exec/profiler.h"
+#include "exec/runtime/handoff.h"
 #include "models/device.h"
 #include "models/error.h"
 
 namespace pw::exec {
 
 models::Cluster cluster_from_packages(const std::vector<int>& package_of_core, const models::DeviceSpec& device,
-                                      double socket_bytes_per_s, double machine_bytes_per_s) {
+                                      double socket_bytes_per_s, double machine_bytes_per_s, int64_t latency_ns) {
+  if (latency_ns < 0) throw InputError("machine cluster: latency must be >= 0");
   if (package_of_core.empty()) throw InputError("machine cluster: no cores");
   std::map<int, int> per;
   for (int p : package_of_core) ++per[p];
@@ -23,14 +25,14 @@ models::Cluster cluster_from_packages(const std::vector<int>& package_of_core, c
     if (n != cores)
       throw InputError("machine cluster: package " + std::to_string(p) + " has " + std::to_string(n) +
                        " cores, another " + std::to_string(cores) + " (the cluster model needs equal sockets)");
-  std::vector<models::Level> levels{{"socket", cores, socket_bytes_per_s, 0}};
-  if (per.size() > 1) levels.push_back({"machine", static_cast<int>(per.size()), machine_bytes_per_s, 0});
+  std::vector<models::Level> levels{{"socket", cores, socket_bytes_per_s, latency_ns}};
+  if (per.size() > 1) levels.push_back({"machine", static_cast<int>(per.size()), machine_bytes_per_s, latency_ns});
   return models::Cluster("this-machine", device, levels);
 }
 
 models::Cluster machine_cluster(const Machine& machine, const models::DeviceSpec& device, double socket_bytes_per_s,
-                                double machine_bytes_per_s) {
-  return cluster_from_packages(machine.package_of_core(), device, socket_bytes_per_s, machine_bytes_per_s);
+                                double machine_bytes_per_s, int64_t latency_ns) {
+  return cluster_from_packages(machine.package_of_core(), device, socket_bytes_per_s, machine_bytes_per_s, latency_ns);
 }
 
 double measure_copy_bandwidth() {
@@ -60,7 +62,9 @@ models::DeviceSpec this_machine_core(int64_t memory_bytes) {
 
 models::Cluster this_machine_cluster(int64_t memory_bytes) {
   const double bw = measure_copy_bandwidth();
-  return machine_cluster(Machine::instance(), this_machine_core(memory_bytes), bw, bw);
+  // One core: no transfers, nothing to measure (the hand-off needs two threads).
+  const int64_t handoff = Machine::instance().num_cores() > 1 ? measure_handoff_ns() : 0;
+  return machine_cluster(Machine::instance(), this_machine_core(memory_bytes), bw, bw, handoff);
 }
 
 }  // namespace pw::exec

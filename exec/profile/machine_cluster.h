@@ -10,6 +10,8 @@
 //
 // Bandwidths: `socket_bytes_per_s` and `machine_bytes_per_s` (measure_copy_bandwidth() gives
 // this machine's hand-off rate: a buffer copy, which is what an in-process transfer is).
+// Latency: `latency_ns` on both levels, the runtime's hand-off (exec/runtime/handoff.h: a
+// sleeping receiver woken by the sender), which this_machine_cluster() measures.
 // Throws InputError when packages hold different numbers of cores (the cluster model needs
 // equal groups).
 #pragma once
@@ -23,10 +25,10 @@
 namespace pw::exec {
 
 models::Cluster cluster_from_packages(const std::vector<int>& package_of_core, const models::DeviceSpec& device,
-                                      double socket_bytes_per_s, double machine_bytes_per_s);
+                                      double socket_bytes_per_s, double machine_bytes_per_s, int64_t latency_ns = 0);
 
 models::Cluster machine_cluster(const Machine& machine, const models::DeviceSpec& device, double socket_bytes_per_s,
-                                double machine_bytes_per_s);
+                                double machine_bytes_per_s, int64_t latency_ns = 0);
 
 // One core of this machine as a device: named after the CPU ("<model> core"), with `memory_bytes`
 // (0: the machine's RAM divided by its cores) and the catalog's "cpu-core-avx2" peak rates —
@@ -34,7 +36,8 @@ models::Cluster machine_cluster(const Machine& machine, const models::DeviceSpec
 // the device is one the cluster reader accepts.
 models::DeviceSpec this_machine_core(int64_t memory_bytes = 0);
 
-// The cluster of this machine: this_machine_core devices, copy bandwidth measured once.
+// The cluster of this machine: this_machine_core devices, copy bandwidth and hand-off latency
+// measured once.
 models::Cluster this_machine_cluster(int64_t memory_bytes = 0);
 
 // Bytes per second of copying a 16 MiB buffer on the calling thread (median of 5).

@@ -84,6 +84,12 @@ TEST_CASE("machine cluster of a synthetic 2-socket topology: cores within socket
   CHECK(sets[1].cores == std::vector<int>{2, 3});
   CHECK_THROWS_AS(cluster_from_packages({0, 0, 1}, core(), 1e9, 1e9), InputError);
   CHECK(cluster_from_packages({0, 0}, core(), 1e9, 1e9).levels().size() == 1);
+  // The hand-off latency sits on every level (a transfer between two cores of one socket pays it).
+  const models::Cluster lat = cluster_from_packages({0, 0, 1, 1}, core(), 1e9, 1e9, 70000);
+  REQUIRE(lat.levels().size() == 2);
+  CHECK(lat.levels()[0].latency_ns == 70000);
+  CHECK(lat.levels()[1].latency_ns == 70000);
+  CHECK_THROWS_AS(cluster_from_packages({0, 0}, core(), 1e9, 1e9, -1), InputError);
 }
 
 TEST_CASE("stages of one core each are placed within a socket") {

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Decision benchmark (issue 12, acceptance "the plan chosen for this machine"): does the plan
+# that `pipewright plan --measure` picks for this machine run as fast as the best of the
+# alternatives, measured in the same session? Not a test: the numbers are timings.
+#
+#   bench/decision.sh [BUILD_DIR]
+#   DECISION_STEPS=N, DECISION_WARMUP=N   measured and warm-up steps per run (default 10, 5)
+#
+# For the default gpt and the 16x1024 mlp (batch 256): plan --measure (-o plan.json), then
+# run --plan plan.json, then every candidate of the issue's set: 1 stage on 2 threads, and
+# 2 stages (1 thread each) x M in {2, 4, 8, 16} x {gpipe, 1f1b}. Prints each measured iteration
+# (median of the run), the chosen plan's, the fastest candidate's, and chosen / fastest - 1.
+set -euo pipefail
+BUILD=${1:-build}
+PW=$BUILD/pipewright
+STEPS=${DECISION_STEPS:-10}
+WARMUP=${DECISION_WARMUP:-5}
+unset OMP_WAIT_POLICY GOMP_SPINCOUNT   # the tool's own OpenMP waits, as users get them
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+"$PW" model mlp --depth 16 --width 1024 --batch 256 -o "$work/mlp16x1024.json" > /dev/null
+echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(nproc) CPUs"
+echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+measure() {  # label, run args... -> prints the label and the median iteration (ms)
+  local label=$1; shift
+  local ms
+  ms=$("$PW" run "$@" --steps "$STEPS" --warmup-steps "$WARMUP" --json 2> "$work/err" | jq '.iteration_ms') ||
+    { echo "$label failed: $(tail -1 "$work/err")" >&2; return 1; }
+  printf '  %-34s %10.3f ms\n' "$label" "$ms" >&2
+  echo "$ms"
+}
+worst=0
+for model in default mlp16x1024; do
+  m=$model; [[ $model == default ]] || m="$work/$model.json"
+  "$PW" plan --model "$m" --measure -o "$work/plan.json" > "$work/plan.txt" 2>&1
+  desc=$(jq -r '"\(.stages|length) stage(s) x \(.threads_per_stage // 1) thread(s), \(.schedule), \(.num_micro_batches) x \(.micro_batch_size)"' "$work/plan.json")
+  predicted=$(jq '.predicted.iteration_time_s * 1000' "$work/plan.json")
+  echo "$model: plan --measure chose $desc (predicted $(printf '%.3f' "$predicted") ms)"
+  chosen=$(measure "chosen plan" --plan "$work/plan.json")
+  best=1e18; best_label=
+  one=$(measure "1 stage, 2 threads" --model "$m" --stages 1 --micro-batches 1 --threads 2)
+  best=$one; best_label="1 stage, 2 threads"
+  for sched in gpipe 1f1b; do
+    for mb in 2 4 8 16; do
+      t=$(measure "2 stages, $sched, M=$mb" --model "$m" --stages 2 --micro-batches "$mb" --schedule "$sched" --threads 1)
+      if awk -v a="$t" -v b="$best" 'BEGIN{exit !(a < b)}'; then best=$t; best_label="2 stages, $sched, M=$mb"; fi
+    done
+  done
+  gap=$(awk -v c="$chosen" -v b="$best" 'BEGIN{printf "%+.1f", 100*(c/b-1)}')
+  echo "$model: chosen $chosen ms, fastest candidate $best ms ($best_label): chosen/fastest - 1 = $gap%"
+  worst=$(awk -v w="$worst" -v g="$gap" 'BEGIN{print (g > w ? g : w)}')
+done
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "worst chosen/fastest - 1: $worst% (acceptance: <= 5%)"
