@@ -13,6 +13,7 @@
 #include "models/error.h"
 #include "models/pipedream_import.h"
 #include "models/profile.h"
+#include "planner/interleave.h"
 #include "planner/plan_formats.h"
 #include "planner/planner.h"
 #include "planner/schedule.h"
@@ -45,6 +46,7 @@ struct PlanArgs {
   std::string output;
   std::string format;  // --format megatron|deepspeed|torch (planner/plan_formats.h)
   bool measure = false;  // measure --model on this machine and plan for this machine
+  int chunks = 0;        // --chunks: interleaved-1f1b's virtual stages per device (0 = default 2)
   // Set while loading: what the plan records as its inputs (planner::Plan::inputs).
   pw::Json model_json;
   std::string dtype_used = "fp32";
@@ -133,9 +135,12 @@ std::pair<pw::models::Profile, pw::models::Cluster> measure_here(PlanArgs& a) {
 // memory and figures are the simulation's, so that what the plan says is what simulate says.
 // Per-stage predictions and the bottleneck stay the closed form's (they justify the choice).
 // Returns each pipeline device's simulated peak memory.
+// `costs_out` (may be null) receives the stage costs simulated.
 std::vector<int64_t> predict_by_simulation(pw::planner::Plan& plan, const pw::models::Profile& profile,
-                                           const pw::models::Cluster& cluster) {
+                                           const pw::models::Cluster& cluster,
+                                           pw::sim::StageCosts* costs_out = nullptr) {
   const pw::sim::StageCosts costs = pw::sim::stage_costs_from_plan(plan, profile, &cluster);
+  if (costs_out) *costs_out = costs;
   pw::sim::SimOptions so;
   so.schedule_bubble = true;
   const pw::sim::SimResult r = pw::sim::simulate(pw::sim::schedule_for_plan(plan, costs), costs,
@@ -173,12 +178,22 @@ void run(PlanArgs a, const CLI::App& sub) {
   // zb-h2 has no closed form in the DP: it plans zb-h1's partition (the same B/W split), and
   // the simulation of zb-h2 on that partition is the prediction and the memory check (zb-h2
   // keeps more micro-batches in flight).
+  // interleaved-1f1b likewise: the 1F1B plan's devices and micro-batches, the model re-cut into
+  // p x chunks balanced virtual stages (planner/interleave.h), then simulated.
   const bool zb_h2 = a.req.schedule == "zb-h2";
-  if (zb_h2 && a.req.objective != "sync")
-    throw pw::InputError("--schedule zb-h2: planned by the sync objective only, got --objective " + a.req.objective);
+  const bool interleaved = a.req.schedule == "interleaved-1f1b";
+  if ((zb_h2 || interleaved) && a.req.objective != "sync")
+    throw pw::InputError("--schedule " + a.req.schedule + ": planned by the sync objective only, got --objective " +
+                         a.req.objective);
+  if (a.chunks != 0 && !interleaved) throw pw::InputError("--chunks: only with --schedule interleaved-1f1b");
+  const int chunks = a.chunks != 0 ? a.chunks : 2;
+  if (interleaved && chunks < 2)
+    throw pw::InputError("--chunks: interleaved-1f1b needs at least 2 chunks per device, got " + std::to_string(chunks));
+  const std::string requested_schedule = a.req.schedule;
   if (zb_h2) a.req.schedule = "zb-h1";
+  if (interleaved) a.req.schedule = "1f1b";
   const pw::planner::PlanOutcome out = pw::planner::make_plan(profile, cluster, a.req);
-  if (zb_h2) a.req.schedule = "zb-h2";
+  a.req.schedule = requested_schedule;
   if (!out.feasible) {
     // In GiB, with the nearest changes that would fit as flags to pass.
     const int64_t have = a.req.memory_limit_bytes > 0 ? a.req.memory_limit_bytes : cluster.device().memory_bytes;
@@ -197,16 +212,26 @@ void run(PlanArgs a, const CLI::App& sub) {
   // The plan carries what it was made from, so simulate --plan / run --plan reproduce it alone.
   pw::planner::Plan plan = out.plan;
   if (zb_h2) plan.schedule = pw::planner::ScheduleKind::zb_h2;
+  if (interleaved) plan = pw::planner::interleave_plan(out.plan, profile, chunks);
   if (plan.objective == "sync" && pw::planner::is_synchronous(plan.schedule)) {
-    const std::vector<int64_t> device_peaks = predict_by_simulation(plan, profile, cluster);
-    if (zb_h2) {
-      for (int s = 0; s < plan.num_stages(); ++s) plan.stages[s].predicted.memory_bytes = device_peaks.at(s);
+    pw::sim::StageCosts costs;
+    const std::vector<int64_t> device_peaks = predict_by_simulation(plan, profile, cluster, &costs);
+    if (zb_h2 || interleaved) {
+      const int p = plan.num_stages() / plan.chunks;
+      for (int s = 0; s < plan.num_stages(); ++s) {
+        plan.stages[s].predicted.memory_bytes = device_peaks.at(s % p);
+        if (interleaved) {  // the simulated virtual stage's costs (no closed form behind them)
+          plan.stages[s].predicted.forward_ns = costs.forward_ns.at(s);
+          plan.stages[s].predicted.backward_ns = costs.backward_input_ns.at(s) + costs.backward_weight_ns.at(s) +
+                                                 (plan.stages[s].recompute ? costs.forward_ns.at(s) : 0);
+        }
+      }
       const int64_t have = a.req.memory_limit_bytes > 0 ? a.req.memory_limit_bytes : cluster.device().memory_bytes;
       if (plan.predicted.peak_memory_bytes > have)
-        throw pw::Infeasible("zb-h2 on the zb-h1 partition needs " +
+        throw pw::Infeasible(std::string(zb_h2 ? "zb-h2 on the zb-h1 partition" : "interleaved-1f1b") + " needs " +
                              pw::tools::human_bytes(static_cast<double>(plan.predicted.peak_memory_bytes)) +
-                             " per device, more than " + pw::tools::human_bytes(static_cast<double>(have)) +
-                             "; try --schedule zb-h1 or fewer --micro-batches");
+                             " per device, more than " + pw::tools::human_bytes(static_cast<double>(have)) + "; try " +
+                             (zb_h2 ? "--schedule zb-h1" : "--schedule 1f1b") + " or fewer --micro-batches");
     }
   }
   plan.inputs.profile = profile;
@@ -218,6 +243,7 @@ void run(PlanArgs a, const CLI::App& sub) {
                          {"objective", a.req.objective}, {"recompute", a.req.recompute},
                          {"partitioner", a.req.partitioner}, {"memory_limit_bytes", a.req.memory_limit_bytes},
                          {"measured_here", a.measure}};
+  if (interleaved) plan.inputs.options["chunks"] = chunks;
   if (!a.format.empty())
     std::cout << pw::planner::format_plan_for(plan, profile, format);
   else if (a.json)
@@ -240,7 +266,9 @@ pw::tools::CommandRegistrar reg("plan", [](CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--batch", a->req.batch, "samples per mini-batch (default: the profile's)");
   sub->add_option("--micro-batches", a->req.micro_batches, "auto or a count")->capture_default_str();
-  sub->add_option("--schedule", a->req.schedule, "auto | gpipe | 1f1b | zb-h1 | zb-h2 | pipedream-async")->capture_default_str();
+  sub->add_option("--schedule", a->req.schedule, "auto | gpipe | 1f1b | zb-h1 | zb-h2 | interleaved-1f1b | pipedream-async")
+      ->capture_default_str();
+  sub->add_option("--chunks", a->chunks, "interleaved-1f1b: virtual stages per device (default 2)");
   sub->add_option("--objective", a->req.objective, "sync | async | pipedream (PipeDream's exact cost model)")
       ->capture_default_str();
   sub->add_option("--partitioner", a->req.partitioner, "dp | gpipe-greedy | even")->capture_default_str();

@@ -249,3 +249,32 @@ TEST_CASE("plan --schedule zb-h2: zb-h1's partition, simulated as zb-h2, refused
   pw::test::expect_rejected(run_cli(big), 3, {"zb-h2 on the zb-h1 partition needs", "try --schedule zb-h1"});
   CHECK(!dir.exists("big.json"));
 }
+
+TEST_CASE("plan --schedule interleaved-1f1b: 1F1B's devices and micro-batches, p x v virtual stages, simulated") {
+  ScratchDir dir;
+  const std::vector<std::string> gpt = {"plan", "--model", "gpt", "--layers", "12", "--device", "a100-80g",
+                                        "--devices", "4", "--batch", "64", "--micro-batches", "16"};
+  std::vector<std::string> args = gpt;
+  args.insert(args.end(), {"--schedule", "interleaved-1f1b", "--chunks", "2", "-o", dir.file("il.json")});
+  CliResult r = run_cli(args);
+  CAPTURE(r.err);
+  REQUIRE(r.rc == 0);
+  const pw::planner::Plan il = pw::planner::load_plan_file(dir.file("il.json"));
+  CHECK(to_string(il.schedule) == "interleaved-1f1b");
+  CHECK(il.chunks == 2);
+  REQUIRE(il.num_stages() == 8);
+  for (int k = 0; k < 8; ++k) CHECK(il.stages[k].devices == il.stages[k % 4].devices);
+  for (int k = 0; k + 1 < 8; ++k) CHECK(il.stages[k].end_layer == il.stages[k + 1].first_layer);
+  // What plan says is what simulate says.
+  CliResult sim = run_cli({"simulate", "--plan", dir.file("il.json"), "--json"});
+  REQUIRE(sim.rc == 0);
+  CHECK(Json::parse(sim.out).at("makespan_ns").get<int64_t>() == std::llround(il.predicted.iteration_time_s * 1e9));
+  std::vector<std::string> odd = gpt;
+  odd[odd.size() - 1] = "18";
+  odd.insert(odd.end(), {"--schedule", "interleaved-1f1b", "-o", dir.file("odd.json")});
+  pw::test::expect_rejected(run_cli(odd), 2, {"not a multiple of the 4 devices", "--micro-batches 16 or 20"});
+  CHECK(!dir.exists("odd.json"));
+  std::vector<std::string> chunks_alone = gpt;
+  chunks_alone.insert(chunks_alone.end(), {"--chunks", "3"});
+  pw::test::expect_rejected(run_cli(chunks_alone), 2, {"--chunks: only with --schedule interleaved-1f1b"});
+}
