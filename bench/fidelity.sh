@@ -5,6 +5,7 @@
 #   bench/fidelity.sh [BUILD_DIR]            the whole grid (slow: 3 models x 4 schedules x 4 M + 1-stage runs)
 #   FIDELITY_SUBSET=1 bench/fidelity.sh      a small subset (default gpt and the 8x1024 mlp, 1f1b/gpipe, M 2 and 8)
 #   FIDELITY_STEPS=N, FIDELITY_WARMUP=N      measured and warm-up steps per run (default 10 and 5)
+#   FIDELITY_MODELS="gpt-default mlp-4x4096-b64"   only these models of the grid (names as printed)
 #
 # Grid: models {default gpt, mlp 8x1024 batch 256, mlp 4x4096 batch 64} x schedules {gpipe, 1f1b,
 # zb-h1, interleaved-1f1b} x M {2, 4, 8, 16} x 2 stages (one pinned core each), plus 1 stage on
@@ -63,6 +64,7 @@ run_one() {  # name model schedule stages M threads
     "$(awk -v p="$mp" -v m="$mm" 'BEGIN{printf "%+.1f%%", 100*(p/m-1)}')"
 }
 for i in "${!models[@]}"; do
+  if [[ -n "${FIDELITY_MODELS:-}" && " $FIDELITY_MODELS " != *" ${names[$i]} "* ]]; then continue; fi
   for s in "${schedules[@]}"; do
     for m in "${ms[@]}"; do run_one "${names[$i]}" "${models[$i]}" "$s" 2 "$m" 1; done
   done

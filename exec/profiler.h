@@ -43,6 +43,13 @@
 
 namespace pw::exec {
 
+// Passes the tool's own in-context measurements use (run --compare, demo, plan --measure):
+// eight untimed passes first, because a fresh process's first passes run slow (pages faulted
+// in, OpenMP teams and oneDNN primitives created; with 2 the 2-thread gpt profile read up to
+// 1.7x high in one run of four, issue 12), then nine timed ones (medians).
+inline constexpr int kInContextWarmupPasses = 8;
+inline constexpr int kInContextTimedPasses = 9;
+
 struct MeasureOptions {
   int64_t micro_batch = 1;
   int reps = 10;

@@ -119,8 +119,8 @@ std::pair<pw::models::Profile, pw::models::Cluster> measure_here(PlanArgs& a) {
   if (cores > 1) o.thread_counts.push_back(cores);
   o.micro_batch = o.micro_batches.front();
   o.threads = 1;
-  o.reps = 5;
-  o.warmup = 2;
+  o.reps = pw::exec::kInContextTimedPasses;
+  o.warmup = pw::exec::kInContextWarmupPasses;
   o.optimizer = a.req.optimizer;
   o.progress = [](int done, int total, const std::string& what) {
     std::fprintf(stderr, "measured %d/%d (%s)\n", done, total, what.c_str());

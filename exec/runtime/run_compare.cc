@@ -49,11 +49,8 @@ Prediction predict_from_measurement(const models::Model& model, const planner::P
                                     const OptimizerOptions& optimizer) {
   MeasureOptions mo;
   mo.micro_batch = plan.micro_batch_size;
-  mo.reps = 9;
-  // Eight untimed passes first: a fresh process's first passes run slow (pages faulted in,
-  // OpenMP teams and oneDNN primitives created); with 2 the 2-thread gpt profile read up to
-  // 1.7x high in one run of four (issue 12).
-  mo.warmup = 8;
+  mo.reps = kInContextTimedPasses;
+  mo.warmup = kInContextWarmupPasses;
   mo.threads = threads;
   mo.co_run_workers = plan.num_stages() / plan.chunks;
   mo.optimizer = optimizer.kind == OptimizerKind::adam ? "adam" : (optimizer.momentum > 0 ? "sgd-momentum" : "sgd");
