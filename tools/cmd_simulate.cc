@@ -65,7 +65,8 @@ void run_replay(const SimulateArgs& a, CLI::App* sub) {
     for (const auto& e : r.ops)
       ops.push_back({{"stage", e.stage}, {"op", std::string(planner::to_string(e.kind))}, {"count", e.count},
                      {"predicted_ns", e.predicted_ns}, {"measured_ns", e.measured_ns}, {"error_ns", e.error_ns()}});
-    Json j{{"first_iteration", r.first_iteration}, {"iterations", r.iterations},
+    Json j{{"format", format_tag("replay", 1)},
+           {"first_iteration", r.first_iteration}, {"iterations", r.iterations},
            {"measured_ns", r.measured_ns}, {"replayed_ns", r.replayed_ns}, {"predicted_ns", r.predicted_ns},
            {"cost_model_error_ns", r.cost_model_error_ns()}, {"scheduling_error_ns", r.scheduling_error_ns()},
            {"ops", ops}};

@@ -100,6 +100,10 @@ class SchemasDescribeOutputs(unittest.TestCase):
                 check_stdout(cli("run", "--model", "gpt", *small_gpt, "--stages", "2", "--micro-batches", "2",
                                  "--steps", "2", "--json", "--trace", p("run-chrome.json")), "run --json")
                 check_file(p("run-chrome.json"))
+                cli("run", "--model", "gpt", *small_gpt, "--stages", "2", "--micro-batches", "2", "--steps", "2",
+                    "--warmup-steps", "1", "--compare", "--run-trace", p("run.trace.json"))
+                check_file(p("run.trace.json"))
+                check_stdout(cli("simulate", "--replay", p("run.trace.json"), "--json"), "simulate --replay --json")
             check_stdout(cli("simulate", "--uniform", "--stages", "2", "--micro-batches", "4", "--t-f", "1",
                              "--t-b", "1", "--json"), "simulate --uniform --json")
             with open(p("s.csv"), "w") as f:
@@ -124,6 +128,9 @@ class SchemasDescribeOutputs(unittest.TestCase):
                          "pipewright.schedule/1", "pipewright.sweep/1", "pipewright.sweep-result/1",
                          "pipewright.model-summary/1", "pipewright.chrome-trace/1", "pipewright.whatif-rows/1",
                          "pipewright.cluster/1"} <= seen, seen)
+        if "train" in cli("--help"):
+            self.assertTrue({"pipewright.run-trace/1", "pipewright.replay/1", "pipewright.run-result/1",
+                             "pipewright.train-result/1"} <= seen, seen)
 
     def test_cluster_and_trace_documents(self):
         # The cluster and trace formats are read by the tool; documents it accepts validate.
