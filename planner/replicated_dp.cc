@@ -16,6 +16,9 @@ namespace pw::planner {
 namespace {
 
 constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
+// Windows wider than this also get the prefix cap, the memory clamp and a start at the guessed
+// crossing (each a binary search; narrower windows are cheaper to walk).
+constexpr size_t kCapMinWindow = 8;
 
 struct Cell {
   double t = kNone;
@@ -33,13 +36,26 @@ class Solver {
     // Per state j its predecessors ordered by (downset compute, index), for the split windows.
     by_compute_.resize(n_);
     compute_of_.resize(n_);
+    pmax_of_.resize(n_);
     for (int j = 0; j < n_; ++j) {
       std::vector<int>& ks = by_compute_[j];
       ks = s_.preds[j];
       std::stable_sort(ks.begin(), ks.end(), [&](int a, int b) { return s_.compute_ns[a] < s_.compute_ns[b]; });
       compute_of_[j].reserve(ks.size());
       for (int k : ks) compute_of_[j].push_back(s_.compute_ns[k]);
+      pmax_of_[j].reserve(ks.size());
+      int64_t run = std::numeric_limits<int64_t>::min();
+      for (int k : ks) pmax_of_[j].push_back(run = std::max(run, s_.parameter_bytes[k]));
     }
+    prefix_family_ = true;
+    for (int j = 0; j < n_ && prefix_family_; ++j) {
+      prefix_family_ = static_cast<int>(s_.preds[j].size()) == j;
+      for (int k = 0; k < j && prefix_family_; ++k) prefix_family_ = by_compute_[j][k] == k;
+    }
+    order_.resize(n_);
+    for (int k = 0; k < n_; ++k) order_[k] = k;
+    std::stable_sort(order_.begin(), order_.end(), [&](int a, int b) { return s_.compute_ns[a] < s_.compute_ns[b]; });
+    for (int k : order_) order_compute_.push_back(s_.compute_ns[k]);
     // Seconds per compute ns on one machine of each level (a level-l machine is G_l devices).
     double g = 1;
     for (const auto& l : levels_) {
@@ -52,7 +68,17 @@ class Solver {
   // model with memory: its bound depends on it); 1 otherwise.
   double ct(int level, int i, int j, int r_parent = 1) const {
     if (j < i) return kNone;
-    if (level == 1 && !rtables_.empty()) return rtables_[r_parent - 1][static_cast<size_t>(i) * n_ + j];
+    if (level == 1 && per_parent_ && r_parent > 1 && bound_[i]) {
+      // Solved on first use (the level-1 row runs on one thread): most are never asked for.
+      std::vector<double>& row = rrows_[r_parent - 1][i];
+      if (row.empty()) {
+        const int M0 = levels_[0].machines;
+        std::vector<Cell> cells = solve_row(0, i, r_parent);
+        row.assign(n_, kNone);
+        for (int q = i; q < n_; ++q) row[q] = cells[static_cast<size_t>(q) * M0 + M0 - 1].t;
+      }
+      return row[j];
+    }
     if (level == 0) {
       int64_t c = s_.compute_ns[j] - (i == 0 ? 0 : s_.compute_ns[i - 1]);
       return o_.quirks ? static_cast<double>(c) / 1e9 : static_cast<double>(c) * o_.time_scale;
@@ -112,6 +138,19 @@ class Solver {
     }
     const double unit = units_[level];
     const int64_t base_comp = i == 0 ? 0 : s_.compute_ns[i - 1];
+    // sufmin[m' * n + p]: the smallest A[i][k][m'] over the states k at positions >= p of the
+    // compute order (empty cells count as +inf); column m' is final before any m > m' reads it.
+    std::vector<double> sufmin(o_.exhaustive_splits ? 0 : static_cast<size_t>(n_) * M);
+    auto build_sufmin = [&](int mc) {
+      if (o_.exhaustive_splits) return;
+      double run = std::numeric_limits<double>::infinity();
+      for (int p = n_ - 1; p >= 0; --p) {
+        const double v = at(order_[p], mc).t;
+        if (!std::isnan(v) && v < run) run = v;
+        sufmin[static_cast<size_t>(mc) * n_ + p] = run;
+      }
+    };
+    build_sufmin(0);
     for (int m = 1; m < M; ++m) {
       // PipeDream starts j at i + 1, so a one-state segment never gets the "fewer machines"
       // option (a quirk); the corrected model gives it one.
@@ -151,61 +190,154 @@ class Solver {
                                              : (lat + (has_out ? lat + out_j / B : 0.0)) / mp;
             if (comm_lb > best.t * (1 + 1e-9)) continue;
           }
-          size_t lo = 0, hi = ks.size();
-          if (!std::isnan(best.t) && !o_.exhaustive_splits) {
+          const int mprev = m - mp;
+          const double Bmp = B * mp;
+          const double out_j_term = has_out ? 2.0 * out_j / Bmp : 0.0;  // quirks: the output transfer
+          // Compute range [lo_c, hi_c] a split k must lie in to beat the incumbent: the last
+          // stage's bound from below, from above the smaller of the prefix's compute bound and
+          // the prefix cap (every state past it has A[i][.][mprev] > incumbent: suffix minima).
+          double lo_c = -std::numeric_limits<double>::infinity(), hi_c = std::numeric_limits<double>::infinity();
+          bool use_cap = false;  // the prefix cap costs a search: only for wide windows
+          auto set_bounds = [&] {
+            if (o_.exhaustive_splits) return;
+            if (std::isnan(best.t)) {  // no incumbent: only the states with no feasible prefix go
+              if (use_cap) hi_c = prefix_cap(sufmin, mprev, std::numeric_limits<double>::max());
+              return;
+            }
             const double lim = best.t * (1 + 1e-9) / unit;
-            const double hi_c = static_cast<double>(base_comp) + lim * (m + 1 - mp);
-            const double lo_c = static_cast<double>(s_.compute_ns[j]) - lim * mp;
-            lo = static_cast<size_t>(std::partition_point(cs.begin(), cs.end(), [&](int64_t c) { return static_cast<double>(c) < lo_c; }) - cs.begin());
-            hi = static_cast<size_t>(std::partition_point(cs.begin() + lo, cs.end(), [&](int64_t c) { return static_cast<double>(c) <= hi_c; }) - cs.begin());
+            hi_c = static_cast<double>(base_comp) + lim * (m + 1 - mp);
+            if (use_cap) hi_c = std::min(hi_c, prefix_cap(sufmin, mprev, best.t));
+            lo_c = static_cast<double>(s_.compute_ns[j]) - lim * mp;
+          };
+          set_bounds();
+          if (hi_c < lo_c) continue;
+          // Prefix states: the predecessors of j are 0..j-1 in this order, and A[i][k] needs k >= i.
+          const size_t first = prefix_family_ && !o_.exhaustive_splits ? static_cast<size_t>(i) : 0;
+          size_t lo = static_cast<size_t>(std::partition_point(cs.begin() + first, cs.end(), [&](int64_t c) { return static_cast<double>(c) < lo_c; }) - cs.begin());
+          size_t hi = static_cast<size_t>(std::partition_point(cs.begin() + lo, cs.end(), [&](int64_t c) { return static_cast<double>(c) <= hi_c; }) - cs.begin());
+          if (lo >= hi) continue;
+          if (hi - lo > kCapMinWindow && !o_.exhaustive_splits) {
+            use_cap = true;
+            set_bounds();
+            hi = static_cast<size_t>(std::partition_point(cs.begin() + lo, cs.begin() + hi, [&](int64_t c) { return static_cast<double>(c) <= hi_c; }) - cs.begin());
+            if (lo >= hi) continue;
+            // Prefix states, corrected model: the last stage (k, j] shrinks as k grows, so its
+            // memory check fails exactly below some k (a monotone test in floating point too).
+            if (!o_.quirks && o_.use_memory_constraint && level == 0 && prefix_family_) {
+              const int fh = M - (m + 1) + mp;
+              lo = static_cast<size_t>(std::partition_point(ks.begin() + lo, ks.begin() + hi, [&](int k) {
+                     return !corrected_mem_ok(k + 1, j, mp, fh);
+                   }) - ks.begin());
+              if (lo >= hi) continue;
+            }
           }
-          for (size_t q = lo; q < hi; ++q) {
+          auto consider = [&](size_t q) __attribute__((always_inline)) {
             const int k = ks[q];
-            // The incumbent improves as the window is walked: its upper end shrinks with it.
-            if (!o_.exhaustive_splits && !std::isnan(best.t) &&
-                static_cast<double>(cs[q]) > static_cast<double>(base_comp) + best.t * (1 + 1e-9) / unit * (m + 1 - mp))
-              break;
-            if (k < i) continue;  // A[i][k] exists only for k >= i
-            if (i > 0 && s_.pred_set[i - 1].test(k)) continue;
-            const Cell& prev = at(k, m - mp);
-            if (std::isnan(prev.t)) continue;
-            // t = max(prev, last) >= prev exactly: a prefix already slower cannot be kept.
-            if (!std::isnan(best.t) && prev.t > best.t) continue;
-            const double Cl = ct(level, k + 1, j, m);  // the smallest over r_parent <= m
-            if (std::isnan(Cl)) continue;
-            // The last stage takes at least Cl / r' (Cm >= Cl; exact in floating point too).
-            if (!std::isnan(best.t) && Cl / mp > best.t) continue;
-            const double Cm = rtables_.empty() || level != 1 ? Cl : ct(level, k + 1, j, mp);
-            if (std::isnan(Cm)) continue;
+            if (k < i) return;  // A[i][k] exists only for k >= i
+            if (i > 0 && s_.pred_set[i - 1].test(k)) return;
+            const Cell& prev = at(k, mprev);
+            if (std::isnan(prev.t)) return;
+            // A candidate wins only if it is faster, or as fast with a smaller (k, r') after
+            // another split (after the base/fewer incumbent, never). Each lower bound lb below
+            // is exact in floating point (t = max(prev, ...) >= each term): lb > best loses,
+            // and lb == best loses when a tie cannot win.
+            const bool prunable = !std::isnan(best.t) && !o_.exhaustive_splits;
+            const bool tie_loses = !from_loop || k > best.k || (k == best.k && mp >= best.np);
+            auto loses = [&](double lb) { return prunable && (lb > best.t || (tie_loses && lb == best.t)); };
+            if (!std::isnan(best.t) && prev.t > best.t) return;
+            if (loses(prev.t)) return;
             const double out_k = o_.quirks ? static_cast<double>(s_.out_bytes[k]) : s_.cut_bytes[k] * o_.activation_scale;
+            if (o_.quirks && o_.activation_comm && loses(std::max(2.0 * out_k / Bmp, out_j_term))) return;
+            // Level 1 under per-r_parent costs: the cost with r_parent = r' itself (no cheaper
+            // bound is known without solving that row); else the one cost.
+            const bool by_parent = per_parent_ && level == 1;
+            const double Cl = by_parent ? kNone : ct(level, k + 1, j, m);
+            const double Cm = by_parent ? ct(level, k + 1, j, mp) : Cl;
+            if (std::isnan(Cm)) return;
+            // The last stage takes at least Cm / r' (exact in floating point too).
+            if (!std::isnan(best.t) && Cm / mp > best.t) return;
+            if (loses(Cm / mp)) return;
             const double Pl = diff(s_.parameter_bytes, k + 1, j);
             double t;
             if (o_.quirks) {
               const double stash = (diff(s_.activation_bytes, k + 1, j) + Pl) *
                                    static_cast<double>(ceil_div(M - (m + 1), mp));
-              if (o_.use_memory_constraint && stash > o_.memory_bytes) continue;
-              const double last = (Cl + 4.0 * (mp - 1) * Pl / (B * mp)) / mp;
+              if (o_.use_memory_constraint && stash > o_.memory_bytes) return;
+              const double last = (Cl + 4.0 * (mp - 1) * Pl / Bmp) / mp;
               t = std::max(prev.t, last);
               if (o_.activation_comm) {
-                t = std::max(t, 2.0 * out_k / (B * mp));
-                if (has_out) t = std::max(t, 2.0 * out_j / (B * mp));
+                t = std::max(t, 2.0 * out_k / Bmp);
+                if (has_out) t = std::max(t, out_j_term);
               }
             } else {
-              if (!corrected_mem_ok(k + 1, j, mp, M - (m + 1) + mp)) continue;
+              if (!corrected_mem_ok(k + 1, j, mp, M - (m + 1) + mp)) return;
               const double comm = ((lat + out_k / B) + (has_out ? lat + out_j / B : 0.0)) / mp;
               const double last = std::max((Cm + allreduce(mp, Pl)) / mp, comm);
               t = std::max(prev.t, last);
             }
             if (better(t, k, mp)) {
-              best = Cell{t, k, m - mp, mp};
+              const bool tighter = std::isnan(best.t) || t < best.t;
+              best = Cell{t, k, mprev, mp};
               from_loop = true;
+              if (tighter) set_bounds();
             }
+          };
+          if (o_.exhaustive_splits) {
+            for (size_t q = lo; q < hi; ++q) consider(q);
+            continue;
+          }
+          // Start where the prefix's time meets the last stage's compute bound (a guess at the
+          // best split, so the incumbent tightens early), then walk outwards in both directions;
+          // each walk stops at the bound on its side, which shrinks as the incumbent improves.
+          size_t q0 = !use_cap ? lo : static_cast<size_t>(std::partition_point(ks.begin() + lo, ks.begin() + hi, [&](int k) {
+                        const double pt = at(k, mprev).t;
+                        const double lb = level == 0 ? last_lb(s_.compute_ns[j] - s_.compute_ns[k], s_.parameter_bytes[j] - s_.parameter_bytes[k], mp, B, lat)
+                                                     : static_cast<double>(s_.compute_ns[j] - s_.compute_ns[k]) * unit / mp;
+                        return !(pt >= lb);
+                      }) - ks.begin());
+          if (q0 == hi) --q0;
+          for (size_t q = q0; q < hi; ++q) {
+            if (static_cast<double>(cs[q]) > hi_c) break;
+            consider(q);
+          }
+          const std::vector<int64_t>& pm = pmax_of_[j];
+          for (size_t q = q0; q-- > lo;) {
+            if (static_cast<double>(cs[q]) < lo_c) break;
+            // Every split at or below q leaves the last stage at least compute_j - cs[q] and
+            // parameters_j - pm[q] (pm: the running maximum): its exact time bounds them all.
+            if (level == 0 && !std::isnan(best.t) &&
+                last_lb(s_.compute_ns[j] - cs[q], s_.parameter_bytes[j] - pm[q], mp, B, lat) > best.t)
+              break;
+            consider(q);
           }
         }
         at(j, m) = best;
       }
+      build_sufmin(m);
     }
     return A;
+  }
+
+  // Level 0: a lower bound on the last stage's time with r' = mp replicas, `dc` compute ns and
+  // at least `dp` parameter bytes, by the same operations in the same order as the exact time
+  // (floating point is monotone in each operand), so it is exact where dc, dp are.
+  double last_lb(int64_t dc, int64_t dp, int mp, double B, double lat) const {
+    const double P = static_cast<double>(dp);
+    if (o_.quirks) return (static_cast<double>(dc) / 1e9 + 4.0 * (mp - 1) * P / (B * mp)) / mp;
+    const double ar = mp > 1 ? 2.0 * (mp - 1) / mp * P / B + 2.0 * (mp - 1) * lat : 0.0;
+    return (static_cast<double>(dc) * o_.time_scale + ar) / mp;
+  }
+
+  // The largest compute a split state may have when its prefix A[i][k][mc] must be <= t:
+  // every state at a compute-order position >= p, p the first with sufmin > t, is slower.
+  double prefix_cap(const std::vector<double>& sufmin, int mc, double t) const {
+    const double* col = sufmin.data() + static_cast<size_t>(mc) * n_;
+    const int p = static_cast<int>(std::partition_point(col, col + n_, [&](double v) { return v <= t; }) - col);
+    if (p == n_) return std::numeric_limits<double>::infinity();
+    if (p == 0) return -1.0;
+    // Positions < p have compute <= order_compute_[p - 1]; when that is below position p's,
+    // it separates the kept states exactly, else the tie keeps position p's compute too.
+    return static_cast<double>(order_compute_[p - 1] < order_compute_[p] ? order_compute_[p - 1] : order_compute_[p]);
   }
 
   // Runs body(0..count-1) on o_.threads threads (0: the hardware's), tasks taken in order.
@@ -252,20 +384,14 @@ class Solver {
         bound[i] = b;
         for (int j = i; j < n_; ++j) next[static_cast<size_t>(i) * n_ + j] = row[static_cast<size_t>(j) * M + M - 1].t;
       });
-      std::vector<int> bound_rows;
-      for (int i = 0; i < n_; ++i)
-        if (bound[i]) bound_rows.push_back(i);
       if (per_parent) {
         // Rows the memory check never cut are the same for every r_parent (the bound only
-        // loosens as r_parent grows); the others are solved again per r_parent.
-        rtables_.assign(levels_[1].machines, next);
-        const int per = static_cast<int>(bound_rows.size());
-        parallel_for((levels_[1].machines - 1) * per, [&](int task) {
-          const int rp = 2 + task / per, i = bound_rows[task % per];
-          std::vector<Cell> row = solve_row(level, i, rp);
-          for (int j = i; j < n_; ++j)
-            rtables_[rp - 1][static_cast<size_t>(i) * n_ + j] = row[static_cast<size_t>(j) * M + M - 1].t;
-        });
+        // loosens as r_parent grows, and a solve that performed no failing check takes the
+        // same path with a looser one); the others are solved again per r_parent when the
+        // level above first asks (ct).
+        per_parent_ = true;
+        bound_ = bound;
+        rrows_.assign(levels_[1].machines, std::vector<std::vector<double>>(n_));
       }
       tables_[level + 1] = std::move(next);
     }
@@ -289,7 +415,7 @@ class Solver {
       table << "Level " << level + 1 << "\n";
       std::vector<Seg> next;
       for (const Seg& seg : segs) {
-        std::vector<Cell> row = level == L - 1 ? top : solve_row(level, seg.start, rtables_.empty() ? 1 : seg.reps);
+        std::vector<Cell> row = level == L - 1 ? top : solve_row(level, seg.start, per_parent_ ? seg.reps : 1);
         // Collect (start, end, machines) back to front.
         std::vector<std::array<int, 3>> parts;
         int j = seg.end - 1, m = Ml - 1;
@@ -332,10 +458,16 @@ class Solver {
   const ReplicatedOptions& o_;
   int n_;
   std::vector<std::vector<double>> tables_;
-  std::vector<std::vector<double>> rtables_;  // per r_parent - 1: level-1 costs (see ct)
+  bool per_parent_ = false;  // two levels, corrected model with memory: level-1 costs per r_parent
+  std::vector<char> bound_;  // per start row: the memory check cut something at r_parent = 1
+  mutable std::vector<std::vector<std::vector<double>>> rrows_;  // [r_parent - 1][i]: see ct
   std::vector<std::vector<int>> by_compute_;      // per state: preds by (compute_ns, index)
   std::vector<std::vector<int64_t>> compute_of_;  // their compute_ns, ascending
+  std::vector<std::vector<int64_t>> pmax_of_;     // running maximum of their parameter_bytes
   std::vector<double> units_;                     // per level: seconds per profile ns per machine
+  bool prefix_family_ = false;                    // preds(j) = 0..j-1, also in compute order
+  std::vector<int> order_;                        // states by (compute_ns, index)
+  std::vector<int64_t> order_compute_;            // their compute_ns
 };
 
 }  // namespace

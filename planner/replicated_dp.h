@@ -26,9 +26,15 @@
 // width r' only the splits k whose lower bounds compute(i..k)/(m + 1 - r') and
 // compute(k+1..j)/r' (in seconds per machine of the level; the mediant inequality makes them
 // bounds at every level) stay within the incumbent are visited, a window of the predecessors
-// sorted by compute found by binary search. Ties resolve as PipeDream's loop order does
-// (smallest k, then smallest r'), so the plan is the one the exhaustive loop finds. The start
-// rows of an inner level are independent and solved on `threads` threads.
+// sorted by compute found by binary search; wide windows are further cut by the suffix minima
+// of the solved prefix cells (A[i][.][m'] over the states in compute order), walked outwards
+// from a guessed crossing, stopped below by the exact last-stage time with the all-reduce
+// (level 0) and, on prefix states with memory, by the monotone memory test. Ties resolve as
+// PipeDream's loop order does (smallest k, then smallest r'), so the plan is the one the
+// exhaustive loop finds (a candidate that can only tie and would lose is not evaluated). The
+// start rows of an inner level are independent and solved on `threads` threads; with
+// per-r_parent costs (two levels, corrected model, memory) a memory-bound row is solved again
+// for an r_parent only when the level above asks for it.
 // Memory O(S^2) doubles for the inner-level tables, O(E) for the sorted predecessor lists,
 // plus O(S * M) per row and thread.
 // Thread-safety: a pure function (it starts and joins its own threads).

@@ -100,3 +100,58 @@ TEST_CASE("replicated DP: windows and threads change no plan on random instances
   }
   CHECK(multi > 50);
 }
+
+// Wider machine counts (8 and 16 per level) exercise the prefix cap, the walk from the guessed
+// crossing, the memory clamp and the per-r_parent rows solved on demand; tight memory leaves
+// cells without an incumbent and many rows bound by memory.
+TEST_CASE("replicated DP: pruning changes no plan with many machines per level on random instances") {
+  std::mt19937 rng(4242);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  int multi = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    CAPTURE(trial);
+    const bool quirks = trial % 2 == 0;
+    models::Profile p = test::random_profile(rng, pick(12, 40), 4);
+    CutStates s = quirks ? pipedream_states(p, 100000) : prefix_states(p, false);
+    REQUIRE(s.complete);
+    std::vector<ReplicatedLevel> levels;
+    const int L = pick(1, 4) == 1 ? 3 : 2;
+    for (int l = 0; l < L; ++l)
+      levels.push_back({L == 3 ? pick(2, 4) : pick(3, 12), 1e7 * pick(1, 40), quirks ? 0.0 : pick(0, 3) * 1e-6});
+    ReplicatedOptions o;
+    o.quirks = quirks;
+    o.fewer_machines = pick(0, 3) == 0;
+    o.activation_comm = pick(0, 3) != 0;
+    o.time_scale = 1e-9 * pick(1, 3);
+    o.activation_scale = pick(1, 3);
+    o.use_memory_constraint = !quirks || pick(0, 2) == 0;
+    o.memory_bytes = 1000.0 * pick(40, 600);
+    multi += compare(s, levels, o) > 1;
+  }
+  CHECK(multi > 20);
+}
+
+TEST_CASE("replicated DP: pruning changes no plan on resnet50 and gnmt with 8 and 16 machines per level") {
+  const std::string dir = std::string(PW_SHARED_DIR) + "/pipedream-profiles/";
+  for (const char* f : {"resnet50/graph.txt", "gnmt/graph.txt"}) {
+    CAPTURE(f);
+    models::Profile p = models::import_pipedream_graph(dir + f);
+    for (bool quirks : {true, false}) {
+      CAPTURE(quirks);
+      CutStates s = quirks ? pipedream_states(p, 5000) : prefix_states(p, false);
+      REQUIRE(s.complete);
+      for (const auto& lv : std::vector<std::vector<ReplicatedLevel>>{{{8, 1.25e10, 1e-6}, {8, 1.25e9, 5e-6}},
+                                                                      {{16, 1.25e10, 1e-6}, {4, 1.25e9, 5e-6}}}) {
+        CAPTURE(lv[0].machines);
+        ReplicatedOptions o;
+        o.quirks = quirks;
+        o.activation_comm = true;
+        o.use_memory_constraint = !quirks;
+        o.memory_bytes = 16e9;
+        o.time_scale = 1e-9;
+        o.activation_scale = 1;
+        CHECK(compare(s, lv, o) > 1);
+      }
+    }
+  }
+}
