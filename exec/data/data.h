@@ -12,8 +12,9 @@
 //   low-rank linear teacher over the flattened input.
 // - Synthetic regression (mse_loss, e.g. mlp): inputs approximately N(0, 1); targets =
 //   tanh(teacher · x) with a fixed random low-rank teacher, so the loss can fall.
-// The synthetic sources cost O(input + output) per sample (mlp 8x1024, batch 256: ~2 ms a
-// mini-batch on the CI machine; bench/RESULTS.md), the text source a copy of the window.
+// The synthetic sources cost O(input + output) per sample (mlp 8x1024, batch 256: ~7 ms of CPU
+// a mini-batch on the 2-core CI machine, was ~200 ms; bench/RESULTS.md), the text source a
+// copy of the window.
 // next() is deterministic given (seed, samples drawn before): samples are drawn one after the
 // other, so next(a) then next(b) yields the rows of next(a + b). state() / restore() capture
 // and reset that position (RNG state and batches drawn), so a resumed run draws exactly the
