@@ -149,7 +149,7 @@ std::pair<std::set<int>, std::vector<int>> trace_iterations(const std::string& f
 }
 }  // namespace
 
-TEST_CASE("run --trace of N steps keeps the last --trace-keep K iterations in full and N summaries; --trace-all all") {
+TEST_CASE("run --trace of N steps keeps the last --trace-keep K iterations in full and N summaries, --trace-all all") {
   ScratchDir dir;
   const CliResult r = small_gpt_run(5, {"--trace", dir.file("t.json"), "--trace-keep", "2"});
   CAPTURE(r.err);

@@ -60,7 +60,7 @@ TEST_CASE("train: bad input exits 2 with one line") {
   CHECK(dir.entries() == std::vector<std::string>{"empty.txt", "model.json", "opaque.json"});
 }
 
-TEST_CASE("train --json: step time, end-to-end samples/s and data wait; --prefetch changes no number") {
+TEST_CASE("train --json: step time, end-to-end samples/s and data wait, --prefetch changes no number") {
   const CliResult r = run_cli({"train", "--model", "mlp", "--steps", "4", "--threads", "1", "--json"});
   CAPTURE(r.err);
   REQUIRE(r.rc == 0);
