@@ -157,3 +157,14 @@ TEST_CASE("DataLoader: destroying it with a full queue or before any next() join
 }
 
 }  // namespace pw::exec
+
+namespace pw::exec {
+
+TEST_CASE("data_loading_bound: waiting for data more than 10% of the wall time, and only then") {
+  CHECK(data_loading_bound(0.11, 1.0));
+  CHECK_FALSE(data_loading_bound(0.10, 1.0));
+  CHECK_FALSE(data_loading_bound(0.0, 2.0));
+  CHECK_FALSE(data_loading_bound(0.5, 0.0));  // no timed step
+}
+
+}  // namespace pw::exec
