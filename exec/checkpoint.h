@@ -34,7 +34,7 @@
 #include <utility>
 #include <vector>
 
-#include "exec/data.h"
+#include "exec/data/data.h"
 #include "exec/network.h"
 #include "exec/tensor.h"
 #include "models/json_util.h"

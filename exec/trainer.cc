@@ -1,10 +1,12 @@
 #include "exec/trainer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 
 #include "exec/checkpoint.h"
-#include "exec/data.h"
+#include "exec/data/data.h"
+#include "exec/data/loader.h"
 #include "exec/network.h"
 #include "exec/numerics.h"
 #include "models/error.h"
@@ -50,7 +52,10 @@ TrainResult train(const models::Model& model, const TrainOptions& o,
   Allocator& alloc = Allocator::global();
   const int64_t live_before = alloc.live_bytes();
   alloc.reset_peak();
-  auto data = make_data_source(model, o.data_file, o.seed);
+  if (o.prefetch < 0) throw InputError("--prefetch: expected >= 0, got " + std::to_string(o.prefetch));
+  const int64_t m = o.batch / mb;
+  // The loader's unit is a micro-batch: `prefetch` mini-batches are prefetch * m of them.
+  DataLoader data(make_data_source(model, o.data_file, o.seed), mb, static_cast<int>(o.prefetch * m));
   Network net(model, o.seed);
   LayerRange range(net, 0, net.size());
   if (!range.has_loss() || range.outputs().size() != 1)
@@ -67,7 +72,7 @@ TrainResult train(const models::Model& model, const TrainOptions& o,
   // Checkpoint identity and state.
   Json options = optimizer_identity(o.optimizer);
   options["seed"] = o.seed;
-  options["data"] = data->describe();
+  options["data"] = data.describe();
   const Json identity = checkpoint_identity(
       model, Json{{"command", "train"}, {"stages", Json::array({Json::array({0, net.size()})})}, {"batch", o.batch},
                   {"micro_batch", mb}},
@@ -77,7 +82,7 @@ TrainResult train(const models::Model& model, const TrainOptions& o,
   add_optimizer_state(opt.state_tensors(), state);
 
   TrainResult res;
-  res.data = data->describe();
+  res.data = data.describe();
   res.parameter_bytes = net.parameter_bytes();
   res.optimizer_bytes = opt.state_bytes();
   if (!o.resume_dir.empty()) {
@@ -87,23 +92,26 @@ TrainResult train(const models::Model& model, const TrainOptions& o,
                        "; --steps " + std::to_string(o.steps) + " leaves nothing to run");
     load_stage(o.resume_dir, info, 0, state);
     opt.set_steps(state.optimizer_steps);
-    data->restore(info.data);
+    data.restore(info.data);
     res.first_step = info.step;
   }
   auto save = [&](int64_t done) {
     state.optimizer_steps = opt.steps();
     state.weight_version = done;
-    save_checkpoint(o.checkpoint_dir, identity, done, data->state(), {state});
+    save_checkpoint(o.checkpoint_dir, identity, done, data.state(), {state});
     res.checkpoint_step = done;
   };
 
-  const int64_t m = o.batch / mb;
   const auto t0 = std::chrono::steady_clock::now();
+  const int64_t wait0 = data.wait_ns();
+  std::vector<int64_t> step_ns;
   for (int64_t step = res.first_step; step < o.steps; ++step) {
+    const auto step_t0 = std::chrono::steady_clock::now();
+    const int64_t step_wait0 = data.wait_ns();
     net.zero_grad();
     double loss = 0;
     for (int64_t j = 0; j < m; ++j) {
-      Batch b = data->next(mb);
+      Batch b = data.next();
       std::vector<Tensor> in(2);
       in[data_slot] = std::move(b.data);
       in[target_slot] = std::move(b.targets);
@@ -123,7 +131,10 @@ TrainResult train(const models::Model& model, const TrainOptions& o,
     loss /= static_cast<double>(m);
     res.losses.push_back(loss);
     const int64_t done = step + 1;
-    const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const auto now = std::chrono::steady_clock::now();
+    step_ns.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(now - step_t0).count() -
+                      (data.wait_ns() - step_wait0));
+    const double el = std::chrono::duration<double>(now - t0).count();
     if (on_step) {
       StepProgress p;
       p.step = done;
@@ -147,6 +158,14 @@ TrainResult train(const models::Model& model, const TrainOptions& o,
   res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   res.samples_per_s =
       res.seconds > 0 ? static_cast<double>(static_cast<int64_t>(res.losses.size()) * o.batch) / res.seconds : 0;
+  res.end_to_end_samples_per_s = res.samples_per_s;
+  std::sort(step_ns.begin(), step_ns.end());
+  const size_t n = step_ns.size();
+  const double med_ns = n == 0 ? 0 : n % 2 ? double(step_ns[n / 2]) : 0.5 * double(step_ns[n / 2 - 1] + step_ns[n / 2]);
+  res.step_ms = med_ns / 1e6;
+  res.step_samples_per_s = med_ns > 0 ? static_cast<double>(o.batch) * 1e9 / med_ns : 0;
+  res.data_wait_s = static_cast<double>(data.wait_ns() - wait0) / 1e9;
+  res.data_bound = data_loading_bound(res.data_wait_s, res.seconds);
   res.peak_memory_bytes = alloc.peak_bytes() - live_before;
   return res;
 }

@@ -1,6 +1,8 @@
 // Single-device training: a Network over the whole model run as one LayerRange, gradient
 // accumulation over micro-batches (each micro-batch's loss scaled by 1/num_micro_batches, so
-// the update equals that of the whole mini-batch), one optimizer step per mini-batch.
+// the update equals that of the whole mini-batch), one optimizer step per mini-batch. The
+// micro-batches are drawn `prefetch` mini-batches ahead on a producer thread
+// (exec/data/loader.h); the data equal those of drawing them in the loop.
 #pragma once
 
 #include <cstdint>
@@ -8,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "exec/data/loader.h"
 #include "exec/optimizer.h"
 #include "models/json_util.h"
 #include "models/layer_graph.h"
@@ -21,6 +24,7 @@ struct TrainOptions {
   OptimizerOptions optimizer;
   std::string data_file;     // empty: the default (text models) / synthetic data
   uint64_t seed = 1;
+  int prefetch = kDefaultPrefetch;  // mini-batches drawn ahead in the background (exec/data/loader.h); 0: none
   std::string checkpoint_dir;        // "" = no checkpoints
   int64_t checkpoint_every = 0;      // steps between checkpoints; 0 = only at the end and on a stop
   std::string resume_dir;            // "" = start fresh
@@ -38,9 +42,17 @@ struct StepProgress {
 
 struct TrainResult {
   std::vector<double> losses;    // one per step (mean over its micro-batches)
-  double samples_per_s = 0;      // over all steps (first step included)
-  double seconds = 0;
-  int64_t peak_memory_bytes = 0; // allocator peak during training (params, grads, state, stash)
+  double samples_per_s = 0;      // over all steps (first step included), data included
+  double seconds = 0;            // wall clock from the start of the first step to the end of the last
+  // Step time: per step, its wall time minus the time it waited for data; the median, and the
+  // samples per second it implies. end_to_end_samples_per_s = samples_per_s (named alike in
+  // `run`). data_wait_s: the time the steps waited for data; data_bound: data_loading_bound.
+  double step_ms = 0;
+  double step_samples_per_s = 0;
+  double end_to_end_samples_per_s = 0;
+  double data_wait_s = 0;
+  bool data_bound = false;
+  int64_t peak_memory_bytes = 0; // allocator peak during training (params, grads, state, stash, data drawn ahead)
   int64_t parameter_bytes = 0;
   int64_t optimizer_bytes = 0;
   std::string data;              // description of the data source

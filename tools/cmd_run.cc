@@ -9,12 +9,19 @@
 // done and exit 130 / 143; a NaN or Inf exits 4 (tools/signals.h).
 // --compare measures a profile of the model on this machine (exec/profiler.h), simulates the
 // same plan with it (sim/) and prints predicted vs measured iteration time and peak memory.
+// Long runs: --trace keeps the last --trace-keep K iterations in full plus one summary per
+// iteration (sim/trace_trim.h); --trace-all keeps every event. The SVG draws the last steady
+// iterations only (sim/timeline_svg.h) and --run-trace keeps every iteration (replay needs them).
+// Data: --prefetch N mini-batches are drawn ahead in the background (exec/data/loader.h); the
+// summary gives the median step time and the end-to-end samples/s (data included), with a note
+// when waiting for data took more than 10% of the wall time (exec/data/loader.h).
 #ifdef PW_HAVE_EXEC
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <cstdlib>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 
@@ -32,7 +39,8 @@
 #ifdef PW_HAVE_MPI
 #include "exec/runtime/run_ranks.h"
 #endif
-#include "exec/data.h"
+#include "exec/data/data.h"
+#include "exec/data/loader.h"
 #include "models/defaults.h"
 #include "models/error.h"
 #include "models/error_text.h"
@@ -41,6 +49,7 @@
 #include "sim/plan_costs.h"
 #include "sim/report.h"
 #include "sim/trace_io.h"
+#include "sim/trace_trim.h"
 #include "tools/command_registry.h"
 #include "tools/flag_checks.h"
 #include "tools/model_report.h"
@@ -49,6 +58,9 @@
 
 namespace {
 
+// --trace-keep: iterations a --trace file keeps in full.
+constexpr int kDefaultTraceKeep = 20;
+
 struct RunArgs {
   std::string plan, model, data, trace, svg, schedule = "1f1b", optimizer = pw::models::kDefaultOptimizer;
   std::string checkpoint, resume;
@@ -56,6 +68,9 @@ struct RunArgs {
   std::string run_trace;  // --run-trace: the measured run for `simulate --replay`
   pw::models::ZooOptions zoo;
   int stages = 0, micro_batches = 0, chunks = 0, steps = 10, threads = 0;
+  int prefetch = pw::exec::kDefaultPrefetch;
+  int trace_keep = kDefaultTraceKeep;
+  bool trace_all = false;
   int warmup_steps = -1;  // -1: 10 with --compare (timings are compared), else 0
   int64_t micro_batch_size = 0;
   double lr = -1;  // -1: exec::default_learning_rate of the optimizer
@@ -99,6 +114,10 @@ Prepared prepare(const RunArgs& a, const CLI::App& sub) {
   if (!a.plan.empty() && quick) throw pw::InputError("--stages: give either --plan or the quick form, not both");
   if (quick && a.model.empty()) throw pw::InputError("--stages: the quick form needs --model");
   if (a.steps < 1) throw pw::InputError("--steps: expected >= 1, got " + std::to_string(a.steps));
+  if (a.trace_keep < 1) throw pw::InputError("--trace-keep: expected >= 1, got " + std::to_string(a.trace_keep));
+  if (a.trace_all && sub.count("--trace-keep") > 0)
+    throw pw::InputError("--trace-all: give either --trace-all or --trace-keep K, not both");
+  if (a.prefetch < 0) throw pw::InputError("--prefetch: expected >= 0, got " + std::to_string(a.prefetch));
 
   pw::planner::Plan plan;
   if (!a.plan.empty()) plan = pw::planner::load_plan_file(a.plan);
@@ -146,6 +165,7 @@ Prepared prepare(const RunArgs& a, const CLI::App& sub) {
   o.steps = a.steps;
   o.warmup_steps = a.warmup_steps >= 0 ? a.warmup_steps : (a.compare ? 10 : 0);
   o.data_file = a.data;
+  o.prefetch = a.prefetch;
   o.seed = a.seed;
   o.optimizer.kind = pw::exec::parse_optimizer_kind(a.optimizer, "--optimizer");
   if (sub.count("--lr") > 0 && !(a.lr > 0)) throw pw::InputError("--lr: expected a value > 0");
@@ -207,6 +227,9 @@ void execute(const RunArgs& a, Prepared& p, World* world) {
     return;  // rank 0 prints and writes the outputs
   }
   if (!r.warning.empty()) std::fprintf(stderr, "%s\n", r.warning.c_str());
+  if (r.data_bound)
+    std::fprintf(stderr, "note: data loading is the bottleneck: the steps waited %.2f s of %.2f s for mini-batches (--prefetch %d)\n",
+                 r.data_wait_s, r.wall_s, o.prefetch);
 
   pw::exec::Prediction cmp;
   if (a.compare && !r.stopped) {
@@ -225,11 +248,17 @@ void execute(const RunArgs& a, Prepared& p, World* world) {
   if (!a.run_trace.empty()) pw::exec::write_run_trace(a.run_trace, plan, r.trace, o.warmup_steps, compared ? &cmp : nullptr);
   if (compared && !a.svg.empty())
     pw::exec::write_compare_svg(a.svg, plan, cmp, r.trace, o.warmup_steps, model.name());
-  if (!a.trace.empty() || (!a.svg.empty() && !compared))
+  if (!a.trace.empty())
+    pw::write_file_atomic(
+        a.trace,
+        pw::sim::chrome_trace_json(pw::sim::trim_trace(r.trace, a.trace_all ? std::numeric_limits<int>::max() : a.trace_keep))
+                .dump() +
+            "\n");
+  if (!a.svg.empty() && !compared)
     pw::sim::write_timeline_files(r.trace, pw::sim::summarize(r.trace, info),
                                   "measured: " + model.name() + ", " + info.schedule + ", " + std::to_string(devices) +
                                       " workers",
-                                  a.trace, compared ? "" : a.svg);
+                                  "", a.svg);
   if (a.json) {
     pw::Json stages = pw::Json::array();
     for (int d = 0; d < devices; ++d) {
@@ -255,6 +284,11 @@ void execute(const RunArgs& a, Prepared& p, World* world) {
     std::vector<double> its;
     for (int64_t ns : r.iteration_ns) its.push_back(static_cast<double>(ns) / 1e6);
     j["iteration_ms_per_step"] = its;
+    j["wall_s"] = r.wall_s;
+    j["end_to_end_samples_per_s"] = r.end_to_end_samples_per_s;
+    j["data_wait_s"] = r.data_wait_s;
+    j["data_bound"] = r.data_bound;
+    j["prefetch"] = o.prefetch;
     j["first_step"] = r.first_step;
     j["completed_steps"] = r.first_step + r.iterations_run;
     j["stopped"] = r.stopped;
@@ -270,6 +304,8 @@ void execute(const RunArgs& a, Prepared& p, World* world) {
                 devices, a.steps, static_cast<long long>(plan.batch));
     if (!r.losses.empty()) std::printf("loss %.4f -> %.4f\n", r.losses.front(), r.losses.back());
     std::printf("iteration %.2f ms (median), %.1f samples/s\n", r.median_iteration_ms, r.samples_per_s);
+    std::printf("end to end %.1f samples/s (%zu steps in %.2f s, data included; waited %.2f s for data)\n",
+                r.end_to_end_samples_per_s, r.iteration_ns.size(), r.wall_s, r.data_wait_s);
     if (a.compare && !r.stopped)
       std::printf("predicted iteration %.2f ms, measured %.2f ms (%+.1f%%)\n", cmp.iteration_ms,
                   r.median_iteration_ms, 100.0 * (r.median_iteration_ms / cmp.iteration_ms - 1.0));
@@ -354,6 +390,8 @@ pw::tools::CommandRegistrar reg("run", [](CLI::App& app) {
   sub->add_option("--warmup-steps", a->warmup_steps,
                   "extra steps first, trained but not timed or reported (default: 10 with --compare, else 0)");
   sub->add_option("--data", a->data, "text file for gpt (default /usr/share/common-licenses/GPL-3)");
+  sub->add_option("--prefetch", a->prefetch, "mini-batches drawn ahead in the background (0: draw before each step)")
+      ->capture_default_str();
   sub->add_option("--optimizer", a->optimizer, "sgd (momentum 0.9) | adam")->capture_default_str();
   sub->add_option("--lr", a->lr, "learning rate (default: adam 0.003, sgd 0.05)");
   sub->add_option("--seed", a->seed, "seed of initialization and data")->capture_default_str();
@@ -361,6 +399,10 @@ pw::tools::CommandRegistrar reg("run", [](CLI::App& app) {
   sub->add_flag("--vertical-sync", a->vertical_sync, "pipedream-async: PipeDream vertical sync of weight versions");
   sub->add_option("--trace", a->trace, "write the measured timeline as Chrome trace-event JSON");
   sub->add_option("--svg", a->svg, "write the measured timeline as SVG (with --compare: predicted and measured side by side)");
+  sub->add_option("--trace-keep", a->trace_keep,
+                  "--trace keeps the last K iterations in full, plus one summary per iteration")
+      ->capture_default_str();
+  sub->add_flag("--trace-all", a->trace_all, "--trace keeps every iteration in full");
   sub->add_option("--run-trace", a->run_trace, "write the measured run (and, with --compare, the prediction) for simulate --replay");
   sub->add_flag("--compare", a->compare, "measure a profile, simulate the plan, print predicted vs measured");
   sub->add_flag("--json", a->json, "print a JSON summary");

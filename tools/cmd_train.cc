@@ -6,7 +6,10 @@
 // on a terminal; otherwise a line every ~10% of the steps or 10 s once the run has lasted 10 s,
 // or every --log-every N steps); the summary to stdout. SIGINT / SIGTERM finish the step,
 // checkpoint (with --checkpoint), print the summary of the steps done and exit 130 / 143; a NaN
-// or Inf exits 4 (tools/signals.h).
+// or Inf exits 4 (tools/signals.h). --prefetch N: mini-batches drawn ahead in the background
+// (exec/data/loader.h). The summary gives the end-to-end samples/s (data included) and the
+// median step time without data waits, with a note when waiting for data took more than 10% of
+// the wall time (exec/data/loader.h: data_loading_bound).
 #ifdef PW_HAVE_EXEC
 #include <unistd.h>
 
@@ -17,7 +20,8 @@
 
 #include "exec/checkpoint.h"
 #include "exec/numerics.h"
-#include "exec/data.h"
+#include "exec/data/data.h"
+#include "exec/data/loader.h"
 #include "exec/parallel.h"
 #include "exec/trainer.h"
 #include "models/defaults.h"
@@ -42,6 +46,7 @@ struct TrainArgs {
   std::string data;
   uint64_t seed = 1;
   int threads = 0;
+  int prefetch = pw::exec::kDefaultPrefetch;
   bool json = false;
   std::string checkpoint, resume;
   int64_t checkpoint_every = 0;
@@ -80,6 +85,8 @@ void run(const TrainArgs& a, const CLI::App& sub) {
   o.optimizer.weight_decay = a.weight_decay;
   o.data_file = a.data;
   o.seed = a.seed;
+  if (a.prefetch < 0) throw pw::InputError("--prefetch: expected >= 0, got " + std::to_string(a.prefetch));
+  o.prefetch = a.prefetch;
   if (sub.count("--threads") > 0) {
     if (a.threads < 1) throw pw::InputError("--threads: expected >= 1");
     pw::exec::set_num_threads(a.threads);
@@ -134,6 +141,9 @@ void run(const TrainArgs& a, const CLI::App& sub) {
                        : std::string("; no checkpoint")));
   }
   if (r.stopped && tty) std::fprintf(stderr, "\n");
+  if (r.data_bound)
+    std::fprintf(stderr, "note: data loading is the bottleneck: the steps waited %.2f s of %.2f s for data (--prefetch %d)\n",
+                 r.data_wait_s, r.seconds, a.prefetch);
 
   if (a.json) {
     pw::Json j{{"format", "pipewright.train-result/1"},
@@ -149,6 +159,12 @@ void run(const TrainArgs& a, const CLI::App& sub) {
                {"losses", r.losses},
                {"samples_per_s", r.samples_per_s},
                {"seconds", r.seconds},
+               {"end_to_end_samples_per_s", r.end_to_end_samples_per_s},
+               {"step_ms", r.step_ms},
+               {"step_samples_per_s", r.step_samples_per_s},
+               {"data_wait_s", r.data_wait_s},
+               {"data_bound", r.data_bound},
+               {"prefetch", o.prefetch},
                {"peak_memory_bytes", r.peak_memory_bytes},
                {"parameter_bytes", r.parameter_bytes},
                {"optimizer_bytes", r.optimizer_bytes},
@@ -162,10 +178,12 @@ void run(const TrainArgs& a, const CLI::App& sub) {
                 static_cast<long long>(o.steps), static_cast<long long>(o.batch), r.data.c_str());
     std::printf("loss %.4f -> %.4f (%.1f%% lower)\n", r.losses.front(), r.losses.back(),
                 100.0 * (1.0 - r.losses.back() / r.losses.front()));
-    std::printf("%.1f samples/s, %s, peak memory %s (parameters %s, optimizer state %s)\n", r.samples_per_s,
-                fmt_time(r.seconds).c_str(), pw::tools::human_bytes(double(r.peak_memory_bytes)).c_str(),
+    std::printf("%.1f samples/s end to end, %s, peak memory %s (parameters %s, optimizer state %s)\n",
+                r.samples_per_s, fmt_time(r.seconds).c_str(), pw::tools::human_bytes(double(r.peak_memory_bytes)).c_str(),
                 pw::tools::human_bytes(double(r.parameter_bytes)).c_str(),
                 pw::tools::human_bytes(double(r.optimizer_bytes)).c_str());
+    std::printf("step %.2f ms (median, data waits excluded), %.1f samples/s; waited %.2f s for data\n", r.step_ms,
+                r.step_samples_per_s, r.data_wait_s);
   }
   std::cout.flush();
   std::fflush(stdout);
@@ -196,6 +214,8 @@ pw::tools::CommandRegistrar reg("train", [](CLI::App& app) {
   sub->add_option("--optimizer", a->optimizer, "sgd (momentum 0.9) | adam")->capture_default_str();
   sub->add_option("--weight-decay", a->weight_decay, "weight decay (adam: decoupled)")->capture_default_str();
   sub->add_option("--data", a->data, "text file for gpt (default /usr/share/common-licenses/GPL-3)");
+  sub->add_option("--prefetch", a->prefetch, "mini-batches drawn ahead in the background (0: draw in the step)")
+      ->capture_default_str();
   sub->add_option("--seed", a->seed, "seed of initialization and data")->capture_default_str();
   sub->add_option("--threads", a->threads, "OpenMP threads (default: all)");
   sub->add_flag("--json", a->json, "print a JSON summary (losses, samples_per_s, peak_memory_bytes, ...)");

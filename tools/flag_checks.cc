@@ -38,6 +38,7 @@ constexpr Bound kBounds[] = {
     {"--micro-batch", 0, 1e12},     {"--micro-batch-size", 1, 1 << 30},
     {"--micro-batches", 1, 1 << 20}, {"--stages", 1, 1 << 16},       {"--chunks", 1, 1 << 10},
     {"--steps", 1, 1e9},            {"--warmup-steps", -1, 1e9},     {"--iterations", 1, 1e6},
+    {"--prefetch", 0, 64},          {"--trace-keep", 1, 1e9},
     {"--reps", 1, 1e6},             {"--warmup", 0, 1e6},            {"--devices", 1, 1 << 24},
     {"--devices-per-node", 1, 1 << 16}, {"--max-layers", 1, 1 << 20}, {"--levels", 1, 1 << 20},
     {"--efficiency", 1e-9, 1},      {"--lr", 0, 1e6},                {"--weight-decay", 0, 1e6},

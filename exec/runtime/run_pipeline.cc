@@ -7,7 +7,6 @@
 #include <mutex>
 
 #include "exec/checkpoint.h"
-#include "exec/data.h"
 #include "exec/numerics.h"
 #include "exec/trainer.h"
 #include "exec/network.h"
@@ -204,8 +203,10 @@ PipelineRunResult run_pipeline(const models::Model& model, const planner::Plan& 
   r.warning = rt.warning();
   for (const auto& c : rt.placement()) r.placement.push_back(c.to_string());
   if (options.on_start) options.on_start();
+  EndToEndClock clock(*slicer, options.warmup_steps);
   for (int i = r.first_step; i < total; ++i) {
     const int local = i - r.first_step;  // the runtime counts its own iterations from 0
+    clock.step_begins(i);
     slicer->prepare(local);  // the data loader is not part of the timed pipeline iteration
     int64_t ns = 0;
     try {
@@ -226,11 +227,13 @@ PipelineRunResult run_pipeline(const models::Model& model, const planner::Plan& 
     if (!options.checkpoint_dir.empty() &&
         (done == total || stop || (options.checkpoint_every > 0 && done % options.checkpoint_every == 0)))
       save(done);
+    clock.step_ends(i);
     if (stop) {
       r.stopped = true;
       break;
     }
   }
+  clock.fill(r, plan.batch);
   const int64_t med = median_ns(r.iteration_ns);
   r.median_iteration_ms = static_cast<double>(med) / 1e6;
   r.samples_per_s = static_cast<double>(plan.batch) * 1e9 / std::max<int64_t>(1, med);

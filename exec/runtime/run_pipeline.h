@@ -20,9 +20,11 @@
 // micro-batches. Not supported with replicated stages (InputError): 2bw, interleaved, zb,
 // checkpoints, vertical sync, tied embeddings split across stages.
 //
-// Data: exec/data.h's source for the model (text for gpt, synthetic otherwise); each
-// iteration draws one mini-batch (before the iteration's timing starts: data loading is not
-// part of the measured pipeline), sliced into micro-batches. Synchronous schedules step once
+// Data: exec/data/data.h's source for the model (text for gpt, synthetic otherwise); each
+// iteration takes one mini-batch (before the iteration's timing starts: data loading is not
+// part of iteration_ns), sliced into micro-batches. The mini-batches are drawn `prefetch` ahead
+// on a producer thread (exec/data/loader.h), so drawing overlaps the pipeline; the result's
+// end-to-end figures (wall_s, end_to_end_samples_per_s) include whatever it does not hide. Synchronous schedules step once
 // per iteration; pipedream-async after every micro-batch (weight stashing); 2bw once per
 // mini-batch on double-buffered weights, one step delayed (exec/runtime/run_compute.h).
 //
@@ -44,6 +46,7 @@
 #include <utility>
 #include <vector>
 
+#include "exec/data/loader.h"
 #include "exec/optimizer.h"
 #include "exec/runtime/pipeline_runtime.h"
 #include "models/layer_graph.h"
@@ -59,6 +62,7 @@ struct PipelineRunOptions {
   // (measured: 5-8 steps at up to 2x on the CI machine) while the machine warms up.
   int warmup_steps = 0;
   std::string data_file;           // "" = default data for the model
+  int prefetch = kDefaultPrefetch;  // mini-batches drawn ahead in the background (>= 0; 0: none)
   uint64_t seed = 1;
   OptimizerOptions optimizer;      // default: SGD lr 0.01 momentum 0.9
   bool vertical_sync = false;      // asynchronous schedules only
@@ -95,6 +99,15 @@ struct PipelineRunResult {
   std::vector<int64_t> iteration_ns;   // per step, wall time
   double samples_per_s = 0;            // batch / median iteration time
   double median_iteration_ms = 0;
+  // End to end, data included, over the timed steps this call ran (warm-up excluded): the wall
+  // clock from the start of the first (before its mini-batch is fetched) to the end of the
+  // last (checkpoints and progress callbacks included), samples over it, the time the driver
+  // waited for mini-batches in it, and whether that wait makes data loading the bottleneck
+  // (exec/data/loader.h: data_loading_bound). MPI runs: rank 0's clock and wait.
+  double wall_s = 0;
+  double end_to_end_samples_per_s = 0;
+  double data_wait_s = 0;
+  bool data_bound = false;
   std::vector<int64_t> peak_memory_bytes;      // per device: largest sampled memory_bytes
   std::vector<int64_t> peak_activation_bytes;  // per virtual stage (LayerStageCompute)
   std::vector<std::string> placement;          // per device, e.g. "core 0 (socket 0)"

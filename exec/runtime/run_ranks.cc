@@ -164,7 +164,9 @@ PipelineRunResult run_pipeline_ranks(const models::Model& model, const planner::
   try {
     rt = std::make_unique<RankRuntime>(setup->schedule, *comp, world, ro);
     if (rank == 0 && options.on_start) options.on_start();
+    EndToEndClock clock(*setup->slicer, options.warmup_steps);
     for (int i = 0; i < total; ++i) {
+      clock.step_begins(i);
       setup->slicer->prepare(i);  // the data loader is not part of the timed pipeline iteration
       const int64_t ns = rt->run_iteration();
       const bool stop = options.stop_requested && options.stop_requested();
@@ -186,11 +188,13 @@ PipelineRunResult run_pipeline_ranks(const models::Model& model, const planner::
           on_step({i + 1 - options.warmup_steps, options.steps, agreed[1], step_ns,
                    static_cast<double>(plan.batch) * 1e9 / std::max<int64_t>(1, step_ns)});
       }
+      clock.step_ends(i);
       if (agreed[2] > 0) {
         r.stopped = true;
         break;
       }
     }
+    clock.fill(r, plan.batch);
     r.trace = rt->gather_trace();
     std::vector<double> act(S, 0.0);
     for (int s = 0; s < S; ++s)

@@ -50,17 +50,22 @@ void BatchSlicer::fill(int it, int64_t first, int64_t count, Tensor* data, Tenso
 
 DataState BatchSlicer::state() {
   std::lock_guard<std::mutex> lock(mu_);
-  return src_->state();
+  return loader_.state();
 }
 
 void BatchSlicer::restore(const DataState& s) {
   std::lock_guard<std::mutex> lock(mu_);
-  src_->restore(s);
+  loader_.restore(s);
+}
+
+int64_t BatchSlicer::wait_ns() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return loader_.wait_ns();
 }
 
 void BatchSlicer::draw(int it) {
   while (next_ <= it) {
-    cache_[next_] = src_->next(batch_);
+    cache_[next_] = loader_.next();
     ++next_;
   }
   while (!cache_.empty() && cache_.begin()->first < it - 1) cache_.erase(cache_.begin());
@@ -94,13 +99,15 @@ RunSetup make_run_setup(const models::Model& model, const planner::Plan& plan, c
   check_plan_for_model(plan, model);
   if (options.steps < 1) throw InputError("--steps: expected >= 1");
   if (options.warmup_steps < 0) throw InputError("--warmup-steps: expected >= 0");
+  if (options.prefetch < 0) throw InputError("--prefetch: expected >= 0, got " + std::to_string(options.prefetch));
   RunSetup s;
   s.schedule = schedule_for_run(plan);
   s.devices = s.schedule.num_devices;
   const bool replicated = !s.schedule.stage_replicas.empty();
   if (replicated && options.vertical_sync)
     throw InputError("--vertical-sync: not supported with replicated stages yet");
-  s.slicer = std::make_shared<BatchSlicer>(make_data_source(model, options.data_file, options.seed), plan.batch);
+  s.slicer = std::make_shared<BatchSlicer>(make_data_source(model, options.data_file, options.seed), plan.batch,
+                                         options.prefetch);
   s.net = std::make_unique<Network>(model, options.seed);
   s.compute = make_compute(*s.net, plan, options, s.slicer);
   if (replicated && s.compute->splits_tied_table())
@@ -154,6 +161,28 @@ std::vector<NamedTensors> copy_stage_states(LayerStageCompute& compute) {
     out.push_back(std::move(v));
   }
   return out;
+}
+
+void EndToEndClock::step_begins(int step) {
+  if (step < first_timed_ || begun_) return;
+  begun_ = true;
+  t0_ = std::chrono::steady_clock::now();
+  wait0_ = slicer_.wait_ns();
+}
+
+void EndToEndClock::step_ends(int step) {
+  if (!begun_ || step < first_timed_) return;
+  ++steps_;
+  t1_ = std::chrono::steady_clock::now();
+  wait1_ = slicer_.wait_ns();
+}
+
+void EndToEndClock::fill(PipelineRunResult& r, int64_t batch) const {
+  if (steps_ == 0) return;
+  r.wall_s = std::chrono::duration<double>(t1_ - t0_).count();
+  r.end_to_end_samples_per_s = r.wall_s > 0 ? static_cast<double>(steps_ * batch) / r.wall_s : 0;
+  r.data_wait_s = static_cast<double>(wait1_ - wait0_) / 1e9;
+  r.data_bound = data_loading_bound(r.data_wait_s, r.wall_s);
 }
 
 int64_t median_ns(std::vector<int64_t> v) {

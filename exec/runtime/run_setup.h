@@ -2,11 +2,14 @@
 // model, a plan and the run options — the schedule, the data slicer, the network and the
 // LayerStageCompute — so both drive the same numbers.
 //
-// BatchSlicer draws one mini-batch per iteration from a (sequential) DataSource and hands out
-// row slices of it; thread-safe. Every rank of an MPI run draws the same mini-batches (same
-// source, same seed), so a rank's slice equals the threaded run's.
+// BatchSlicer draws one mini-batch per iteration from a (sequential) DataSource through a
+// DataLoader (exec/data/loader.h: `prefetch` mini-batches prepared ahead on a producer thread;
+// 0 draws on the caller) and hands out row slices of it; thread-safe. Every rank of an MPI run
+// draws the same mini-batches (same source, same seed), so a rank's slice equals the threaded
+// run's.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -15,7 +18,8 @@
 #include <utility>
 #include <vector>
 
-#include "exec/data.h"
+#include "exec/data/data.h"
+#include "exec/data/loader.h"
 #include "exec/network.h"
 #include "exec/runtime/run_compute.h"
 #include "exec/runtime/run_pipeline.h"
@@ -25,20 +29,22 @@ namespace pw::exec {
 
 class BatchSlicer {
  public:
-  BatchSlicer(std::unique_ptr<DataSource> src, int64_t batch) : src_(std::move(src)), batch_(batch) {}
+  BatchSlicer(std::unique_ptr<DataSource> src, int64_t batch, int prefetch)
+      : loader_(std::move(src), batch, prefetch) {}
   // Draws the mini-batches up to iteration `it` (the driver calls this before timing it).
   void prepare(int it);
   void fill(int it, int64_t first, int64_t count, Tensor* data, Tensor* targets);
-  // The source's position after the mini-batches drawn so far.
+  // The source's position after the mini-batches handed out so far (not those prepared ahead).
   DataState state();
   void restore(const DataState& s);
-  std::string describe() const { return src_->describe(); }
+  std::string describe() const { return loader_.describe(); }
+  // Time spent waiting for mini-batches since construction (DataLoader::wait_ns).
+  int64_t wait_ns();
 
  private:
   void draw(int it);
   std::mutex mu_;
-  std::unique_ptr<DataSource> src_;
-  int64_t batch_;
+  DataLoader loader_;
   int next_ = 0;
   std::map<int, Batch> cache_;
 };
@@ -72,5 +78,25 @@ double run_loss(const RunSetup& setup, int it);
 std::vector<NamedTensors> copy_stage_states(LayerStageCompute& compute);
 
 int64_t median_ns(std::vector<int64_t> v);
+
+// The end-to-end figures of PipelineRunResult (run_pipeline.h): the driver calls step_begins
+// before fetching a step's mini-batch and step_ends after the step's last work; steps below
+// `first_timed` (warm-up) are not counted. Single-threaded (the driver's).
+class EndToEndClock {
+ public:
+  EndToEndClock(BatchSlicer& slicer, int first_timed) : slicer_(slicer), first_timed_(first_timed) {}
+  void step_begins(int step);
+  void step_ends(int step);
+  // Sets r.wall_s, end_to_end_samples_per_s, data_wait_s and data_bound.
+  void fill(PipelineRunResult& r, int64_t batch) const;
+
+ private:
+  BatchSlicer& slicer_;
+  int first_timed_;
+  int steps_ = 0;
+  bool begun_ = false;
+  std::chrono::steady_clock::time_point t0_, t1_;
+  int64_t wait0_ = 0, wait1_ = 0;
+};
 
 }  // namespace pw::exec

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <fstream>
 
-#include "exec/data.h"
+#include "exec/data/data.h"
 #include "exec/optimizer.h"
 #include "exec/trainer.h"
 #include "models/error.h"

@@ -2,6 +2,8 @@
 #include <doctest/doctest.h>
 
 #include <fstream>
+#include <set>
+#include <tuple>
 
 #include "models/json_util.h"
 #include "planner/plan.h"
@@ -119,4 +121,86 @@ TEST_CASE("run --plan: a replicated stage runs on threads, one worker per replic
                             dir.file("u.json")}),
                    "--compare: not supported with replicated stages yet", dir, {"plan.json", "t.json"});
   }
+}
+
+namespace {
+// The small gpt of the quick-form test, `steps` steps, plus `more` flags.
+CliResult small_gpt_run(int steps, const std::vector<std::string>& more) {
+  std::vector<std::string> args{"run",     "--model", "gpt", "--layers", "2",  "--d-model",       "16",
+                                "--heads", "2",       "--ffn", "32",     "--seq", "8",            "--vocab",
+                                "64",      "--stages", "2",  "--micro-batches", "4", "--threads", "1",
+                                "--steps", std::to_string(steps), "--json"};
+  args.insert(args.end(), more.begin(), more.end());
+  return run_cli(args);
+}
+
+// Iterations whose ops the Chrome trace holds, and its iteration summaries (process 2).
+std::pair<std::set<int>, std::vector<int>> trace_iterations(const std::string& file) {
+  std::ifstream in(file);
+  const Json t = Json::parse(in);
+  std::set<int> ops;
+  std::vector<int> summaries;
+  for (const Json& e : t.at("traceEvents")) {
+    if (e.at("ph") != "X") continue;
+    if (e.at("pid") == 0) ops.insert(e.at("args").at("iteration").get<int>());
+    if (e.at("pid") == 2) summaries.push_back(e.at("args").at("iteration").get<int>());
+  }
+  return {ops, summaries};
+}
+}  // namespace
+
+TEST_CASE("run --trace of N steps keeps the last --trace-keep K iterations in full and N summaries, --trace-all all") {
+  ScratchDir dir;
+  const CliResult r = small_gpt_run(5, {"--trace", dir.file("t.json"), "--trace-keep", "2"});
+  CAPTURE(r.err);
+  REQUIRE(r.rc == 0);
+  auto [ops, summaries] = trace_iterations(dir.file("t.json"));
+  CHECK(ops == std::set<int>{3, 4});
+  CHECK(summaries == std::vector<int>{0, 1, 2, 3, 4});
+  const CliResult all = small_gpt_run(5, {"--trace", dir.file("all.json"), "--trace-all"});
+  REQUIRE(all.rc == 0);
+  std::tie(ops, summaries) = trace_iterations(dir.file("all.json"));
+  CHECK(ops == std::set<int>{0, 1, 2, 3, 4});
+  CHECK(summaries.size() == 5);
+  const CliResult dflt = small_gpt_run(3, {"--trace", dir.file("d.json")});  // default K = 20 > 3 steps
+  REQUIRE(dflt.rc == 0);
+  CHECK(trace_iterations(dir.file("d.json")).first == std::set<int>{0, 1, 2});
+}
+
+TEST_CASE("run --json: end-to-end samples/s over the wall clock of the timed steps, data wait, prefetch") {
+  const CliResult r = small_gpt_run(4, {"--warmup-steps", "1"});
+  CAPTURE(r.err);
+  REQUIRE(r.rc == 0);
+  const Json j = Json::parse(r.out);
+  const double wall = j.at("wall_s").get<double>();
+  double timed = 0;  // the timed iterations lie inside the wall-clock window
+  for (const Json& ms : j.at("iteration_ms_per_step")) timed += ms.get<double>() / 1e3;
+  CHECK(wall >= timed);
+  CHECK(j.at("end_to_end_samples_per_s").get<double>() == doctest::Approx(4 * j.at("batch").get<double>() / wall));
+  CHECK(j.at("data_wait_s").get<double>() >= 0);
+  CHECK(j.at("data_wait_s").get<double>() <= wall);
+  CHECK(j.at("data_bound").is_boolean());
+  CHECK(j.at("prefetch") == 2);
+  CHECK(j.at("format") == "pipewright.run-result/1");
+  // Prefetching changes when batches are drawn, never which: same losses, bit for bit.
+  for (const char* n : {"0", "5"}) {
+    CAPTURE(n);
+    const CliResult p = small_gpt_run(4, {"--warmup-steps", "1", "--prefetch", n});
+    REQUIRE(p.rc == 0);
+    CHECK(Json::parse(p.out).at("losses") == j.at("losses"));
+  }
+}
+
+TEST_CASE("run: a bad --trace-keep or --prefetch exits 2 with one line and writes nothing") {
+  ScratchDir dir;
+  const std::vector<std::string> t{"--trace", dir.file("t.json")};
+  auto with = [&](std::vector<std::string> more) {
+    more.insert(more.end(), t.begin(), t.end());
+    return small_gpt_run(2, more);
+  };
+  expect_bad_run(with({"--trace-keep", "0"}), "--trace-keep", dir, {});
+  expect_bad_run(with({"--trace-keep", "-3"}), "--trace-keep", dir, {});
+  expect_bad_run(with({"--trace-keep", "x"}), "--trace-keep", dir, {});
+  expect_bad_run(with({"--trace-keep", "4", "--trace-all"}), "--trace-all", dir, {});
+  expect_bad_run(with({"--prefetch", "-1"}), "--prefetch", dir, {});
 }

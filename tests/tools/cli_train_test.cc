@@ -60,6 +60,39 @@ TEST_CASE("train: bad input exits 2 with one line") {
   CHECK(dir.entries() == std::vector<std::string>{"empty.txt", "model.json", "opaque.json"});
 }
 
+TEST_CASE("train --json: step time, end-to-end samples/s and data wait, --prefetch changes no number") {
+  const CliResult r = run_cli({"train", "--model", "mlp", "--steps", "4", "--threads", "1", "--json"});
+  CAPTURE(r.err);
+  REQUIRE(r.rc == 0);
+  const Json j = Json::parse(r.out);
+  CHECK(j.at("end_to_end_samples_per_s").get<double>() == j.at("samples_per_s").get<double>());
+  CHECK(j.at("samples_per_s").get<double>() ==
+        doctest::Approx(4 * j.at("batch").get<double>() / j.at("seconds").get<double>()));
+  CHECK(j.at("step_ms").get<double>() > 0);
+  CHECK(j.at("step_ms").get<double>() <= j.at("seconds").get<double>() * 1e3);
+  CHECK(j.at("step_samples_per_s").get<double>() ==
+        doctest::Approx(j.at("batch").get<double>() * 1e3 / j.at("step_ms").get<double>()));
+  CHECK(j.at("data_wait_s").get<double>() >= 0);
+  CHECK(j.at("data_wait_s").get<double>() <= j.at("seconds").get<double>());
+  CHECK(j.at("data_bound").is_boolean());
+  CHECK(j.at("prefetch") == 2);
+  for (const char* n : {"0", "3"}) {
+    CAPTURE(n);
+    const CliResult p = run_cli({"train", "--model", "mlp", "--steps", "4", "--threads", "1", "--micro-batch", "8",
+                                 "--json", "--prefetch", n});
+    REQUIRE(p.rc == 0);
+    const CliResult q = run_cli({"train", "--model", "mlp", "--steps", "4", "--threads", "1", "--micro-batch", "8",
+                                 "--json"});
+    REQUIRE(q.rc == 0);
+    CHECK(Json::parse(p.out).at("losses") == Json::parse(q.out).at("losses"));
+  }
+  const CliResult text = run_cli({"train", "--model", "mlp", "--steps", "2", "--threads", "1"});
+  REQUIRE(text.rc == 0);
+  CHECK(text.out.find("samples/s end to end") != std::string::npos);
+  CHECK(text.out.find("(median, data waits excluded)") != std::string::npos);
+  expect_bad(run_cli({"train", "--model", "mlp", "--steps", "2", "--prefetch", "-1"}), "--prefetch");
+}
+
 TEST_CASE("profile --measure writes a measured profile, bad micro-batch writes nothing") {
   ScratchDir dir;
   CliResult r = run_cli({"profile", "--model", model_file(dir, "linear", 3), "--measure", "--micro-batch", "2",

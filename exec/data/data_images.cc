@@ -1,7 +1,8 @@
-#include "exec/data_images.h"
+#include "exec/data/data_images.h"
 
 #include <cmath>
 
+#include "exec/data/fast_normal.h"
 #include "exec/layers/common.h"
 #include "models/error.h"
 
@@ -44,7 +45,7 @@ class ImagePatterns final : public DataSource {
       const float a = static_cast<float>(0.5 + rng_.uniform());
       const float* p = patterns_.data() + k * per_;
       float* x = b.data.data() + i * per_;
-      for (int64_t e = 0; e < per_; ++e) x[e] = a * p[e] + static_cast<float>(0.5 * rng_.normal());
+      for (int64_t e = 0; e < per_; ++e) x[e] = a * p[e] + 0.5f * approx_normal(rng_);
       b.targets.data()[i] = static_cast<float>(k);
     }
     ++batches_;
@@ -56,7 +57,7 @@ class ImagePatterns final : public DataSource {
     batches_ = s.batches;
   }
   std::string describe() const override {
-    return "synthetic image patterns (" + std::to_string(classes_) + " classes, " + std::to_string(shape_[0]) + "x" +
+    return "synthetic image patterns (approximately normal noise, " + std::to_string(classes_) + " classes, " + std::to_string(shape_[0]) + "x" +
            std::to_string(shape_[1]) + "x" + std::to_string(shape_[2]) + ")";
   }
 

@@ -6,14 +6,20 @@
 //   bytes at a seeded random offset; targets are the next bytes. Byte values >= vocab are
 //   folded (byte % vocab).
 // - Synthetic images (softmax_xent, input [c, h, w], e.g. vgg16, resnet50): class-dependent
-//   patterns plus noise (exec/data_images.h).
-// - Synthetic classification (softmax_xent without embedding, other inputs): inputs ~ N(0, 1);
-//   the class is the argmax of a fixed random linear teacher over the flattened input.
-// - Synthetic regression (mse_loss, e.g. mlp): inputs ~ N(0, 1); targets = tanh(teacher · x)
-//   with a fixed random teacher, so the loss can fall.
-// next() is deterministic given (seed, number of previous calls). state() / restore() capture
+//   patterns plus noise (exec/data/data_images.h).
+// - Synthetic classification (softmax_xent without embedding, other inputs): inputs
+//   approximately N(0, 1) (exec/data/fast_normal.h); the class is the argmax of a fixed random
+//   low-rank linear teacher over the flattened input.
+// - Synthetic regression (mse_loss, e.g. mlp): inputs approximately N(0, 1); targets =
+//   tanh(teacher · x) with a fixed random low-rank teacher, so the loss can fall.
+// The synthetic sources cost O(input + output) per sample (mlp 8x1024, batch 256: ~7 ms of CPU
+// a mini-batch on the 2-core CI machine, was ~200 ms; bench/RESULTS.md), the text source a
+// copy of the window.
+// next() is deterministic given (seed, samples drawn before): samples are drawn one after the
+// other, so next(a) then next(b) yields the rows of next(a + b). state() / restore() capture
 // and reset that position (RNG state and batches drawn), so a resumed run draws exactly the
-// batches the uninterrupted run would have (exec/checkpoint.h). Not thread-safe.
+// batches the uninterrupted run would have (exec/checkpoint.h). Not thread-safe; describe()
+// is constant and may be called from any thread. exec/data/loader.h draws in the background.
 #pragma once
 
 #include <cstdint>

@@ -13,7 +13,7 @@
 #include <memory>
 #include <vector>
 
-#include "exec/data.h"
+#include "exec/data/data.h"
 
 namespace pw::exec {
 
