@@ -8,8 +8,7 @@
 namespace pw::exec {
 
 RingAllreduce::RingAllreduce(Transport& tr, int device, std::vector<int> replicas, int iteration, int stage,
-                             int round, std::vector<Tensor*> grads, bool average,
-                             std::vector<std::unique_ptr<Request>>& pending)
+                             int round, std::vector<Tensor*> grads, bool average)
     : tr_(tr), device_(device), iteration_(iteration), stage_(stage), round_(round), grads_(std::move(grads)),
       average_(average) {
   const auto me = std::find(replicas.begin(), replicas.end(), device);
@@ -22,7 +21,7 @@ RingAllreduce::RingAllreduce(Transport& tr, int device, std::vector<int> replica
   next_ = replicas[(pos_ + 1) % r_];
   for (const Tensor* g : grads_) total_ += g->numel();
   steps_ = 2 * (r_ - 1);
-  start_step(pending);
+  start_step();
 }
 
 MessageTag RingAllreduce::tag_of(int step) const {
@@ -53,7 +52,7 @@ void RingAllreduce::for_chunk(int chunk, F&& f) {
   }
 }
 
-void RingAllreduce::start_step(std::vector<std::unique_ptr<Request>>& pending) {
+void RingAllreduce::start_step() {
   const int c = send_chunk(step_);
   const int64_t n = total_ * (c + 1) / r_ - total_ * c / r_;
   Message m;
@@ -66,7 +65,7 @@ void RingAllreduce::start_step(std::vector<std::unique_ptr<Request>>& pending) {
                        Transport::Clock::now().time_since_epoch())
                        .count();
   auto send = tr_.isend(device_, next_, tag_of(step_), std::move(m));
-  if (!send->test()) pending.push_back(std::move(send));
+  if (!send->test()) sends_.emplace_back(std::move(send), tag_of(step_));
   recv_tag_ = tag_of(step_);
   recv_ = tr_.irecv(device_, prev_, recv_tag_);
 }
@@ -90,8 +89,8 @@ void RingAllreduce::apply(const Message& m) {
   }
 }
 
-bool RingAllreduce::progress(std::vector<std::unique_ptr<Request>>& pending) {
-  while (!done() && recv_->test()) {
+bool RingAllreduce::progress() {
+  while (step_ < steps_ && recv_->test()) {
     apply(recv_->take());
     recv_.reset();
     ++step_;
@@ -101,16 +100,25 @@ bool RingAllreduce::progress(std::vector<std::unique_ptr<Request>>& pending) {
         for (int64_t e = 0; e < len; ++e) d[e] /= r;
       });
     }
-    if (!done()) start_step(pending);
+    if (step_ < steps_) start_step();
   }
+  std::erase_if(sends_, [](auto& s) { return s.first->test(); });
   return done();
 }
 
+Request& RingAllreduce::waiting() {
+  PW_CHECK(!done(), "waiting() on a finished all-reduce");
+  return step_ < steps_ ? *recv_ : *sends_.front().first;
+}
+
+MessageTag RingAllreduce::waiting_tag() const { return step_ < steps_ ? recv_tag_ : sends_.front().second; }
+
+int RingAllreduce::waiting_peer() const { return step_ < steps_ ? prev_ : next_; }
+
 void replica_allreduce(Transport& tr, int device, const std::vector<int>& replicas, int iteration, int stage,
-                       int round, const std::vector<Tensor*>& grads, bool average, const RequestWait& wait,
-                       std::vector<std::unique_ptr<Request>>& pending) {
-  RingAllreduce ring(tr, device, replicas, iteration, stage, round, grads, average, pending);
-  while (!ring.progress(pending)) wait(ring.waiting(), ring.waiting_tag(), ring.waiting_peer());
+                       int round, const std::vector<Tensor*>& grads, bool average, const RequestWait& wait) {
+  RingAllreduce ring(tr, device, replicas, iteration, stage, round, grads, average);
+  while (!ring.progress()) wait(ring.waiting(), ring.waiting_tag(), ring.waiting_peer());
 }
 
 }  // namespace pw::exec

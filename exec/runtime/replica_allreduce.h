@@ -21,12 +21,13 @@
 // of every replica is round k), so (source, tag) is unique per message and rounds may overlap.
 //
 // RingAllreduce is the non-blocking form: the constructor sends the first chunk; progress()
-// takes what has arrived, adds or copies it, sends the next chunk and returns true once this
-// replica's gradients hold the result. It never waits. Its sends that are not complete yet are
-// appended to the caller's `pending` list (progressed and flushed by the caller). Until done()
-// the caller must not touch the gradients (the ring reads and writes them in place).
-// replica_allreduce() is the blocking form (constructs and progresses until done, waiting
-// through `wait` on the receive it needs next).
+// takes what has arrived, adds or copies it, sends the next chunk, and returns true once this
+// replica's gradients hold the result AND its own sends have completed. It never waits. Owning
+// the sends matters under MPI: a large message moves only while its sender calls into MPI, so a
+// replica that went on computing with its last chunk still in flight would hold its peer up for
+// that whole op. Until done() the caller must not touch the gradients (the ring reads and writes
+// them in place). replica_allreduce() is the blocking form (constructs and progresses until done,
+// waiting through `wait` on the request it needs next).
 //
 // Requirements: every replica calls with the same iteration, stage, round, number of gradient
 // tensors and shapes (a mismatch of chunk sizes is caught: PW_CHECK), and `device` is one of
@@ -36,6 +37,7 @@
 
 #include <functional>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "exec/transport/transport.h"
@@ -47,20 +49,21 @@ using RequestWait = std::function<void(Request& req, const MessageTag& tag, int 
 class RingAllreduce {
  public:
   RingAllreduce(Transport& transport, int device, std::vector<int> replicas, int iteration, int stage, int round,
-                std::vector<Tensor*> grads, bool average, std::vector<std::unique_ptr<Request>>& pending);
+                std::vector<Tensor*> grads, bool average);
 
-  bool progress(std::vector<std::unique_ptr<Request>>& pending);
-  bool done() const { return step_ >= steps_; }
-  // The receive the ring needs next, its tag and source device (only while !done()).
-  Request& waiting() { return *recv_; }
-  const MessageTag& waiting_tag() const { return recv_tag_; }
-  int waiting_peer() const { return prev_; }
+  bool progress();
+  bool done() const { return step_ >= steps_ && sends_.empty(); }
+  // The request the ring needs next (a receive, or at the end one of its sends), its tag and
+  // peer device (only while !done()).
+  Request& waiting();
+  MessageTag waiting_tag() const;
+  int waiting_peer() const;
 
  private:
   MessageTag tag_of(int step) const;
   int send_chunk(int step) const;
   int recv_chunk(int step) const;
-  void start_step(std::vector<std::unique_ptr<Request>>& pending);
+  void start_step();
   void apply(const Message& m);
   template <typename F>
   void for_chunk(int chunk, F&& f);  // f(float* grad_span, int64_t n, int64_t offset_in_chunk)
@@ -75,10 +78,10 @@ class RingAllreduce {
   int step_ = 0, steps_ = 0;
   std::unique_ptr<Request> recv_;
   MessageTag recv_tag_;
+  std::vector<std::pair<std::unique_ptr<Request>, MessageTag>> sends_;  // not complete yet
 };
 
 void replica_allreduce(Transport& transport, int device, const std::vector<int>& replica_devices, int iteration,
-                       int stage, int round, const std::vector<Tensor*>& grads, bool average, const RequestWait& wait,
-                       std::vector<std::unique_ptr<Request>>& pending);
+                       int stage, int round, const std::vector<Tensor*>& grads, bool average, const RequestWait& wait);
 
 }  // namespace pw::exec

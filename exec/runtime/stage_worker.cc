@@ -59,7 +59,7 @@ void StageWorker::flush_sends(Clock::time_point deadline) {
 }
 
 void StageWorker::progress_ring() {
-  if (ring_ && ring_->ring->progress(pending_)) finish_ring();
+  if (ring_ && ring_->ring->progress()) finish_ring();
 }
 
 void StageWorker::finish_ring() {
@@ -221,7 +221,7 @@ void StageWorker::run_iteration(int iteration, Clock::time_point deadline) {
           ring_ = std::make_unique<InFlight>(InFlight{
               std::make_unique<RingAllreduce>(*cfg_.transport, cfg_.device, sch.stage_replicas[op.stage], iteration,
                                               op.stage, per_backward ? op.micro_batch / r : 0,
-                                              comp.weight_gradients(op.stage), per_backward, pending_),
+                                              comp.weight_gradients(op.stage), per_backward),
               op, iteration, start, step_after});
           record_now = false;  // recorded when the ring completes
           if (cfg_.overlap_allreduce) {

@@ -63,12 +63,12 @@ TEST_CASE("replica all-reduce: 3 replicas sum (sync) and average (async, two rou
       auto wait = [&](Request& r, const MessageTag&, int) { ep.wait(r); };
       auto ptrs = [](std::vector<Tensor>& v) { return std::vector<Tensor*>{&v[0], &v[1]}; };
       sum[d] = grads_of(d);
-      replica_allreduce(tr, d, replicas, 0, 1, 0, ptrs(sum[d]), false, wait, ep.pending);
+      replica_allreduce(tr, d, replicas, 0, 1, 0, ptrs(sum[d]), false, wait);
       avg0[d] = grads_of(d);
       avg1[d] = grads_of(d + 3);
       // The root may still be broadcasting round 0 when a replica starts round 1.
-      replica_allreduce(tr, d, replicas, 0, 1, 1, ptrs(avg0[d]), true, wait, ep.pending);
-      replica_allreduce(tr, d, replicas, 0, 1, 2, ptrs(avg1[d]), true, wait, ep.pending);
+      replica_allreduce(tr, d, replicas, 0, 1, 1, ptrs(avg0[d]), true, wait);
+      replica_allreduce(tr, d, replicas, 0, 1, 2, ptrs(avg1[d]), true, wait);
       ep.flush();
     });
   for (auto& t : threads) t.join();
@@ -90,12 +90,10 @@ TEST_CASE("replica all-reduce: 3 replicas sum (sync) and average (async, two rou
 TEST_CASE("replica all-reduce: one replica is a no-op and a device outside the replicas is a bug") {
   InProcTransport tr(2, 1);
   std::vector<Tensor> g = grads_of(0);
-  std::vector<std::unique_ptr<Request>> pending;
   auto never = [](Request&, const MessageTag&, int) { throw std::runtime_error("no wait expected"); };
-  replica_allreduce(tr, 0, {0}, 0, 0, 0, {&g[0], &g[1]}, true, never, pending);
+  replica_allreduce(tr, 0, {0}, 0, 0, 0, {&g[0], &g[1]}, true, never);
   CHECK(g[0].data()[0] == 1.0f);
-  CHECK(pending.empty());
-  CHECK_THROWS(replica_allreduce(tr, 1, {0}, 0, 0, 0, {&g[0], &g[1]}, true, never, pending));
+  CHECK_THROWS(replica_allreduce(tr, 1, {0}, 0, 0, 0, {&g[0], &g[1]}, true, never));
 }
 
 namespace {
@@ -127,21 +125,13 @@ std::vector<Tensor*> pointers(std::vector<Tensor>& v) {
 void run_rings_on_one_thread(InProcTransport& tr, const std::vector<int>& replicas,
                              std::vector<std::vector<Tensor>>& grads, int round, bool average) {
   std::vector<std::unique_ptr<RingAllreduce>> rings;
-  std::vector<std::vector<std::unique_ptr<Request>>> pending(replicas.size());
   for (size_t p = 0; p < replicas.size(); ++p)
-    rings.push_back(std::make_unique<RingAllreduce>(tr, replicas[p], replicas, 0, 0, round, pointers(grads[p]),
-                                                    average, pending[p]));
+    rings.push_back(
+        std::make_unique<RingAllreduce>(tr, replicas[p], replicas, 0, 0, round, pointers(grads[p]), average));
   for (int sweep = 0; sweep < 1000; ++sweep) {
     bool all = true;
-    for (size_t p = 0; p < replicas.size(); ++p) {
-      for (auto& s : pending[p]) s->test();
-      all = rings[p]->progress(pending[p]) && all;
-    }
-    if (all) {
-      for (auto& v : pending)
-        for (auto& s : v) CHECK(s->test());
-      return;
-    }
+    for (auto& ring : rings) all = ring->progress() && all;
+    if (all) return;
   }
   FAIL("the rings did not finish in 1000 sweeps");
 }
