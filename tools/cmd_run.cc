@@ -37,6 +37,7 @@
 #include "exec/runtime/run_compare.h"
 #include "exec/runtime/run_pipeline.h"
 #ifdef PW_HAVE_MPI
+#include "exec/runtime/rank_runtime.h"
 #include "exec/runtime/run_ranks.h"
 #endif
 #include "exec/data/data.h"
@@ -336,7 +337,9 @@ void execute(const RunArgs& a, Prepared& p, World* world) {
 #ifdef PW_HAVE_MPI
 // One rank of `mpirun -np N pipewright run ...`: the checks are agreed on by every rank
 // (exec/runtime/run_ranks.h), and only the lowest rank that rejected the input prints why;
-// every rank exits 2. PW_TEST_INJECT_FAULT (exec/runtime/fault_injection.h) is for the tests.
+// every rank exits 2. A NaN or Inf on any rank: every rank exits 4, rank 0 prints the one line
+// naming the rank, op, step and stage. PW_TEST_INJECT_FAULT (exec/runtime/fault_injection.h)
+// is for the tests.
 void run_mpi(const RunArgs& a, const CLI::App& sub) {
   World world;
   std::optional<Prepared> p;
@@ -352,6 +355,12 @@ void run_mpi(const RunArgs& a, const CLI::App& sub) {
     throw pw::tools::CommandExit(2, "pipewright: error: " +
                                         (world.rank() ? "rank " + std::to_string(world.rank()) + ": " : std::string()) +
                                         pw::one_line_message(e.what()));
+  } catch (const pw::exec::RankNumericalFault& e) {
+    // Every rank has the same text (exec/runtime/run_ranks.h); rank 0 prints it.
+    throw pw::tools::CommandExit(pw::tools::kExitNumericalFault,
+                                 world.rank() != 0 ? std::string()
+                                                   : std::string("pipewright: numerical fault: ") + e.what() +
+                                                         "; no checkpoint");
   } catch (const pw::tools::CommandExit& e) {
     if (world.rank() != 0) throw pw::tools::CommandExit(e.code(), "");
     throw;

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <limits>
 #include <regex>
 
 #include "models/error.h"
@@ -12,13 +13,16 @@ namespace pw::exec {
 FaultSpec parse_fault_spec(const std::string& spec, const std::string& where) {
   FaultSpec f;
   if (spec.empty()) return f;
-  static const std::regex re(R"(^(\d+):((F|B|W|BW)\(\d+,\d+\))(:kill)?$)");
+  static const std::regex re(R"(^(\d+):((F|B|W|BW)\(\d+,\d+\))(:kill|:nan)?$)");
   std::smatch m;
   if (!std::regex_match(spec, m, re))
-    throw InputError(where + ": expected <rank>:<op>[:kill] such as 1:B(1,3), got \"" + spec + "\"");
+    throw InputError(where + ": expected <rank>:<op>[:kill|:nan] such as 1:B(1,3), got \"" + spec + "\"");
   f.rank = std::stoi(m[1]);
   f.op = m[2];
-  f.kill = m[4].matched;
+  f.kill = m[4] == ":kill";
+  f.nan = m[4] == ":nan";
+  if (f.nan && m[3] != "W" && m[3] != "BW")
+    throw InputError(where + ": :nan applies to W or BW ops (they write weight gradients), got \"" + spec + "\"");
   return f;
 }
 
@@ -28,7 +32,19 @@ void FaultInjectingCompute::maybe_fail(const char* kind, const OpContext& ctx) {
   if (label != spec_.op) return;
   fired_ = true;
   if (spec_.kill) ::kill(::getpid(), SIGKILL);
+  if (spec_.nan) {
+    poison_ = true;
+    return;
+  }
   throw InjectedFault("injected fault (PW_TEST_INJECT_FAULT)");
+}
+
+void FaultInjectingCompute::maybe_poison(int stage) {
+  if (!poison_) return;
+  poison_ = false;
+  const std::vector<Tensor*> g = inner_.weight_gradients(stage);
+  PW_CHECK(!g.empty() && g[0]->numel() > 0, "PW_TEST_INJECT_FAULT: stage " + std::to_string(stage) + " has no weight gradient");
+  g[0]->data()[0] = std::numeric_limits<float>::quiet_NaN();
 }
 
 std::vector<Tensor> FaultInjectingCompute::forward(const OpContext& ctx, std::vector<Tensor> input) {
@@ -44,11 +60,14 @@ std::vector<Tensor> FaultInjectingCompute::backward_input(const OpContext& ctx, 
 void FaultInjectingCompute::backward_weight(const OpContext& ctx) {
   maybe_fail("W", ctx);
   inner_.backward_weight(ctx);
+  maybe_poison(ctx.stage);
 }
 
 std::vector<Tensor> FaultInjectingCompute::backward(const OpContext& ctx, std::vector<Tensor> grad_output) {
   maybe_fail("BW", ctx);
-  return inner_.backward(ctx, std::move(grad_output));
+  std::vector<Tensor> g = inner_.backward(ctx, std::move(grad_output));
+  maybe_poison(ctx.stage);
+  return g;
 }
 
 }  // namespace pw::exec

@@ -48,6 +48,7 @@ struct RuntimeOptions {
   int threads_per_worker = 0;                  //   this many, or 0 = its number of cores
   bool record_trace = true;
   bool vertical_sync = false;                  // PipeDream vertical sync (async kinds only)
+  bool overlap_allreduce = true;               // replicated stages: non-blocking ring (stage_worker.h)
   // Optional: called on each worker thread after pinning (e.g. to warm up per-thread state).
   std::function<void(int device, const CoreSet& cores)> on_worker_start;
 };

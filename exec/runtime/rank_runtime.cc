@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "exec/numerics.h"
 #include "exec/parallel.h"
 #include "models/error.h"
 #include "planner/schedule_validate.h"
@@ -92,6 +93,7 @@ RankRuntime::RankRuntime(planner::Schedule schedule, StageCompute& compute, mpi:
   cfg.compute = &compute;
   cfg.transport = &transport_;
   cfg.vertical_sync = options_.vertical_sync;
+  cfg.overlap_allreduce = options_.overlap_allreduce;
   cfg.record_trace = options_.record_trace;
   cfg.t0 = t0_;
   worker_ = std::make_unique<StageWorker>(cfg);
@@ -103,6 +105,12 @@ int64_t RankRuntime::run_iteration() {
     worker_->run_iteration(iterations_, start + timeout_);
   } catch (const mpi::PeerFailed&) {
     throw;
+  } catch (const NumericalFault& e) {
+    const std::string text = "rank " + std::to_string(world_.rank()) + ", op " +
+                             (worker_->current_op().empty() ? std::string("none") : worker_->current_op()) + ": " +
+                             e.what();
+    world_.notify_failure(kNumericalNotice + text);
+    throw RankNumericalFault(world_.rank(), text);
   } catch (const std::exception& e) {
     const std::string op = worker_->current_op().empty() ? "the start" : worker_->current_op();
     const std::string text = "rank " + std::to_string(world_.rank()) + " failed at " + op + " (iteration " +

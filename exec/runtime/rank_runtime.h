@@ -17,8 +17,10 @@
 // kDefaultTimeout when that is 0.
 // Failures: when this rank's compute throws or its wait times out, run_iteration tells every
 // other rank (World::notify_failure) and throws RankFailure "rank R failed at OP: what"; when
-// another rank failed first, it throws that rank's PeerFailed. The runtime is not reusable
-// after a failure (the job is meant to end, see run_ranks.h).
+// another rank failed first, it throws that rank's PeerFailed. A NaN or Inf (NumericalFault)
+// is told to the other ranks as kNumericalNotice + "rank R, op OP: <the fault's what()>" and
+// thrown as RankNumericalFault with that text (without the prefix). The runtime is not
+// reusable after a failure (the job is meant to end, see run_ranks.h).
 //
 // Threading: everything on the thread that created the World (MPI_THREAD_FUNNELED).
 #pragma once
@@ -47,6 +49,20 @@ class RankFailure : public std::runtime_error {
  private:
   int rank_;
 };
+
+// A NaN or Inf in training on some rank of the job. what(): "rank R, op OP: step N, stage S,
+// layer \"L\": Q is K" (exec/numerics.h names step, stage, layer and quantity).
+class RankNumericalFault : public std::runtime_error {
+ public:
+  RankNumericalFault(int rank, const std::string& text) : std::runtime_error(text), rank_(rank) {}
+  int rank() const { return rank_; }
+
+ private:
+  int rank_;
+};
+
+// Prefix of the abort notice that carries a RankNumericalFault's text to the other ranks.
+inline constexpr const char* kNumericalNotice = "numerical fault: ";
 
 class RankRuntime {
  public:

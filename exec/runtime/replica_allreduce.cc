@@ -7,74 +7,118 @@
 
 namespace pw::exec {
 
-namespace {
-
-Message copy_of(const std::vector<Tensor*>& grads) {
-  Message m;
-  for (const Tensor* g : grads) m.tensors.push_back(g->clone());
-  m.send_time_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                       Transport::Clock::now().time_since_epoch())
-                       .count();
-  return m;
-}
-
-void check_shapes(const Message& m, const std::vector<Tensor*>& grads, const MessageTag& tag, int peer) {
-  PW_CHECK(m.tensors.size() == grads.size(), "all-reduce " + to_string(tag) + ": device " + std::to_string(peer) +
-                                                  " sent " + std::to_string(m.tensors.size()) + " gradients, expected " +
-                                                  std::to_string(grads.size()));
-  for (size_t k = 0; k < grads.size(); ++k)
-    PW_CHECK(m.tensors[k].numel() == grads[k]->numel(),
-             "all-reduce " + to_string(tag) + ": gradient " + std::to_string(k) + " of device " +
-                 std::to_string(peer) + " has shape " + m.tensors[k].shape_string() + ", expected " +
-                 grads[k]->shape_string());
-}
-
-}  // namespace
-
-void replica_allreduce(Transport& tr, int device, const std::vector<int>& replicas, int iteration, int stage,
-                       int round, const std::vector<Tensor*>& grads, bool average, const RequestWait& wait,
-                       std::vector<std::unique_ptr<Request>>& pending) {
+RingAllreduce::RingAllreduce(Transport& tr, int device, std::vector<int> replicas, int iteration, int stage,
+                             int round, std::vector<Tensor*> grads, bool average)
+    : tr_(tr), device_(device), iteration_(iteration), stage_(stage), round_(round), grads_(std::move(grads)),
+      average_(average) {
   const auto me = std::find(replicas.begin(), replicas.end(), device);
   PW_CHECK(me != replicas.end(), "all-reduce of stage " + std::to_string(stage) + " on device " +
                                      std::to_string(device) + ", which is not one of its replicas");
-  if (replicas.size() < 2) return;
-  const MessageTag reduce{iteration, stage, round, Direction::reduce};
-  const MessageTag bcast{iteration, stage, round, Direction::broadcast};
-  const int root = replicas[0];
-  if (device != root) {
-    auto send = tr.isend(device, root, reduce, copy_of(grads));
-    if (!send->test()) pending.push_back(std::move(send));
-    auto recv = tr.irecv(device, root, bcast);
-    wait(*recv, bcast, root);
-    Message m = recv->take();
-    check_shapes(m, grads, bcast, root);
-    for (size_t k = 0; k < grads.size(); ++k)
-      std::copy(m.tensors[k].data(), m.tensors[k].data() + m.tensors[k].numel(), grads[k]->data());
-    return;
+  r_ = static_cast<int>(replicas.size());
+  if (r_ < 2) return;  // steps_ == 0: done
+  pos_ = static_cast<int>(me - replicas.begin());
+  prev_ = replicas[(pos_ + r_ - 1) % r_];
+  next_ = replicas[(pos_ + 1) % r_];
+  for (const Tensor* g : grads_) total_ += g->numel();
+  steps_ = 2 * (r_ - 1);
+  start_step();
+}
+
+MessageTag RingAllreduce::tag_of(int step) const {
+  const bool gather = step >= r_ - 1;
+  return MessageTag{iteration_, stage_, round_ * (r_ - 1) + (gather ? step - (r_ - 1) : step),
+                    gather ? Direction::broadcast : Direction::reduce};
+}
+
+int RingAllreduce::send_chunk(int step) const {
+  const int t = step < r_ - 1 ? step : step - (r_ - 1);
+  return step < r_ - 1 ? (pos_ - t + r_) % r_ : (pos_ + 1 - t + r_) % r_;
+}
+
+int RingAllreduce::recv_chunk(int step) const {
+  const int t = step < r_ - 1 ? step : step - (r_ - 1);
+  return step < r_ - 1 ? (pos_ - t - 1 + 2 * r_) % r_ : (pos_ - t + r_) % r_;
+}
+
+template <typename F>
+void RingAllreduce::for_chunk(int chunk, F&& f) {
+  const int64_t begin = total_ * chunk / r_, end = total_ * (chunk + 1) / r_;
+  int64_t base = 0;  // flat index of the current tensor's first element
+  for (Tensor* g : grads_) {
+    const int64_t lo = std::max(begin, base), hi = std::min(end, base + g->numel());
+    if (lo < hi) f(g->data() + (lo - base), hi - lo, lo - begin);
+    base += g->numel();
+    if (base >= end) break;
   }
-  std::vector<std::unique_ptr<Request>> recvs;
-  for (size_t i = 1; i < replicas.size(); ++i) recvs.push_back(tr.irecv(device, replicas[i], reduce));
-  for (size_t i = 1; i < replicas.size(); ++i) {
-    wait(*recvs[i - 1], reduce, replicas[i]);
-    const Message m = recvs[i - 1]->take();
-    check_shapes(m, grads, reduce, replicas[i]);
-    for (size_t k = 0; k < grads.size(); ++k) {
-      float* d = grads[k]->data();
-      const float* s = m.tensors[k].data();
-      for (int64_t e = 0; e < grads[k]->numel(); ++e) d[e] += s[e];
+}
+
+void RingAllreduce::start_step() {
+  const int c = send_chunk(step_);
+  const int64_t n = total_ * (c + 1) / r_ - total_ * c / r_;
+  Message m;
+  if (n > 0) {
+    Tensor t(std::vector<int64_t>{n});
+    for_chunk(c, [&](const float* src, int64_t len, int64_t off) { std::copy(src, src + len, t.data() + off); });
+    m.tensors.push_back(std::move(t));
+  }
+  m.send_time_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                       Transport::Clock::now().time_since_epoch())
+                       .count();
+  auto send = tr_.isend(device_, next_, tag_of(step_), std::move(m));
+  if (!send->test()) sends_.emplace_back(std::move(send), tag_of(step_));
+  recv_tag_ = tag_of(step_);
+  recv_ = tr_.irecv(device_, prev_, recv_tag_);
+}
+
+void RingAllreduce::apply(const Message& m) {
+  const int c = recv_chunk(step_);
+  const int64_t n = total_ * (c + 1) / r_ - total_ * c / r_;
+  const int64_t got = m.tensors.empty() ? 0 : m.tensors[0].numel();
+  PW_CHECK(m.tensors.size() <= 1 && got == n,
+           "all-reduce " + to_string(recv_tag_) + ": device " + std::to_string(prev_) + " sent " +
+               std::to_string(got) + " values of chunk " + std::to_string(c) + ", expected " + std::to_string(n) +
+               " (the replicas' gradients differ in size)");
+  if (n == 0) return;
+  const float* s = m.tensors[0].data();
+  if (step_ < r_ - 1) {
+    for_chunk(c, [&](float* d, int64_t len, int64_t off) {
+      for (int64_t e = 0; e < len; ++e) d[e] += s[off + e];
+    });
+  } else {
+    for_chunk(c, [&](float* d, int64_t len, int64_t off) { std::copy(s + off, s + off + len, d); });
+  }
+}
+
+bool RingAllreduce::progress() {
+  while (step_ < steps_ && recv_->test()) {
+    apply(recv_->take());
+    recv_.reset();
+    ++step_;
+    if (step_ == r_ - 1 && average_) {
+      const float r = static_cast<float>(r_);
+      for_chunk((pos_ + 1) % r_, [&](float* d, int64_t len, int64_t) {
+        for (int64_t e = 0; e < len; ++e) d[e] /= r;
+      });
     }
+    if (step_ < steps_) start_step();
   }
-  if (average) {
-    const float r = static_cast<float>(replicas.size());
-    for (Tensor* g : grads) {
-      float* d = g->data();
-      for (int64_t e = 0; e < g->numel(); ++e) d[e] /= r;
-    }
-  }
-  for (size_t i = 1; i < replicas.size(); ++i) {
-    auto send = tr.isend(device, replicas[i], bcast, copy_of(grads));
-    if (!send->test()) pending.push_back(std::move(send));
-  }
+  std::erase_if(sends_, [](auto& s) { return s.first->test(); });
+  return done();
+}
+
+Request& RingAllreduce::waiting() {
+  PW_CHECK(!done(), "waiting() on a finished all-reduce");
+  return step_ < steps_ ? *recv_ : *sends_.front().first;
+}
+
+MessageTag RingAllreduce::waiting_tag() const { return step_ < steps_ ? recv_tag_ : sends_.front().second; }
+
+int RingAllreduce::waiting_peer() const { return step_ < steps_ ? prev_ : next_; }
+
+void replica_allreduce(Transport& tr, int device, const std::vector<int>& replicas, int iteration, int stage,
+                       int round, const std::vector<Tensor*>& grads, bool average, const RequestWait& wait) {
+  RingAllreduce ring(tr, device, replicas, iteration, stage, round, grads, average);
+  while (!ring.progress()) wait(ring.waiting(), ring.waiting_tag(), ring.waiting_peer());
 }
 
 }  // namespace pw::exec

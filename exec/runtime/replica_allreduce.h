@@ -2,26 +2,42 @@
 // written against the Transport interface only, so the same code runs on the in-process
 // transport (replicas as threads) and on MPI (one rank per replica).
 //
-// Algorithm: reduce to replica 0, then broadcast. Every replica i > 0 sends a copy of its
-// gradients to replica 0 (tag {iteration, stage, round, reduce}); replica 0 adds them into its
-// own in replica order 1, 2, ... (a fixed order: the result does not depend on arrival), divides
-// by the replica count when `average`, and sends a copy of the result to every other replica
-// (tag {iteration, stage, round, broadcast}), which copies it over its gradients. Afterwards all
-// replicas hold bit-identical gradients, so the same optimizer step keeps their weights
-// bit-identical. Tags are unique: (source, tag) differs per replica, and `round` numbers the
-// all-reduces of one stage within an iteration (0 for the synchronous flush; for PipeDream's
-// per-backward all-reduce, the k-th backward of every replica is round k).
+// Algorithm: a ring (reduce-scatter, then all-gather), the collective the simulator prices
+// (planner::ring_allreduce: each replica sends and receives 2(r-1)/r of the bytes, in 2(r-1)
+// steps). The r replicas (in the order of `replicas`; position p) view their gradient tensors
+// as one flat vector of N floats cut into r contiguous chunks, chunk c = [N c / r, N (c+1) / r).
+// Reduce-scatter step t = 0..r-2: position p sends chunk (p - t) mod r to position p+1 and adds
+// the chunk (p - t - 1) mod r it receives from p-1 into its own; afterwards p holds the full sum
+// of chunk (p+1) mod r (divided by r when `average`). All-gather step t = 0..r-2: p sends chunk
+// (p + 1 - t) mod r on and copies the chunk (p - t) mod r it receives over its own. Every chunk
+// ends as one replica's bits copied to the others, so all replicas hold bit-identical gradients
+// and the same optimizer step keeps their weights bit-identical. The sum of a chunk runs along
+// the ring (chunk c: ((g_c + g_{c+1}) + ...) by position); with r = 2 that is g_0 + g_1 in
+// every element, the same bits as a sum at replica 0.
 //
-// Requirements: every replica calls this with the same tag, the same number of gradient
-// tensors and equal shapes (checked: PW_CHECK on a mismatch). `wait` blocks until a request
-// completes (the worker's loop: it progresses the sends in `pending` and enforces the deadline).
-// Sends this call starts that are not complete yet are appended to `pending` (the caller's list
-// of outstanding sends, progressed by `wait` and flushed at the end of the iteration).
-// Thread-safety: as the Transport (one thread per endpoint).
+// Tags: {iteration, stage, round * (r-1) + t, reduce} for reduce-scatter step t and the same
+// with broadcast for all-gather step t. `round` numbers the all-reduces of one stage within an
+// iteration (0 for the synchronous flush; PipeDream's per-backward all-reduce: the k-th backward
+// of every replica is round k), so (source, tag) is unique per message and rounds may overlap.
+//
+// RingAllreduce is the non-blocking form: the constructor sends the first chunk; progress()
+// takes what has arrived, adds or copies it, sends the next chunk, and returns true once this
+// replica's gradients hold the result AND its own sends have completed. It never waits. Owning
+// the sends matters under MPI: a large message moves only while its sender calls into MPI, so a
+// replica that went on computing with its last chunk still in flight would hold its peer up for
+// that whole op. Until done() the caller must not touch the gradients (the ring reads and writes
+// them in place). replica_allreduce() is the blocking form (constructs and progresses until done,
+// waiting through `wait` on the request it needs next).
+//
+// Requirements: every replica calls with the same iteration, stage, round, number of gradient
+// tensors and shapes (a mismatch of chunk sizes is caught: PW_CHECK), and `device` is one of
+// `replicas`. One replica is a no-op (done at construction).
+// Thread-safety: as the Transport (one thread per endpoint); an object is used by one thread.
 #pragma once
 
 #include <functional>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "exec/transport/transport.h"
@@ -30,8 +46,42 @@ namespace pw::exec {
 
 using RequestWait = std::function<void(Request& req, const MessageTag& tag, int peer)>;
 
+class RingAllreduce {
+ public:
+  RingAllreduce(Transport& transport, int device, std::vector<int> replicas, int iteration, int stage, int round,
+                std::vector<Tensor*> grads, bool average);
+
+  bool progress();
+  bool done() const { return step_ >= steps_ && sends_.empty(); }
+  // The request the ring needs next (a receive, or at the end one of its sends), its tag and
+  // peer device (only while !done()).
+  Request& waiting();
+  MessageTag waiting_tag() const;
+  int waiting_peer() const;
+
+ private:
+  MessageTag tag_of(int step) const;
+  int send_chunk(int step) const;
+  int recv_chunk(int step) const;
+  void start_step();
+  void apply(const Message& m);
+  template <typename F>
+  void for_chunk(int chunk, F&& f);  // f(float* grad_span, int64_t n, int64_t offset_in_chunk)
+
+  Transport& tr_;
+  int device_;
+  int iteration_, stage_, round_;
+  int r_ = 1, pos_ = 0, prev_ = 0, next_ = 0;
+  std::vector<Tensor*> grads_;
+  bool average_;
+  int64_t total_ = 0;
+  int step_ = 0, steps_ = 0;
+  std::unique_ptr<Request> recv_;
+  MessageTag recv_tag_;
+  std::vector<std::pair<std::unique_ptr<Request>, MessageTag>> sends_;  // not complete yet
+};
+
 void replica_allreduce(Transport& transport, int device, const std::vector<int>& replica_devices, int iteration,
-                       int stage, int round, const std::vector<Tensor*>& grads, bool average, const RequestWait& wait,
-                       std::vector<std::unique_ptr<Request>>& pending);
+                       int stage, int round, const std::vector<Tensor*>& grads, bool average, const RequestWait& wait);
 
 }  // namespace pw::exec

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <thread>
@@ -100,6 +101,32 @@ void decode_stages(const std::string& bytes, std::vector<NamedTensors>* out) {
   world.abort(1);
 }
 
+// Every rank that hit a NaN or Inf told the others (RankRuntime); the notices of faults hit in
+// the same step arrive within kSettle, and the job reports the lowest such rank's fault.
+constexpr std::chrono::milliseconds kSettle{500};
+
+[[noreturn]] void settle_numerical(mpi::World& world, int own_rank, const std::string& own_text) {
+  int best = own_rank;
+  std::string text = own_text;
+  const std::string prefix = kNumericalNotice;
+  for (const auto& [r, t] : world.collect_notices(kSettle)) {
+    if (t.rfind(prefix, 0) != 0) continue;
+    if (best < 0 || r < best) {
+      best = r;
+      text = t.substr(prefix.size());
+    }
+  }
+  throw RankNumericalFault(best, text);
+}
+
+// PW_ALLREDUCE=overlapped|blocking (benchmarks): how replicated stages run their all-reduce.
+bool overlap_allreduce_from_env() {
+  const char* v = std::getenv("PW_ALLREDUCE");
+  if (!v || !*v || std::string(v) == "overlapped") return true;
+  if (std::string(v) == "blocking") return false;
+  throw InputError(std::string("PW_ALLREDUCE: expected overlapped or blocking, got \"") + v + "\"");
+}
+
 }  // namespace
 
 void agree_on_input(mpi::World& world, const std::function<void()>& checks) {
@@ -122,6 +149,7 @@ PipelineRunResult run_pipeline_ranks(const models::Model& model, const planner::
   const planner::Plan plan = plan_for_run(given);
   std::unique_ptr<RunSetup> setup;
   FaultSpec fault;
+  bool overlap = true;
   agree_on_input(world, [&] {
     check_plan_for_model(plan, model);
     const int devices = schedule_for_run(plan).num_devices;
@@ -133,6 +161,7 @@ PipelineRunResult run_pipeline_ranks(const models::Model& model, const planner::
       throw InputError(std::string(options.resume_dir.empty() ? "--checkpoint" : "--resume") +
                        ": not supported under mpirun yet");
     fault = parse_fault_spec(options.inject_fault, "PW_TEST_INJECT_FAULT");
+    overlap = overlap_allreduce_from_env();
     setup = std::make_unique<RunSetup>(make_run_setup(model, plan, options));
     if (setup->compute->splits_tied_table())
       throw InputError("tied embeddings split across stages are not supported under mpirun yet "
@@ -148,6 +177,7 @@ PipelineRunResult run_pipeline_ranks(const models::Model& model, const planner::
   }
   RuntimeOptions ro;
   ro.vertical_sync = options.vertical_sync;
+  ro.overlap_allreduce = overlap;
   ro.threads_per_worker = options.threads_per_worker;
   ro.timeout = options.timeout;
   const int loss_stage = compute.loss_stage();
@@ -219,9 +249,12 @@ PipelineRunResult run_pipeline_ranks(const models::Model& model, const planner::
         for (const std::string& b : stage_bytes) decode_stages(b, &r.final_weights);
       }
     }
+  } catch (const RankNumericalFault& e) {
+    settle_numerical(world, e.rank(), e.what());
   } catch (const RankFailure& e) {
     end_job(world, e.what(), true);
   } catch (const mpi::PeerFailed& e) {
+    if (std::string(e.what()).rfind(kNumericalNotice, 0) == 0) settle_numerical(world, -1, "");
     end_job(world, "rank " + std::to_string(rank) + " stopping: " + e.what(), false);
   } catch (const std::exception& e) {
     const std::string text = "rank " + std::to_string(rank) + " failed: " + e.what();

@@ -20,7 +20,14 @@
 // placement per device ("host: cores ..."), warnings, and with keep_final_weights every
 // stage's weights (replica 0's of a replicated stage); other ranks get losses and iteration times only.
 //
-// Failures during the run do not return: the failing rank prints "pipewright: rank R failed at
+// A NaN or Inf (NumericalFault) on any rank ends every rank with RankNumericalFault
+// (exec/runtime/rank_runtime.h) carrying the same text on every rank: "rank R, op OP: step N,
+// stage S, layer ...", of the lowest rank that hit one (faults told within 0.5 s of each other
+// count as simultaneous); the caller prints it once and exits 4 (`pipewright run`), and the
+// ranks leave MPI normally (no MPI_Abort).
+// PW_ALLREDUCE=blocking (environment, for benchmarks; default overlapped) completes each
+// replicated stage's all-reduce at its op instead of overlapping it (exec/runtime/stage_worker.h).
+// Other failures during the run do not return: the failing rank prints "pipewright: rank R failed at
 // OP (iteration I): what" on stderr, tells the other ranks, and after a grace period (for their
 // lines) ends the job with MPI_Abort(1); a rank that learns of another's failure prints
 // "pipewright: rank R stopping: <that line>" and aborts too. mpirun then ends every rank (also

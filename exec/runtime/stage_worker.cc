@@ -1,7 +1,5 @@
 #include "exec/runtime/stage_worker.h"
 
-#include "exec/runtime/replica_allreduce.h"
-
 #include "models/error.h"
 #include "planner/schedule_validate.h"
 
@@ -60,12 +58,56 @@ void StageWorker::flush_sends(Clock::time_point deadline) {
   }
 }
 
+void StageWorker::progress_ring() {
+  if (ring_ && ring_->ring->progress()) finish_ring();
+}
+
+void StageWorker::finish_ring() {
+  const std::unique_ptr<InFlight> f = std::move(ring_);
+  const std::string waiting_op = current_op_;
+  current_op_ = planner::op_label(f->op);  // a fault in the deferred step names the allreduce
+  if (f->step_after) cfg_.compute->step(f->op.stage, f->iteration);
+  record(f->op, f->iteration, f->start_ns);
+  current_op_ = waiting_op;
+}
+
+void StageWorker::complete_ring(Clock::time_point deadline) {
+  Transport& tr = *cfg_.transport;
+  while (ring_) {
+    const uint64_t epoch = tr.progress_epoch(cfg_.device);
+    progress_ring();
+    if (!ring_) return;
+    progress_sends();
+    progress_ring();
+    if (!ring_) return;
+    status_ = "at " + current_op_ + " waiting for all-reduce " + to_string(ring_->ring->waiting_tag()) +
+              " from device " + std::to_string(ring_->ring->waiting_peer());
+    if (!tr.wait_for_progress(cfg_.device, epoch, deadline) && Clock::now() >= deadline)
+      throw PipelineStall("device " + std::to_string(cfg_.device) + " " + status_);
+  }
+}
+
+void StageWorker::record(const planner::Op& op, int iteration, int64_t start) {
+  if (!cfg_.record_trace) return;
+  sim::TraceEvent ev;
+  ev.device = cfg_.device;
+  ev.kind = op.kind;
+  ev.stage = op.stage;
+  ev.micro_batch = op.micro_batch;
+  ev.iteration = iteration;
+  ev.start_ns = start;
+  ev.end_ns = now_ns();
+  events.push_back(ev);
+  sample_memory();
+}
+
 void StageWorker::wait_request(Request& req, const MessageTag& tag, int peer, Clock::time_point deadline) {
   Transport& tr = *cfg_.transport;
   while (true) {
     const uint64_t epoch = tr.progress_epoch(cfg_.device);
     if (req.test()) return;
     progress_sends();
+    progress_ring();
     if (req.test()) return;
     status_ = "at " + current_op_ + " waiting for " + to_string(tag) + " from device " + std::to_string(peer);
     if (!tr.wait_for_progress(cfg_.device, epoch, deadline) && Clock::now() >= deadline)
@@ -118,6 +160,7 @@ void StageWorker::run_iteration(int iteration, Clock::time_point deadline) {
   const int last = sch.num_stages - 1;
   StageCompute& comp = *cfg_.compute;
   status_ = "starting";
+  ring_.reset();  // a ring left by a failed iteration
   const std::vector<planner::Op>& ops = sch.device_ops[cfg_.device];
   for (size_t at = 0; at < ops.size(); ++at) {
     const planner::Op& op = ops[at];
@@ -128,14 +171,14 @@ void StageWorker::run_iteration(int iteration, Clock::time_point deadline) {
     current_op_ = planner::op_label(op);
     OpContext ctx{iteration, op.stage, op.micro_batch, -1};
     int64_t start = -1;
+    bool record_now = true;
     switch (op.kind) {
       case OpKind::F: {
         std::vector<Tensor> in;
-        if (op.stage > 0) {
+        if (op.stage > 0)
           in = receive(iteration, op.stage - 1, Direction::forward, op.micro_batch, deadline, &ctx.weight_version);
-        } else if (cfg_.vertical_sync) {
-          ctx.weight_version = comp.weight_version(0);
-        }
+        complete_ring(deadline);
+        if (op.stage == 0 && cfg_.vertical_sync) ctx.weight_version = comp.weight_version(0);
         start = now_ns();
         std::vector<Tensor> out = comp.forward(ctx, std::move(in));
         if (op.stage < last) send(iteration, op.stage, Direction::forward, op.micro_batch, std::move(out), ctx.weight_version);
@@ -145,6 +188,7 @@ void StageWorker::run_iteration(int iteration, Clock::time_point deadline) {
       case OpKind::BW: {
         std::vector<Tensor> grad;
         if (op.stage < last) grad = receive(iteration, op.stage + 1, Direction::backward, op.micro_batch, deadline, nullptr);
+        complete_ring(deadline);
         start = now_ns();
         std::vector<Tensor> out = op.kind == OpKind::B ? comp.backward_input(ctx, std::move(grad))
                                                        : comp.backward(ctx, std::move(grad));
@@ -153,11 +197,13 @@ void StageWorker::run_iteration(int iteration, Clock::time_point deadline) {
         break;
       }
       case OpKind::W:
+        complete_ring(deadline);
         start = now_ns();
         comp.backward_weight(ctx);
         if (step_now) comp.step(op.stage, iteration);
         break;
       case OpKind::step:
+        complete_ring(deadline);
         start = now_ns();
         if (op.stage >= 0) {
           comp.step(op.stage, iteration);
@@ -166,16 +212,26 @@ void StageWorker::run_iteration(int iteration, Clock::time_point deadline) {
         }
         break;
       case OpKind::allreduce: {
+        complete_ring(deadline);
         start = now_ns();
+        const bool step_after = op.micro_batch >= 0 && async_steps_;
         const int r = sch.replicas(op.stage);
         if (r > 1) {
           const bool per_backward = op.micro_batch >= 0;
-          replica_allreduce(
-              *cfg_.transport, cfg_.device, sch.stage_replicas[op.stage], iteration, op.stage,
-              per_backward ? op.micro_batch / r : 0, comp.weight_gradients(op.stage), per_backward,
-              [&](Request& req, const MessageTag& tag, int peer) { wait_request(req, tag, peer, deadline); }, pending_);
+          ring_ = std::make_unique<InFlight>(InFlight{
+              std::make_unique<RingAllreduce>(*cfg_.transport, cfg_.device, sch.stage_replicas[op.stage], iteration,
+                                              op.stage, per_backward ? op.micro_batch / r : 0,
+                                              comp.weight_gradients(op.stage), per_backward),
+              op, iteration, start, step_after});
+          record_now = false;  // recorded when the ring completes
+          if (cfg_.overlap_allreduce) {
+            progress_ring();
+          } else {
+            complete_ring(deadline);
+          }
+        } else if (step_after) {
+          comp.step(op.stage, iteration);
         }
-        if (op.micro_batch >= 0 && async_steps_) comp.step(op.stage, iteration);
         break;
       }
       case OpKind::send:
@@ -183,20 +239,11 @@ void StageWorker::run_iteration(int iteration, Clock::time_point deadline) {
         throw InputError("schedule: op " + current_op_ + " on device " + std::to_string(cfg_.device) +
                          " is not supported by the runtime (communication is implicit)");
     }
-    if (cfg_.record_trace) {
-      sim::TraceEvent ev;
-      ev.device = cfg_.device;
-      ev.kind = op.kind;
-      ev.stage = op.stage;
-      ev.micro_batch = op.micro_batch;
-      ev.iteration = iteration;
-      ev.start_ns = start;
-      ev.end_ns = now_ns();
-      events.push_back(ev);
-      sample_memory();
-    }
+    if (record_now) record(op, iteration, start);
     progress_sends();
+    progress_ring();
   }
+  complete_ring(deadline);
   flush_sends(deadline);
   status_ = "done";
 }

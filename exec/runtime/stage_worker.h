@@ -11,12 +11,25 @@
 //
 // Replicated stages (Schedule::stage_replicas): F(s, j)'s output goes to the replica of s+1
 // that owns j, B / BW(s, j)'s gradient to the replica of s-1 that owns j (Schedule::device_of),
-// and receives name that device as source. allreduce(s, j) runs replica_allreduce
+// and receives name that device as source. allreduce(s, j) runs a RingAllreduce
 // (exec/runtime/replica_allreduce.h) over compute.weight_gradients(s) among the stage's
 // replicas: allreduce(s, -1) (synchronous, at the flush) sums, round 0; allreduce(s, j >= 0)
 // (asynchronous, after BW(s, j)) averages, round j / r_s, and the step that follows the
 // backward of j is taken after the all-reduce instead (PipeDream: replicas average their
 // gradients, then each applies the same update).
+// Overlap (WorkerConfig::overlap_allreduce, the default): the allreduce op only starts the
+// ring; it progresses whenever the worker waits (for an input, for its sends) or finishes an
+// op, and is completed before the next op that reads or writes the stage's gradients or
+// weights runs its compute: F / B / BW / W of that stage first receive their input (the ring
+// progresses meanwhile), then wait for the ring; a step waits for it; the iteration's end
+// waits for it. The deferred asynchronous step runs as soon as the ring is seen complete.
+// The numbers are those of the blocking order (backward, all-reduce, step, next op); only the
+// waiting overlaps. The ring starts at the op that follows the stage's last backward of the
+// mini-batch on this replica (the schedule puts allreduce(s, -1) right after it); starting per
+// layer inside that backward would need a hook in the compute (not provided). Blocking mode
+// (overlap_allreduce = false) completes the ring at the allreduce op.
+// The allreduce trace event spans from the ring's start to its completion (plus the deferred
+// asynchronous step), recorded when it completes; it ends before the next compute op starts.
 //
 // Timing: an op's event spans from the moment its input is available to the moment its
 // output has been handed to the transport; waiting is not part of the op. Every received
@@ -25,9 +38,11 @@
 // Times are nanoseconds since `t0`.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "exec/runtime/replica_allreduce.h"
 #include "exec/runtime/stage_compute.h"
 #include "exec/transport/transport.h"
 #include "planner/schedule.h"
@@ -47,6 +62,7 @@ struct WorkerConfig {
   StageCompute* compute = nullptr;
   Transport* transport = nullptr;
   bool vertical_sync = false;    // tag payloads with stage 0's weight version
+  bool overlap_allreduce = true; // replicated stages: non-blocking ring all-reduce (see above)
   bool record_trace = true;
   Transport::Clock::time_point t0;
 };
@@ -77,13 +93,27 @@ class StageWorker {
             int64_t version);
   void progress_sends();
   void flush_sends(Transport::Clock::time_point deadline);
+  // The in-flight all-reduce: progress without blocking (finishing it when complete), or wait
+  // until it is complete.
+  void progress_ring();
+  void complete_ring(Transport::Clock::time_point deadline);
+  void finish_ring();
   int64_t now_ns() const;
   void sample_memory();
+  void record(const planner::Op& op, int iteration, int64_t start_ns);  // trace event + memory sample
 
   WorkerConfig cfg_;
   bool async_steps_;  // step after each backward: the schedule's kind is asynchronous
   std::vector<int> my_stages_;
   std::vector<std::unique_ptr<Request>> pending_;
+  struct InFlight {
+    std::unique_ptr<RingAllreduce> ring;
+    planner::Op op;
+    int iteration = 0;
+    int64_t start_ns = 0;
+    bool step_after = false;  // asynchronous: the stage steps once the ring is complete
+  };
+  std::unique_ptr<InFlight> ring_;
   std::string status_;
   std::string current_op_;
 };

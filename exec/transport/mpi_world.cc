@@ -186,6 +186,29 @@ void World::check_peers() {
   throw PeerFailed(g_notice->first, g_notice->second);
 }
 
+std::vector<std::pair<int, std::string>> World::collect_notices(std::chrono::milliseconds wait_for) {
+  std::vector<std::pair<int, std::string>> out;
+  if (g_notice) out.push_back(*g_notice);
+  const auto deadline = Clock::now() + wait_for;
+  Backoff backoff;
+  while (true) {
+    int flag = 0;
+    MPI_Status st;
+    MPI_Iprobe(MPI_ANY_SOURCE, kAbortTag, comms_->control, &flag, &st);
+    if (flag) {
+      int count = 0;
+      MPI_Get_count(&st, MPI_CHAR, &count);
+      std::string text(static_cast<size_t>(std::max(0, count)), '\0');
+      MPI_Recv(text.data(), count, MPI_CHAR, st.MPI_SOURCE, kAbortTag, comms_->control, MPI_STATUS_IGNORE);
+      if (!g_notice) g_notice.emplace(st.MPI_SOURCE, text);
+      out.emplace_back(st.MPI_SOURCE, std::move(text));
+      continue;
+    }
+    if (Clock::now() >= deadline) return out;
+    backoff.sleep(deadline);
+  }
+}
+
 void World::acknowledge_failure() {
   if (!g_notice) return;
   char byte = 1;

@@ -24,6 +24,7 @@
 #include <chrono>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "exec/transport/transport.h"
@@ -88,6 +89,10 @@ class World {
   // The failed rank, after notify_failure: waits until every other rank acknowledged, at most
   // `wait` (a rank busy in a long op or gone may never answer).
   void await_acknowledgements(std::chrono::milliseconds wait);
+  // Every abort notice this rank has received, and those that arrive within `wait` from now,
+  // as (sending rank, text) in arrival order (after the first, check_peers throws the first).
+  // For faults several ranks may hit at once (a NaN), so that every rank can pick the same one.
+  std::vector<std::pair<int, std::string>> collect_notices(std::chrono::milliseconds wait);
   // MPI_Abort(MPI_COMM_WORLD, code): every rank of the job ends. Does not return.
   [[noreturn]] void abort(int code);
 

@@ -35,8 +35,9 @@
 namespace pw::exec {
 
 // forward/backward: activations and gradients crossing a cut. reduce/broadcast: the weight-
-// gradient all-reduce among the replicas of a stage (exec/runtime/replica_allreduce.h); their
-// tags name the stage and the all-reduce's round in micro_batch.
+// gradient all-reduce among the replicas of a stage (exec/runtime/replica_allreduce.h: reduce
+// for its reduce-scatter steps, broadcast for its all-gather steps); their tags name the stage,
+// and in micro_batch the all-reduce's round and ring step.
 enum class Direction : uint8_t { forward = 0, backward = 1, reduce = 2, broadcast = 3 };
 
 struct MessageTag {

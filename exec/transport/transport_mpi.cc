@@ -36,6 +36,7 @@ struct MpiTransport::Impl {
   mpi::World& world;
   MPI_Comm comm = MPI_COMM_NULL;
   int rank = 0, size = 1, stages = 1, micro_batches = 1, window = 1;
+  int collective_slots = 0;  // per stage and iteration, in the all-reduce block
   bool collectives = false;
   std::chrono::nanoseconds spin;
   int64_t epoch_ns = 0;
@@ -265,7 +266,8 @@ MpiTransport::MpiTransport(mpi::World& world, int num_stages, int num_micro_batc
   t.stages = num_stages;
   t.micro_batches = num_micro_batches;
   t.collectives = collectives;
-  const int64_t per_iteration = (collectives ? 4LL : 2LL) * num_stages * num_micro_batches;
+  t.collective_slots = collectives ? std::max(num_micro_batches, t.size) : 0;
+  const int64_t per_iteration = 2LL * num_stages * (num_micro_batches + t.collective_slots);
   const int64_t window = std::min<int64_t>(1024, (static_cast<int64_t>(world.tag_upper_bound()) + 1) / per_iteration);
   if (window < 4)
     throw InputError("MPI transport: " + std::to_string(num_stages) + " stages x " + std::to_string(num_micro_batches) +
@@ -284,14 +286,15 @@ size_t MpiTransport::self_buffered() const { return impl_->mailbox.size(); }
 
 int MpiTransport::mpi_tag(const MessageTag& tag) const {
   const Impl& t = *impl_;
+  const bool p2p_tag = tag.dir == Direction::forward || tag.dir == Direction::backward;
+  PW_CHECK(p2p_tag || t.collectives, "MPI transport: collective tag without collectives: " + to_string(tag));
+  const int width = p2p_tag ? t.micro_batches : t.collective_slots;
   PW_CHECK(tag.iteration >= 0 && tag.stage >= 0 && tag.stage < t.stages && tag.micro_batch >= 0 &&
-               tag.micro_batch < t.micro_batches,
+               tag.micro_batch < width,
            "MPI transport: tag out of range: " + to_string(tag));
   const int64_t it = tag.iteration % t.window;
-  const int64_t slot = (it * t.stages + tag.stage) * t.micro_batches + tag.micro_batch;
-  if (tag.dir == Direction::forward || tag.dir == Direction::backward)
-    return static_cast<int>(slot * 2 + (tag.dir == Direction::backward ? 1 : 0));
-  PW_CHECK(t.collectives, "MPI transport: collective tag without collectives: " + to_string(tag));
+  const int64_t slot = (it * t.stages + tag.stage) * width + tag.micro_batch;
+  if (p2p_tag) return static_cast<int>(slot * 2 + (tag.dir == Direction::backward ? 1 : 0));
   const int64_t p2p = static_cast<int64_t>(t.window) * 2 * t.stages * t.micro_batches;
   return static_cast<int>(p2p + slot * 2 + (tag.dir == Direction::broadcast ? 1 : 0));
 }

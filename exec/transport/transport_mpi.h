@@ -25,9 +25,10 @@
 // (neighbouring ranks are at most one iteration apart; 4 leaves room). Tags outside the
 // declared stages / micro-batches PW_CHECK-fail. With `collectives` (replicated stages) the
 // tag space holds a second block after the point-to-point one, per iteration window, for the
-// replicas' all-reduce messages: window * 2 * stages * micro_batches +
-// ((it * stages + stage) * micro_batches + mb) * 2 + (dir == broadcast), and the window is
-// computed from 4 * stages * micro_batches; forward/backward tags keep the packing above.
+// replicas' ring all-reduce messages (exec/runtime/replica_allreduce.h: micro_batch numbers the
+// round and ring step, below C = max(micro_batches, ranks)): window * 2 * stages *
+// micro_batches + ((it * stages + stage) * C + mb) * 2 + (dir == broadcast), and the window is
+// computed from 2 * stages * (micro_batches + C); forward/backward tags keep the packing above.
 //
 // Self-sends (src == dst == rank, interleaved schedules) never touch MPI: the message is moved
 // into a local mailbox, zero-copy.

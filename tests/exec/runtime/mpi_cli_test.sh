@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `mpirun -np 2 pipewright run` faults and refusals (ctest, tests/exec/CMakeLists.txt):
-#   mpi_cli_test.sh throw|kill|mismatch|replicated <pipewright> <mpiexec> [mpiexec flags...]
+#   mpi_cli_test.sh throw|kill|mismatch|replicated|nan|nan-replicated <pipewright> <mpiexec> [flags...]
 # throw: rank 1 throws at BW(1,3) (PW_TEST_INJECT_FAULT, exec/runtime/fault_injection.h);
 # kill:  rank 1 SIGKILLs itself at F(1,2).
 #   Pass when mpirun (hence every rank: it ends the job) exits non-zero and the output names
@@ -10,14 +10,45 @@
 #   numbers.
 # replicated: a plan whose one stage has 2 replicas. Pass when it runs on 2 ranks (exit 0, the
 #   step line, the banner saying 2 MPI ranks) and 3 ranks are refused as in mismatch.
+# nan: rank 1 (stage 1 of 2) writes a NaN into its weight gradient at BW(1,3)
+#   (PW_TEST_INJECT_FAULT=1:BW(1,3):nan). Pass when mpirun (every rank) exits 4 with exactly one
+#   "pipewright: numerical fault:" line naming rank 1, the op (step), step 1 and stage 1.
+# nan-replicated: 4 ranks, 2 stages x 2 replicas (stage 1 on ranks 2, 3); rank 3's NaN reaches
+#   rank 2 through the all-reduce, both find it at their step, and the job reports the lower
+#   rank: exit 4, one line naming rank 2, op step, step 1, stage 1.
 # ctest's TIMEOUT bounds every mode.
 set -u
 mode=$1 pipewright=$2
 shift 2
 fail() { echo "FAIL: $*"; exit 1; }
 fault=''
+np=2
 run_args=(--model mlp --stages 2 --micro-batches 4 --steps 3 --threads 1)
 case $mode in
+  nan) fault='1:BW(1,3):nan' ;;
+  nan-replicated)
+    fault='3:BW(1,3):nan'
+    np=4
+    dir=$(mktemp -d)
+    trap 'rm -rf "$dir"' EXIT
+    "$pipewright" plan --model mlp --depth 4 --width 256 --device cpu-core-avx2 --devices 2 --straight \
+      -o "$dir/plan.json" > /dev/null || fail "pipewright plan failed"
+    python3 -c '
+import copy, json, sys
+p = json.load(open(sys.argv[1]))
+whole = p["stages"][0]
+whole.pop("layers", None)
+last, cut = p["stages"][-1]["end_layer"], 5  # input fc0 relu0 fc1 relu1 | fc2 relu2 fc3 loss
+second = copy.deepcopy(whole)
+whole.update(first_layer=0, end_layer=cut, devices=[0, 1])
+second.update(first_layer=cut, end_layer=last, devices=[2, 3])
+p["stages"] = [whole, second]
+p["num_devices_used"] = 4
+p["schedule"] = "1f1b"
+p["num_micro_batches"], p["micro_batch_size"] = 4, p["batch"] // 4
+p["batch"] = 4 * p["micro_batch_size"]
+json.dump(p, open(sys.argv[1], "w"))' "$dir/plan.json" || fail "could not write the 2 x 2 plan"
+    run_args=(--plan "$dir/plan.json" --model mlp --steps 3 --threads 1) ;;
   throw) fault='1:BW(1,3)' ;;
   kill) fault='1:F(1,2):kill' ;;
   mismatch) run_args=(--model mlp --stages 3 --micro-batches 3 --steps 1) ;;
@@ -37,9 +68,9 @@ p["num_micro_batches"], p["micro_batch_size"] = 2, p["batch"] // 2  # one micro-
 p["batch"] = 2 * p["micro_batch_size"]
 json.dump(p, open(sys.argv[1], "w"))' "$dir/plan.json" || fail "could not write the replicated plan"
     run_args=(--plan "$dir/plan.json" --model mlp --steps 1) ;;
-  *) echo "usage: $0 throw|kill|mismatch|replicated <pipewright> <mpiexec> [flags...]"; exit 2 ;;
+  *) echo "usage: $0 throw|kill|mismatch|replicated|nan|nan-replicated <pipewright> <mpiexec> [flags...]"; exit 2 ;;
 esac
-out=$(PW_TEST_INJECT_FAULT=$fault "$@" -np 2 "$pipewright" run "${run_args[@]}" 2>&1)
+out=$(PW_TEST_INJECT_FAULT=$fault "$@" -np $np "$pipewright" run "${run_args[@]}" 2>&1)
 rc=$?
 echo "$out"
 echo "exit code: $rc"
@@ -57,6 +88,14 @@ case $mode in
     [ "$rc" -eq 2 ] || fail "mpirun exited $rc, expected 2"
     [ "$(grep -c '^pipewright: error:' <<<"$out")" -eq 1 ] || fail "expected exactly one error line"
     grep -q '^pipewright: error: mpirun started 2 ranks but the plan has 3 pipeline devices' <<<"$out" || fail "no line naming 2 ranks and 3 devices" ;;
+  nan|nan-replicated)
+    [ "$rc" -eq 4 ] || fail "mpirun exited $rc, expected 4"
+    [ "$(grep -c '^pipewright: numerical fault:' <<<"$out")" -eq 1 ] || fail "expected exactly one numerical-fault line"
+    rank=1
+    [ "$mode" = nan-replicated ] && rank=2
+    grep -Eq "^pipewright: numerical fault: rank $rank, op step: step 1, stage 1, layer \".+\": weight gradient is NaN; no checkpoint\$" <<<"$out" ||
+      fail "no line naming rank $rank, op step, step 1 and stage 1"
+    grep -q '^step 1/3' <<<"$out" && fail "a step was reported after the fault" ;;
   replicated)
     [ "$rc" -eq 0 ] || fail "mpirun exited $rc, expected 0"
     grep -q '^run: .*1 stages on 2 MPI ranks, .*2 micro-batches' <<<"$out" || fail "no banner naming 2 MPI ranks and 2 micro-batches"

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <set>
 
 #include "exec/runtime/run_ranks.h"
@@ -118,4 +119,47 @@ TEST_CASE("mpi runtime: 2 stages x 2 replicas train as the threaded runtime (gpi
       CHECK(allreduces == 3 * (kind == ScheduleKind::pipedream_async ? 8 : 4));
     }
   }
+}
+
+// The replicas' ring all-reduce over MPI, overlapped (the default) or blocking (PW_ALLREDUCE,
+// exec/runtime/run_ranks.h): the same ring on the same values in the same order, so losses and
+// final weights are bit-identical. 4 ranks only (2 stages x 2 replicas).
+TEST_CASE("mpi runtime: 2 x 2 replicas, overlapped and blocking all-reduce train bit for bit alike (1f1b, "
+          "pipedream-async)") {
+  if (world().size() != 4) return;
+  const models::Model model = small_model("mlp");
+  for (ScheduleKind kind : {ScheduleKind::one_f_one_b, ScheduleKind::pipedream_async}) {
+    CAPTURE(planner::to_string(kind));
+    planner::Plan plan = even_plan(model, 2, /*micro-batches=*/4, /*size=*/2, kind, false);
+    plan.stages[0].devices = {0, 1};
+    plan.stages[1].devices = {2, 3};
+    plan.num_devices_used = 4;
+    const PipelineRunOptions o = testing::compare_options();
+    const PipelineRunResult overlapped = run_pipeline_ranks(model, plan, o, world());
+    ::setenv("PW_ALLREDUCE", "blocking", 1);
+    const PipelineRunResult blocking = run_pipeline_ranks(model, plan, o, world());
+    ::unsetenv("PW_ALLREDUCE");
+    CHECK(overlapped.losses == blocking.losses);
+    if (world().rank() != 0) continue;
+    REQUIRE(overlapped.final_weights.size() == blocking.final_weights.size());
+    for (size_t s = 0; s < overlapped.final_weights.size(); ++s) {
+      REQUIRE(overlapped.final_weights[s].size() == blocking.final_weights[s].size());
+      for (size_t k = 0; k < overlapped.final_weights[s].size(); ++k) {
+        CAPTURE(overlapped.final_weights[s][k].first);
+        const Tensor& a = overlapped.final_weights[s][k].second;
+        const Tensor& b = blocking.final_weights[s][k].second;
+        REQUIRE(a.numel() == b.numel());
+        CHECK(std::equal(a.data(), a.data() + a.numel(), b.data()));
+      }
+    }
+  }
+}
+
+TEST_CASE("mpi runtime: PW_ALLREDUCE other than overlapped or blocking is refused on every rank") {
+  const models::Model model = small_model("mlp");
+  const planner::Plan plan = even_plan(model, world().size(), 4, 2, ScheduleKind::one_f_one_b, false);
+  ::setenv("PW_ALLREDUCE", "ring", 1);
+  CHECK_THROWS_WITH_AS(run_pipeline_ranks(model, plan, testing::compare_options(), world()),
+                       "PW_ALLREDUCE: expected overlapped or blocking, got \"ring\"", RankInputError);
+  ::unsetenv("PW_ALLREDUCE");
 }

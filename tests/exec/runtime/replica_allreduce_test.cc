@@ -1,6 +1,7 @@
-// replica_allreduce over the in-process transport: exact sums and averages (hand-checkable
-// values), the same bits on every replica, distinct rounds in flight at once, and a mismatch
-// between replicas caught.
+// The ring all-reduce over the in-process transport: exact sums and averages (hand-checkable
+// values), the same bits on every replica, distinct rounds in flight at once, r = 2 equal bit
+// for bit to a plain g0 + g1, chunks spanning tensors and empty chunks, the non-blocking form
+// driven on one thread, and a mismatch between replicas caught.
 #include <doctest/doctest.h>
 
 #include <thread>
@@ -62,12 +63,12 @@ TEST_CASE("replica all-reduce: 3 replicas sum (sync) and average (async, two rou
       auto wait = [&](Request& r, const MessageTag&, int) { ep.wait(r); };
       auto ptrs = [](std::vector<Tensor>& v) { return std::vector<Tensor*>{&v[0], &v[1]}; };
       sum[d] = grads_of(d);
-      replica_allreduce(tr, d, replicas, 0, 1, 0, ptrs(sum[d]), false, wait, ep.pending);
+      replica_allreduce(tr, d, replicas, 0, 1, 0, ptrs(sum[d]), false, wait);
       avg0[d] = grads_of(d);
       avg1[d] = grads_of(d + 3);
       // The root may still be broadcasting round 0 when a replica starts round 1.
-      replica_allreduce(tr, d, replicas, 0, 1, 1, ptrs(avg0[d]), true, wait, ep.pending);
-      replica_allreduce(tr, d, replicas, 0, 1, 2, ptrs(avg1[d]), true, wait, ep.pending);
+      replica_allreduce(tr, d, replicas, 0, 1, 1, ptrs(avg0[d]), true, wait);
+      replica_allreduce(tr, d, replicas, 0, 1, 2, ptrs(avg1[d]), true, wait);
       ep.flush();
     });
   for (auto& t : threads) t.join();
@@ -89,10 +90,110 @@ TEST_CASE("replica all-reduce: 3 replicas sum (sync) and average (async, two rou
 TEST_CASE("replica all-reduce: one replica is a no-op and a device outside the replicas is a bug") {
   InProcTransport tr(2, 1);
   std::vector<Tensor> g = grads_of(0);
-  std::vector<std::unique_ptr<Request>> pending;
   auto never = [](Request&, const MessageTag&, int) { throw std::runtime_error("no wait expected"); };
-  replica_allreduce(tr, 0, {0}, 0, 0, 0, {&g[0], &g[1]}, true, never, pending);
+  replica_allreduce(tr, 0, {0}, 0, 0, 0, {&g[0], &g[1]}, true, never);
   CHECK(g[0].data()[0] == 1.0f);
-  CHECK(pending.empty());
-  CHECK_THROWS(replica_allreduce(tr, 1, {0}, 0, 0, 0, {&g[0], &g[1]}, true, never, pending));
+  CHECK_THROWS(replica_allreduce(tr, 1, {0}, 0, 0, 0, {&g[0], &g[1]}, true, never));
+}
+
+namespace {
+
+// Gradients of replica p: tensors of the given sizes filled with values that make float sums
+// order-sensitive (so that the r = 2 bit-equality below is not trivially true).
+std::vector<Tensor> pseudo_random_grads(int p, const std::vector<int64_t>& sizes) {
+  std::vector<Tensor> v;
+  uint32_t x = 12345u + 7919u * static_cast<uint32_t>(p);
+  for (int64_t n : sizes) {
+    Tensor t(std::vector<int64_t>{n});
+    for (int64_t e = 0; e < n; ++e) {
+      x = x * 1664525u + 1013904223u;
+      t.data()[e] = static_cast<float>(static_cast<int32_t>(x >> 8) - (1 << 23)) * 1e-3f;
+    }
+    v.push_back(std::move(t));
+  }
+  return v;
+}
+
+std::vector<Tensor*> pointers(std::vector<Tensor>& v) {
+  std::vector<Tensor*> out;
+  for (Tensor& t : v) out.push_back(&t);
+  return out;
+}
+
+// Runs one all-reduce of every replica on ONE thread: each ring is only ever progressed, never
+// waited on, so this also shows RingAllreduce does not block.
+void run_rings_on_one_thread(InProcTransport& tr, const std::vector<int>& replicas,
+                             std::vector<std::vector<Tensor>>& grads, int round, bool average) {
+  std::vector<std::unique_ptr<RingAllreduce>> rings;
+  for (size_t p = 0; p < replicas.size(); ++p)
+    rings.push_back(
+        std::make_unique<RingAllreduce>(tr, replicas[p], replicas, 0, 0, round, pointers(grads[p]), average));
+  for (int sweep = 0; sweep < 1000; ++sweep) {
+    bool all = true;
+    for (auto& ring : rings) all = ring->progress() && all;
+    if (all) return;
+  }
+  FAIL("the rings did not finish in 1000 sweeps");
+}
+
+}  // namespace
+
+TEST_CASE("ring all-reduce: 2 replicas give g0 + g1 bit for bit (the old sum at replica 0), chunks across tensors") {
+  // 7 + 4 + 1 = 12 values: chunk 0 = [0, 6) inside tensor 0, chunk 1 = [6, 12) spans all three.
+  const std::vector<int64_t> sizes = {7, 4, 1};
+  for (bool average : {false, true}) {
+    CAPTURE(average);
+    InProcTransport tr(2, 1);
+    std::vector<std::vector<Tensor>> g(2);
+    g[0] = pseudo_random_grads(0, sizes);
+    g[1] = pseudo_random_grads(1, sizes);
+    const std::vector<Tensor> a = pseudo_random_grads(0, sizes), b = pseudo_random_grads(1, sizes);
+    run_rings_on_one_thread(tr, {0, 1}, g, 0, average);
+    for (size_t k = 0; k < sizes.size(); ++k)
+      for (int64_t e = 0; e < sizes[k]; ++e) {
+        float want = a[k].data()[e] + b[k].data()[e];
+        if (average) want /= 2.0f;
+        CHECK(g[0][k].data()[e] == want);
+        CHECK(g[1][k].data()[e] == want);
+      }
+  }
+}
+
+TEST_CASE("ring all-reduce: 4 replicas sum exactly, fewer values than replicas, and every replica has the same bits") {
+  for (int64_t n : {int64_t{10}, int64_t{3}, int64_t{1}}) {
+    CAPTURE(n);
+    InProcTransport tr(5, 1);
+    const std::vector<int> replicas = {4, 2, 0, 3};  // ring order is the list's, not the devices'
+    std::vector<std::vector<Tensor>> g(4), r(4);
+    for (int p = 0; p < 4; ++p) {
+      Tensor t(std::vector<int64_t>{n});
+      for (int64_t e = 0; e < n; ++e) t.data()[e] = static_cast<float>((p + 1) * (e + 1));  // sum 10 (e + 1)
+      g[p].push_back(std::move(t));
+      r[p] = pseudo_random_grads(p, {n});
+    }
+    run_rings_on_one_thread(tr, replicas, g, 0, false);
+    run_rings_on_one_thread(tr, replicas, r, 1, true);
+    for (int p = 0; p < 4; ++p)
+      for (int64_t e = 0; e < n; ++e) {
+        CHECK(g[p][0].data()[e] == static_cast<float>(10 * (e + 1)));
+        CHECK(r[p][0].data()[e] == r[0][0].data()[e]);  // same bits everywhere
+      }
+    // The average equals the exact mean up to float rounding of a 4-term sum.
+    std::vector<std::vector<Tensor>> ref(4);
+    for (int p = 0; p < 4; ++p) ref[p] = pseudo_random_grads(p, {n});
+    for (int64_t e = 0; e < n; ++e) {
+      double mean = 0;
+      for (int p = 0; p < 4; ++p) mean += ref[p][0].data()[e] / 4.0;
+      CHECK(r[0][0].data()[e] == doctest::Approx(mean).epsilon(1e-6));
+    }
+  }
+}
+
+TEST_CASE("ring all-reduce: replicas whose gradients differ in size are caught") {
+  InProcTransport tr(2, 1);
+  std::vector<std::vector<Tensor>> g(2);
+  g[0] = pseudo_random_grads(0, {4});
+  g[1] = pseudo_random_grads(1, {6});
+  CHECK_THROWS_WITH(run_rings_on_one_thread(tr, {0, 1}, g, 0, false),
+                    doctest::Contains("the replicas' gradients differ in size"));
 }

@@ -58,18 +58,25 @@ TEST_CASE("mpi transport: tags pack (iteration mod window, stage, micro-batch, d
 
 TEST_CASE("mpi transport: with collectives, replica all-reduce tags take a second block and point-to-point tags keep theirs") {
   MpiTransport t(world(), 2, 3, std::chrono::microseconds(50), /*collectives=*/true);
+  // The all-reduce block has C = max(micro-batches, ranks) slots per stage (ring rounds x steps).
+  const int C = std::max(3, world().size());
   const int w = t.iteration_window();
-  CHECK(w == std::min<int64_t>(1024, (static_cast<int64_t>(world().tag_upper_bound()) + 1) / 24));
+  CHECK(w == std::min<int64_t>(1024, (static_cast<int64_t>(world().tag_upper_bound()) + 1) / (4 * (3 + C))));
   CHECK(t.mpi_tag({1, 1, 2, Direction::backward}) == ((1 * 2 + 1) * 3 + 2) * 2 + 1);
   CHECK(t.mpi_tag({0, 0, 0, Direction::reduce}) == w * 12);
-  CHECK(t.mpi_tag({1, 1, 2, Direction::broadcast}) == w * 12 + ((1 * 2 + 1) * 3 + 2) * 2 + 1);
+  CHECK(t.mpi_tag({1, 1, 2, Direction::broadcast}) == w * 12 + ((1 * 2 + 1) * C + 2) * 2 + 1);
+  CHECK(t.mpi_tag({0, 0, C - 1, Direction::reduce}) == w * 12 + (C - 1) * 2);
+  CHECK_THROWS(t.mpi_tag({0, 0, C, Direction::reduce}));
+  CHECK_THROWS(t.mpi_tag({0, 0, 3, Direction::forward}));
   std::set<int> seen;
   for (int it = 0; it < 2; ++it)
-    for (int s = 0; s < 2; ++s)
+    for (int s = 0; s < 2; ++s) {
       for (int j = 0; j < 3; ++j)
-        for (Direction d : {Direction::forward, Direction::backward, Direction::reduce, Direction::broadcast})
-          seen.insert(t.mpi_tag({it, s, j, d}));
-  CHECK(seen.size() == 48);
+        for (Direction d : {Direction::forward, Direction::backward}) seen.insert(t.mpi_tag({it, s, j, d}));
+      for (int j = 0; j < C; ++j)
+        for (Direction d : {Direction::reduce, Direction::broadcast}) seen.insert(t.mpi_tag({it, s, j, d}));
+    }
+  CHECK(seen.size() == static_cast<size_t>(24 + 8 * C));
   CHECK(*seen.rbegin() <= world().tag_upper_bound());
 }
 
