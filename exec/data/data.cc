@@ -7,6 +7,7 @@
 
 #include "exec/data/data_images.h"
 #include "exec/data/fast_normal.h"
+#include "exec/data/seeded_source.h"
 #include "exec/layers/common.h"
 #include "models/error.h"
 #include "models/input_file.h"
@@ -17,10 +18,10 @@ namespace {
 
 using models::LayerKind;
 
-class TextSource : public DataSource {
+class TextSource : public SeededDataSource {
  public:
   TextSource(std::string file, std::string bytes, int64_t seq, int64_t vocab, uint64_t seed)
-      : file_(std::move(file)), bytes_(std::move(bytes)), seq_(seq), vocab_(vocab), rng_(seed) {}
+      : SeededDataSource(seed), file_(std::move(file)), bytes_(std::move(bytes)), seq_(seq), vocab_(vocab) {}
   Batch next(int64_t batch) override {
     ++batches_;
     Batch b{Tensor({batch, seq_}), Tensor({batch, seq_})};
@@ -34,11 +35,6 @@ class TextSource : public DataSource {
     }
     return b;
   }
-  DataState state() const override { return {rng_.state(), batches_}; }
-  void restore(const DataState& s) override {
-    rng_.set_state(s.rng);
-    batches_ = s.batches;
-  }
   std::string describe() const override {
     return "text " + file_ + " (" + std::to_string(bytes_.size()) + " bytes)";
   }
@@ -49,8 +45,6 @@ class TextSource : public DataSource {
   }
   std::string file_, bytes_;
   int64_t seq_, vocab_;
-  Rng rng_;
-  int64_t batches_ = 0;
 };
 
 // y = f(W x) with a fixed random teacher W = U V of rank r = min(kTeacherRank, in, out):
@@ -61,13 +55,13 @@ class TextSource : public DataSource {
 // the vector width chosen by the compiler beyond what the binary fixes.
 constexpr int64_t kTeacherRank = 32;
 
-class TeacherSource : public DataSource {
+class TeacherSource : public SeededDataSource {
  public:
   // classify: classification into `out` classes (argmax); else regression to tanh of `out` values.
   TeacherSource(std::vector<int64_t> in_shape, std::vector<int64_t> out_shape, int64_t out,
                 bool classify, uint64_t seed)
-      : in_shape_(std::move(in_shape)), out_shape_(std::move(out_shape)), out_(out),
-        classify_(classify), rng_(seed) {
+      : SeededDataSource(seed), in_shape_(std::move(in_shape)), out_shape_(std::move(out_shape)), out_(out),
+        classify_(classify) {
     in_ = 1;
     for (int64_t d : in_shape_) in_ *= d;
     rank_ = std::min({kTeacherRank, in_, out_});
@@ -107,11 +101,6 @@ class TeacherSource : public DataSource {
     if (!classify_) y.reshape(with_batch(batch, out_shape_));
     return {std::move(x), std::move(y)};
   }
-  DataState state() const override { return {rng_.state(), batches_}; }
-  void restore(const DataState& s) override {
-    rng_.set_state(s.rng);
-    batches_ = s.batches;
-  }
   std::string describe() const override {
     // The teacher's rank is named: it changes the data (a checkpoint's identity records this).
     const std::string teacher = "random rank-" + std::to_string(rank_) + " teacher";
@@ -123,8 +112,6 @@ class TeacherSource : public DataSource {
   std::vector<int64_t> in_shape_, out_shape_;
   int64_t in_ = 1, out_, rank_ = 1;
   bool classify_;
-  Rng rng_;
-  int64_t batches_ = 0;
   std::vector<float> vt_, ut_;
 };
 

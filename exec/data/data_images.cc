@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "exec/data/fast_normal.h"
+#include "exec/data/seeded_source.h"
 #include "exec/layers/common.h"
 #include "models/error.h"
 
@@ -10,10 +11,10 @@ namespace pw::exec {
 
 namespace {
 
-class ImagePatterns final : public DataSource {
+class ImagePatterns final : public SeededDataSource {
  public:
   ImagePatterns(std::vector<int64_t> shape, int64_t classes, uint64_t seed)
-      : shape_(std::move(shape)), classes_(classes), rng_(seed) {
+      : SeededDataSource(seed), shape_(std::move(shape)), classes_(classes) {
     if (shape_.size() != 3 || shape_[0] < 1 || shape_[1] < 1 || shape_[2] < 1 || classes_ < 1)
       throw InputError("image patterns: expected an input of shape [c, h, w] and at least one class");
     const int64_t c = shape_[0], h = shape_[1], w = shape_[2];
@@ -51,11 +52,6 @@ class ImagePatterns final : public DataSource {
     ++batches_;
     return b;
   }
-  DataState state() const override { return {rng_.state(), batches_}; }
-  void restore(const DataState& s) override {
-    rng_.set_state(s.rng);
-    batches_ = s.batches;
-  }
   std::string describe() const override {
     return "synthetic image patterns (approximately normal noise, " + std::to_string(classes_) + " classes, " + std::to_string(shape_[0]) + "x" +
            std::to_string(shape_[1]) + "x" + std::to_string(shape_[2]) + ")";
@@ -65,8 +61,6 @@ class ImagePatterns final : public DataSource {
   std::vector<int64_t> shape_;
   int64_t classes_;
   int64_t per_ = 0;
-  int64_t batches_ = 0;
-  Rng rng_;
   std::vector<float> patterns_;
 };
 
