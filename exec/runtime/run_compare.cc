@@ -61,8 +61,8 @@ Prediction predict_from_measurement(const models::Model& model, const planner::P
   // summed over the device's layers) when the profile has it; the isolated hot loop only for
   // old-style profiles. The isolated loop ran the step 7 times back to back on unchanged
   // gradients and read 15-20% low against the run (issue 12).
-  const bool has_in_context_step = std::any_of(costs.step_ns.begin(), costs.step_ns.end(), [](int64_t v) { return v > 0; });
-  if (planner::is_synchronous(plan.schedule) && !has_in_context_step) costs.step_ns = measure_step_ns(model, plan, optimizer);
+  // (stage_costs_from_plan leaves step_ns empty when the profile has no step times.)
+  if (planner::is_synchronous(plan.schedule) && costs.step_ns.empty()) costs.step_ns = measure_step_ns(model, plan, optimizer);
   const planner::Schedule sched = sim::schedule_for_plan(plan, costs);
   // Transfers between workers cost the runtime's hand-off (a sleeping receiver woken by the
   // sender), measured here; free on one worker.
