@@ -22,6 +22,15 @@ namespace {
 
 models::Model small_model(const std::string& family) { return testing::small_zoo_model(family, 4, 8); }
 
+// 2 stages x 2 replicas: stage 0 on ranks 0, 1, stage 1 on ranks 2, 3; 4 micro-batches of 2.
+planner::Plan two_by_two_replicas(const models::Model& model, ScheduleKind kind) {
+  planner::Plan plan = even_plan(model, 2, /*micro-batches=*/4, /*size=*/2, kind, false);
+  plan.stages[0].devices = {0, 1};
+  plan.stages[1].devices = {2, 3};
+  plan.num_devices_used = 4;
+  return plan;
+}
+
 }  // namespace
 
 TEST_CASE("mpi runtime: one rank per device trains as the threaded runtime (gpipe, 1f1b, zb-h1, interleaved, mlp, gpt)") {
@@ -98,10 +107,7 @@ TEST_CASE("mpi runtime: 2 stages x 2 replicas train as the threaded runtime (gpi
     for (ScheduleKind kind : {ScheduleKind::gpipe, ScheduleKind::one_f_one_b, ScheduleKind::pipedream_async}) {
       CAPTURE(family);
       CAPTURE(planner::to_string(kind));
-      planner::Plan plan = even_plan(model, 2, /*micro-batches=*/4, /*size=*/2, kind, false);
-      plan.stages[0].devices = {0, 1};
-      plan.stages[1].devices = {2, 3};
-      plan.num_devices_used = 4;
+      const planner::Plan plan = two_by_two_replicas(model, kind);
       const PipelineRunOptions o = testing::compare_options();
       const PipelineRunResult mpi = run_pipeline_ranks(model, plan, o, world());
       REQUIRE(mpi.losses.size() == 3);
@@ -130,10 +136,7 @@ TEST_CASE("mpi runtime: 2 x 2 replicas, overlapped and blocking all-reduce train
   const models::Model model = small_model("mlp");
   for (ScheduleKind kind : {ScheduleKind::one_f_one_b, ScheduleKind::pipedream_async}) {
     CAPTURE(planner::to_string(kind));
-    planner::Plan plan = even_plan(model, 2, /*micro-batches=*/4, /*size=*/2, kind, false);
-    plan.stages[0].devices = {0, 1};
-    plan.stages[1].devices = {2, 3};
-    plan.num_devices_used = 4;
+    const planner::Plan plan = two_by_two_replicas(model, kind);
     const PipelineRunOptions o = testing::compare_options();
     const PipelineRunResult overlapped = run_pipeline_ranks(model, plan, o, world());
     ::setenv("PW_ALLREDUCE", "blocking", 1);
