@@ -15,6 +15,21 @@ namespace {
 constexpr size_t kHugePage = size_t{2} << 20;
 }  // namespace
 
+// The calling thread's free lists of the global allocator (see tensor.h: per-thread reuse).
+struct Allocator::ThreadCache {
+  std::unordered_map<size_t, std::vector<void*>> free;
+  ~ThreadCache() {
+    Allocator& g = Allocator::global();
+    for (auto& [cls, list] : free)
+      for (void* p : list) g.put_shared(cls, p);
+  }
+};
+
+Allocator::ThreadCache& Allocator::thread_cache() {
+  thread_local ThreadCache cache;
+  return cache;
+}
+
 Allocator::~Allocator() { release_cache(); }
 
 size_t Allocator::size_class(size_t bytes) {
@@ -30,18 +45,38 @@ size_t Allocator::size_class(size_t bytes) {
   return (bytes + step - 1) / step * step;
 }
 
+void* Allocator::take_shared(size_t cls) {
+  auto it = free_.find(cls);
+  if (it == free_.end() || it->second.empty()) return nullptr;
+  void* p = it->second.back();
+  it->second.pop_back();
+  return p;
+}
+
+void Allocator::put_shared(size_t cls, void* p) {
+  std::lock_guard<std::mutex> lock(mu_);
+  free_[cls].push_back(p);
+}
+
 void* Allocator::allocate(size_t bytes) {
   const size_t cls = size_class(std::max<size_t>(bytes, 1));
+  if (thread_cached_) {
+    auto& mine = thread_cache().free;
+    auto it = mine.find(cls);
+    if (it != mine.end() && !it->second.empty()) {
+      void* p = it->second.back();
+      it->second.pop_back();
+      std::lock_guard<std::mutex> lock(mu_);
+      live_ += static_cast<int64_t>(bytes);
+      peak_ = std::max(peak_, live_);
+      return p;
+    }
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     live_ += static_cast<int64_t>(bytes);
     peak_ = std::max(peak_, live_);
-    auto it = free_.find(cls);
-    if (it != free_.end() && !it->second.empty()) {
-      void* p = it->second.back();
-      it->second.pop_back();
-      return p;
-    }
+    if (void* p = take_shared(cls)) return p;
   }
   void* p = nullptr;
   if (cls >= kHugePage) {
@@ -67,10 +102,21 @@ void* Allocator::allocate(size_t bytes) {
 void Allocator::deallocate(void* p, size_t bytes) {
   if (!p) return;
   const size_t cls = size_class(std::max<size_t>(bytes, 1));
-  std::lock_guard<std::mutex> lock(mu_);
-  live_ -= static_cast<int64_t>(bytes);
-  PW_CHECK(live_ >= 0, "allocator live bytes went negative");
-  free_[cls].push_back(p);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    live_ -= static_cast<int64_t>(bytes);
+    PW_CHECK(live_ >= 0, "allocator live bytes went negative");
+    if (!thread_cached_) {
+      free_[cls].push_back(p);
+      return;
+    }
+  }
+  std::vector<void*>& mine = thread_cache().free[cls];
+  if (mine.size() < kThreadCacheDepth) {
+    mine.push_back(p);
+    return;
+  }
+  put_shared(cls, p);
 }
 
 int64_t Allocator::live_bytes() const {
@@ -89,6 +135,11 @@ void Allocator::reset_peak() {
 }
 
 void Allocator::release_cache() {
+  if (thread_cached_) {
+    for (auto& [cls, list] : thread_cache().free)
+      for (void* p : list) std::free(p);
+    thread_cache().free.clear();
+  }
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& [cls, list] : free_)
     for (void* p : list) std::free(p);
@@ -96,7 +147,11 @@ void Allocator::release_cache() {
 }
 
 Allocator& Allocator::global() {
-  static Allocator* a = new Allocator();  // never destroyed: tensors may outlive static teardown
+  static Allocator* a = [] {
+    auto* g = new Allocator();  // never destroyed: tensors may outlive static teardown
+    g->thread_cached_ = true;   // so a thread cache's destructor may return buffers at any exit
+    return g;
+  }();
   return *a;
 }
 

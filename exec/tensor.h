@@ -1,10 +1,18 @@
 // fp32 tensors on 64-byte aligned buffers from a counting, reusing allocator.
 //
 // Allocator: thread-safe. Buffers are rounded up to a size class (powers of two up to 4 KiB,
-// then multiples of 4 KiB... see allocator.cc) and kept on a free list for reuse, so repeated
-// micro-batches of the same shapes do not touch the system allocator. It counts live bytes
-// (requested sizes of buffers in use) and the peak of live bytes, which is what the profiler
-// and the executor report as memory. Cached free buffers are not "live".
+// then steps of 1/8 of the next power of two, see tensor.cc) and kept on a free list for reuse,
+// so repeated micro-batches of the same shapes do not touch the system allocator. It counts
+// live bytes (requested sizes of buffers in use) and the peak of live bytes, which is what the
+// profiler and the executor report as memory. Cached free buffers are not "live".
+//
+// Per-thread reuse (the global allocator only): a buffer freed by a thread goes to that
+// thread's own free list (up to kThreadCacheDepth buffers per size class, the rest to the
+// shared list) and that thread's next allocation of the class takes it back first. With one
+// shared list, pipeline workers on different cores kept trading their scratch buffers, so a
+// worker wrote into lines that sat in the other core's cache: a 2-stage gpt step ran 10% longer
+// on threads than with the per-thread lists (bench/RESULTS.md, issue 13 "ranks vs threads").
+// A thread's list goes back to the shared one when the thread ends.
 //
 // Tensor: owns one buffer (move-only); shape is row-major, dims >= 1. Moving a tensor moves
 // the buffer (zero-copy hand-off between pipeline stages).
@@ -37,14 +45,24 @@ class Allocator {
   int64_t peak_bytes() const;
   // Starts a new peak measurement window at the current live bytes.
   void reset_peak();
-  // Returns cached free buffers to the system.
+  // Returns cached free buffers to the system: the shared list and the calling thread's own
+  // (other threads' lists are returned to the shared list when those threads end).
   void release_cache();
+
+  static constexpr size_t kThreadCacheDepth = 16;
 
   // The process-wide allocator used by Tensor unless another is given.
   static Allocator& global();
 
  private:
   static size_t size_class(size_t bytes);
+  void* take_shared(size_t cls);  // caller holds mu_; nullptr when the class's list is empty
+  void put_shared(size_t cls, void* p);
+  struct ThreadCache;
+  friend struct ThreadCache;
+  static ThreadCache& thread_cache();
+
+  bool thread_cached_ = false;  // only the global allocator, which is never destroyed
   mutable std::mutex mu_;
   std::unordered_map<size_t, std::vector<void*>> free_;
   int64_t live_ = 0;
