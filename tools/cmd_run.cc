@@ -3,6 +3,10 @@
 //                  [--compare] [--json]
 //   pipewright run --model M --stages S --micro-batches M [--micro-batch-size B]
 //                  [--schedule K] [--chunks V] [--recompute] ...   (an even plan built here)
+//   pipewright run --model M --schedule-csv F [--micro-batch B] [--recompute] ...
+//                  (PyTorch's CSV action format, planner/schedule_csv.h: the CSV's own op order
+//                  on an even split of the layers into its stages, each on the rank whose row
+//                  holds it; exec/runtime/run_imported.h. Not with --compare or --run-trace.)
 // Progress goes to stderr, one line per step; the summary to stdout (text, or JSON with --json).
 // --checkpoint DIR [--checkpoint-every K] / --resume DIR: exec/checkpoint.h. SIGINT / SIGTERM
 // finish the step on every worker, checkpoint, write the trace, SVG and summary of the steps
@@ -45,7 +49,9 @@
 #include "models/defaults.h"
 #include "models/error.h"
 #include "models/error_text.h"
+#include "planner/schedule_csv.h"
 #include "planner/schedule_gen.h"
+#include "planner/schedule_validate.h"
 #include "sim/engine.h"
 #include "sim/plan_costs.h"
 #include "sim/report.h"
@@ -67,6 +73,7 @@ struct RunArgs {
   std::string checkpoint, resume;
   int checkpoint_every = 0;
   std::string run_trace;  // --run-trace: the measured run for `simulate --replay`
+  std::string schedule_csv;  // --schedule-csv: run a schedule imported from PyTorch's CSV format
   pw::models::ZooOptions zoo;
   int stages = 0, micro_batches = 0, chunks = 0, steps = 10, threads = 0;
   int prefetch = pw::exec::kDefaultPrefetch;
@@ -109,9 +116,25 @@ struct Prepared {
   pw::exec::PipelineRunOptions o;
 };
 
+// --schedule-csv: the flags it replaces or cannot honour, checked before anything is read.
+void check_imported_flags(const RunArgs& a, const CLI::App& sub) {
+  for (const char* f : {"--plan", "--stages", "--micro-batches", "--schedule", "--chunks"})
+    if (sub.count(f) > 0)
+      throw pw::InputError(std::string("--schedule-csv: the CSV gives the stages, micro-batches and schedule; drop ") + f);
+  if (a.model.empty()) throw pw::InputError("--schedule-csv: needs --model (the model the schedule runs)");
+  if (a.compare)
+    throw pw::InputError("--compare: not supported with --schedule-csv (price the CSV with `pipewright schedule import " +
+                         a.schedule_csv + " --plan P`)");
+  if (!a.run_trace.empty())
+    throw pw::InputError("--run-trace: not supported with --schedule-csv (replay rebuilds the schedule from its kind)");
+}
+
 Prepared prepare(const RunArgs& a, const CLI::App& sub) {
+  const bool imported = !a.schedule_csv.empty();
+  if (imported) check_imported_flags(a, sub);
   const bool quick = !sub.get_option("--stages")->empty();
-  if (a.plan.empty() && !quick) throw pw::InputError("run: expected --plan FILE, or --model M --stages S --micro-batches M");
+  if (a.plan.empty() && !quick && !imported)
+    throw pw::InputError("run: expected --plan FILE, --model M --stages S --micro-batches M, or --model M --schedule-csv F");
   if (!a.plan.empty() && quick) throw pw::InputError("--stages: give either --plan or the quick form, not both");
   if (quick && a.model.empty()) throw pw::InputError("--stages: the quick form needs --model");
   if (a.steps < 1) throw pw::InputError("--steps: expected >= 1, got " + std::to_string(a.steps));
@@ -153,8 +176,21 @@ Prepared prepare(const RunArgs& a, const CLI::App& sub) {
       throw pw::InputError(std::string("--schedule: ") + e.what());
     }
   }
+  std::optional<pw::planner::Schedule> imported_schedule;
+  if (imported) {
+    pw::planner::Schedule sched = pw::planner::load_schedule_csv(a.schedule_csv);
+    try {
+      pw::planner::validate_schedule(sched);
+    } catch (const pw::InputError& e) {
+      throw pw::InputError(a.schedule_csv + ": " + e.what());
+    }
+    const int64_t mbs = a.micro_batch_size > 0 ? a.micro_batch_size
+                                               : std::max<int64_t>(1, model.batch() / sched.num_micro_batches);
+    plan = pw::exec::even_plan_for_schedule(model, sched, mbs, a.recompute, a.schedule_csv);
+    imported_schedule = std::move(sched);
+  }
   plan = pw::exec::plan_for_run(plan);  // asynchronous replicas: whole round-robin periods
-  pw::exec::check_plan_for_model(plan, model);
+  pw::exec::check_plan_for_model(plan, model, imported_schedule ? &*imported_schedule : nullptr);
   const bool replicated = std::any_of(plan.stages.begin(), plan.stages.end(), [](auto& st) { return st.replicas() > 1; });
   if (replicated && a.compare) throw pw::InputError("--compare: not supported with replicated stages yet");
   if (replicated && (!a.checkpoint.empty() || !a.resume.empty()))
@@ -163,6 +199,7 @@ Prepared prepare(const RunArgs& a, const CLI::App& sub) {
   if (replicated && a.vertical_sync) throw pw::InputError("--vertical-sync: not supported with replicated stages yet");
 
   pw::exec::PipelineRunOptions o;
+  o.schedule = std::move(imported_schedule);
   o.steps = a.steps;
   o.warmup_steps = a.warmup_steps >= 0 ? a.warmup_steps : (a.compare ? 10 : 0);
   o.data_file = a.data;
@@ -401,6 +438,9 @@ pw::tools::CommandRegistrar reg("run", [](CLI::App& app) {
   sub->add_option("--schedule", a->schedule, "quick form: gpipe | 1f1b | zb-h1 | zb-h2 | interleaved-1f1b | pipedream-async | 2bw")
       ->capture_default_str();
   sub->add_option("--chunks", a->chunks, "quick form: model chunks per worker (interleaved; default 2)");
+  sub->add_option("--schedule-csv", a->schedule_csv,
+                  "run a schedule in PyTorch's CSV action format (row r = rank r; 0F1, 1I1, 1W1, 0B1) on an even "
+                  "split of --model's layers");
   sub->add_flag("--recompute", a->recompute, "quick form: re-materialize activations in every stage");
   pw::tools::add_zoo_size_options(sub, a->zoo, pw::tools::small_zoo_options());
   sub->add_option("--steps", a->steps, "optimizer steps (mini-batches)")->capture_default_str();

@@ -11,6 +11,7 @@
 #include "exec/trainer.h"
 #include "exec/network.h"
 #include "exec/runtime/run_compute.h"
+#include "exec/runtime/run_imported.h"
 #include "exec/runtime/run_setup.h"
 #include "models/error.h"
 #include "planner/schedule_gen.h"
@@ -18,7 +19,7 @@
 
 namespace pw::exec {
 
-void check_plan_for_model(const planner::Plan& plan, const models::Model& model) {
+void check_plan_for_model(const planner::Plan& plan, const models::Model& model, const planner::Schedule* schedule) {
   const int L = static_cast<int>(model.layers().size());
   const int S = plan.num_stages();
   if (S < 1) throw InputError("plan: no stages");
@@ -67,6 +68,10 @@ void check_plan_for_model(const planner::Plan& plan, const models::Model& model)
         plan.schedule != planner::ScheduleKind::pipedream_async)
       throw InputError("plan: replicated stages run with gpipe, 1f1b or pipedream-async, not " +
                        std::string(planner::to_string(plan.schedule)));
+  }
+  if (schedule) {
+    check_imported_schedule(plan, *schedule);
+    return;
   }
   try {
     schedule_for_run(plan);

@@ -42,6 +42,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -81,6 +82,11 @@ struct PipelineRunOptions {
   // rank throw (or SIGKILL itself) when it starts that op, e.g. "1:B(1,3)" (exec/runtime/
   // fault_injection.h). The CLI reads it from the environment variable PW_TEST_INJECT_FAULT.
   std::string inject_fault;
+  // An imported schedule (run --schedule-csv: planner/schedule_csv.h) run instead of the one
+  // schedule_for_run derives from the plan's kind. It must be valid (validate_schedule) and
+  // match the plan: the same virtual stages, micro-batches and devices, each stage on the
+  // device the plan gives it (even_plan_for_schedule builds such a plan). Unreplicated only.
+  std::optional<planner::Schedule> schedule;
 };
 
 // Named tensors of one stage ("<layer>/<k>" weights, "opt/..." optimizer state).
@@ -125,7 +131,10 @@ struct PipelineRunResult {
 };
 
 // Throws InputError with a one-line reason when the plan does not fit the model (see above).
-void check_plan_for_model(const planner::Plan& plan, const models::Model& model);
+// With `schedule` (an imported one, PipelineRunOptions::schedule) the plan's stages and
+// devices are checked against it instead of against the schedule of the plan's kind.
+void check_plan_for_model(const planner::Plan& plan, const models::Model& model,
+                          const planner::Schedule* schedule = nullptr);
 
 // The plan as the runtime runs it: an asynchronous plan with replicated stages whose
 // num_micro_batches is not a multiple of every replica count (the planner states the
@@ -136,11 +145,21 @@ planner::Plan plan_for_run(const planner::Plan& plan);
 
 // The schedule the runtime runs for the plan (replicated stages: see above). Throws InputError.
 planner::Schedule schedule_for_run(const planner::Plan& plan);
+// options.schedule when set (checked against the plan), else schedule_for_run(plan).
+planner::Schedule schedule_for_run(const planner::Plan& plan, const PipelineRunOptions& options);
 
 // An even split of the model's layers into stages * chunks virtual stages (equal layer
 // counts, the first ones one larger), batch = micro_batch_size * num_micro_batches.
 planner::Plan even_plan(const models::Model& model, int stages, int num_micro_batches, int64_t micro_batch_size,
                         planner::ScheduleKind kind, bool recompute, int chunks = 1);
+
+// The plan an imported schedule runs with: the model's layers split evenly (as even_plan) into
+// the schedule's virtual stages, stage s on schedule.stage_device[s], the schedule's kind,
+// micro-batches and chunks (virtual stages / devices, which must divide). Throws InputError
+// naming `where` (the CSV file) when the schedule is replicated, its stages do not divide
+// among its devices, or the model has fewer layers than it has stages.
+planner::Plan even_plan_for_schedule(const models::Model& model, const planner::Schedule& schedule,
+                                     int64_t micro_batch_size, bool recompute, const std::string& where);
 
 PipelineRunResult run_pipeline(const models::Model& model, const planner::Plan& plan, const PipelineRunOptions& options,
                                const std::function<void(const StepReport&)>& on_step = {});

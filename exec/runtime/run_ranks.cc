@@ -151,8 +151,8 @@ PipelineRunResult run_pipeline_ranks(const models::Model& model, const planner::
   FaultSpec fault;
   bool overlap = true;
   agree_on_input(world, [&] {
-    check_plan_for_model(plan, model);
-    const int devices = schedule_for_run(plan).num_devices;
+    check_plan_for_model(plan, model, options.schedule ? &*options.schedule : nullptr);
+    const int devices = schedule_for_run(plan, options).num_devices;
     if (world.size() != devices)
       throw InputError("mpirun started " + std::to_string(world.size()) + " ranks but the plan has " +
                        std::to_string(devices) + " pipeline devices (one rank per device: mpirun -np " +

@@ -96,12 +96,12 @@ std::unique_ptr<LayerStageCompute> make_compute(Network& net, const planner::Pla
 }  // namespace
 
 RunSetup make_run_setup(const models::Model& model, const planner::Plan& plan, const PipelineRunOptions& options) {
-  check_plan_for_model(plan, model);
+  check_plan_for_model(plan, model, options.schedule ? &*options.schedule : nullptr);
   if (options.steps < 1) throw InputError("--steps: expected >= 1");
   if (options.warmup_steps < 0) throw InputError("--warmup-steps: expected >= 0");
   if (options.prefetch < 0) throw InputError("--prefetch: expected >= 0, got " + std::to_string(options.prefetch));
   RunSetup s;
-  s.schedule = schedule_for_run(plan);
+  s.schedule = schedule_for_run(plan, options);
   s.devices = s.schedule.num_devices;
   const bool replicated = !s.schedule.stage_replicas.empty();
   if (replicated && options.vertical_sync)

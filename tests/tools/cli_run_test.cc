@@ -204,3 +204,38 @@ TEST_CASE("run: a bad --trace-keep or --prefetch exits 2 with one line and write
   expect_bad_run(with({"--trace-keep", "4", "--trace-all"}), "--trace-all", dir, {});
   expect_bad_run(with({"--prefetch", "-1"}), "--prefetch", dir, {});
 }
+
+TEST_CASE("run --schedule-csv: a PyTorch CSV schedule trains, and conflicting flags or a bad CSV exit 2 naming them") {
+  ScratchDir dir;
+  // Zero bubble in PyTorch's compute_only format: I = backward for the input, W = for the weights.
+  const std::string zb = dir.write("zb.csv",
+                                   "0F0,0F1,0I0,0W0,0F2,0I1,0W1,0F3,0I2,0W2,0I3,0W3\n"
+                                   "1F0,1I0,1F1,1I1,1W0,1F2,1I2,1W1,1F3,1I3,1W2,1W3\n");
+  const CliResult r = run_cli({"run", "--model", "mlp", "--depth", "2", "--width", "8", "--schedule-csv", zb,
+                               "--steps", "2", "--json", "--trace", dir.file("t.json")});
+  CAPTURE(r.err);
+  REQUIRE(r.rc == 0);
+  const Json j = Json::parse(r.out);
+  CHECK(j.at("schedule") == "zb-h1");
+  CHECK(j.at("workers") == 2);
+  CHECK(j.at("micro_batches") == 4);
+  CHECK(j.at("losses").size() == 2);
+  std::ifstream in(dir.file("t.json"));
+  const Json t = Json::parse(in);
+  int w_ops = 0;  // the W ops the CSV asked for ran (4 micro-batches x 2 stages x 2 steps)
+  for (const auto& e : t.at("traceEvents"))
+    if (e.value("ph", "") == "X" && e.value("cat", "") == "W") ++w_ops;
+  CHECK(w_ops == 16);
+
+  const std::string bad = dir.write("bad.csv", "0F0,0F1,0Q0\n1F0\n");
+  expect_bad_run(run_cli({"run", "--model", "mlp", "--schedule-csv", bad, "--trace", dir.file("u.json")}),
+                 "row 1, column 3", dir, {"bad.csv", "t.json", "zb.csv"});
+  expect_bad_run(run_cli({"run", "--model", "mlp", "--schedule-csv", zb, "--stages", "2"}), "drop --stages", dir,
+                 {"bad.csv", "t.json", "zb.csv"});
+  expect_bad_run(run_cli({"run", "--model", "mlp", "--schedule-csv", zb, "--compare"}), "schedule import", dir,
+                 {"bad.csv", "t.json", "zb.csv"});
+  expect_bad_run(run_cli({"run", "--schedule-csv", zb}), "needs --model", dir, {"bad.csv", "t.json", "zb.csv"});
+  const std::string uneven = dir.write("uneven.csv", "0F0,2F0,2B0,0B0\n1F0,1B0\n");
+  expect_bad_run(run_cli({"run", "--model", "mlp", "--schedule-csv", uneven}), "do not divide among 2 ranks", dir,
+                 {"bad.csv", "t.json", "uneven.csv", "zb.csv"});
+}
