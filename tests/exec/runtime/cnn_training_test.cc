@@ -10,7 +10,8 @@
 // the batch inside oneDNN (one batch-8 convolution vs two batch-4 ones added). From equal
 // weights the forward passes are bitwise equal; gpipe with S = 1..4, recompute on or off, is
 // bitwise equal to one stage with the same micro-batches (1f1b differs from it by one ulp in
-// the fc bias gradient); step-1 gradients agree with the reference to 2.5e-7 per tensor.
+// the fc bias gradient, which sums rows straight into the gradient: gpipe runs the backwards
+// in reverse micro-batch order); step-1 gradients agree with the reference to 2.5e-7 per tensor.
 // vgg16 (no batch norm) stays there through 3 free-running steps (4.9e-7 after step 3).
 // resnet50 and densenet121 at these sizes are chaotic at the scale of one float ulp: a
 // relative error in the weights grows 300-5000x through resnet50's forward, and a ReLU whose
