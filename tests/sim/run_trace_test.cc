@@ -123,8 +123,8 @@ TEST_CASE("run trace JSON: summaries round-trip, old files without them read, ba
 
   Json bad = j;
   bad["iterations"][5]["iteration"] = 3;
-  CHECK_THROWS_WITH_AS(run_trace_from_json(bad), doctest::Contains("/iterations/5/iteration: expected iterations in ascending order"),
-                       InputError);
+  CHECK_THROWS_WITH_AS(run_trace_from_json(bad),
+                       doctest::Contains("/iterations/5/iteration: expected iterations in ascending order"), InputError);
   bad = j;
   bad["iterations"][2]["end_ns"] = bad["iterations"][2]["start_ns"].get<int64_t>() - 1;
   CHECK_THROWS_WITH_AS(run_trace_from_json(bad), doctest::Contains("/iterations/2"), InputError);
