@@ -27,6 +27,7 @@
 #include "models/json_util.h"
 #include "planner/schedule.h"
 #include "sim/engine.h"
+#include "sim/run_trace.h"  // RunTrace: what simulate --replay reads
 #include "sim/trace.h"
 
 namespace pw::sim {
@@ -58,20 +59,5 @@ ReplayResult replay(const planner::Schedule& schedule, const Trace& measured, co
 
 // A readable table: the three iteration times, the split, and the per-(stage, kind) rows.
 std::string format_replay(const ReplayResult& r);
-
-// The file `run --run-trace F` writes and `simulate --replay F` reads:
-// {"format": "pipewright.run-trace/1", "schedule": KIND, "stages", "chunks", "micro_batches",
-//  "warmup_iterations", "predicted": {"forward_ns": [...], "backward_input_ns", "backward_weight_ns",
-//  "step_ns"} (optional), "handoff_ns" (optional, default 0), "trace": {pipewright.trace/1}}.
-struct RunTrace {
-  planner::ScheduleKind schedule = planner::ScheduleKind::one_f_one_b;
-  int stages = 1, chunks = 1, micro_batches = 1, warmup_iterations = 0;
-  bool has_predicted = false;
-  StageCosts predicted;
-  int64_t handoff_ns = 0;  // latency charged per transfer between devices (replay's handoff_ns)
-  Trace trace;
-};
-Json run_trace_to_json(const RunTrace& r);
-RunTrace run_trace_from_json(const Json& j);
 
 }  // namespace pw::sim

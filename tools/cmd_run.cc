@@ -13,9 +13,10 @@
 // done and exit 130 / 143; a NaN or Inf exits 4 (tools/signals.h).
 // --compare measures a profile of the model on this machine (exec/profiler.h), simulates the
 // same plan with it (sim/) and prints predicted vs measured iteration time and peak memory.
-// Long runs: --trace keeps the last --trace-keep K iterations in full plus one summary per
-// iteration (sim/trace_trim.h); --trace-all keeps every event. The SVG draws the last steady
-// iterations only (sim/timeline_svg.h) and --run-trace keeps every iteration (replay needs them).
+// Long runs: --trace and --run-trace keep the last --trace-keep K iterations in full plus one
+// summary per iteration (sim/trace_trim.h, sim/run_trace.h; simulate --replay uses the kept
+// ones); --trace-all keeps every event. The SVG draws the last steady iterations only
+// (sim/timeline_svg.h).
 // Data: --prefetch N mini-batches are drawn ahead in the background (exec/data/loader.h); the
 // summary gives the median step time and the end-to-end samples/s (data included), with a note
 // when waiting for data took more than 10% of the wall time (exec/data/loader.h).
@@ -283,15 +284,15 @@ void execute(const RunArgs& a, Prepared& p, World* world) {
   // The trace holds the warm-up steps too (those this call ran).
   const pw::sim::RunInfo info = pw::sim::run_info_for_plan(plan, std::max(1, r.iterations_run));
   const bool compared = a.compare && !r.stopped;  // a stopped run is not compared
-  if (!a.run_trace.empty()) pw::exec::write_run_trace(a.run_trace, plan, r.trace, o.warmup_steps, compared ? &cmp : nullptr);
+  const int trace_keep = a.trace_all ? std::numeric_limits<int>::max() : a.trace_keep;
+  if (!a.run_trace.empty())
+    pw::exec::write_run_trace(a.run_trace, plan, r.trace, o.warmup_steps, compared ? &cmp : nullptr, trace_keep);
   if (compared && !a.svg.empty())
     pw::exec::write_compare_svg(a.svg, plan, cmp, r.trace, o.warmup_steps, model.name());
   if (!a.trace.empty())
     pw::write_file_atomic(
         a.trace,
-        pw::sim::chrome_trace_json(pw::sim::trim_trace(r.trace, a.trace_all ? std::numeric_limits<int>::max() : a.trace_keep))
-                .dump() +
-            "\n");
+        pw::sim::chrome_trace_json(pw::sim::trim_trace(r.trace, trace_keep)).dump() + "\n");
   if (!a.svg.empty() && !compared)
     pw::sim::write_timeline_files(r.trace, pw::sim::summarize(r.trace, info),
                                   "measured: " + model.name() + ", " + info.schedule + ", " + std::to_string(devices) +
@@ -457,9 +458,9 @@ pw::tools::CommandRegistrar reg("run", [](CLI::App& app) {
   sub->add_option("--trace", a->trace, "write the measured timeline as Chrome trace-event JSON");
   sub->add_option("--svg", a->svg, "write the measured timeline as SVG (with --compare: predicted and measured side by side)");
   sub->add_option("--trace-keep", a->trace_keep,
-                  "--trace keeps the last K iterations in full, plus one summary per iteration")
+                  "--trace and --run-trace keep the last K iterations in full, plus one summary per iteration")
       ->capture_default_str();
-  sub->add_flag("--trace-all", a->trace_all, "--trace keeps every iteration in full");
+  sub->add_flag("--trace-all", a->trace_all, "--trace and --run-trace keep every iteration in full");
   sub->add_option("--run-trace", a->run_trace, "write the measured run (and, with --compare, the prediction) for simulate --replay");
   sub->add_flag("--compare", a->compare, "measure a profile, simulate the plan, print predicted vs measured");
   sub->add_flag("--json", a->json, "print a JSON summary");

@@ -56,7 +56,7 @@ void run_replay(const SimulateArgs& a, CLI::App* sub) {
       planner::make_schedule(rt.schedule, rt.stages / rt.chunks, rt.micro_batches, rt.chunks);
   sim::ReplayResult r;
   try {
-    r = sim::replay(schedule, rt.trace, rt.predicted, rt.warmup_iterations, 0, rt.handoff_ns);
+    r = sim::replay(schedule, rt.trace, rt.predicted, sim::replay_first_iteration(rt), 0, rt.handoff_ns);
   } catch (const InputError& e) {
     throw InputError(a.replay + ": " + e.what());
   }

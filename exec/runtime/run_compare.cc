@@ -92,7 +92,7 @@ Prediction predict_from_measurement(const models::Model& model, const planner::P
 }
 
 void write_run_trace(const std::string& file, const planner::Plan& plan, const sim::Trace& measured,
-                     int warmup_iterations, const Prediction* prediction) {
+                     int warmup_iterations, const Prediction* prediction, int keep_iterations) {
   sim::RunTrace rt;
   rt.schedule = plan.schedule;
   rt.stages = plan.num_stages();
@@ -105,6 +105,7 @@ void write_run_trace(const std::string& file, const planner::Plan& plan, const s
     rt.handoff_ns = prediction->handoff_ns;
   }
   rt.trace = measured;
+  sim::keep_last_iterations(rt, keep_iterations);
   save_json_file(file, sim::run_trace_to_json(rt));
 }
 

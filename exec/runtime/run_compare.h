@@ -51,11 +51,12 @@ std::vector<int64_t> measure_step_ns(const models::Model& model, const planner::
 Prediction predict_from_measurement(const models::Model& model, const planner::Plan& plan, int threads,
                                     const OptimizerOptions& optimizer);
 
-// `run --run-trace F`: the measured trace with what `simulate --replay` needs (sim/replay.h:
+// `run --run-trace F`: the measured trace with what `simulate --replay` needs (sim/run_trace.h:
 // schedule, stages, micro-batches, the warm-up iterations to skip, and the predicted costs when
-// `prediction` is given). Written atomically.
+// `prediction` is given). Keeps the last `keep_iterations` (>= 1) iterations' ops in full and a
+// summary of every iteration (`run --trace-keep K`; INT_MAX for --trace-all). Written atomically.
 void write_run_trace(const std::string& file, const planner::Plan& plan, const sim::Trace& measured,
-                     int warmup_iterations, const Prediction* prediction);
+                     int warmup_iterations, const Prediction* prediction, int keep_iterations);
 
 // `run --compare --svg F`: the predicted iteration and the last measured one, side by side
 // (sim/compare_svg.h). Written atomically.

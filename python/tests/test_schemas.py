@@ -100,8 +100,9 @@ class SchemasDescribeOutputs(unittest.TestCase):
                 check_stdout(cli("run", "--model", "gpt", *small_gpt, "--stages", "2", "--micro-batches", "2",
                                  "--steps", "2", "--json", "--trace", p("run-chrome.json")), "run --json")
                 check_file(p("run-chrome.json"))
-                cli("run", "--model", "gpt", *small_gpt, "--stages", "2", "--micro-batches", "2", "--steps", "2",
-                    "--warmup-steps", "1", "--compare", "--run-trace", p("run.trace.json"))
+                # 1 warm-up + 4 steps, the last 2 kept in full (a long run's run trace).
+                cli("run", "--model", "gpt", *small_gpt, "--stages", "2", "--micro-batches", "2", "--steps", "4",
+                    "--warmup-steps", "1", "--compare", "--run-trace", p("run.trace.json"), "--trace-keep", "2")
                 check_file(p("run.trace.json"))
                 check_stdout(cli("simulate", "--replay", p("run.trace.json"), "--json"), "simulate --replay --json")
             check_stdout(cli("simulate", "--uniform", "--stages", "2", "--micro-batches", "4", "--t-f", "1",

@@ -1,6 +1,9 @@
 // CLI of the fidelity mechanisms (issue 12): profile --measure at several points, run --compare
-// --run-trace / --svg, simulate --replay, and their rejections. No timing is checked.
+// --run-trace / --svg, simulate --replay, and their rejections; a long run's run trace keeps
+// the last --trace-keep iterations (issue 14, item 7). No timing is checked.
 #include <doctest/doctest.h>
+
+#include <set>
 
 #include "models/json_util.h"
 #include "tests/tools/cli_runner.h"
@@ -51,6 +54,52 @@ TEST_CASE("run --compare --run-trace and --svg, simulate --replay splits the err
   CHECK(j["ops"].size() > 0);
   expect_rejected(run_cli({"simulate", "--replay", t, "--stages", "2"}), 2, {"--stages: not used with --replay"});
   expect_rejected(run_cli({"simulate", "--replay", dir.file("missing.json")}), 2, {"missing.json"});
+}
+
+
+// The iterations whose ops a run trace holds, and the iterations it summarizes.
+std::pair<std::set<int>, std::vector<int>> run_trace_iterations(const Json& j) {
+  std::set<int> ops;
+  for (const Json& e : j.at("trace").at("events")) ops.insert(e.at("iteration").get<int>());
+  std::vector<int> summaries;
+  for (const Json& s : j.at("iterations")) summaries.push_back(s.at("iteration").get<int>());
+  return {ops, summaries};
+}
+
+TEST_CASE("run --run-trace of a long run keeps the last --trace-keep iterations and replays them, --trace-all all") {
+  ScratchDir dir;
+  const std::string t = dir.file("run.trace.json"), all = dir.file("all.trace.json");
+  auto run = [&](const std::string& file, std::vector<std::string> more) {
+    std::vector<std::string> args{"run", "--model", "mlp", "--depth", "2", "--width", "32", "--stages", "2",
+                                  "--micro-batches", "2", "--steps", "12", "--warmup-steps", "2", "--compare",
+                                  "--run-trace", file};
+    args.insert(args.end(), more.begin(), more.end());
+    return run_cli(args);
+  };
+  REQUIRE(run(t, {"--trace-keep", "3"}).rc == 0);
+  const Json j = Json::parse(slurp(t));
+  auto [ops, summaries] = run_trace_iterations(j);
+  CHECK(ops == std::set<int>{11, 12, 13});  // 2 warm-up + 12 steps: iterations 0..13
+  std::vector<int> every(14);
+  for (int k = 0; k < 14; ++k) every[k] = k;
+  CHECK(summaries == every);
+  for (const Json& s : j.at("iterations")) CHECK(s.at("end_ns").get<int64_t>() >= s.at("start_ns").get<int64_t>());
+  CliResult rep = run_cli({"simulate", "--replay", t, "--json"});
+  REQUIRE(rep.rc == 0);
+  CHECK(Json::parse(rep.out)["first_iteration"] == 11);
+  CHECK(Json::parse(rep.out)["iterations"] == 3);
+
+  REQUIRE(run(all, {"--trace-all"}).rc == 0);
+  const Json full = Json::parse(slurp(all));
+  std::tie(ops, summaries) = run_trace_iterations(full);
+  CHECK(ops.size() == 14);
+  CHECK(summaries == every);
+  // Bounded: the same ops per iteration, 3 iterations of them instead of 14.
+  CHECK(j.at("trace").at("events").size() * 14 == full.at("trace").at("events").size() * 3);
+  rep = run_cli({"simulate", "--replay", all, "--json"});
+  REQUIRE(rep.rc == 0);
+  CHECK(Json::parse(rep.out)["first_iteration"] == 2);
+  CHECK(Json::parse(rep.out)["iterations"] == 12);
 }
 
 }  // namespace

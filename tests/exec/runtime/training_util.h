@@ -76,6 +76,13 @@ class PlainSgd final : public StageOptimizer {
     for (const Tensor& t : v_) b += t.bytes();
     return b;
   }
+  // The momentum buffer of `param` (the update is -lr times it), null if param is not one of
+  // this optimizer's parameters.
+  Tensor* velocity(const Tensor* param) {
+    for (size_t i = 0; i < p_.size(); ++i)
+      if (p_[i] == param) return &v_[i];
+    return nullptr;
+  }
 
  private:
   std::vector<Tensor*> p_, g_;
@@ -86,6 +93,26 @@ class PlainSgd final : public StageOptimizer {
 inline OptimizerFactory plain_sgd(float lr = 0.1f, float momentum = 0.9f) {
   return [=](std::vector<Tensor*> p, std::vector<Tensor*> g) {
     return std::make_unique<PlainSgd>(std::move(p), std::move(g), lr, momentum);
+  };
+}
+
+// The optimizers a plain_sgd factory made (owned by the compute that asked for them), so a test
+// can read and set their momentum buffers. Not thread-safe: computes create their optimizers in
+// their constructor, on the caller's thread.
+struct SgdRegistry {
+  std::vector<PlainSgd*> made;
+  Tensor* velocity(const Tensor* param) {
+    for (PlainSgd* o : made)
+      if (Tensor* v = o->velocity(param)) return v;
+    return nullptr;
+  }
+};
+
+inline OptimizerFactory plain_sgd(float lr, float momentum, SgdRegistry* registry) {
+  return [=](std::vector<Tensor*> p, std::vector<Tensor*> g) {
+    auto o = std::make_unique<PlainSgd>(std::move(p), std::move(g), lr, momentum);
+    registry->made.push_back(o.get());
+    return o;
   };
 }
 

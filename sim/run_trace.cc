@@ -1,0 +1,109 @@
+#include "sim/run_trace.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "models/error.h"
+#include "sim/trace_io.h"
+
+namespace pw::sim {
+
+void keep_last_iterations(RunTrace& r, int keep) {
+  TrimmedTrace t = trim_trace(r.trace, keep);
+  r.iterations = std::move(t.iterations);
+  r.trace = std::move(t.trace);
+}
+
+int replay_first_iteration(const RunTrace& r) {
+  int first_kept = std::numeric_limits<int>::max();
+  for (const TraceEvent& e : r.trace.events) first_kept = std::min(first_kept, e.iteration);
+  if (r.trace.events.empty()) first_kept = 0;
+  return std::max(r.warmup_iterations, first_kept);
+}
+
+namespace {
+
+std::vector<IterationSummary> summaries_from_json(const Json& j) {
+  const Json& a = require_array(j, "iterations", "");
+  std::vector<IterationSummary> out;
+  out.reserve(a.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    const std::string path = join_path("/iterations", i);
+    require_object(a[i], path);
+    IterationSummary s;
+    s.iteration = static_cast<int>(get_int(a[i], "iteration", path, 0));
+    s.start_ns = get_int(a[i], "start_ns", path, 0);
+    s.end_ns = get_int(a[i], "end_ns", path, s.start_ns);
+    if (!out.empty() && s.iteration <= out.back().iteration)
+      throw InputError(join_path(path, "iteration") + ": expected iterations in ascending order, got " +
+                       std::to_string(s.iteration) + " after " + std::to_string(out.back().iteration));
+    out.push_back(s);
+  }
+  return out;
+}
+
+}  // namespace
+
+Json run_trace_to_json(const RunTrace& r) {
+  Json j{{"format", format_tag("run-trace", 1)},
+         {"schedule", std::string(planner::to_string(r.schedule))},
+         {"stages", r.stages},
+         {"chunks", r.chunks},
+         {"micro_batches", r.micro_batches},
+         {"warmup_iterations", r.warmup_iterations}};
+  if (r.has_predicted)
+    j["predicted"] = {{"forward_ns", r.predicted.forward_ns},
+                      {"backward_input_ns", r.predicted.backward_input_ns},
+                      {"backward_weight_ns", r.predicted.backward_weight_ns},
+                      {"step_ns", r.predicted.step_ns}};
+  if (r.handoff_ns > 0) j["handoff_ns"] = r.handoff_ns;
+  if (!r.iterations.empty()) {
+    Json a = Json::array();
+    for (const IterationSummary& s : r.iterations)
+      a.push_back({{"iteration", s.iteration}, {"start_ns", s.start_ns}, {"end_ns", s.end_ns}});
+    j["iterations"] = std::move(a);
+  }
+  Json t;
+  to_json(t, r.trace);
+  j["trace"] = t;
+  return j;
+}
+
+RunTrace run_trace_from_json(const Json& j) {
+  require_object(j, "");
+  check_format(j, "run-trace", 1, "");
+  RunTrace r;
+  r.schedule = planner::parse_schedule_kind(get_string(j, "schedule", ""), "/schedule");
+  r.stages = static_cast<int>(get_int(j, "stages", "", 1));
+  r.chunks = static_cast<int>(get_int_or(j, "chunks", "", 1, 1));
+  r.micro_batches = static_cast<int>(get_int(j, "micro_batches", "", 1));
+  r.warmup_iterations = static_cast<int>(get_int_or(j, "warmup_iterations", "", 0));
+  r.handoff_ns = get_int_or(j, "handoff_ns", "", 0, 0);
+  if (j.contains("predicted")) {
+    const Json& p = require_field(j, "predicted", "");
+    require_object(p, "/predicted");
+    auto vec = [&](const char* key, size_t want) {
+      const Json& a = require_array(p, key, "/predicted");
+      std::vector<int64_t> v;
+      for (size_t i = 0; i < a.size(); ++i) {
+        if (!a[i].is_number_integer() || a[i].get<int64_t>() < 0)
+          throw InputError(join_path(join_path("/predicted", key), i) + ": expected an integer >= 0");
+        v.push_back(a[i].get<int64_t>());
+      }
+      if (want > 0 && v.size() != want)
+        throw InputError(join_path("/predicted", key) + ": expected " + std::to_string(want) + " entries");
+      return v;
+    };
+    r.predicted = StageCosts::uniform(r.stages, 0, 0, 0);
+    r.predicted.forward_ns = vec("forward_ns", r.stages);
+    r.predicted.backward_input_ns = vec("backward_input_ns", r.stages);
+    r.predicted.backward_weight_ns = vec("backward_weight_ns", r.stages);
+    r.predicted.step_ns = vec("step_ns", 0);
+    r.has_predicted = true;
+  }
+  if (j.contains("iterations")) r.iterations = summaries_from_json(j);
+  r.trace = trace_from_json(require_field(j, "trace", ""));
+  return r;
+}
+
+}  // namespace pw::sim
