@@ -2,13 +2,16 @@
 // compute reports its gradients final layer by layer (OpContext::grads_done) during its last
 // backward, and the bucket of the last tensor is all-reduced while that backward still runs —
 // the compute below waits, inside the backward, until it sees the sum. Only the last backward
-// of each replica gets the hook, with k decreasing; blocking mode never sets it.
+// of each replica gets the hook, with k decreasing; blocking mode never sets it. And the real
+// compute (LayerStageCompute) reports its layers in the order and counts the contract states.
 #include <doctest/doctest.h>
 
 #include <thread>
 
 #include "exec/runtime/pipeline_runtime.h"
+#include "exec/runtime/run_setup.h"
 #include "planner/schedule_replicas.h"
+#include "tests/exec/runtime/same_training.h"
 
 using namespace pw;
 using namespace pw::exec;
@@ -103,5 +106,34 @@ TEST_CASE("bucketed all-reduce: blocking mode gives the compute no hook and the 
     CHECK(c->plain_backwards == 2);  // 2 micro-batches per replica
     REQUIRE(c->stepped.size() == 1);
     CHECK(c->stepped[0] == std::vector<float>{3, 3, 3});
+  }
+}
+
+// LayerStageCompute's reports: mlp depth 4 on one stage is input fc0 relu0 fc1 relu1 fc2 relu2
+// fc3 loss, each fc with weight and bias, so weight_gradients is 8 tensors and layer l's come
+// after 2 x (fc layers before l). The backward reaches the layers last to first and reports,
+// after each, how many tensors the earlier layers list: 8 (loss), 6 (fc3), 6, 4, 4, 2, 2, 0, 0.
+// A fused BW reports; split, B does not and W does.
+TEST_CASE("bucketed all-reduce: LayerStageCompute reports gradients final layer by layer (BW, and B then W)") {
+  const models::Model model = testing::small_zoo_model("mlp", 2, 4);
+  const PipelineRunOptions o = testing::compare_options();
+  for (const bool fused : {true, false}) {
+    CAPTURE(fused);
+    RunSetup setup = make_run_setup(model, even_plan(model, 1, 1, 8, planner::ScheduleKind::gpipe, false), o);
+    LayerStageCompute& c = *setup.compute;
+    REQUIRE(c.weight_gradients(0).size() == 8);
+    setup.slicer->prepare(0);
+    std::vector<size_t> seen;
+    const std::function<void(size_t)> done = [&](size_t k) { seen.push_back(k); };
+    OpContext ctx{0, 0, 0, -1, &done};
+    c.forward(ctx, {});
+    if (fused) {
+      c.backward(ctx, {});
+    } else {
+      c.backward_input(ctx, {});
+      CHECK(seen.empty());
+      c.backward_weight(ctx);
+    }
+    CHECK(seen == std::vector<size_t>{8, 6, 6, 4, 4, 2, 2, 0, 0});
   }
 }
