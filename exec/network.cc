@@ -190,7 +190,8 @@ std::vector<Tensor> LayerRange::forward(int mb, std::vector<Tensor> inputs, int6
 }
 
 void LayerRange::run_backward(MicroBatch& m, std::vector<Tensor> grad_outputs, bool input,
-                              bool weight, std::vector<Tensor>* input_grads) {
+                              bool weight, std::vector<Tensor>* input_grads,
+                              const std::function<void(int layer)>* weight_done) {
   const int n = end_ - begin_;
   if (!m.stashed) run_forward(m, nullptr);
   std::vector<Tensor> gacc(n);
@@ -203,15 +204,16 @@ void LayerRange::run_backward(MicroBatch& m, std::vector<Tensor> grad_outputs, b
     m.grad_out.resize(n);
   }
   std::vector<const Tensor*> ptrs;
-  for (int i = n - 1; i >= 0; --i) {
+  // One layer's backward (`return`: on to the next layer).
+  const auto layer_backward = [&](int i) {
     Layer& layer = net_.layer(begin_ + i);
     ptrs.clear();
     for (int s : sources_[i]) ptrs.push_back(s >= 0 ? &m.acts[s - begin_] : &m.inputs[-s - 1]);
     if (!input) {  // W after B
       if (!m.grad_out[i].empty()) layer.backward_weight(ptrs, m.ctx[i], m.grad_out[i]);
-      continue;
+      return;
     }
-    if (gacc[i].empty()) continue;  // no gradient reaches this layer's output
+    if (gacc[i].empty()) return;  // no gradient reaches this layer's output
     std::vector<Tensor> din = weight ? layer.backward(ptrs, m.ctx[i], gacc[i])
                                      : layer.backward_input(ptrs, m.ctx[i], gacc[i]);
     if (!weight && layer.has_weight_grad()) m.grad_out[i] = std::move(gacc[i]);
@@ -225,6 +227,10 @@ void LayerRange::run_backward(MicroBatch& m, std::vector<Tensor> grad_outputs, b
       else
         add_into(dst.data(), din[k].data(), dst.numel());
     }
+  };
+  for (int i = n - 1; i >= 0; --i) {
+    layer_backward(i);
+    if (weight && weight_done) (*weight_done)(begin_ + i);
   }
 }
 
@@ -233,25 +239,26 @@ std::vector<Tensor> LayerRange::backward_input(int mb, std::vector<Tensor> grad_
   PW_CHECK(it != in_flight_.end(), "backward of micro-batch " + std::to_string(mb) + " that is not in flight");
   PW_CHECK(!it->second->input_done, "B of micro-batch " + std::to_string(mb) + " ran twice");
   std::vector<Tensor> grads;
-  run_backward(*it->second, std::move(grad_outputs), true, false, &grads);
+  run_backward(*it->second, std::move(grad_outputs), true, false, &grads, nullptr);
   it->second->input_done = true;
   return grads;
 }
 
-void LayerRange::backward_weight(int mb) {
+void LayerRange::backward_weight(int mb, const std::function<void(int layer)>* weight_done) {
   auto it = in_flight_.find(mb);
   PW_CHECK(it != in_flight_.end() && it->second->input_done,
            "W of micro-batch " + std::to_string(mb) + " before its B");
-  run_backward(*it->second, {}, false, true, nullptr);
+  run_backward(*it->second, {}, false, true, nullptr, weight_done);
   in_flight_.erase(it);
 }
 
-std::vector<Tensor> LayerRange::backward(int mb, std::vector<Tensor> grad_outputs) {
+std::vector<Tensor> LayerRange::backward(int mb, std::vector<Tensor> grad_outputs,
+                                         const std::function<void(int layer)>* weight_done) {
   auto it = in_flight_.find(mb);
   PW_CHECK(it != in_flight_.end() && !it->second->input_done,
            "backward of micro-batch " + std::to_string(mb) + " that is not in flight");
   std::vector<Tensor> grads;
-  run_backward(*it->second, std::move(grad_outputs), true, true, &grads);
+  run_backward(*it->second, std::move(grad_outputs), true, true, &grads, weight_done);
   in_flight_.erase(it);
   return grads;
 }

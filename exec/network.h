@@ -35,6 +35,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -110,8 +111,11 @@ class LayerRange {
   // first_sample of every layer, for dropout), also for its recomputed forwards.
   std::vector<Tensor> forward(int mb, std::vector<Tensor> inputs, int64_t step = 0, int64_t first_sample = 0);
   std::vector<Tensor> backward_input(int mb, std::vector<Tensor> grad_outputs);
-  void backward_weight(int mb);
-  std::vector<Tensor> backward(int mb, std::vector<Tensor> grad_outputs);
+  // weight_done (optional): called with the layer's index after each layer's weight-gradient
+  // step (layers in reverse order, every layer of the range, also those no gradient reaches).
+  void backward_weight(int mb, const std::function<void(int layer)>* weight_done = nullptr);
+  std::vector<Tensor> backward(int mb, std::vector<Tensor> grad_outputs,
+                               const std::function<void(int layer)>* weight_done = nullptr);
   void drop_stash(int mb);
   void recompute(int mb);
   // Forgets mb (e.g. an evaluation-only forward).
@@ -130,7 +134,7 @@ class LayerRange {
   struct MicroBatch;
   void run_forward(MicroBatch& m, std::vector<Tensor>* outputs);
   void run_backward(MicroBatch& m, std::vector<Tensor> grad_outputs, bool input, bool weight,
-                    std::vector<Tensor>* input_grads);
+                    std::vector<Tensor>* input_grads, const std::function<void(int layer)>* weight_done);
 
   Network& net_;
   int begin_;

@@ -13,6 +13,9 @@
 // done and exit 130 / 143; a NaN or Inf exits 4 (tools/signals.h).
 // --compare measures a profile of the model on this machine (exec/profiler.h), simulates the
 // same plan with it (sim/) and prints predicted vs measured iteration time and peak memory.
+// Under mpirun rank 0 measures and compares after the run (as the threaded run does: the same
+// profile measurement, co-run with one copy per rank, and the same simulation), while the other
+// ranks wait for it in a sleeping barrier, so they do not compete with the measurement.
 // Long runs: --trace and --run-trace keep the last --trace-keep K iterations in full plus one
 // summary per iteration (sim/trace_trim.h, sim/run_trace.h; simulate --replay uses the kept
 // ones); --trace-all keeps every event. The SVG draws the last steady iterations only
@@ -99,6 +102,8 @@ pw::exec::PipelineRunResult run_on_ranks(const pw::models::Model& model, const p
 // Without MPI there is no World; a launch by mpirun is refused (run()).
 struct World {
   int rank() const { return 0; }
+  void barrier(std::chrono::steady_clock::time_point, const std::string&) {}
+  [[noreturn]] void abort(int code) { std::exit(code); }
 };
 bool launched_by_mpirun() {
   return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE") || std::getenv("PMIX_RANK");
@@ -261,7 +266,13 @@ void execute(const RunArgs& a, Prepared& p, World* world) {
             (kept >= 0 ? "; last good checkpoint: " + a.checkpoint + " (step " + std::to_string(kept) + ")"
                        : std::string("; no checkpoint")));
   }
+  // --compare under mpirun: the other ranks wait (sleeping) until rank 0 has measured.
+  const auto compare_barrier = [&] {
+    if (world && a.compare && !r.stopped)
+      world->barrier(std::chrono::steady_clock::now() + std::chrono::hours(1), "waiting for rank 0's --compare measurement");
+  };
   if (world && world->rank() != 0) {
+    compare_barrier();
     if (r.stopped) throw pw::tools::CommandExit(pw::tools::exit_code_for_signal(pw::tools::StopSignals::received()), "");
     return;  // rank 0 prints and writes the outputs
   }
@@ -277,8 +288,17 @@ void execute(const RunArgs& a, Prepared& p, World* world) {
     pw::exec::set_num_threads(threads);
     std::fprintf(stderr, "compare: measuring a profile of %s at micro-batch %lld\n", model.name().c_str(),
                  static_cast<long long>(plan.micro_batch_size));
-    cmp = pw::exec::predict_from_measurement(model, plan, threads, o.optimizer);
+    try {
+      cmp = pw::exec::predict_from_measurement(model, plan, threads, o.optimizer);
+    } catch (const std::exception& e) {
+      if (!world) throw;
+      // The other ranks wait in compare_barrier: end the job (every rank exits non-zero).
+      std::fprintf(stderr, "pipewright: error: --compare: %s\n", pw::one_line_message(e.what()).c_str());
+      std::fflush(stderr);
+      world->abort(1);
+    }
   }
+  compare_barrier();
 
   // Outputs last (atomic writes).
   // The trace holds the warm-up steps too (those this call ran).
@@ -396,7 +416,6 @@ void run_mpi(const RunArgs& a, const CLI::App& sub) {
   try {
     pw::exec::agree_on_input(world, [&] {
       p.emplace(prepare(a, sub));
-      if (a.compare) throw pw::InputError("--compare: not supported under mpirun (compare a threaded run)");
       if (const char* f = std::getenv("PW_TEST_INJECT_FAULT")) p->o.inject_fault = f;
     });
     execute(a, *p, &world);

@@ -50,6 +50,7 @@ PipelineRuntime::PipelineRuntime(planner::Schedule schedule, std::vector<StageCo
     cfg.transport = &transport_;
     cfg.vertical_sync = options_.vertical_sync;
     cfg.overlap_allreduce = options_.overlap_allreduce;
+    cfg.bucket_bytes = options_.allreduce_bucket_bytes;
     cfg.record_trace = options_.record_trace;
     cfg.t0 = t0_;
     workers_.push_back(std::make_unique<StageWorker>(cfg));

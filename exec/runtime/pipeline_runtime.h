@@ -48,7 +48,8 @@ struct RuntimeOptions {
   int threads_per_worker = 0;                  //   this many, or 0 = its number of cores
   bool record_trace = true;
   bool vertical_sync = false;                  // PipeDream vertical sync (async kinds only)
-  bool overlap_allreduce = true;               // replicated stages: non-blocking ring (stage_worker.h)
+  bool overlap_allreduce = true;               // replicated stages: bucketed, overlapped ring (stage_worker.h)
+  int64_t allreduce_bucket_bytes = 4 << 20;    // ... its bucket size (<= 0: one bucket, started at the flush)
   // Optional: called on each worker thread after pinning (e.g. to warm up per-thread state).
   std::function<void(int device, const CoreSet& cores)> on_worker_start;
 };

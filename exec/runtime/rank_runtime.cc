@@ -94,6 +94,7 @@ RankRuntime::RankRuntime(planner::Schedule schedule, StageCompute& compute, mpi:
   cfg.transport = &transport_;
   cfg.vertical_sync = options_.vertical_sync;
   cfg.overlap_allreduce = options_.overlap_allreduce;
+  cfg.bucket_bytes = options_.allreduce_bucket_bytes;
   cfg.record_trace = options_.record_trace;
   cfg.t0 = t0_;
   worker_ = std::make_unique<StageWorker>(cfg);

@@ -8,7 +8,8 @@
 namespace pw::exec {
 
 RingAllreduce::RingAllreduce(Transport& tr, int device, std::vector<int> replicas, int iteration, int stage,
-                             int round, std::vector<Tensor*> grads, bool average)
+                             int round, std::vector<Tensor*> grads, bool average, int64_t flat_begin,
+                             int64_t flat_end)
     : tr_(tr), device_(device), iteration_(iteration), stage_(stage), round_(round), grads_(std::move(grads)),
       average_(average) {
   const auto me = std::find(replicas.begin(), replicas.end(), device);
@@ -20,6 +21,11 @@ RingAllreduce::RingAllreduce(Transport& tr, int device, std::vector<int> replica
   prev_ = replicas[(pos_ + r_ - 1) % r_];
   next_ = replicas[(pos_ + 1) % r_];
   for (const Tensor* g : grads_) total_ += g->numel();
+  flat_begin_ = flat_begin;
+  flat_end_ = flat_end < 0 ? total_ : flat_end;
+  PW_CHECK(0 <= flat_begin_ && flat_begin_ <= flat_end_ && flat_end_ <= total_,
+           "all-reduce of stage " + std::to_string(stage) + ": bucket [" + std::to_string(flat_begin_) + ", " +
+               std::to_string(flat_end_) + ") outside the " + std::to_string(total_) + " gradient values");
   steps_ = 2 * (r_ - 1);
   start_step();
 }
@@ -40,9 +46,18 @@ int RingAllreduce::recv_chunk(int step) const {
   return step < r_ - 1 ? (pos_ - t - 1 + 2 * r_) % r_ : (pos_ - t + r_) % r_;
 }
 
+int64_t RingAllreduce::chunk_begin(int chunk) const {
+  return std::min(std::max(total_ * chunk / r_, flat_begin_), flat_end_);
+}
+
+int64_t RingAllreduce::chunk_end(int chunk) const {
+  return std::max(std::min(total_ * (chunk + 1) / r_, flat_end_), chunk_begin(chunk));
+}
+
 template <typename F>
 void RingAllreduce::for_chunk(int chunk, F&& f) {
-  const int64_t begin = total_ * chunk / r_, end = total_ * (chunk + 1) / r_;
+  const int64_t begin = chunk_begin(chunk), end = chunk_end(chunk);
+  if (begin == end) return;
   int64_t base = 0;  // flat index of the current tensor's first element
   for (Tensor* g : grads_) {
     const int64_t lo = std::max(begin, base), hi = std::min(end, base + g->numel());
@@ -54,7 +69,7 @@ void RingAllreduce::for_chunk(int chunk, F&& f) {
 
 void RingAllreduce::start_step() {
   const int c = send_chunk(step_);
-  const int64_t n = total_ * (c + 1) / r_ - total_ * c / r_;
+  const int64_t n = chunk_end(c) - chunk_begin(c);
   Message m;
   if (n > 0) {
     Tensor t(std::vector<int64_t>{n});
@@ -72,7 +87,7 @@ void RingAllreduce::start_step() {
 
 void RingAllreduce::apply(const Message& m) {
   const int c = recv_chunk(step_);
-  const int64_t n = total_ * (c + 1) / r_ - total_ * c / r_;
+  const int64_t n = chunk_end(c) - chunk_begin(c);
   const int64_t got = m.tensors.empty() ? 0 : m.tensors[0].numel();
   PW_CHECK(m.tensors.size() <= 1 && got == n,
            "all-reduce " + to_string(recv_tag_) + ": device " + std::to_string(prev_) + " sent " +
@@ -116,8 +131,9 @@ MessageTag RingAllreduce::waiting_tag() const { return step_ < steps_ ? recv_tag
 int RingAllreduce::waiting_peer() const { return step_ < steps_ ? prev_ : next_; }
 
 void replica_allreduce(Transport& tr, int device, const std::vector<int>& replicas, int iteration, int stage,
-                       int round, const std::vector<Tensor*>& grads, bool average, const RequestWait& wait) {
-  RingAllreduce ring(tr, device, replicas, iteration, stage, round, grads, average);
+                       int round, const std::vector<Tensor*>& grads, bool average, const RequestWait& wait,
+                       int64_t flat_begin, int64_t flat_end) {
+  RingAllreduce ring(tr, device, replicas, iteration, stage, round, grads, average, flat_begin, flat_end);
   while (!ring.progress()) wait(ring.waiting(), ring.waiting_tag(), ring.waiting_peer());
 }
 

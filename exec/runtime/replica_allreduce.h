@@ -18,7 +18,15 @@
 // Tags: {iteration, stage, round * (r-1) + t, reduce} for reduce-scatter step t and the same
 // with broadcast for all-gather step t. `round` numbers the all-reduces of one stage within an
 // iteration (0 for the synchronous flush; PipeDream's per-backward all-reduce: the k-th backward
-// of every replica is round k), so (source, tag) is unique per message and rounds may overlap.
+// of every replica is round k; a bucketed all-reduce gives each bucket a round of its own, see
+// exec/runtime/grad_buckets.h), so (source, tag) is unique per message and rounds may overlap.
+//
+// Buckets (a sub-range [flat_begin, flat_end) of the flat vector): the ring then moves only the
+// elements of the range, but keeps the WHOLE vector's chunk boundaries: its chunk c is
+// [N c / r, N (c+1) / r) intersected with the range (possibly empty: an empty message is still
+// sent, so every replica runs the same 2(r-1) steps). Every element is therefore summed by the
+// same replicas in the same order as by one ring over the whole vector, and a set of bucket rings
+// that covers the vector leaves bit-identical results to that one ring, for any r.
 //
 // RingAllreduce is the non-blocking form: the constructor sends the first chunk; progress()
 // takes what has arrived, adds or copies it, sends the next chunk, and returns true once this
@@ -48,8 +56,9 @@ using RequestWait = std::function<void(Request& req, const MessageTag& tag, int 
 
 class RingAllreduce {
  public:
+  // flat_end < 0: the whole vector.
   RingAllreduce(Transport& transport, int device, std::vector<int> replicas, int iteration, int stage, int round,
-                std::vector<Tensor*> grads, bool average);
+                std::vector<Tensor*> grads, bool average, int64_t flat_begin = 0, int64_t flat_end = -1);
 
   bool progress();
   bool done() const { return step_ >= steps_ && sends_.empty(); }
@@ -65,6 +74,8 @@ class RingAllreduce {
   int recv_chunk(int step) const;
   void start_step();
   void apply(const Message& m);
+  int64_t chunk_begin(int chunk) const;  // the bucket's part of whole-vector chunk `chunk`
+  int64_t chunk_end(int chunk) const;
   template <typename F>
   void for_chunk(int chunk, F&& f);  // f(float* grad_span, int64_t n, int64_t offset_in_chunk)
 
@@ -75,6 +86,7 @@ class RingAllreduce {
   std::vector<Tensor*> grads_;
   bool average_;
   int64_t total_ = 0;
+  int64_t flat_begin_ = 0, flat_end_ = 0;  // the bucket
   int step_ = 0, steps_ = 0;
   std::unique_ptr<Request> recv_;
   MessageTag recv_tag_;
@@ -82,6 +94,7 @@ class RingAllreduce {
 };
 
 void replica_allreduce(Transport& transport, int device, const std::vector<int>& replica_devices, int iteration,
-                       int stage, int round, const std::vector<Tensor*>& grads, bool average, const RequestWait& wait);
+                       int stage, int round, const std::vector<Tensor*>& grads, bool average, const RequestWait& wait,
+                       int64_t flat_begin = 0, int64_t flat_end = -1);
 
 }  // namespace pw::exec

@@ -17,6 +17,8 @@ struct LayerStageCompute::Stage {
   bool recompute = false;
   std::unique_ptr<StageOptimizer> opt;
   std::vector<Tensor*> params, grads;
+  // Per layer of the range (and one past the last): how many of `grads` earlier layers list.
+  std::vector<size_t> grads_before;
   // Forward mapping. Per range input: -1 data, -2 targets, >= 0 index in the incoming payload.
   std::vector<int> in_src;
   std::vector<bool> in_clone;  // the payload tensor is also passed on: the range gets a copy
@@ -120,8 +122,12 @@ LayerStageCompute::LayerStageCompute(Network& net, std::vector<StageRange> range
     st->recompute = ranges[s].recompute;
     for (Tensor* p : st->range->parameters())
       if (!tied_ || p != tied_->a) st->params.push_back(p);
-    for (Tensor* g : st->range->gradients())
-      if (!tied_ || g != tied_->grad_a) st->grads.push_back(g);
+    for (int l = ranges[s].begin; l < ranges[s].end; ++l) {
+      st->grads_before.push_back(st->grads.size());
+      for (Tensor* g : net.layer(l).gradients())
+        if (!tied_ || g != tied_->grad_a) st->grads.push_back(g);
+    }
+    st->grads_before.push_back(st->grads.size());
     st->tied_owner = split_tie && (s == stage_of_layer[tie.embedding] || s == stage_of_layer[tie.head]);
     st->tied_head = split_tie && s == stage_of_layer[tie.head];
     st->opt = make_optimizer(st->params, st->grads);
@@ -316,7 +322,10 @@ std::vector<Tensor> LayerStageCompute::backward_common(const OpContext& c, std::
       st.range->recompute(c.micro_batch);
       note_activation_peak(st);
     }
-    gin = fused ? st.range->backward(c.micro_batch, std::move(grad_out))
+    const std::function<void(int)> done = [&](int layer) {
+      (*c.grads_done)(st.grads_before[layer - st.range->begin()]);
+    };
+    gin = fused ? st.range->backward(c.micro_batch, std::move(grad_out), c.grads_done ? &done : nullptr)
                 : st.range->backward_input(c.micro_batch, std::move(grad_out));
   } catch (...) {
     if (w)
@@ -354,7 +363,10 @@ std::vector<Tensor> LayerStageCompute::backward(const OpContext& c, std::vector<
 void LayerStageCompute::backward_weight(const OpContext& c) {
   Stage& st = stage(c.stage);
   PW_CHECK(st.in_flight.count(c.micro_batch), "W of a micro-batch that is not in flight");
-  st.range->backward_weight(c.micro_batch);
+  const std::function<void(int)> done = [&](int layer) {
+    (*c.grads_done)(st.grads_before[layer - st.range->begin()]);
+  };
+  st.range->backward_weight(c.micro_batch, c.grads_done ? &done : nullptr);
   st.in_flight.erase(c.micro_batch);
 }
 

@@ -34,6 +34,10 @@
 // second does this; a synchronous iteration ends with every stage's step, so no forward reads
 // the table meanwhile.
 //
+// Gradient readiness (OpContext::grads_done, stage_compute.h): backward and backward_weight
+// report after every layer of the range k = the number of weight_gradients(s) tensors listed
+// by the layers before it (each layer's own, in layer order; a table shared by the embedding
+// and a tied head is listed under the embedding, which the backward reaches last).
 // Re-materialization: a stage with recompute keeps only its inputs per micro-batch after the
 // forward (LayerRange::drop_stash) and rebuilds the rest before the backward.
 //

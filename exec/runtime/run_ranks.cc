@@ -127,6 +127,18 @@ bool overlap_allreduce_from_env() {
   throw InputError(std::string("PW_ALLREDUCE: expected overlapped or blocking, got \"") + v + "\"");
 }
 
+// PW_ALLREDUCE_BUCKET_BYTES=<bytes> (benchmarks): the overlapped all-reduce's bucket size; 0 =
+// one bucket, started at the end of the backward. Unset: RuntimeOptions' default.
+int64_t bucket_bytes_from_env(int64_t fallback) {
+  const char* v = std::getenv("PW_ALLREDUCE_BUCKET_BYTES");
+  if (!v || !*v) return fallback;
+  char* end = nullptr;
+  const long long n = std::strtoll(v, &end, 10);
+  if (*end != '\0' || n < 0)
+    throw InputError(std::string("PW_ALLREDUCE_BUCKET_BYTES: expected a byte count >= 0, got \"") + v + "\"");
+  return n;
+}
+
 }  // namespace
 
 void agree_on_input(mpi::World& world, const std::function<void()>& checks) {
@@ -150,6 +162,7 @@ PipelineRunResult run_pipeline_ranks(const models::Model& model, const planner::
   std::unique_ptr<RunSetup> setup;
   FaultSpec fault;
   bool overlap = true;
+  int64_t bucket_bytes = RuntimeOptions{}.allreduce_bucket_bytes;
   agree_on_input(world, [&] {
     check_plan_for_model(plan, model, options.schedule ? &*options.schedule : nullptr);
     const int devices = schedule_for_run(plan, options).num_devices;
@@ -162,6 +175,7 @@ PipelineRunResult run_pipeline_ranks(const models::Model& model, const planner::
                        ": not supported under mpirun yet");
     fault = parse_fault_spec(options.inject_fault, "PW_TEST_INJECT_FAULT");
     overlap = overlap_allreduce_from_env();
+    bucket_bytes = bucket_bytes_from_env(bucket_bytes);
     setup = std::make_unique<RunSetup>(make_run_setup(model, plan, options));
     if (setup->compute->splits_tied_table())
       throw InputError("tied embeddings split across stages are not supported under mpirun yet "
@@ -178,6 +192,7 @@ PipelineRunResult run_pipeline_ranks(const models::Model& model, const planner::
   RuntimeOptions ro;
   ro.vertical_sync = options.vertical_sync;
   ro.overlap_allreduce = overlap;
+  ro.allreduce_bucket_bytes = bucket_bytes;
   ro.threads_per_worker = options.threads_per_worker;
   ro.timeout = options.timeout;
   const int loss_stage = compute.loss_stage();

@@ -26,7 +26,9 @@
 // count as simultaneous); the caller prints it once and exits 4 (`pipewright run`), and the
 // ranks leave MPI normally (no MPI_Abort).
 // PW_ALLREDUCE=blocking (environment, for benchmarks; default overlapped) completes each
-// replicated stage's all-reduce at its op instead of overlapping it (exec/runtime/stage_worker.h).
+// replicated stage's all-reduce at its op instead of overlapping it (exec/runtime/stage_worker.h);
+// PW_ALLREDUCE_BUCKET_BYTES=<bytes> sets the overlapped all-reduce's bucket size (default 4 MiB;
+// 0: one bucket, started after the backward).
 // Other failures during the run do not return: the failing rank prints "pipewright: rank R failed at
 // OP (iteration I): what" on stderr, tells the other ranks, and after a grace period (for their
 // lines) ends the job with MPI_Abort(1); a rank that learns of another's failure prints

@@ -16,6 +16,15 @@
 //   step(s, iteration)          applies the accumulated gradients of stage s, clears them.
 //                               Synchronous schedules: once per iteration after all backwards.
 //                               Asynchronous (PipeDream): after every backward (W or BW).
+// OpContext::grads_done (may be null; the runtime sets it for the backward that completes a
+// replicated stage's gradients, to start their all-reduce bucket by bucket): backward and
+// backward_weight call (*grads_done)(k) between layers, after each layer's weight-gradient
+// contribution, with k = the number of weight_gradients(stage) tensors this call may still
+// write: tensors [k, end) are no longer written by this call (k never increases; a compute
+// that never calls it is correct, just not overlapped). The callee may read and write tensors
+// [k, end) before the call returns, so the compute must not touch them after reporting them
+// (listing a tensor shared by several layers under the earliest of them, which the backward
+// reaches last, satisfies this). It must not call into the compute.
 // OpContext::weight_version is -1 unless the runtime runs PipeDream vertical sync: then it is
 // the version stage 0 returned from weight_version(0) when it ran F(0, j), and every stage
 // must run (s, j)'s forward and backward on that version of its own weights.
@@ -28,7 +37,9 @@
 // runtime cancels every worker and rethrows the first error from run_iteration().
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "exec/tensor.h"
@@ -41,6 +52,7 @@ struct OpContext {
   int stage = 0;
   int micro_batch = 0;
   int64_t weight_version = -1;
+  const std::function<void(size_t)>* grads_done = nullptr;
 };
 
 class StageCompute {

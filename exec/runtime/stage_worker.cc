@@ -1,5 +1,8 @@
 #include "exec/runtime/stage_worker.h"
 
+#include <algorithm>
+#include <functional>
+
 #include "models/error.h"
 #include "planner/schedule_validate.h"
 
@@ -18,7 +21,44 @@ StageWorker::StageWorker(WorkerConfig cfg) : cfg_(cfg), async_steps_(false) {
       for (int d : sch.stage_replicas[s]) mine = mine || d == cfg_.device;
     if (mine) my_stages_.push_back(s);
   }
+  // The op that completes the gradients an allreduce(s, j) reduces: the last BW or W of s
+  // before it (of micro-batch j when j >= 0).
+  const std::vector<planner::Op>& ops = sch.device_ops.at(cfg_.device);
+  writer_of_.assign(ops.size(), -1);
+  for (size_t a = 0; a < ops.size(); ++a) {
+    if (ops[a].kind != OpKind::allreduce) continue;
+    for (size_t w = a; w-- > 0;) {
+      const planner::Op& o = ops[w];
+      if (o.stage != ops[a].stage || (o.kind != OpKind::BW && o.kind != OpKind::W)) continue;
+      if (ops[a].micro_batch >= 0 && o.micro_batch != ops[a].micro_batch) continue;
+      writer_of_[w] = static_cast<int>(a);
+      break;
+    }
+  }
 }
+
+struct StageWorker::Reduction {
+  planner::Op op;  // the allreduce op
+  int iteration = 0;
+  int64_t start_ns = -1;  // when the allreduce op ran; -1 before
+  bool step_after = false;  // asynchronous: the stage steps once the all-reduce is complete
+  int round = 0;            // tag round of bucket 0
+  std::vector<Tensor*> grads;
+  std::vector<GradBucket> buckets;
+  std::vector<std::unique_ptr<RingAllreduce>> rings;  // of the buckets started so far, in order
+  bool rings_done() const {
+    for (const auto& r : rings)
+      if (!r->done()) return false;
+    return true;
+  }
+  const RingAllreduce* unfinished() const {
+    for (const auto& r : rings)
+      if (!r->done()) return r.get();
+    return nullptr;
+  }
+};
+
+StageWorker::~StageWorker() = default;
 
 int64_t StageWorker::now_ns() const {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - cfg_.t0).count();
@@ -58,30 +98,78 @@ void StageWorker::flush_sends(Clock::time_point deadline) {
   }
 }
 
-void StageWorker::progress_ring() {
-  if (ring_ && ring_->ring->progress()) finish_ring();
+StageWorker::Reduction& StageWorker::reduction_for(const planner::Op& op, int iteration) {
+  for (auto& r : reductions_)
+    if (r->op == op && r->iteration == iteration) return *r;
+  const planner::Schedule& sch = *cfg_.schedule;
+  const int r = sch.replicas(op.stage);
+  auto red = std::make_unique<Reduction>();
+  red->op = op;
+  red->iteration = iteration;
+  red->step_after = op.micro_batch >= 0 && async_steps_;
+  red->grads = cfg_.compute->weight_gradients(op.stage);
+  // Tag rounds: synchronous 1 per iteration; asynchronous one per r micro-batches (j / r).
+  const int rounds = op.micro_batch >= 0 ? (sch.num_micro_batches + r - 1) / r : 1;
+  const int64_t slots = cfg_.transport->collective_slots();
+  const int max_buckets =
+      cfg_.overlap_allreduce ? static_cast<int>(std::max<int64_t>(1, slots / (int64_t{rounds} * (r - 1)))) : 1;
+  red->buckets = grad_buckets(red->grads, cfg_.overlap_allreduce ? cfg_.bucket_bytes : 0, max_buckets);
+  red->round = (op.micro_batch >= 0 ? op.micro_batch / r : 0) * static_cast<int>(red->buckets.size());
+  reductions_.push_back(std::move(red));
+  return *reductions_.back();
 }
 
-void StageWorker::finish_ring() {
-  const std::unique_ptr<InFlight> f = std::move(ring_);
+void StageWorker::start_buckets(Reduction& red, size_t final_from) {
+  const planner::Schedule& sch = *cfg_.schedule;
+  while (red.rings.size() < red.buckets.size() && red.buckets[red.rings.size()].first_tensor >= final_from) {
+    const size_t b = red.rings.size();
+    red.rings.push_back(std::make_unique<RingAllreduce>(
+        *cfg_.transport, cfg_.device, sch.stage_replicas[red.op.stage], red.iteration, red.op.stage,
+        red.round + static_cast<int>(b), red.grads, red.op.micro_batch >= 0, red.buckets[b].flat_begin,
+        red.buckets[b].flat_end));
+  }
+}
+
+void StageWorker::progress_rings(bool finish_done) {
+  for (size_t i = 0; i < reductions_.size();) {
+    Reduction& red = *reductions_[i];
+    for (auto& r : red.rings) r->progress();
+    if (finish_done && red.start_ns >= 0 && red.rings.size() == red.buckets.size() && red.rings_done()) {
+      const std::unique_ptr<Reduction> done = std::move(reductions_[i]);
+      reductions_.erase(reductions_.begin() + static_cast<std::ptrdiff_t>(i));
+      finish(*done);
+    } else {
+      ++i;
+    }
+  }
+}
+
+void StageWorker::finish(Reduction& red) {
   const std::string waiting_op = current_op_;
-  current_op_ = planner::op_label(f->op);  // a fault in the deferred step names the allreduce
-  if (f->step_after) cfg_.compute->step(f->op.stage, f->iteration);
-  record(f->op, f->iteration, f->start_ns);
+  current_op_ = planner::op_label(red.op);  // a fault in the deferred step names the allreduce
+  if (red.step_after) cfg_.compute->step(red.op.stage, red.iteration);
+  record(red.op, red.iteration, red.start_ns);
   current_op_ = waiting_op;
 }
 
-void StageWorker::complete_ring(Clock::time_point deadline) {
+void StageWorker::complete_rings(int stage, Clock::time_point deadline) {
   Transport& tr = *cfg_.transport;
-  while (ring_) {
+  const auto pending = [&]() -> const RingAllreduce* {
+    for (const auto& r : reductions_)
+      if (stage < 0 || r->op.stage == stage)
+        if (const RingAllreduce* ring = r->unfinished()) return ring;
+    return nullptr;
+  };
+  while (true) {
     const uint64_t epoch = tr.progress_epoch(cfg_.device);
-    progress_ring();
-    if (!ring_) return;
+    progress_rings();
+    const RingAllreduce* ring = pending();
+    if (!ring) return;
     progress_sends();
-    progress_ring();
-    if (!ring_) return;
-    status_ = "at " + current_op_ + " waiting for all-reduce " + to_string(ring_->ring->waiting_tag()) +
-              " from device " + std::to_string(ring_->ring->waiting_peer());
+    progress_rings();
+    if (!(ring = pending())) return;
+    status_ = "at " + current_op_ + " waiting for all-reduce " + to_string(ring->waiting_tag()) + " from device " +
+              std::to_string(ring->waiting_peer());
     if (!tr.wait_for_progress(cfg_.device, epoch, deadline) && Clock::now() >= deadline)
       throw PipelineStall("device " + std::to_string(cfg_.device) + " " + status_);
   }
@@ -107,7 +195,7 @@ void StageWorker::wait_request(Request& req, const MessageTag& tag, int peer, Cl
     const uint64_t epoch = tr.progress_epoch(cfg_.device);
     if (req.test()) return;
     progress_sends();
-    progress_ring();
+    progress_rings();
     if (req.test()) return;
     status_ = "at " + current_op_ + " waiting for " + to_string(tag) + " from device " + std::to_string(peer);
     if (!tr.wait_for_progress(cfg_.device, epoch, deadline) && Clock::now() >= deadline)
@@ -160,7 +248,7 @@ void StageWorker::run_iteration(int iteration, Clock::time_point deadline) {
   const int last = sch.num_stages - 1;
   StageCompute& comp = *cfg_.compute;
   status_ = "starting";
-  ring_.reset();  // a ring left by a failed iteration
+  reductions_.clear();  // all-reduces left by a failed iteration
   const std::vector<planner::Op>& ops = sch.device_ops[cfg_.device];
   for (size_t at = 0; at < ops.size(); ++at) {
     const planner::Op& op = ops[at];
@@ -169,7 +257,19 @@ void StageWorker::run_iteration(int iteration, Clock::time_point deadline) {
                                                 ops[at + 1].stage == op.stage &&
                                                 ops[at + 1].micro_batch == op.micro_batch);
     current_op_ = planner::op_label(op);
-    OpContext ctx{iteration, op.stage, op.micro_batch, -1};
+    OpContext ctx{iteration, op.stage, op.micro_batch, -1, nullptr};
+    // The backward that completes an all-reduce's gradients starts its buckets between layers.
+    Reduction* red = nullptr;
+    const std::function<void(size_t)> grads_done = [&](size_t final_from) {
+      start_buckets(*red, final_from);
+      progress_sends();
+      progress_rings(false);  // no compute call (deferred step) from inside the compute
+    };
+    if (cfg_.overlap_allreduce && writer_of_[at] >= 0 && sch.replicas(op.stage) > 1 &&
+        (op.kind == OpKind::BW || op.kind == OpKind::W)) {
+      red = &reduction_for(ops[writer_of_[at]], iteration);
+      ctx.grads_done = &grads_done;
+    }
     int64_t start = -1;
     bool record_now = true;
     switch (op.kind) {
@@ -177,7 +277,7 @@ void StageWorker::run_iteration(int iteration, Clock::time_point deadline) {
         std::vector<Tensor> in;
         if (op.stage > 0)
           in = receive(iteration, op.stage - 1, Direction::forward, op.micro_batch, deadline, &ctx.weight_version);
-        complete_ring(deadline);
+        complete_rings(op.stage, deadline);
         if (op.stage == 0 && cfg_.vertical_sync) ctx.weight_version = comp.weight_version(0);
         start = now_ns();
         std::vector<Tensor> out = comp.forward(ctx, std::move(in));
@@ -188,7 +288,7 @@ void StageWorker::run_iteration(int iteration, Clock::time_point deadline) {
       case OpKind::BW: {
         std::vector<Tensor> grad;
         if (op.stage < last) grad = receive(iteration, op.stage + 1, Direction::backward, op.micro_batch, deadline, nullptr);
-        complete_ring(deadline);
+        complete_rings(op.stage, deadline);
         start = now_ns();
         std::vector<Tensor> out = op.kind == OpKind::B ? comp.backward_input(ctx, std::move(grad))
                                                        : comp.backward(ctx, std::move(grad));
@@ -197,13 +297,13 @@ void StageWorker::run_iteration(int iteration, Clock::time_point deadline) {
         break;
       }
       case OpKind::W:
-        complete_ring(deadline);
+        complete_rings(op.stage, deadline);
         start = now_ns();
         comp.backward_weight(ctx);
         if (step_now) comp.step(op.stage, iteration);
         break;
       case OpKind::step:
-        complete_ring(deadline);
+        complete_rings(op.stage, deadline);
         start = now_ns();
         if (op.stage >= 0) {
           comp.step(op.stage, iteration);
@@ -212,22 +312,17 @@ void StageWorker::run_iteration(int iteration, Clock::time_point deadline) {
         }
         break;
       case OpKind::allreduce: {
-        complete_ring(deadline);
         start = now_ns();
         const bool step_after = op.micro_batch >= 0 && async_steps_;
-        const int r = sch.replicas(op.stage);
-        if (r > 1) {
-          const bool per_backward = op.micro_batch >= 0;
-          ring_ = std::make_unique<InFlight>(InFlight{
-              std::make_unique<RingAllreduce>(*cfg_.transport, cfg_.device, sch.stage_replicas[op.stage], iteration,
-                                              op.stage, per_backward ? op.micro_batch / r : 0,
-                                              comp.weight_gradients(op.stage), per_backward),
-              op, iteration, start, step_after});
-          record_now = false;  // recorded when the ring completes
+        if (sch.replicas(op.stage) > 1) {
+          Reduction& r = reduction_for(op, iteration);
+          r.start_ns = start;
+          start_buckets(r, 0);
+          record_now = false;  // recorded when the rings complete
           if (cfg_.overlap_allreduce) {
-            progress_ring();
+            progress_rings();
           } else {
-            complete_ring(deadline);
+            complete_rings(op.stage, deadline);
           }
         } else if (step_after) {
           comp.step(op.stage, iteration);
@@ -241,9 +336,9 @@ void StageWorker::run_iteration(int iteration, Clock::time_point deadline) {
     }
     if (record_now) record(op, iteration, start);
     progress_sends();
-    progress_ring();
+    progress_rings();
   }
-  complete_ring(deadline);
+  complete_rings(-1, deadline);
   flush_sends(deadline);
   status_ = "done";
 }

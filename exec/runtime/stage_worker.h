@@ -17,19 +17,27 @@
 // (asynchronous, after BW(s, j)) averages, round j / r_s, and the step that follows the
 // backward of j is taken after the all-reduce instead (PipeDream: replicas average their
 // gradients, then each applies the same update).
-// Overlap (WorkerConfig::overlap_allreduce, the default): the allreduce op only starts the
-// ring; it progresses whenever the worker waits (for an input, for its sends) or finishes an
-// op, and is completed before the next op that reads or writes the stage's gradients or
-// weights runs its compute: F / B / BW / W of that stage first receive their input (the ring
-// progresses meanwhile), then wait for the ring; a step waits for it; the iteration's end
-// waits for it. The deferred asynchronous step runs as soon as the ring is seen complete.
-// The numbers are those of the blocking order (backward, all-reduce, step, next op); only the
-// waiting overlaps. The ring starts at the op that follows the stage's last backward of the
-// mini-batch on this replica (the schedule puts allreduce(s, -1) right after it); starting per
-// layer inside that backward would need a hook in the compute (not provided). Blocking mode
-// (overlap_allreduce = false) completes the ring at the allreduce op.
-// The allreduce trace event spans from the ring's start to its completion (plus the deferred
-// asynchronous step), recorded when it completes; it ends before the next compute op starts.
+// Overlap (WorkerConfig::overlap_allreduce, the default): the gradients are all-reduced in
+// buckets (exec/runtime/grad_buckets.h, WorkerConfig::bucket_bytes, in reverse layer order),
+// each bucket's ring (replica_allreduce.h, over a sub-range of the flat vector that keeps the
+// whole vector's chunk boundaries, so the sums are bit-identical to one ring) started as soon
+// as its gradients are final: during the backward that completes the stage's gradients (the
+// last BW or W of the stage before allreduce(s, j), found in the op list), through
+// OpContext::grads_done, which the compute calls between layers; the worker then also
+// progresses the rings in flight (no waiting, no compute call). The allreduce op starts the
+// buckets still unstarted (all of them for a compute that never calls grads_done). The rings
+// progress whenever the worker waits (for an input, for its sends) or finishes an op, and are
+// completed before the next op OF THE SAME STAGE (F / B / BW / W first receive their input,
+// then wait), before a step, and at the iteration's end. The deferred asynchronous step runs
+// once all of an all-reduce's rings are seen complete. The numbers are those of the blocking
+// order (backward, all-reduce, step, next op); only the waiting overlaps.
+// Tags: bucket b of round k uses round k * buckets + b (the buckets per stage are capped so
+// that every tag fits Transport::collective_slots()).
+// Blocking mode (overlap_allreduce = false): one ring over the whole vector, started and
+// completed at the allreduce op.
+// The allreduce trace event spans from the allreduce op (the buckets started in the backward
+// have been running since) to the completion of its last ring (plus the deferred asynchronous
+// step), recorded when that completes; it ends before the next op of the stage starts.
 //
 // Timing: an op's event spans from the moment its input is available to the moment its
 // output has been handed to the transport; waiting is not part of the op. Every received
@@ -42,6 +50,7 @@
 #include <string>
 #include <vector>
 
+#include "exec/runtime/grad_buckets.h"
 #include "exec/runtime/replica_allreduce.h"
 #include "exec/runtime/stage_compute.h"
 #include "exec/transport/transport.h"
@@ -62,7 +71,8 @@ struct WorkerConfig {
   StageCompute* compute = nullptr;
   Transport* transport = nullptr;
   bool vertical_sync = false;    // tag payloads with stage 0's weight version
-  bool overlap_allreduce = true; // replicated stages: non-blocking ring all-reduce (see above)
+  bool overlap_allreduce = true; // replicated stages: bucketed, overlapped ring all-reduce (see above)
+  int64_t bucket_bytes = 4 << 20; // overlapped all-reduce: bucket size (<= 0: one bucket)
   bool record_trace = true;
   Transport::Clock::time_point t0;
 };
@@ -70,6 +80,7 @@ struct WorkerConfig {
 class StageWorker {
  public:
   explicit StageWorker(WorkerConfig cfg);
+  ~StageWorker();
 
   // Throws PipelineStall past `deadline`, TransportCancelled when the run was cancelled, and
   // whatever the compute throws.
@@ -93,11 +104,15 @@ class StageWorker {
             int64_t version);
   void progress_sends();
   void flush_sends(Transport::Clock::time_point deadline);
-  // The in-flight all-reduce: progress without blocking (finishing it when complete), or wait
-  // until it is complete.
-  void progress_ring();
-  void complete_ring(Transport::Clock::time_point deadline);
-  void finish_ring();
+  // All-reduces in flight. progress_rings: test every ring without blocking; with `finish`,
+  // complete the all-reduces whose rings are all done (deferred step, trace event).
+  // complete_rings: wait until no started ring of `stage` (-1: of any stage) is unfinished.
+  struct Reduction;
+  Reduction& reduction_for(const planner::Op& allreduce_op, int iteration);
+  void start_buckets(Reduction& red, size_t final_from);
+  void progress_rings(bool finish = true);
+  void complete_rings(int stage, Transport::Clock::time_point deadline);
+  void finish(Reduction& red);
   int64_t now_ns() const;
   void sample_memory();
   void record(const planner::Op& op, int iteration, int64_t start_ns);  // trace event + memory sample
@@ -106,14 +121,8 @@ class StageWorker {
   bool async_steps_;  // step after each backward: the schedule's kind is asynchronous
   std::vector<int> my_stages_;
   std::vector<std::unique_ptr<Request>> pending_;
-  struct InFlight {
-    std::unique_ptr<RingAllreduce> ring;
-    planner::Op op;
-    int iteration = 0;
-    int64_t start_ns = 0;
-    bool step_after = false;  // asynchronous: the stage steps once the ring is complete
-  };
-  std::unique_ptr<InFlight> ring_;
+  std::vector<int> writer_of_;  // per op: index of the allreduce op whose gradients it completes, or -1
+  std::vector<std::unique_ptr<Reduction>> reductions_;
   std::string status_;
   std::string current_op_;
 };

@@ -25,6 +25,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -92,6 +93,10 @@ class Transport {
   // Returns when progress_epoch(endpoint) != seen_epoch or the deadline passed (returns false
   // then). Throws TransportCancelled after cancel().
   virtual bool wait_for_progress(int endpoint, uint64_t seen_epoch, Clock::time_point deadline) = 0;
+
+  // Collective tags (Direction::reduce / broadcast) must have micro_batch below this (the MPI
+  // transport's tag space); unbounded unless an implementation says otherwise.
+  virtual int collective_slots() const { return std::numeric_limits<int>::max(); }
 
   virtual void cancel() = 0;
   virtual bool cancelled() const = 0;

@@ -281,6 +281,7 @@ MpiTransport::~MpiTransport() = default;
 
 int MpiTransport::num_endpoints() const { return impl_->size; }
 int MpiTransport::iteration_window() const { return impl_->window; }
+int MpiTransport::collective_slots() const { return impl_->collective_slots; }
 void MpiTransport::set_epoch(Clock::time_point t0) { impl_->epoch_ns = ns_of(t0); }
 size_t MpiTransport::self_buffered() const { return impl_->mailbox.size(); }
 

@@ -60,6 +60,7 @@ class MpiTransport final : public Transport {
   std::unique_ptr<Request> irecv(int dst, int src, const MessageTag& tag) override;
   uint64_t progress_epoch(int endpoint) const override;
   bool wait_for_progress(int endpoint, uint64_t seen_epoch, Clock::time_point deadline) override;
+  int collective_slots() const override;  // C above (0 without collectives)
   void cancel() override;
   bool cancelled() const override;
   void reset() override;

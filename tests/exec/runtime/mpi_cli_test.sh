@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `mpirun -np 2 pipewright run` faults and refusals (ctest, tests/exec/CMakeLists.txt):
-#   mpi_cli_test.sh throw|kill|mismatch|replicated|nan|nan-replicated <pipewright> <mpiexec> [flags...]
+#   mpi_cli_test.sh throw|kill|mismatch|replicated|nan|nan-replicated|compare <pipewright> <mpiexec> [flags...]
 # throw: rank 1 throws at BW(1,3) (PW_TEST_INJECT_FAULT, exec/runtime/fault_injection.h);
 # kill:  rank 1 SIGKILLs itself at F(1,2).
 #   Pass when mpirun (hence every rank: it ends the job) exits non-zero and the output names
@@ -17,6 +17,9 @@
 #   rank 2 through the all-reduce, both find it at their step, and the job reports one of them
 #   (the lower when both are seen within the agreement window): exit 4, one line naming rank 2
 #   or 3, op step, step 1, stage 1.
+# compare: `run --compare` on 2 ranks. Pass when mpirun exits 0 and rank 0 alone measured and
+#   printed the comparison: one "compare: measuring" line, one "predicted iteration P ms,
+#   measured M ms" line with P > 0, and a predicted peak memory for each of the 2 workers.
 # ctest's TIMEOUT bounds every mode.
 set -u
 mode=$1 pipewright=$2
@@ -53,6 +56,7 @@ json.dump(p, open(sys.argv[1], "w"))' "$dir/plan.json" || fail "could not write 
   throw) fault='1:BW(1,3)' ;;
   kill) fault='1:F(1,2):kill' ;;
   mismatch) run_args=(--model mlp --stages 3 --micro-batches 3 --steps 1) ;;
+  compare) run_args=(--model mlp --stages 2 --micro-batches 4 --steps 2 --warmup-steps 1 --threads 1 --compare) ;;
   replicated)
     dir=$(mktemp -d)
     trap 'rm -rf "$dir"' EXIT
@@ -69,7 +73,7 @@ p["num_micro_batches"], p["micro_batch_size"] = 2, p["batch"] // 2  # one micro-
 p["batch"] = 2 * p["micro_batch_size"]
 json.dump(p, open(sys.argv[1], "w"))' "$dir/plan.json" || fail "could not write the replicated plan"
     run_args=(--plan "$dir/plan.json" --model mlp --steps 1) ;;
-  *) echo "usage: $0 throw|kill|mismatch|replicated|nan|nan-replicated <pipewright> <mpiexec> [flags...]"; exit 2 ;;
+  *) echo "usage: $0 throw|kill|mismatch|replicated|nan|nan-replicated|compare <pipewright> <mpiexec> [flags...]"; exit 2 ;;
 esac
 out=$(PW_TEST_INJECT_FAULT=$fault "$@" -np $np "$pipewright" run "${run_args[@]}" 2>&1)
 rc=$?
@@ -100,6 +104,13 @@ case $mode in
     grep -Eq "^pipewright: numerical fault: rank $rank, op step: step 1, stage 1, layer \".+\": weight gradient is NaN; no checkpoint\$" <<<"$out" ||
       fail "no line naming rank $rank, op step, step 1 and stage 1"
     grep -q '^step 1/3' <<<"$out" && fail "a step was reported after the fault" ;;
+  compare)
+    [ "$rc" -eq 0 ] || fail "mpirun exited $rc, expected 0"
+    [ "$(grep -c '^compare: measuring a profile of ' <<<"$out")" -eq 1 ] || fail "expected exactly one measurement (rank 0's)"
+    [ "$(grep -c '^predicted iteration ' <<<"$out")" -eq 1 ] || fail "expected exactly one comparison line"
+    predicted=$(sed -n 's/^predicted iteration \([0-9.]*\) ms, measured [0-9.]* ms (.*%)$/\1/p' <<<"$out")
+    awk -v p="$predicted" 'BEGIN { exit !(p > 0) }' || fail "no positive prediction beside the measurement"
+    [ "$(grep -Ec '^worker [01] \(.*\): peak memory .*, predicted ' <<<"$out")" -eq 2 ] || fail "no predicted peak memory for both workers" ;;
   replicated)
     [ "$rc" -eq 0 ] || fail "mpirun exited $rc, expected 0"
     grep -q '^run: .*1 stages on 2 MPI ranks, .*2 micro-batches' <<<"$out" || fail "no banner naming 2 MPI ranks and 2 micro-batches"

@@ -197,3 +197,58 @@ TEST_CASE("ring all-reduce: replicas whose gradients differ in size are caught")
   CHECK_THROWS_WITH(run_rings_on_one_thread(tr, {0, 1}, g, 0, false),
                     doctest::Contains("the replicas' gradients differ in size"));
 }
+
+// Buckets keep the whole vector's chunks. With r = 3, chunk c is summed as
+// g_{c+2} + (g_{c+1} + g_c); for g_0 = 1e8, g_1 = 1, g_2 = -1e8 in float that is 0 in chunks 0
+// and 1 and 1 in chunk 2 (1e8 + 1 rounds to 1e8). Six values, chunks [0,2) [2,4) [4,6): the
+// whole ring gives 0 0 0 0 1 1, and so must buckets [3,6) then [0,3) — a bucket ring with chunks
+// of its own ([0,1) [1,2) [2,3) for the first three values) would give 1 at value 2.
+TEST_CASE("ring all-reduce: buckets over sub-ranges give the whole ring's bits (3 replicas, order-sensitive sums)") {
+  const std::vector<int> replicas = {0, 1, 2};
+  const float g[3] = {1e8f, 1.0f, -1e8f};
+  for (const std::vector<std::pair<int64_t, int64_t>> buckets :
+       {std::vector<std::pair<int64_t, int64_t>>{{0, -1}}, {{3, 6}, {0, 3}}, {{5, 6}, {1, 5}, {0, 1}}}) {
+    CAPTURE(buckets.size());
+    InProcTransport tr(3, 1);
+    std::vector<std::vector<Tensor>> out(3);
+    std::vector<std::thread> threads;
+    for (int d : replicas)
+      threads.emplace_back([&, d] {
+        out[d].emplace_back(std::vector<int64_t>{2});  // two tensors: values [0,2) and [2,6)
+        out[d].emplace_back(std::vector<int64_t>{4});
+        for (Tensor& t : out[d]) t.fill(g[d]);
+        const std::vector<Tensor*> ptrs{&out[d][0], &out[d][1]};
+        // All buckets in flight at once, progressed on this thread.
+        std::vector<std::unique_ptr<RingAllreduce>> rings;
+        for (size_t b = 0; b < buckets.size(); ++b)
+          rings.push_back(std::make_unique<RingAllreduce>(tr, d, replicas, 0, 0, static_cast<int>(b), ptrs, false,
+                                                          buckets[b].first, buckets[b].second));
+        const auto deadline = Clock::now() + std::chrono::seconds(30);
+        while (true) {
+          const uint64_t epoch = tr.progress_epoch(d);
+          bool all = true;
+          for (auto& r : rings) all = r->progress() && all;
+          if (all) break;
+          if (!tr.wait_for_progress(d, epoch, deadline) && Clock::now() >= deadline)
+            throw std::runtime_error("bucketed all-reduce test: timed out");
+        }
+      });
+    for (auto& t : threads) t.join();
+    const float expect[6] = {0, 0, 0, 0, 1, 1};
+    for (int d : replicas) {
+      CAPTURE(d);
+      for (int k = 0; k < 6; ++k) {
+        CAPTURE(k);
+        const float v = k < 2 ? out[d][0].data()[k] : out[d][1].data()[k - 2];
+        CHECK(v == expect[k]);
+      }
+    }
+  }
+}
+
+TEST_CASE("ring all-reduce: a bucket outside the gradients is a bug") {
+  InProcTransport tr(2, 1);
+  Tensor a(std::vector<int64_t>{4});
+  CHECK_THROWS_WITH(RingAllreduce(tr, 0, {0, 1}, 0, 0, 0, {&a}, false, 2, 5),
+                    doctest::Contains("bucket [2, 5) outside the 4 gradient values"));
+}
