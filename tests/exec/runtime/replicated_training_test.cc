@@ -4,6 +4,7 @@
 // replicas of a stage hold bit-identical weights and optimizer state after every run.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "exec/runtime/pipeline_runtime.h"
@@ -175,6 +176,35 @@ Trained train_replicated(const models::Model& model, const planner::Plan& given,
   return t;
 }
 
+// a and b trained alike bit for bit (losses, all-reduce count, every replica's weights and
+// optimizer state), and every replica of a stage holds replica 0's bits. `replicas` per stage.
+void check_bit_identical(const Trained& a, const Trained& b, const std::vector<int>& replicas) {
+  CHECK(a.losses == b.losses);
+  for (double l : a.losses) CHECK(std::isfinite(l));
+  CHECK(a.allreduces == b.allreduces);
+  const size_t most = static_cast<size_t>(*std::max_element(replicas.begin(), replicas.end()));
+  REQUIRE(a.weights.size() == most);  // per replica index (stages with fewer replicas skipped)
+  REQUIRE(b.weights.size() == most);
+  int compared = 0;
+  for (size_t i = 0; i < most; ++i)
+    for (size_t s = 0; s < replicas.size(); ++s) {
+      if (static_cast<int>(i) >= replicas[s]) continue;
+      REQUIRE(a.weights[i][s].size() == b.weights[i][s].size());
+      REQUIRE(a.weights[i][s].size() == a.weights[0][s].size());
+      for (size_t k = 0; k < a.weights[i][s].size(); ++k) {
+        CAPTURE(a.weights[i][s][k].first);
+        const Tensor& x = a.weights[i][s][k].second;
+        const Tensor& y = b.weights[i][s][k].second;
+        const Tensor& z = a.weights[0][s][k].second;  // replica 0: replicas stay identical
+        REQUIRE(x.numel() == y.numel());
+        CHECK(std::equal(x.data(), x.data() + x.numel(), y.data()));
+        CHECK(std::equal(x.data(), x.data() + x.numel(), z.data()));
+        ++compared;
+      }
+    }
+  CHECK(compared > 0);
+}
+
 }  // namespace
 
 // The overlapped all-reduce (the default: started at the allreduce op, completed before the
@@ -188,26 +218,8 @@ TEST_CASE("replicated stages: overlapped and blocking all-reduce train bit for b
     const planner::Plan rep = with_replicas(even_plan(model, 2, 4, 2, kind, false), {2, 2});
     const Trained a = train_replicated(model, rep, true);
     const Trained b = train_replicated(model, rep, false);
-    CHECK(a.losses == b.losses);
-    for (double l : a.losses) CHECK(std::isfinite(l));
-    CHECK(a.allreduces == b.allreduces);
     CHECK(a.allreduces == 3 * (kind == ScheduleKind::pipedream_async ? 8 : 4));
-    REQUIRE(a.weights.size() == 2);
-    REQUIRE(b.weights.size() == 2);
-    for (size_t i = 0; i < 2; ++i)
-      for (size_t s = 0; s < 2; ++s) {
-        REQUIRE(a.weights[i][s].size() == b.weights[i][s].size());
-        REQUIRE(a.weights[i][s].size() == a.weights[0][s].size());
-        for (size_t k = 0; k < a.weights[i][s].size(); ++k) {
-          CAPTURE(a.weights[i][s][k].first);
-          const Tensor& x = a.weights[i][s][k].second;
-          const Tensor& y = b.weights[i][s][k].second;
-          const Tensor& z = a.weights[0][s][k].second;  // replica 0: replicas stay identical
-          REQUIRE(x.numel() == y.numel());
-          CHECK(std::equal(x.data(), x.data() + x.numel(), y.data()));
-          CHECK(std::equal(x.data(), x.data() + x.numel(), z.data()));
-        }
-      }
+    check_bit_identical(a, b, {2, 2});
   }
 }
 
@@ -230,29 +242,6 @@ TEST_CASE("replicated stages: bucketed overlapped all-reduce trains bit for bit 
       const planner::Plan rep = with_replicas(even_plan(model, 2, c.micro_batches, 1, c.kind, false), c.replicas);
       const Trained a = train_replicated(model, rep, true, /*bucket_bytes=*/1);
       const Trained b = train_replicated(model, rep, false);
-      CHECK(a.losses == b.losses);
-      for (double l : a.losses) CHECK(std::isfinite(l));
-      CHECK(a.allreduces == b.allreduces);
-      const size_t most = static_cast<size_t>(std::max(c.replicas[0], c.replicas[1]));
-      REQUIRE(a.weights.size() == most);  // per replica index (stages with fewer replicas skipped)
-      REQUIRE(b.weights.size() == most);
-      int compared = 0;
-      for (size_t i = 0; i < most; ++i)
-        for (size_t s = 0; s < 2; ++s) {
-          if (static_cast<int>(i) >= c.replicas[s]) continue;
-          REQUIRE(a.weights[i][s].size() == b.weights[i][s].size());
-          REQUIRE(a.weights[i][s].size() == a.weights[0][s].size());
-          for (size_t k = 0; k < a.weights[i][s].size(); ++k) {
-            CAPTURE(a.weights[i][s][k].first);
-            const Tensor& x = a.weights[i][s][k].second;
-            const Tensor& y = b.weights[i][s][k].second;
-            const Tensor& z = a.weights[0][s][k].second;
-            REQUIRE(x.numel() == y.numel());
-            CHECK(std::equal(x.data(), x.data() + x.numel(), y.data()));
-            CHECK(std::equal(x.data(), x.data() + x.numel(), z.data()));
-            ++compared;
-          }
-        }
-      CHECK(compared > 0);
+      check_bit_identical(a, b, c.replicas);
     }
 }
