@@ -8,6 +8,7 @@
 #include "models/error.h"
 #include "planner/schedule_gen.h"
 #include "sim/trace_io.h"
+#include "tests/sim/stacked_run.h"
 
 namespace pw::sim {
 namespace {
@@ -21,23 +22,7 @@ StageCosts costs(int64_t f, int64_t b, int64_t w, int64_t step) {
 }
 
 Trace simulated(const planner::Schedule& s, const StageCosts& c, int iterations, const Network& net = {}) {
-  // Iterations simulated one at a time, as the runtime runs them (a barrier between them).
-  Trace all;
-  all.num_devices = s.num_devices;
-  int64_t offset = 0;
-  for (int k = 0; k < iterations; ++k) {
-    SimOptions o;
-    o.record_trace = true;
-    SimResult r = simulate(s, c, net, o);
-    for (TraceEvent e : r.trace.events) {
-      e.iteration = k;
-      e.start_ns += offset;
-      e.end_ns += offset;
-      all.events.push_back(e);
-    }
-    offset += r.report.makespan_ns + 1000;
-  }
-  return all;
+  return stacked_run(s, iterations, 1000, [&c](int) { return c; }, net);
 }
 
 TEST_CASE("replay of a synthetic trace is exact (every schedule kind of the grid)") {

@@ -10,6 +10,7 @@
 #include "models/error.h"
 #include "planner/schedule_gen.h"
 #include "sim/replay.h"
+#include "tests/sim/stacked_run.h"
 
 namespace pw::sim {
 namespace {
@@ -17,24 +18,11 @@ namespace {
 // Iteration k simulated alone with F/B/W lasting 1000 + 37 * (k % 7) ns etc. (so medians over
 // different iterations differ), placed after the previous one with a 500 ns gap.
 Trace varied_run(const planner::Schedule& s, int iterations) {
-  Trace all;
-  all.num_devices = s.num_devices;
-  int64_t offset = 0;
-  for (int k = 0; k < iterations; ++k) {
+  return stacked_run(s, iterations, 500, [](int k) {
     StageCosts c = StageCosts::uniform(2, 1000 + 37 * (k % 7), 1500 + 11 * (k % 5), 700);
     c.step_ns = {300, 300};
-    SimOptions o;
-    o.record_trace = true;
-    SimResult r = simulate(s, c, Network{}, o);
-    for (TraceEvent e : r.trace.events) {
-      e.iteration = k;
-      e.start_ns += offset;
-      e.end_ns += offset;
-      all.events.push_back(e);
-    }
-    offset += r.report.makespan_ns + 500;
-  }
-  return all;
+    return c;
+  });
 }
 
 RunTrace run_of(const planner::Schedule& s, int iterations, int warmup) {
