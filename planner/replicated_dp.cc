@@ -68,6 +68,7 @@ class Solver {
   // model with memory: its bound depends on it); 1 otherwise.
   double ct(int level, int i, int j, int r_parent = 1) const {
     if (j < i) return kNone;
+    if (level > 0) ensure_row(level - 1, i);
     if (level == 1 && per_parent_ && r_parent > 1 && bound_[i]) {
       // Solved on first use (the level-1 row runs on one thread): most are never asked for.
       std::vector<double>& row = rrows_[r_parent - 1][i];
@@ -84,6 +85,19 @@ class Solver {
       return o_.quirks ? static_cast<double>(c) / 1e9 : static_cast<double>(c) * o_.time_scale;
     }
     return tables_[level][static_cast<size_t>(i) * n_ + j];
+  }
+
+  // Solves start row i of `level` (r_parent = 1) on first use and keeps its full-group column
+  // (the next level's costs) and, at level 0, whether the memory check cut anything.
+  void ensure_row(int level, int i) const {
+    if (solved_[level][i]) return;
+    bool b = false;
+    const int M = levels_[level].machines;
+    std::vector<Cell> row = solve_row(level, i, 1, &b);
+    std::vector<double>& next = tables_[level + 1];
+    for (int j = i; j < n_; ++j) next[static_cast<size_t>(i) * n_ + j] = row[static_cast<size_t>(j) * M + M - 1].t;
+    if (level == 0) bound_[i] = b;
+    solved_[level][i] = 1;
   }
   double diff(const std::vector<int64_t>& v, int i, int j) const {
     return static_cast<double>(v[j] - (i == 0 ? 0 : v[i - 1]));
@@ -138,6 +152,11 @@ class Solver {
     }
     const double unit = units_[level];
     const int64_t base_comp = i == 0 ? 0 : s_.compute_ns[i - 1];
+    // Budget of this level's cells (+inf: none): a cell above it is of no use to the level above
+    // (see cap_), so candidates above it are not evaluated and cells whose compute bound exceeds
+    // it are left with their base case.
+    const double cap = o_.exhaustive_splits ? std::numeric_limits<double>::infinity() : cap_[level];
+    const bool capped = cap < std::numeric_limits<double>::infinity();
     // sufmin[m' * n + p]: the smallest A[i][k][m'] over the states k at positions >= p of the
     // compute order (empty cells count as +inf); column m' is final before any m > m' reads it.
     std::vector<double> sufmin(o_.exhaustive_splits ? 0 : static_cast<size_t>(n_) * M);
@@ -160,6 +179,8 @@ class Solver {
         if (!std::isnan(fewer.t) && (std::isnan(cur.t) || fewer.t < cur.t)) cur = fewer;
       }
       for (int j = i + 1; j < n_; ++j) {
+        // Every plan of (i..j] on m + 1 machines takes at least compute * unit / (m + 1).
+        if (capped && static_cast<double>(s_.compute_ns[j] - base_comp) * unit > cap * (m + 1) * (1 + 1e-9)) continue;
         Cell best = at(j, m);
         if (o_.fewer_machines && m > 0) {
           const Cell& fewer = at(j, m - 1);
@@ -168,6 +189,11 @@ class Solver {
         // Candidates (k, mp) in any order, keeping the one PipeDream's loop keeps: the smallest
         // time, ties to the smallest k, then the smallest mp (after the base/fewer incumbent).
         bool from_loop = false;
+        // thr: the incumbent or the budget, whichever is smaller (+inf with neither): a candidate
+        // whose lower bound exceeds it cannot be kept or is of no use.
+        double thr = cap;
+        auto update_thr = [&] { thr = std::isnan(best.t) ? cap : std::min(best.t, cap); };
+        update_thr();
         auto better = [&](double t, int k, int mp) {
           if (std::isnan(best.t) || t < best.t) return true;
           if (t > best.t || !from_loop) return false;
@@ -185,10 +211,10 @@ class Solver {
           // relative slack for rounding) cannot be kept, so only a window of k is visited.
           // Transfer bound of the last stage: its output (quirks: 2 out_j / (B r'); corrected:
           // the latencies and out_j / B, shared by r' replicas) must fit in the incumbent.
-          if (!std::isnan(best.t) && !o_.exhaustive_splits) {
+          if (thr < std::numeric_limits<double>::infinity() && !o_.exhaustive_splits) {
             const double comm_lb = o_.quirks ? (o_.activation_comm && has_out ? 2.0 * out_j / (B * mp) : 0.0)
                                              : (lat + (has_out ? lat + out_j / B : 0.0)) / mp;
-            if (comm_lb > best.t * (1 + 1e-9)) continue;
+            if (comm_lb > thr * (1 + 1e-9)) continue;
           }
           const int mprev = m - mp;
           const double Bmp = B * mp;
@@ -200,13 +226,13 @@ class Solver {
           bool use_cap = false;  // the prefix cap costs a search: only for wide windows
           auto set_bounds = [&] {
             if (o_.exhaustive_splits) return;
-            if (std::isnan(best.t)) {  // no incumbent: only the states with no feasible prefix go
+            if (!(thr < std::numeric_limits<double>::infinity())) {  // no bound: only the states with no feasible prefix go
               if (use_cap) hi_c = prefix_cap(sufmin, mprev, std::numeric_limits<double>::max());
               return;
             }
-            const double lim = best.t * (1 + 1e-9) / unit;
+            const double lim = thr * (1 + 1e-9) / unit;
             hi_c = static_cast<double>(base_comp) + lim * (m + 1 - mp);
-            if (use_cap) hi_c = std::min(hi_c, prefix_cap(sufmin, mprev, best.t));
+            if (use_cap) hi_c = std::min(hi_c, prefix_cap(sufmin, mprev, thr));
             lo_c = static_cast<double>(s_.compute_ns[j]) - lim * mp;
           };
           set_bounds();
@@ -241,10 +267,10 @@ class Solver {
             // another split (after the base/fewer incumbent, never). Each lower bound lb below
             // is exact in floating point (t = max(prev, ...) >= each term): lb > best loses,
             // and lb == best loses when a tie cannot win.
-            const bool prunable = !std::isnan(best.t) && !o_.exhaustive_splits;
+            const bool prunable = thr < std::numeric_limits<double>::infinity() && !o_.exhaustive_splits;
             const bool tie_loses = !from_loop || k > best.k || (k == best.k && mp >= best.np);
-            auto loses = [&](double lb) { return prunable && (lb > best.t || (tie_loses && lb == best.t)); };
-            if (!std::isnan(best.t) && prev.t > best.t) return;
+            auto loses = [&](double lb) { return prunable && (lb > thr || (tie_loses && lb == best.t)); };
+            if (prev.t > thr) return;
             if (loses(prev.t)) return;
             const double out_k = o_.quirks ? static_cast<double>(s_.out_bytes[k]) : s_.cut_bytes[k] * o_.activation_scale;
             if (o_.quirks && o_.activation_comm && loses(std::max(2.0 * out_k / Bmp, out_j_term))) return;
@@ -255,7 +281,7 @@ class Solver {
             const double Cm = by_parent ? ct(level, k + 1, j, mp) : Cl;
             if (std::isnan(Cm)) return;
             // The last stage takes at least Cm / r' (exact in floating point too).
-            if (!std::isnan(best.t) && Cm / mp > best.t) return;
+            if (Cm / mp > thr) return;
             if (loses(Cm / mp)) return;
             const double Pl = diff(s_.parameter_bytes, k + 1, j);
             double t;
@@ -279,6 +305,7 @@ class Solver {
               const bool tighter = std::isnan(best.t) || t < best.t;
               best = Cell{t, k, mprev, mp};
               from_loop = true;
+              update_thr();
               if (tighter) set_bounds();
             }
           };
@@ -305,8 +332,8 @@ class Solver {
             if (static_cast<double>(cs[q]) < lo_c) break;
             // Every split at or below q leaves the last stage at least compute_j - cs[q] and
             // parameters_j - pm[q] (pm: the running maximum): its exact time bounds them all.
-            if (level == 0 && !std::isnan(best.t) &&
-                last_lb(s_.compute_ns[j] - cs[q], s_.parameter_bytes[j] - pm[q], mp, B, lat) > best.t)
+            if (level == 0 && thr < std::numeric_limits<double>::infinity() &&
+                last_lb(s_.compute_ns[j] - cs[q], s_.parameter_bytes[j] - pm[q], mp, B, lat) > thr)
               break;
             consider(q);
           }
@@ -316,6 +343,29 @@ class Solver {
       build_sufmin(m);
     }
     return A;
+  }
+
+  // The final cell's base case at the outermost level (>= 1): every state as one stage on all
+  // M machines, by the operations of solve_row's base case; +inf when that has no value.
+  double final_base_case() const {
+    const int level = static_cast<int>(levels_.size()) - 1;
+    const int M = levels_[level].machines;
+    if (o_.straight && M > 1) return std::numeric_limits<double>::infinity();
+    const double B = levels_[level].bandwidth, lat = levels_[level].latency_s;
+    const double w = levels_[level - 1].machines;
+    const int j = n_ - 1, m = M - 1, r = M;
+    const double P = diff(s_.parameter_bytes, 0, j);
+    const double C = ct(level, 0, j, r);
+    if (std::isnan(C)) return std::numeric_limits<double>::infinity();
+    double t;
+    if (o_.quirks) {
+      const double stash = static_cast<double>(ceil_div(M - r, r)) * (diff(s_.activation_bytes, 0, j) + P);
+      if (o_.use_memory_constraint && stash > o_.memory_bytes) return std::numeric_limits<double>::infinity();
+      t = (C + 4.0 * m * P / (B * r) / w) / r;
+    } else {
+      t = (C + (r > 1 ? 2.0 * (r - 1) / r * P / B + 2.0 * (r - 1) * lat : 0.0)) / r;
+    }
+    return std::isnan(t) ? std::numeric_limits<double>::infinity() : t;
   }
 
   // Level 0: a lower bound on the last stage's time with r' = mp replicas, `dc` compute ns and
@@ -372,28 +422,29 @@ class Solver {
     ReplicatedResult res;
     const int L = static_cast<int>(levels_.size());
     tables_.assign(L, {});
-    const bool per_parent = L == 2 && !o_.quirks && o_.use_memory_constraint;
-    for (int level = 0; level + 1 < L; ++level) {
-      const int M = levels_[level].machines;
-      std::vector<double> next(static_cast<size_t>(n_ + 1) * n_, kNone);
-      // Start rows are independent: solved on the worker threads, each writing its own row.
-      std::vector<char> bound(n_, 0);
-      parallel_for(n_, [&](int i) {
-        bool b = false;
-        std::vector<Cell> row = solve_row(level, i, 1, &b);
-        bound[i] = b;
-        for (int j = i; j < n_; ++j) next[static_cast<size_t>(i) * n_ + j] = row[static_cast<size_t>(j) * M + M - 1].t;
-      });
-      if (per_parent) {
-        // Rows the memory check never cut are the same for every r_parent (the bound only
-        // loosens as r_parent grows, and a solve that performed no failing check takes the
-        // same path with a looser one); the others are solved again per r_parent when the
-        // level above first asks (ct).
-        per_parent_ = true;
-        bound_ = bound;
-        rrows_.assign(levels_[1].machines, std::vector<std::vector<double>>(n_));
+    // Inner levels' rows are solved on first use (ct): the level above asks only for the rows
+    // its candidates need. With per-r_parent costs (two levels, corrected model, memory) a
+    // memory-bound row is solved again per r_parent when first asked (ct): rows the memory
+    // check never cut are the same for every r_parent (the bound only loosens as r_parent
+    // grows, and a solve that performed no failing check takes the same path with a looser one).
+    per_parent_ = L == 2 && !o_.quirks && o_.use_memory_constraint;
+    solved_.assign(L, std::vector<char>(n_, 0));
+    bound_.assign(n_, 0);
+    for (int level = 0; level + 1 < L; ++level) tables_[level + 1].assign(static_cast<size_t>(n_) * n_, kNone);
+    if (per_parent_) rrows_.assign(levels_[1].machines, std::vector<std::vector<double>>(n_));
+    cap_.assign(L, std::numeric_limits<double>::infinity());
+    if (L > 1 && !o_.exhaustive_splits) {
+      // Budgets: U = the whole model as one stage on every outermost machine (a candidate of
+      // the final cell, so U >= the optimum). A level-l cost C enters the level above as a stage
+      // time >= C / r with r <= M_{l+1}, so a cell above U * M_{L-1} * ... * M_{l+1} (with a
+      // relative slack for rounding) is never part of a plan within U: the cells and rows within
+      // budget come out exactly as without it (the final cell, <= U, included), the others
+      // stay above budget or empty.
+      const double U = final_base_case();
+      if (U < std::numeric_limits<double>::infinity()) {
+        cap_[L - 1] = U * (1 + 1e-9);
+        for (int level = L - 2; level >= 0; --level) cap_[level] = cap_[level + 1] * levels_[level + 1].machines * (1 + 1e-9);
       }
-      tables_[level + 1] = std::move(next);
     }
     const int M = levels_[L - 1].machines;
     std::vector<Cell> top = solve_row(L - 1, 0);
@@ -415,7 +466,7 @@ class Solver {
       table << "Level " << level + 1 << "\n";
       std::vector<Seg> next;
       for (const Seg& seg : segs) {
-        std::vector<Cell> row = level == L - 1 ? top : solve_row(level, seg.start, per_parent_ ? seg.reps : 1);
+        std::vector<Cell> row = level == L - 1 ? top : solve_row(level, seg.start, per_parent_ && bound_[seg.start] ? seg.reps : 1);
         // Collect (start, end, machines) back to front.
         std::vector<std::array<int, 3>> parts;
         int j = seg.end - 1, m = Ml - 1;
@@ -457,9 +508,11 @@ class Solver {
   const std::vector<ReplicatedLevel>& levels_;
   const ReplicatedOptions& o_;
   int n_;
-  std::vector<std::vector<double>> tables_;
+  mutable std::vector<std::vector<double>> tables_;  // [level][i * n + j]: rows solved so far
+  mutable std::vector<std::vector<char>> solved_;    // [level][i]: row i of level solved
+  std::vector<double> cap_;                          // per level: budget of a cell (see run)
   bool per_parent_ = false;  // two levels, corrected model with memory: level-1 costs per r_parent
-  std::vector<char> bound_;  // per start row: the memory check cut something at r_parent = 1
+  mutable std::vector<char> bound_;  // per start row: the memory check cut something at r_parent = 1
   mutable std::vector<std::vector<std::vector<double>>> rrows_;  // [r_parent - 1][i]: see ct
   std::vector<std::vector<int>> by_compute_;      // per state: preds by (compute_ns, index)
   std::vector<std::vector<int64_t>> compute_of_;  // their compute_ns, ascending
