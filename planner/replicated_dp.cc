@@ -157,6 +157,7 @@ class Solver {
     // it are left with their base case.
     const double cap = o_.exhaustive_splits ? std::numeric_limits<double>::infinity() : cap_[level];
     const bool capped = cap < std::numeric_limits<double>::infinity();
+    const bool top = level == static_cast<int>(levels_.size()) - 1;
     // sufmin[m' * n + p]: the smallest A[i][k][m'] over the states k at positions >= p of the
     // compute order (empty cells count as +inf); column m' is final before any m > m' reads it.
     std::vector<double> sufmin(o_.exhaustive_splits ? 0 : static_cast<size_t>(n_) * M);
@@ -181,6 +182,13 @@ class Solver {
       for (int j = i + 1; j < n_; ++j) {
         // Every plan of (i..j] on m + 1 machines takes at least compute * unit / (m + 1).
         if (capped && static_cast<double>(s_.compute_ns[j] - base_comp) * unit > cap * (m + 1) * (1 + 1e-9)) continue;
+        // Outermost level (one row, i = 0): the states after j need the other M - 1 - m machines,
+        // at least their compute * unit / (M - 1 - m) (none left: no plan through this cell).
+        if (capped && top && j < n_ - 1 &&
+            (m == M - 1 || static_cast<double>(s_.compute_ns[n_ - 1] - s_.compute_ns[j]) * unit > cap * (M - 1 - m) * (1 + 1e-9)))
+          continue;
+        // Without "fewer machines" the final cell reads no other cell of the last state.
+        if (top && !o_.exhaustive_splits && !o_.fewer_machines && j == n_ - 1 && m < M - 1) continue;
         Cell best = at(j, m);
         if (o_.fewer_machines && m > 0) {
           const Cell& fewer = at(j, m - 1);
