@@ -2,13 +2,9 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <cmath>
-#include <exception>
 #include <limits>
-#include <mutex>
 #include <sstream>
-#include <thread>
 
 #include "models/error.h"
 
@@ -19,6 +15,8 @@ constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
 // Windows wider than this also get the prefix cap, the memory clamp and a start at the guessed
 // crossing (each a binary search; narrower windows are cheaper to walk).
 constexpr size_t kCapMinWindow = 8;
+// Growth factor of the final cell's budget between attempts (see run).
+constexpr double kBudgetStep = 1.25;
 
 struct Cell {
   double t = kNone;
@@ -72,7 +70,9 @@ class Solver {
     if (level == 1 && per_parent_ && r_parent > 1 && bound_[i]) {
       // Solved on first use (the level-1 row runs on one thread): most are never asked for.
       std::vector<double>& row = rrows_[r_parent - 1][i];
-      if (row.empty()) {
+      double& solved_cap = rrows_cap_[r_parent - 1][i];
+      if (!(solved_cap >= row_cap(0, r_parent))) {
+        solved_cap = row_cap(0, r_parent);
         const int M0 = levels_[0].machines;
         std::vector<Cell> cells = solve_row(0, i, r_parent);
         row.assign(n_, kNone);
@@ -90,14 +90,22 @@ class Solver {
   // Solves start row i of `level` (r_parent = 1) on first use and keeps its full-group column
   // (the next level's costs) and, at level 0, whether the memory check cut anything.
   void ensure_row(int level, int i) const {
-    if (solved_[level][i]) return;
+    // A row solved under a budget at least the current one is exact within the current one.
+    if (solved_cap_[level][i] >= row_cap(level, 1)) return;
     bool b = false;
     const int M = levels_[level].machines;
     std::vector<Cell> row = solve_row(level, i, 1, &b);
     std::vector<double>& next = tables_[level + 1];
     for (int j = i; j < n_; ++j) next[static_cast<size_t>(i) * n_ + j] = row[static_cast<size_t>(j) * M + M - 1].t;
     if (level == 0) bound_[i] = b;
-    solved_[level][i] = 1;
+    solved_cap_[level][i] = row_cap(level, 1);
+  }
+
+  // Budget of a row of `level` (see run); a level-0 row solved for r_parent > 1 enters the
+  // level above only as a stage of exactly r_parent replicas (time >= cost / r_parent).
+  double row_cap(int level, int r_parent) const {
+    if (o_.exhaustive_splits) return std::numeric_limits<double>::infinity();
+    return r_parent > 1 ? cap_[1] * r_parent * (1 + 1e-9) : cap_[level];
   }
   double diff(const std::vector<int64_t>& v, int i, int j) const {
     return static_cast<double>(v[j] - (i == 0 ? 0 : v[i - 1]));
@@ -155,7 +163,7 @@ class Solver {
     // Budget of this level's cells (+inf: none): a cell above it is of no use to the level above
     // (see cap_), so candidates above it are not evaluated and cells whose compute bound exceeds
     // it are left with their base case.
-    const double cap = o_.exhaustive_splits ? std::numeric_limits<double>::infinity() : cap_[level];
+    const double cap = row_cap(level, r_parent);
     const bool capped = cap < std::numeric_limits<double>::infinity();
     const bool top = level == static_cast<int>(levels_.size()) - 1;
     // sufmin[m' * n + p]: the smallest A[i][k][m'] over the states k at positions >= p of the
@@ -398,34 +406,6 @@ class Solver {
     return static_cast<double>(order_compute_[p - 1] < order_compute_[p] ? order_compute_[p - 1] : order_compute_[p]);
   }
 
-  // Runs body(0..count-1) on o_.threads threads (0: the hardware's), tasks taken in order.
-  template <class F>
-  void parallel_for(int count, F&& body) const {
-    int threads = o_.threads > 0 ? o_.threads : static_cast<int>(std::thread::hardware_concurrency());
-    threads = std::max(1, std::min(threads, count));
-    if (threads == 1) {
-      for (int t = 0; t < count; ++t) body(t);
-      return;
-    }
-    std::atomic<int> next{0};
-    std::exception_ptr error;
-    std::mutex error_mutex;
-    auto work = [&] {
-      try {
-        for (int t; (t = next.fetch_add(1)) < count;) body(t);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(error_mutex);
-        if (!error) error = std::current_exception();
-        next = count;
-      }
-    };
-    std::vector<std::thread> pool;
-    for (int t = 1; t < threads; ++t) pool.emplace_back(work);
-    work();
-    for (auto& th : pool) th.join();
-    if (error) std::rethrow_exception(error);
-  }
-
   ReplicatedResult run() {
     ReplicatedResult res;
     const int L = static_cast<int>(levels_.size());
@@ -436,26 +416,51 @@ class Solver {
     // check never cut are the same for every r_parent (the bound only loosens as r_parent
     // grows, and a solve that performed no failing check takes the same path with a looser one).
     per_parent_ = L == 2 && !o_.quirks && o_.use_memory_constraint;
-    solved_.assign(L, std::vector<char>(n_, 0));
+    solved_cap_.assign(L, std::vector<double>(n_, kNone));
     bound_.assign(n_, 0);
     for (int level = 0; level + 1 < L; ++level) tables_[level + 1].assign(static_cast<size_t>(n_) * n_, kNone);
-    if (per_parent_) rrows_.assign(levels_[1].machines, std::vector<std::vector<double>>(n_));
+    if (per_parent_) {
+      rrows_.assign(levels_[1].machines, std::vector<std::vector<double>>(n_));
+      rrows_cap_.assign(levels_[1].machines, std::vector<double>(n_, kNone));
+    }
     cap_.assign(L, std::numeric_limits<double>::infinity());
+    const int M = levels_[L - 1].machines;
+    std::vector<Cell> top;
     if (L > 1 && !o_.exhaustive_splits) {
-      // Budgets: U = the whole model as one stage on every outermost machine (a candidate of
-      // the final cell, so U >= the optimum). A level-l cost C enters the level above as a stage
-      // time >= C / r with r <= M_{l+1}, so a cell above U * M_{L-1} * ... * M_{l+1} (with a
-      // relative slack for rounding) is never part of a plan within U: the cells and rows within
-      // budget come out exactly as without it (the final cell, <= U, included), the others
-      // stay above budget or empty.
-      const double U = final_base_case();
+      // Budgets. With a budget G for the final cell, a level-l cost C enters the level above as
+      // a stage time >= C / r with r <= M_{l+1}, so a cell above G * M_{L-1} * ... * M_{l+1}
+      // (with a relative slack for rounding) is part of no plan within G: when the optimum is
+      // <= G the cells within budget come out exactly as without it (the final cell included)
+      // and the others stay above budget or empty. Every value the budgeted DP finds is that
+      // of a real plan (it only drops candidates), so a final value <= G proves the optimum
+      // <= G and the result exact. U = the whole model as one stage on every outermost machine
+      // is a candidate of the final cell (the optimum is <= U); budgets climb geometrically
+      // from the compute bound to U (a budget below the optimum fails fast: few cells and rows
+      // fit in it) until the final value is within one. Rows solved under a smaller budget are
+      // solved again (ensure_row); rows solved without one stay.
+      double U = final_base_case();
       if (U < std::numeric_limits<double>::infinity()) {
-        cap_[L - 1] = U * (1 + 1e-9);
-        for (int level = L - 2; level >= 0; --level) cap_[level] = cap_[level + 1] * levels_[level + 1].machines * (1 + 1e-9);
+        // The climb pays off where budgets prune rows (PipeDream's model, gnmt_large 8x8: 2.1 s
+        // -> 1.3 s); under the corrected model with memory the rows' memory-bound cells keep
+        // most rows alive below the optimum (nasnetalarge 8x8: 2x slower), so it starts at U.
+        double G = o_.quirks ? static_cast<double>(s_.compute_ns[n_ - 1]) * units_[L - 1] / M : U;
+        while (true) {
+          if (!(G < U)) G = U;
+          cap_[L - 1] = G * (1 + 1e-9);
+          for (int level = L - 2; level >= 0; --level) cap_[level] = cap_[level + 1] * levels_[level + 1].machines * (1 + 1e-9);
+          top = solve_row(L - 1, 0);
+          const double t = top[static_cast<size_t>(n_ - 1) * M + M - 1].t;
+          if (G == U || t <= G) break;
+          if (t < U) {
+            U = t;  // a real plan's value: the optimum is at most that, and G = U cannot fail
+            G = U;
+          } else {
+            G *= kBudgetStep;
+          }
+        }
       }
     }
-    const int M = levels_[L - 1].machines;
-    std::vector<Cell> top = solve_row(L - 1, 0);
+    if (top.empty()) top = solve_row(L - 1, 0);
     const Cell& ans = top[static_cast<size_t>(n_ - 1) * M + M - 1];
     if (std::isnan(ans.t)) return res;
     res.feasible = true;
@@ -517,11 +522,12 @@ class Solver {
   const ReplicatedOptions& o_;
   int n_;
   mutable std::vector<std::vector<double>> tables_;  // [level][i * n + j]: rows solved so far
-  mutable std::vector<std::vector<char>> solved_;    // [level][i]: row i of level solved
+  mutable std::vector<std::vector<double>> solved_cap_;  // [level][i]: budget row i was solved under (NaN: not yet)
   std::vector<double> cap_;                          // per level: budget of a cell (see run)
   bool per_parent_ = false;  // two levels, corrected model with memory: level-1 costs per r_parent
   mutable std::vector<char> bound_;  // per start row: the memory check cut something at r_parent = 1
   mutable std::vector<std::vector<std::vector<double>>> rrows_;  // [r_parent - 1][i]: see ct
+  mutable std::vector<std::vector<double>> rrows_cap_;           // ... budget solved under
   std::vector<std::vector<int>> by_compute_;      // per state: preds by (compute_ns, index)
   std::vector<std::vector<int64_t>> compute_of_;  // their compute_ns, ascending
   std::vector<std::vector<int64_t>> pmax_of_;     // running maximum of their parameter_bytes

@@ -1,5 +1,5 @@
-// The replicated DP's speed-ups change no result: the split windows (lower-bound pruning) and
-// the worker threads give bit-for-bit the plan of the exhaustive single-threaded loop, on the
+// The replicated DP's speed-ups change no result: the split windows (lower-bound pruning), the
+// rows solved on demand and the budgets give bit-for-bit the plan of the exhaustive loop, on the
 // shared PipeDream profiles over two and three levels and on random instances.
 #include <doctest/doctest.h>
 
@@ -30,12 +30,10 @@ void check_same(const ReplicatedResult& a, const ReplicatedResult& b) {
   CHECK(a.table == b.table);
 }
 
-// Windowed on 2 threads vs exhaustive on 1; returns the number of stages.
+// Pruned vs exhaustive; returns the number of stages.
 size_t compare(const CutStates& s, const std::vector<ReplicatedLevel>& levels, ReplicatedOptions o) {
-  o.threads = 1;
   o.exhaustive_splits = true;
   ReplicatedResult exhaustive = replicated_partition(s, levels, o);
-  o.threads = 2;
   o.exhaustive_splits = false;
   ReplicatedResult fast = replicated_partition(s, levels, o);
   check_same(exhaustive, fast);
@@ -44,7 +42,7 @@ size_t compare(const CutStates& s, const std::vector<ReplicatedLevel>& levels, R
 
 }  // namespace
 
-TEST_CASE("replicated DP: windows and threads change no plan on the shared profiles") {
+TEST_CASE("replicated DP: windows and budgets change no plan on the shared profiles") {
   const std::string dir = std::string(PW_SHARED_DIR) + "/pipedream-profiles/";
   for (const char* f : {"alexnet/graph.txt", "vgg16/graph.txt", "resnet18/graph.txt", "gnmt/graph.txt",
                         "squeezenet1_0/graph.txt"}) {
@@ -74,7 +72,7 @@ TEST_CASE("replicated DP: windows and threads change no plan on the shared profi
   }
 }
 
-TEST_CASE("replicated DP: windows and threads change no plan on random instances") {
+TEST_CASE("replicated DP: windows and budgets change no plan on random instances") {
   std::mt19937 rng(1616);
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   int multi = 0;
