@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <sstream>
 
 #include "models/error.h"
@@ -95,7 +96,7 @@ class Solver {
     bool b = false;
     const int M = levels_[level].machines;
     std::vector<Cell> row = solve_row(level, i, 1, &b);
-    std::vector<double>& next = tables_[level + 1];
+    double* next = tables_[level + 1].get();
     for (int j = i; j < n_; ++j) next[static_cast<size_t>(i) * n_ + j] = row[static_cast<size_t>(j) * M + M - 1].t;
     if (level == 0) bound_[i] = b;
     solved_cap_[level][i] = row_cap(level, 1);
@@ -361,14 +362,14 @@ class Solver {
     return A;
   }
 
-  // The final cell's base case at the outermost level (>= 1): every state as one stage on all
+  // The final cell's base case at the outermost level: every state as one stage on all
   // M machines, by the operations of solve_row's base case; +inf when that has no value.
   double final_base_case() const {
     const int level = static_cast<int>(levels_.size()) - 1;
     const int M = levels_[level].machines;
     if (o_.straight && M > 1) return std::numeric_limits<double>::infinity();
     const double B = levels_[level].bandwidth, lat = levels_[level].latency_s;
-    const double w = levels_[level - 1].machines;
+    const double w = level == 0 ? 1.0 : levels_[level - 1].machines;
     const int j = n_ - 1, m = M - 1, r = M;
     const double P = diff(s_.parameter_bytes, 0, j);
     const double C = ct(level, 0, j, r);
@@ -409,7 +410,8 @@ class Solver {
   ReplicatedResult run() {
     ReplicatedResult res;
     const int L = static_cast<int>(levels_.size());
-    tables_.assign(L, {});
+    tables_.clear();
+    tables_.resize(L);
     // Inner levels' rows are solved on first use (ct): the level above asks only for the rows
     // its candidates need. With per-r_parent costs (two levels, corrected model, memory) a
     // memory-bound row is solved again per r_parent when first asked (ct): rows the memory
@@ -418,7 +420,8 @@ class Solver {
     per_parent_ = L == 2 && !o_.quirks && o_.use_memory_constraint;
     solved_cap_.assign(L, std::vector<double>(n_, kNone));
     bound_.assign(n_, 0);
-    for (int level = 0; level + 1 < L; ++level) tables_[level + 1].assign(static_cast<size_t>(n_) * n_, kNone);
+    // Left uninitialized: a row's entries are read only after ensure_row wrote them (j >= i).
+    for (int level = 0; level + 1 < L; ++level) tables_[level + 1].reset(new double[static_cast<size_t>(n_) * n_]);
     if (per_parent_) {
       rrows_.assign(levels_[1].machines, std::vector<std::vector<double>>(n_));
       rrows_cap_.assign(levels_[1].machines, std::vector<double>(n_, kNone));
@@ -426,7 +429,8 @@ class Solver {
     cap_.assign(L, std::numeric_limits<double>::infinity());
     const int M = levels_[L - 1].machines;
     std::vector<Cell> top;
-    if (L > 1 && !o_.exhaustive_splits) {
+    // One level under the corrected model has its memory test in the base case: no budget.
+    if ((L > 1 || o_.quirks) && !o_.exhaustive_splits) {
       // Budgets. With a budget G for the final cell, a level-l cost C enters the level above as
       // a stage time >= C / r with r <= M_{l+1}, so a cell above G * M_{L-1} * ... * M_{l+1}
       // (with a relative slack for rounding) is part of no plan within G: when the optimum is
@@ -440,10 +444,10 @@ class Solver {
       // solved again (ensure_row); rows solved without one stay.
       double U = final_base_case();
       if (U < std::numeric_limits<double>::infinity()) {
-        // The climb pays off where budgets prune rows (PipeDream's model, gnmt_large 8x8: 2.1 s
-        // -> 1.3 s); under the corrected model with memory the rows' memory-bound cells keep
-        // most rows alive below the optimum (nasnetalarge 8x8: 2x slower), so it starts at U.
-        double G = o_.quirks ? static_cast<double>(s_.compute_ns[n_ - 1]) * units_[L - 1] / M : U;
+        // The climb pays off where budgets prune inner rows (PipeDream's model, gnmt_large 8x8:
+        // 2.1 s -> 1.1 s CPU); under the corrected model with memory most rows stay alive below
+        // the optimum (nasnetalarge 8x8: 2x slower), and one level has no rows: both start at U.
+        double G = o_.quirks && L > 1 ? static_cast<double>(s_.compute_ns[n_ - 1]) * units_[L - 1] / M : U;
         while (true) {
           if (!(G < U)) G = U;
           cap_[L - 1] = G * (1 + 1e-9);
@@ -521,7 +525,7 @@ class Solver {
   const std::vector<ReplicatedLevel>& levels_;
   const ReplicatedOptions& o_;
   int n_;
-  mutable std::vector<std::vector<double>> tables_;  // [level][i * n + j]: rows solved so far
+  mutable std::vector<std::unique_ptr<double[]>> tables_;  // [level][i * n + j]: rows solved so far
   mutable std::vector<std::vector<double>> solved_cap_;  // [level][i]: budget row i was solved under (NaN: not yet)
   std::vector<double> cap_;                          // per level: budget of a cell (see run)
   bool per_parent_ = false;  // two levels, corrected model with memory: level-1 costs per r_parent

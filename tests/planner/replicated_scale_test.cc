@@ -53,6 +53,7 @@ TEST_CASE("replicated DP: windows and budgets change no plan on the shared profi
       CutStates s = quirks ? pipedream_states(p, 5000) : prefix_states(p, false);
       REQUIRE(s.complete);
       for (const auto& lv : std::vector<std::vector<ReplicatedLevel>>{
+               {{16, 1.25e10, 1e-6}},
                {{4, 1.25e10, 1e-6}, {4, 1.25e9, 5e-6}},
                {{2, 1.25e10, 1e-6}, {2, 1.25e9, 2e-6}, {3, 1.25e8, 1e-5}}}) {
         CAPTURE(lv.size());
