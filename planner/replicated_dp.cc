@@ -444,10 +444,12 @@ class Solver {
       // solved again (ensure_row); rows solved without one stay.
       double U = final_base_case();
       if (U < std::numeric_limits<double>::infinity()) {
-        // The climb pays off where budgets prune inner rows (PipeDream's model, gnmt_large 8x8:
-        // 2.1 s -> 1.1 s CPU); under the corrected model with memory most rows stay alive below
-        // the optimum (nasnetalarge 8x8: 2x slower), and one level has no rows: both start at U.
-        double G = o_.quirks && L > 1 ? static_cast<double>(s_.compute_ns[n_ - 1]) * units_[L - 1] / M : U;
+        // The climb pays off where budgets prune inner rows (PipeDream's model on two levels,
+        // gnmt_large 8x8: 2.1 s -> 0.85 s CPU); under the corrected model with memory most rows
+        // stay alive below the optimum (nasnetalarge 8x8: 2x slower), on three levels each
+        // attempt solves two levels of rows again (gnmt_large 8x8x4: 17 s -> 25 s), and one level
+        // has no rows: those start at U.
+        double G = o_.quirks && L == 2 ? static_cast<double>(s_.compute_ns[n_ - 1]) * units_[L - 1] / M : U;
         while (true) {
           if (!(G < U)) G = U;
           cap_[L - 1] = G * (1 + 1e-9);

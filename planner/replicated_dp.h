@@ -37,8 +37,8 @@
 // machines of the levels above is part of no plan within G, so its candidates are not
 // evaluated; on the outermost level a cell is skipped when the states before or after it
 // cannot fit in G on the machines left. A final value <= G proves the result exact (G starts at
-// the whole model replicated on every outermost machine; PipeDream's model first tries smaller
-// budgets, climbing geometrically). With per-r_parent costs (two levels, corrected model,
+// the whole model replicated on every outermost machine; PipeDream's model on two levels first
+// tries smaller budgets, climbing geometrically). With per-r_parent costs (two levels, corrected model,
 // memory) a memory-bound row is solved again for an r_parent only when the level above asks.
 // Memory O(S^2) doubles for the inner-level tables, O(E) for the sorted predecessor lists,
 // plus O(S * M) per row being solved (rows nest: one per level at a time).
