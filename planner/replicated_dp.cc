@@ -2,13 +2,10 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <cmath>
-#include <exception>
 #include <limits>
-#include <mutex>
+#include <memory>
 #include <sstream>
-#include <thread>
 
 #include "models/error.h"
 
@@ -19,6 +16,8 @@ constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
 // Windows wider than this also get the prefix cap, the memory clamp and a start at the guessed
 // crossing (each a binary search; narrower windows are cheaper to walk).
 constexpr size_t kCapMinWindow = 8;
+// Growth factor of the final cell's budget between attempts (see run).
+constexpr double kBudgetStep = 1.25;
 
 struct Cell {
   double t = kNone;
@@ -68,10 +67,13 @@ class Solver {
   // model with memory: its bound depends on it); 1 otherwise.
   double ct(int level, int i, int j, int r_parent = 1) const {
     if (j < i) return kNone;
+    if (level > 0) ensure_row(level - 1, i);
     if (level == 1 && per_parent_ && r_parent > 1 && bound_[i]) {
       // Solved on first use (the level-1 row runs on one thread): most are never asked for.
       std::vector<double>& row = rrows_[r_parent - 1][i];
-      if (row.empty()) {
+      double& solved_cap = rrows_cap_[r_parent - 1][i];
+      if (!(solved_cap >= row_cap(0, r_parent))) {
+        solved_cap = row_cap(0, r_parent);
         const int M0 = levels_[0].machines;
         std::vector<Cell> cells = solve_row(0, i, r_parent);
         row.assign(n_, kNone);
@@ -84,6 +86,27 @@ class Solver {
       return o_.quirks ? static_cast<double>(c) / 1e9 : static_cast<double>(c) * o_.time_scale;
     }
     return tables_[level][static_cast<size_t>(i) * n_ + j];
+  }
+
+  // Solves start row i of `level` (r_parent = 1) on first use and keeps its full-group column
+  // (the next level's costs) and, at level 0, whether the memory check cut anything.
+  void ensure_row(int level, int i) const {
+    // A row solved under a budget at least the current one is exact within the current one.
+    if (solved_cap_[level][i] >= row_cap(level, 1)) return;
+    bool b = false;
+    const int M = levels_[level].machines;
+    std::vector<Cell> row = solve_row(level, i, 1, &b);
+    double* next = tables_[level + 1].get();
+    for (int j = i; j < n_; ++j) next[static_cast<size_t>(i) * n_ + j] = row[static_cast<size_t>(j) * M + M - 1].t;
+    if (level == 0) bound_[i] = b;
+    solved_cap_[level][i] = row_cap(level, 1);
+  }
+
+  // Budget of a row of `level` (see run); a level-0 row solved for r_parent > 1 enters the
+  // level above only as a stage of exactly r_parent replicas (time >= cost / r_parent).
+  double row_cap(int level, int r_parent) const {
+    if (o_.exhaustive_splits) return std::numeric_limits<double>::infinity();
+    return r_parent > 1 ? cap_[1] * r_parent * (1 + 1e-9) : cap_[level];
   }
   double diff(const std::vector<int64_t>& v, int i, int j) const {
     return static_cast<double>(v[j] - (i == 0 ? 0 : v[i - 1]));
@@ -138,6 +161,12 @@ class Solver {
     }
     const double unit = units_[level];
     const int64_t base_comp = i == 0 ? 0 : s_.compute_ns[i - 1];
+    // Budget of this level's cells (+inf: none): a cell above it is of no use to the level above
+    // (see cap_), so candidates above it are not evaluated and cells whose compute bound exceeds
+    // it are left with their base case.
+    const double cap = row_cap(level, r_parent);
+    const bool capped = cap < std::numeric_limits<double>::infinity();
+    const bool top = level == static_cast<int>(levels_.size()) - 1;
     // sufmin[m' * n + p]: the smallest A[i][k][m'] over the states k at positions >= p of the
     // compute order (empty cells count as +inf); column m' is final before any m > m' reads it.
     std::vector<double> sufmin(o_.exhaustive_splits ? 0 : static_cast<size_t>(n_) * M);
@@ -160,6 +189,15 @@ class Solver {
         if (!std::isnan(fewer.t) && (std::isnan(cur.t) || fewer.t < cur.t)) cur = fewer;
       }
       for (int j = i + 1; j < n_; ++j) {
+        // Every plan of (i..j] on m + 1 machines takes at least compute * unit / (m + 1).
+        if (capped && static_cast<double>(s_.compute_ns[j] - base_comp) * unit > cap * (m + 1) * (1 + 1e-9)) continue;
+        // Outermost level (one row, i = 0): the states after j need the other M - 1 - m machines,
+        // at least their compute * unit / (M - 1 - m) (none left: no plan through this cell).
+        if (capped && top && j < n_ - 1 &&
+            (m == M - 1 || static_cast<double>(s_.compute_ns[n_ - 1] - s_.compute_ns[j]) * unit > cap * (M - 1 - m) * (1 + 1e-9)))
+          continue;
+        // Without "fewer machines" the final cell reads no other cell of the last state.
+        if (top && !o_.exhaustive_splits && !o_.fewer_machines && j == n_ - 1 && m < M - 1) continue;
         Cell best = at(j, m);
         if (o_.fewer_machines && m > 0) {
           const Cell& fewer = at(j, m - 1);
@@ -168,6 +206,11 @@ class Solver {
         // Candidates (k, mp) in any order, keeping the one PipeDream's loop keeps: the smallest
         // time, ties to the smallest k, then the smallest mp (after the base/fewer incumbent).
         bool from_loop = false;
+        // thr: the incumbent or the budget, whichever is smaller (+inf with neither): a candidate
+        // whose lower bound exceeds it cannot be kept or is of no use.
+        double thr = cap;
+        auto update_thr = [&] { thr = std::isnan(best.t) ? cap : std::min(best.t, cap); };
+        update_thr();
         auto better = [&](double t, int k, int mp) {
           if (std::isnan(best.t) || t < best.t) return true;
           if (t > best.t || !from_loop) return false;
@@ -185,10 +228,10 @@ class Solver {
           // relative slack for rounding) cannot be kept, so only a window of k is visited.
           // Transfer bound of the last stage: its output (quirks: 2 out_j / (B r'); corrected:
           // the latencies and out_j / B, shared by r' replicas) must fit in the incumbent.
-          if (!std::isnan(best.t) && !o_.exhaustive_splits) {
+          if (thr < std::numeric_limits<double>::infinity() && !o_.exhaustive_splits) {
             const double comm_lb = o_.quirks ? (o_.activation_comm && has_out ? 2.0 * out_j / (B * mp) : 0.0)
                                              : (lat + (has_out ? lat + out_j / B : 0.0)) / mp;
-            if (comm_lb > best.t * (1 + 1e-9)) continue;
+            if (comm_lb > thr * (1 + 1e-9)) continue;
           }
           const int mprev = m - mp;
           const double Bmp = B * mp;
@@ -200,13 +243,13 @@ class Solver {
           bool use_cap = false;  // the prefix cap costs a search: only for wide windows
           auto set_bounds = [&] {
             if (o_.exhaustive_splits) return;
-            if (std::isnan(best.t)) {  // no incumbent: only the states with no feasible prefix go
+            if (!(thr < std::numeric_limits<double>::infinity())) {  // no bound: only the states with no feasible prefix go
               if (use_cap) hi_c = prefix_cap(sufmin, mprev, std::numeric_limits<double>::max());
               return;
             }
-            const double lim = best.t * (1 + 1e-9) / unit;
+            const double lim = thr * (1 + 1e-9) / unit;
             hi_c = static_cast<double>(base_comp) + lim * (m + 1 - mp);
-            if (use_cap) hi_c = std::min(hi_c, prefix_cap(sufmin, mprev, best.t));
+            if (use_cap) hi_c = std::min(hi_c, prefix_cap(sufmin, mprev, thr));
             lo_c = static_cast<double>(s_.compute_ns[j]) - lim * mp;
           };
           set_bounds();
@@ -241,10 +284,10 @@ class Solver {
             // another split (after the base/fewer incumbent, never). Each lower bound lb below
             // is exact in floating point (t = max(prev, ...) >= each term): lb > best loses,
             // and lb == best loses when a tie cannot win.
-            const bool prunable = !std::isnan(best.t) && !o_.exhaustive_splits;
+            const bool prunable = thr < std::numeric_limits<double>::infinity() && !o_.exhaustive_splits;
             const bool tie_loses = !from_loop || k > best.k || (k == best.k && mp >= best.np);
-            auto loses = [&](double lb) { return prunable && (lb > best.t || (tie_loses && lb == best.t)); };
-            if (!std::isnan(best.t) && prev.t > best.t) return;
+            auto loses = [&](double lb) { return prunable && (lb > thr || (tie_loses && lb == best.t)); };
+            if (prev.t > thr) return;
             if (loses(prev.t)) return;
             const double out_k = o_.quirks ? static_cast<double>(s_.out_bytes[k]) : s_.cut_bytes[k] * o_.activation_scale;
             if (o_.quirks && o_.activation_comm && loses(std::max(2.0 * out_k / Bmp, out_j_term))) return;
@@ -255,7 +298,7 @@ class Solver {
             const double Cm = by_parent ? ct(level, k + 1, j, mp) : Cl;
             if (std::isnan(Cm)) return;
             // The last stage takes at least Cm / r' (exact in floating point too).
-            if (!std::isnan(best.t) && Cm / mp > best.t) return;
+            if (Cm / mp > thr) return;
             if (loses(Cm / mp)) return;
             const double Pl = diff(s_.parameter_bytes, k + 1, j);
             double t;
@@ -279,6 +322,7 @@ class Solver {
               const bool tighter = std::isnan(best.t) || t < best.t;
               best = Cell{t, k, mprev, mp};
               from_loop = true;
+              update_thr();
               if (tighter) set_bounds();
             }
           };
@@ -305,8 +349,8 @@ class Solver {
             if (static_cast<double>(cs[q]) < lo_c) break;
             // Every split at or below q leaves the last stage at least compute_j - cs[q] and
             // parameters_j - pm[q] (pm: the running maximum): its exact time bounds them all.
-            if (level == 0 && !std::isnan(best.t) &&
-                last_lb(s_.compute_ns[j] - cs[q], s_.parameter_bytes[j] - pm[q], mp, B, lat) > best.t)
+            if (level == 0 && thr < std::numeric_limits<double>::infinity() &&
+                last_lb(s_.compute_ns[j] - cs[q], s_.parameter_bytes[j] - pm[q], mp, B, lat) > thr)
               break;
             consider(q);
           }
@@ -316,6 +360,29 @@ class Solver {
       build_sufmin(m);
     }
     return A;
+  }
+
+  // The final cell's base case at the outermost level: every state as one stage on all
+  // M machines, by the operations of solve_row's base case; +inf when that has no value.
+  double final_base_case() const {
+    const int level = static_cast<int>(levels_.size()) - 1;
+    const int M = levels_[level].machines;
+    if (o_.straight && M > 1) return std::numeric_limits<double>::infinity();
+    const double B = levels_[level].bandwidth, lat = levels_[level].latency_s;
+    const double w = level == 0 ? 1.0 : levels_[level - 1].machines;
+    const int j = n_ - 1, m = M - 1, r = M;
+    const double P = diff(s_.parameter_bytes, 0, j);
+    const double C = ct(level, 0, j, r);
+    if (std::isnan(C)) return std::numeric_limits<double>::infinity();
+    double t;
+    if (o_.quirks) {
+      const double stash = static_cast<double>(ceil_div(M - r, r)) * (diff(s_.activation_bytes, 0, j) + P);
+      if (o_.use_memory_constraint && stash > o_.memory_bytes) return std::numeric_limits<double>::infinity();
+      t = (C + 4.0 * m * P / (B * r) / w) / r;
+    } else {
+      t = (C + (r > 1 ? 2.0 * (r - 1) / r * P / B + 2.0 * (r - 1) * lat : 0.0)) / r;
+    }
+    return std::isnan(t) ? std::numeric_limits<double>::infinity() : t;
   }
 
   // Level 0: a lower bound on the last stage's time with r' = mp replicas, `dc` compute ns and
@@ -340,63 +407,66 @@ class Solver {
     return static_cast<double>(order_compute_[p - 1] < order_compute_[p] ? order_compute_[p - 1] : order_compute_[p]);
   }
 
-  // Runs body(0..count-1) on o_.threads threads (0: the hardware's), tasks taken in order.
-  template <class F>
-  void parallel_for(int count, F&& body) const {
-    int threads = o_.threads > 0 ? o_.threads : static_cast<int>(std::thread::hardware_concurrency());
-    threads = std::max(1, std::min(threads, count));
-    if (threads == 1) {
-      for (int t = 0; t < count; ++t) body(t);
-      return;
-    }
-    std::atomic<int> next{0};
-    std::exception_ptr error;
-    std::mutex error_mutex;
-    auto work = [&] {
-      try {
-        for (int t; (t = next.fetch_add(1)) < count;) body(t);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(error_mutex);
-        if (!error) error = std::current_exception();
-        next = count;
-      }
-    };
-    std::vector<std::thread> pool;
-    for (int t = 1; t < threads; ++t) pool.emplace_back(work);
-    work();
-    for (auto& th : pool) th.join();
-    if (error) std::rethrow_exception(error);
-  }
-
   ReplicatedResult run() {
     ReplicatedResult res;
     const int L = static_cast<int>(levels_.size());
-    tables_.assign(L, {});
-    const bool per_parent = L == 2 && !o_.quirks && o_.use_memory_constraint;
-    for (int level = 0; level + 1 < L; ++level) {
-      const int M = levels_[level].machines;
-      std::vector<double> next(static_cast<size_t>(n_ + 1) * n_, kNone);
-      // Start rows are independent: solved on the worker threads, each writing its own row.
-      std::vector<char> bound(n_, 0);
-      parallel_for(n_, [&](int i) {
-        bool b = false;
-        std::vector<Cell> row = solve_row(level, i, 1, &b);
-        bound[i] = b;
-        for (int j = i; j < n_; ++j) next[static_cast<size_t>(i) * n_ + j] = row[static_cast<size_t>(j) * M + M - 1].t;
-      });
-      if (per_parent) {
-        // Rows the memory check never cut are the same for every r_parent (the bound only
-        // loosens as r_parent grows, and a solve that performed no failing check takes the
-        // same path with a looser one); the others are solved again per r_parent when the
-        // level above first asks (ct).
-        per_parent_ = true;
-        bound_ = bound;
-        rrows_.assign(levels_[1].machines, std::vector<std::vector<double>>(n_));
-      }
-      tables_[level + 1] = std::move(next);
+    tables_.clear();
+    tables_.resize(L);
+    // Inner levels' rows are solved on first use (ct): the level above asks only for the rows
+    // its candidates need. With per-r_parent costs (two levels, corrected model, memory) a
+    // memory-bound row is solved again per r_parent when first asked (ct): rows the memory
+    // check never cut are the same for every r_parent (the bound only loosens as r_parent
+    // grows, and a solve that performed no failing check takes the same path with a looser one).
+    per_parent_ = L == 2 && !o_.quirks && o_.use_memory_constraint;
+    solved_cap_.assign(L, std::vector<double>(n_, kNone));
+    bound_.assign(n_, 0);
+    // Left uninitialized: a row's entries are read only after ensure_row wrote them (j >= i).
+    for (int level = 0; level + 1 < L; ++level) tables_[level + 1].reset(new double[static_cast<size_t>(n_) * n_]);
+    if (per_parent_) {
+      rrows_.assign(levels_[1].machines, std::vector<std::vector<double>>(n_));
+      rrows_cap_.assign(levels_[1].machines, std::vector<double>(n_, kNone));
     }
+    cap_.assign(L, std::numeric_limits<double>::infinity());
     const int M = levels_[L - 1].machines;
-    std::vector<Cell> top = solve_row(L - 1, 0);
+    std::vector<Cell> top;
+    // One level under the corrected model has its memory test in the base case: no budget.
+    if ((L > 1 || o_.quirks) && !o_.exhaustive_splits) {
+      // Budgets. With a budget G for the final cell, a level-l cost C enters the level above as
+      // a stage time >= C / r with r <= M_{l+1}, so a cell above G * M_{L-1} * ... * M_{l+1}
+      // (with a relative slack for rounding) is part of no plan within G: when the optimum is
+      // <= G the cells within budget come out exactly as without it (the final cell included)
+      // and the others stay above budget or empty. Every value the budgeted DP finds is that
+      // of a real plan (it only drops candidates), so a final value <= G proves the optimum
+      // <= G and the result exact. U = the whole model as one stage on every outermost machine
+      // is a candidate of the final cell (the optimum is <= U); budgets climb geometrically
+      // from the compute bound to U (a budget below the optimum fails fast: few cells and rows
+      // fit in it) until the final value is within one. Rows solved under a smaller budget are
+      // solved again (ensure_row); rows solved without one stay.
+      double U = final_base_case();
+      if (U < std::numeric_limits<double>::infinity()) {
+        // The climb pays off where budgets prune inner rows (PipeDream's model on two levels,
+        // gnmt_large 8x8: 2.1 s -> 0.85 s CPU); under the corrected model with memory most rows
+        // stay alive below the optimum (nasnetalarge 8x8: 2x slower), on three levels each
+        // attempt solves two levels of rows again (gnmt_large 8x8x4: 17 s -> 25 s), and one level
+        // has no rows: those start at U.
+        double G = o_.quirks && L == 2 ? static_cast<double>(s_.compute_ns[n_ - 1]) * units_[L - 1] / M : U;
+        while (true) {
+          if (!(G < U)) G = U;
+          cap_[L - 1] = G * (1 + 1e-9);
+          for (int level = L - 2; level >= 0; --level) cap_[level] = cap_[level + 1] * levels_[level + 1].machines * (1 + 1e-9);
+          top = solve_row(L - 1, 0);
+          const double t = top[static_cast<size_t>(n_ - 1) * M + M - 1].t;
+          if (G == U || t <= G) break;
+          if (t < U) {
+            U = t;  // a real plan's value: the optimum is at most that, and G = U cannot fail
+            G = U;
+          } else {
+            G *= kBudgetStep;
+          }
+        }
+      }
+    }
+    if (top.empty()) top = solve_row(L - 1, 0);
     const Cell& ans = top[static_cast<size_t>(n_ - 1) * M + M - 1];
     if (std::isnan(ans.t)) return res;
     res.feasible = true;
@@ -415,7 +485,7 @@ class Solver {
       table << "Level " << level + 1 << "\n";
       std::vector<Seg> next;
       for (const Seg& seg : segs) {
-        std::vector<Cell> row = level == L - 1 ? top : solve_row(level, seg.start, per_parent_ ? seg.reps : 1);
+        std::vector<Cell> row = level == L - 1 ? top : solve_row(level, seg.start, per_parent_ && bound_[seg.start] ? seg.reps : 1);
         // Collect (start, end, machines) back to front.
         std::vector<std::array<int, 3>> parts;
         int j = seg.end - 1, m = Ml - 1;
@@ -457,10 +527,13 @@ class Solver {
   const std::vector<ReplicatedLevel>& levels_;
   const ReplicatedOptions& o_;
   int n_;
-  std::vector<std::vector<double>> tables_;
+  mutable std::vector<std::unique_ptr<double[]>> tables_;  // [level][i * n + j]: rows solved so far
+  mutable std::vector<std::vector<double>> solved_cap_;  // [level][i]: budget row i was solved under (NaN: not yet)
+  std::vector<double> cap_;                          // per level: budget of a cell (see run)
   bool per_parent_ = false;  // two levels, corrected model with memory: level-1 costs per r_parent
-  std::vector<char> bound_;  // per start row: the memory check cut something at r_parent = 1
+  mutable std::vector<char> bound_;  // per start row: the memory check cut something at r_parent = 1
   mutable std::vector<std::vector<std::vector<double>>> rrows_;  // [r_parent - 1][i]: see ct
+  mutable std::vector<std::vector<double>> rrows_cap_;           // ... budget solved under
   std::vector<std::vector<int>> by_compute_;      // per state: preds by (compute_ns, index)
   std::vector<std::vector<int64_t>> compute_of_;  // their compute_ns, ascending
   std::vector<std::vector<int64_t>> pmax_of_;     // running maximum of their parameter_bytes

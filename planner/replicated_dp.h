@@ -31,13 +31,18 @@
 // from a guessed crossing, stopped below by the exact last-stage time with the all-reduce
 // (level 0) and, on prefix states with memory, by the monotone memory test. Ties resolve as
 // PipeDream's loop order does (smallest k, then smallest r'), so the plan is the one the
-// exhaustive loop finds (a candidate that can only tie and would lose is not evaluated). The
-// start rows of an inner level are independent and solved on `threads` threads; with
-// per-r_parent costs (two levels, corrected model, memory) a memory-bound row is solved again
-// for an r_parent only when the level above asks for it.
+// exhaustive loop finds (a candidate that can only tie and would lose is not evaluated).
+// Inner levels' start rows are solved on first use, when the level above asks for one of their
+// costs, under a budget derived from a bound G on the final value: a cell above G times the
+// machines of the levels above is part of no plan within G, so its candidates are not
+// evaluated; on the outermost level a cell is skipped when the states before or after it
+// cannot fit in G on the machines left. A final value <= G proves the result exact (G starts at
+// the whole model replicated on every outermost machine; PipeDream's model on two levels first
+// tries smaller budgets, climbing geometrically). With per-r_parent costs (two levels, corrected model,
+// memory) a memory-bound row is solved again for an r_parent only when the level above asks.
 // Memory O(S^2) doubles for the inner-level tables, O(E) for the sorted predecessor lists,
-// plus O(S * M) per row and thread.
-// Thread-safety: a pure function (it starts and joins its own threads).
+// plus O(S * M) per row being solved (rows nest: one per level at a time).
+// Thread-safety: a pure function; it runs on the calling thread.
 #pragma once
 
 #include <cstdint>
@@ -66,7 +71,6 @@ struct ReplicatedOptions {
   double time_scale = 1e-9;           // profile ns -> seconds per mini-batch
   double activation_scale = 1.0;
   double persistent_per_parameter_byte = 4.0;
-  int threads = 0;                    // worker threads for the inner levels; 0: the hardware's
   // Visit every split instead of the windows the lower bounds leave (tests: same result).
   bool exhaustive_splits = false;
 };

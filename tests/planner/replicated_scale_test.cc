@@ -1,5 +1,5 @@
-// The replicated DP's speed-ups change no result: the split windows (lower-bound pruning) and
-// the worker threads give bit-for-bit the plan of the exhaustive single-threaded loop, on the
+// The replicated DP's speed-ups change no result: the split windows (lower-bound pruning), the
+// rows solved on demand and the budgets give bit-for-bit the plan of the exhaustive loop, on the
 // shared PipeDream profiles over two and three levels and on random instances.
 #include <doctest/doctest.h>
 
@@ -30,12 +30,10 @@ void check_same(const ReplicatedResult& a, const ReplicatedResult& b) {
   CHECK(a.table == b.table);
 }
 
-// Windowed on 2 threads vs exhaustive on 1; returns the number of stages.
+// Pruned vs exhaustive; returns the number of stages.
 size_t compare(const CutStates& s, const std::vector<ReplicatedLevel>& levels, ReplicatedOptions o) {
-  o.threads = 1;
   o.exhaustive_splits = true;
   ReplicatedResult exhaustive = replicated_partition(s, levels, o);
-  o.threads = 2;
   o.exhaustive_splits = false;
   ReplicatedResult fast = replicated_partition(s, levels, o);
   check_same(exhaustive, fast);
@@ -44,7 +42,7 @@ size_t compare(const CutStates& s, const std::vector<ReplicatedLevel>& levels, R
 
 }  // namespace
 
-TEST_CASE("replicated DP: windows and threads change no plan on the shared profiles") {
+TEST_CASE("replicated DP: windows and budgets change no plan on the shared profiles") {
   const std::string dir = std::string(PW_SHARED_DIR) + "/pipedream-profiles/";
   for (const char* f : {"alexnet/graph.txt", "vgg16/graph.txt", "resnet18/graph.txt", "gnmt/graph.txt",
                         "squeezenet1_0/graph.txt"}) {
@@ -55,6 +53,7 @@ TEST_CASE("replicated DP: windows and threads change no plan on the shared profi
       CutStates s = quirks ? pipedream_states(p, 5000) : prefix_states(p, false);
       REQUIRE(s.complete);
       for (const auto& lv : std::vector<std::vector<ReplicatedLevel>>{
+               {{16, 1.25e10, 1e-6}},
                {{4, 1.25e10, 1e-6}, {4, 1.25e9, 5e-6}},
                {{2, 1.25e10, 1e-6}, {2, 1.25e9, 2e-6}, {3, 1.25e8, 1e-5}}}) {
         CAPTURE(lv.size());
@@ -74,7 +73,7 @@ TEST_CASE("replicated DP: windows and threads change no plan on the shared profi
   }
 }
 
-TEST_CASE("replicated DP: windows and threads change no plan on random instances") {
+TEST_CASE("replicated DP: windows and budgets change no plan on random instances") {
   std::mt19937 rng(1616);
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   int multi = 0;
@@ -154,4 +153,34 @@ TEST_CASE("replicated DP: pruning changes no plan on resnet50 and gnmt with 8 an
       }
     }
   }
+}
+
+// Two levels, corrected model, memory just binding: rows solved again per r_parent under their
+// own budget (U * r_parent) and rows shared by every r_parent; the memory limit is swept so that
+// some plans replicate a memory-bound level-1 stage.
+TEST_CASE("replicated DP: per-r_parent rows under budgets change no plan on random instances") {
+  std::mt19937 rng(16016);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  int multi = 0;
+  for (int trial = 0; trial < 120; ++trial) {
+    CAPTURE(trial);
+    models::Profile p = test::random_profile(rng, pick(6, 20), 4);
+    CutStates s = prefix_states(p, false);
+    REQUIRE(s.complete);
+    const std::vector<ReplicatedLevel> levels{{pick(2, 6), 1e7 * pick(1, 40), pick(0, 3) * 1e-6},
+                                              {pick(2, 4), 1e7 * pick(1, 40), pick(0, 3) * 1e-6}};
+    for (int mem = 20; mem <= 320; mem += 30) {
+      CAPTURE(mem);
+      ReplicatedOptions o;
+      o.quirks = false;
+      o.fewer_machines = pick(0, 3) == 0;
+      o.activation_comm = true;
+      o.time_scale = 1e-9 * pick(1, 3);
+      o.activation_scale = pick(1, 3);
+      o.use_memory_constraint = true;
+      o.memory_bytes = 1000.0 * mem;
+      multi += compare(s, levels, o) > 1;
+    }
+  }
+  CHECK(multi > 25);  // 34 with this seed
 }
