@@ -17,6 +17,14 @@ std::string content_hash(const Json& j) {
   return buf;
 }
 
+void set_plan_inputs(Plan& plan, Json profile, Json cluster, bool embed) {
+  plan.profile_hash = content_hash(profile);
+  plan.cluster_hash = content_hash(cluster);
+  if (!embed) return;
+  plan.inputs.profile = std::move(profile);
+  plan.inputs.cluster = std::move(cluster);
+}
+
 void to_json(Json& j, const Plan& p) {
   Json stages = Json::array();
   for (const StagePlan& s : p.stages) {

@@ -109,4 +109,9 @@ void save_plan_file(const std::string& file, const Plan& p);
 // FNV-1a 64-bit hash of a JSON value's compact dump, as 16 hex digits.
 std::string content_hash(const Json& j);
 
+// Records the profile and cluster a plan was made from: their content hashes (profile_hash,
+// cluster_hash) and, when `embed`, the documents themselves in plan.inputs. make_plan leaves
+// both to the caller, so that planning does not serialize its inputs.
+void set_plan_inputs(Plan& plan, Json profile, Json cluster, bool embed);
+
 }  // namespace pw::planner

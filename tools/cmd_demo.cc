@@ -86,7 +86,8 @@ void plan_simulate_run(const DemoArgs& a, const pw::models::Model& model) {
   req.optimizer = "sgd-momentum";
   const pw::planner::PlanOutcome out = pw::planner::make_plan(measured, cluster, req);
   if (!out.feasible) throw pw::Infeasible("the default model does not fit this machine: " + out.reason);
-  const pw::planner::Plan& plan = out.plan;
+  pw::planner::Plan plan = out.plan;
+  pw::planner::set_plan_inputs(plan, measured, cluster, /*embed=*/false);  // plan.json names its inputs
   std::cout << "\n== 4. Plan for " << devices << " workers (batch " << plan.batch << ") ==\n"
             << pw::planner::format_plan_table(plan);
 

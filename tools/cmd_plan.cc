@@ -234,8 +234,7 @@ void run(PlanArgs a, const CLI::App& sub) {
                              (zb_h2 ? "--schedule zb-h1" : "--schedule 1f1b") + " or fewer --micro-batches");
     }
   }
-  plan.inputs.profile = profile;
-  plan.inputs.cluster = cluster;
+  pw::planner::set_plan_inputs(plan, profile, cluster, /*embed=*/true);
   plan.inputs.model = a.model_json;
   plan.inputs.options = {{"dtype", a.dtype_used},     {"optimizer", a.req.optimizer},
                          {"efficiency", a.efficiency}, {"batch", a.req.batch},

@@ -178,3 +178,33 @@ TEST_CASE("predict_replicated_sync: fill-drain with replicas, hand-checkable") {
   p.schedule = ScheduleKind::pipedream_async;
   CHECK_THROWS_AS(predict_replicated_sync(p, prof, c), pw::InputError);
 }
+
+using pw::Json;
+
+// Provenance: make_plan leaves the inputs' hashes to the caller (planning does not serialize its
+// inputs); set_plan_inputs records them from the documents, and embeds those when asked.
+TEST_CASE("plan inputs: hashes and embedded documents come from set_plan_inputs, not make_plan") {
+  const pw::models::ZooOptions zo;
+  const auto model = pw::models::build_zoo_model("gpt", zo);
+  const auto& dev = pw::models::find_device("a100-80g");
+  const auto profile = pw::models::analytic_profile(model, dev, 1, {0.5, false, "adam"});
+  const auto cluster = pw::models::make_flat_cluster(dev, 2, 1.25e9);
+  PlanRequest req;
+  PlanOutcome out = make_plan(profile, cluster, req);
+  REQUIRE(out.feasible);
+  Plan plan = out.plan;
+  CHECK(plan.profile_hash.empty());
+  CHECK(plan.cluster_hash.empty());
+  set_plan_inputs(plan, profile, cluster, /*embed=*/false);
+  CHECK(plan.profile_hash == content_hash(Json(profile)));
+  CHECK(plan.cluster_hash == content_hash(Json(cluster)));
+  CHECK(plan.profile_hash != plan.cluster_hash);
+  CHECK(plan.inputs.empty());
+  set_plan_inputs(plan, profile, cluster, /*embed=*/true);
+  CHECK(plan.inputs.profile == Json(profile));
+  CHECK(plan.inputs.cluster == Json(cluster));
+  // The written plan carries both and reads back with them checked (plan_from_json compares them).
+  const Plan back = plan_from_json(Json(plan));
+  CHECK(back.profile_hash == plan.profile_hash);
+  CHECK(back.inputs.profile == plan.inputs.profile);
+}
