@@ -60,24 +60,21 @@ void Allocator::put_shared(size_t cls, void* p) {
 
 void* Allocator::allocate(size_t bytes) {
   const size_t cls = size_class(std::max<size_t>(bytes, 1));
+  void* reused = nullptr;  // the calling thread's own free buffer of the class first
   if (thread_cached_) {
-    auto& mine = thread_cache().free;
-    auto it = mine.find(cls);
-    if (it != mine.end() && !it->second.empty()) {
-      void* p = it->second.back();
+    auto it = thread_cache().free.find(cls);
+    if (it != thread_cache().free.end() && !it->second.empty()) {
+      reused = it->second.back();
       it->second.pop_back();
-      std::lock_guard<std::mutex> lock(mu_);
-      live_ += static_cast<int64_t>(bytes);
-      peak_ = std::max(peak_, live_);
-      return p;
     }
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
     live_ += static_cast<int64_t>(bytes);
     peak_ = std::max(peak_, live_);
-    if (void* p = take_shared(cls)) return p;
+    if (!reused) reused = take_shared(cls);
   }
+  if (reused) return reused;
   void* p = nullptr;
   if (cls >= kHugePage) {
     // Large tensors (weights, optimizer state, big activations) on transparent huge pages:
