@@ -145,7 +145,9 @@ planner::Plan plan_for_run(const planner::Plan& plan);
 
 // The schedule the runtime runs for the plan (replicated stages: see above). Throws InputError.
 planner::Schedule schedule_for_run(const planner::Plan& plan);
-// options.schedule when set (checked against the plan), else schedule_for_run(plan).
+// options.schedule when set, else schedule_for_run(plan). An imported schedule must have been
+// checked against the plan first (check_plan_for_model with it, as make_run_setup and
+// run_pipeline_ranks do).
 planner::Schedule schedule_for_run(const planner::Plan& plan, const PipelineRunOptions& options);
 
 // An even split of the model's layers into stages * chunks virtual stages (equal layer
