@@ -1,15 +1,19 @@
 #include "exec/layers/common.h"
 
+#include <vector>
+
 #include "exec/parallel.h"
 
 namespace pw::exec {
 
 void add_column_sums(const float* x, int64_t rows, int64_t cols, float* out) {
   parallel_for(cols, [&](int64_t c0, int64_t c1) {
+    std::vector<float> sum(static_cast<size_t>(c1 - c0), 0.0f);
     for (int64_t r = 0; r < rows; ++r) {
-      const float* row = x + r * cols;
-      for (int64_t c = c0; c < c1; ++c) out[c] += row[c];
+      const float* row = x + r * cols + c0;
+      for (int64_t c = 0; c < c1 - c0; ++c) sum[c] += row[c];
     }
+    for (int64_t c = c0; c < c1; ++c) out[c] += sum[c - c0];
   }, 16);
 }
 

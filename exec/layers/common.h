@@ -49,6 +49,9 @@ inline uint64_t mix_seed(uint64_t seed, uint64_t salt) {
 }
 
 // Column sums of a [rows, cols] matrix accumulated into out[cols] (parallel over columns).
+// Each column's sum is formed on its own (rows in order from 0) and then added to out once, as
+// the GEMMs add a whole weight gradient: accumulating two micro-batches' sums gives the same
+// bits in either order (a + b == b + a), so gpipe's reversed backward order and 1f1b's agree.
 void add_column_sums(const float* x, int64_t rows, int64_t cols, float* out);
 // y[i] += x[i] (parallel).
 void add_into(float* y, const float* x, int64_t n);
