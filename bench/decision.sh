@@ -5,16 +5,22 @@
 #
 #   bench/decision.sh [BUILD_DIR]
 #   DECISION_STEPS=N, DECISION_WARMUP=N   measured and warm-up steps per run (default 10, 5)
+#   DECISION_ROUNDS=R                     rounds of runs (default 3)
 #
-# For the default gpt and the 16x1024 mlp (batch 256): plan --measure (-o plan.json), then
-# run --plan plan.json, then every candidate of the issue's set: 1 stage on 2 threads, and
-# 2 stages (1 thread each) x M in {2, 4, 8, 16} x {gpipe, 1f1b}. Prints each measured iteration
-# (median of the run), the chosen plan's, the fastest candidate's, and chosen / fastest - 1.
+# For the default gpt and the 16x1024 mlp (batch 256): plan --measure (-o plan.json) once, then
+# R rounds, each running the chosen plan (run --plan plan.json) and every candidate of the
+# issue's set: 1 stage on 2 threads, and 2 stages (1 thread each) x M in {2, 4, 8, 16} x
+# {gpipe, 1f1b}. Prints each run's iteration (median of its steps), then per configuration the
+# median over the rounds, and chosen / fastest - 1 on those medians. Rounds, interleaved: on
+# this VM one configuration's iteration moves by 10-25% from one minute to the next (the same
+# run measured 27.5, 34.3 and 30.2 ms within an hour), and the fastest of nine single runs is
+# biased low by that noise; the median of R interleaved runs is not.
 set -euo pipefail
 BUILD=${1:-build}
 PW=$BUILD/pipewright
 STEPS=${DECISION_STEPS:-10}
 WARMUP=${DECISION_WARMUP:-5}
+ROUNDS=${DECISION_ROUNDS:-3}
 unset OMP_WAIT_POLICY GOMP_SPINCOUNT   # the tool's own OpenMP waits, as users get them
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -29,6 +35,11 @@ measure() {  # label, run args... -> prints the label and the median iteration (
   printf '  %-34s %10.3f ms\n' "$label" "$ms" >&2
   echo "$ms"
 }
+record() {  # key, label, run args... -> appends "key ms" to $work/runs (exits on a failed run)
+  local key=$1 ms; shift
+  ms=$(measure "$@")
+  echo "$key $ms" >> "$work/runs"
+}
 worst=0
 for model in default mlp16x1024; do
   m=$model; [[ $model == default ]] || m="$work/$model.json"
@@ -36,13 +47,35 @@ for model in default mlp16x1024; do
   desc=$(jq -r '"\(.stages|length) stage(s) x \(.threads_per_stage // 1) thread(s), \(.schedule), \(.num_micro_batches) x \(.micro_batch_size)"' "$work/plan.json")
   predicted=$(jq '.predicted.iteration_time_s * 1000' "$work/plan.json")
   echo "$model: plan --measure chose $desc (predicted $(printf '%.3f' "$predicted") ms)"
-  chosen=$(measure "chosen plan" --plan "$work/plan.json")
-  best=1e18; best_label=
-  one=$(measure "1 stage, 2 threads" --model "$m" --stages 1 --micro-batches 1 --threads 2)
-  best=$one; best_label="1 stage, 2 threads"
+  : > "$work/runs"
+  for round in $(seq "$ROUNDS"); do
+    echo "  round $round" >&2
+    record chosen "chosen plan" --plan "$work/plan.json"
+    record one "1 stage, 2 threads" --model "$m" --stages 1 --micro-batches 1 --threads 2
+    for sched in gpipe 1f1b; do
+      for mb in 2 4 8 16; do
+        record "$sched-$mb" "2 stages, $sched, M=$mb" --model "$m" --stages 2 --micro-batches "$mb" --schedule "$sched" --threads 1
+      done
+    done
+  done
+  # Medians over the rounds: "key median" per configuration.
+  medians=$(python3 -c '
+import statistics, sys
+runs = {}
+for line in open(sys.argv[1]):
+    k, v = line.split()
+    runs.setdefault(k, []).append(float(v))
+for k, v in runs.items():
+    print(k, statistics.median(v))' "$work/runs")
+  med() { awk -v k="$1" '$1 == k {print $2}' <<< "$medians"; }
+  chosen=$(med chosen)
+  best=$(med one); best_label="1 stage, 2 threads"
+  printf '  median of %d rounds: %-24s %10.3f ms\n' "$ROUNDS" "chosen plan" "$chosen"
+  printf '  median of %d rounds: %-24s %10.3f ms\n' "$ROUNDS" "1 stage, 2 threads" "$best"
   for sched in gpipe 1f1b; do
     for mb in 2 4 8 16; do
-      t=$(measure "2 stages, $sched, M=$mb" --model "$m" --stages 2 --micro-batches "$mb" --schedule "$sched" --threads 1)
+      t=$(med "$sched-$mb")
+      printf '  median of %d rounds: %-24s %10.3f ms\n' "$ROUNDS" "2 stages, $sched, M=$mb" "$t"
       if awk -v a="$t" -v b="$best" 'BEGIN{exit !(a < b)}'; then best=$t; best_label="2 stages, $sched, M=$mb"; fi
     done
   done

@@ -197,12 +197,13 @@ struct PointResult {
   std::vector<Stat> f, b, w;
 };
 
-// One in-context point: `workers` copies at once on `threads` threads each.
-PointResult measure_in_context(const models::Model& model, const MeasureOptions& o, int64_t mb, int threads,
-                               int workers) {
+// One in-context point: `workers` copies at once on `threads` threads each, `reps` timed
+// passes per copy; the copies' samples pooled.
+PassTimes run_in_context(const models::Model& model, const MeasureOptions& o, int64_t mb, int threads, int workers,
+                         int reps) {
   PassOptions po;
   po.micro_batch = mb;
-  po.reps = o.reps;
+  po.reps = reps;
   po.warmup = o.warmup;
   po.optimizer = optimizer_for_profile(o.optimizer);
   po.thread_cpu_time = o.thread_cpu_time;
@@ -215,6 +216,11 @@ PointResult measure_in_context(const models::Model& model, const MeasureOptions&
   });
   PassTimes all;
   for (const PassTimes& t : per) append_pass_times(all, t);
+  return all;
+}
+
+// Medians (and spreads) per layer of a point's pooled samples.
+PointResult summarize(const models::Model& model, const PassTimes& all) {
   PointResult r;
   const auto& specs = model.layers();
   for (size_t i = 0; i < specs.size(); ++i) {
@@ -239,6 +245,7 @@ int workers_for(const MeasureOptions& o, int threads) {
 models::Profile measure_profile(const models::Model& model, const MeasureOptions& o,
                                 std::vector<LayerMeasurement>* spreads) {
   if (o.co_run_workers < 0) throw InputError("--co-run: expected >= 0, got " + std::to_string(o.co_run_workers));
+  if (o.rounds < 1) throw InputError("profiler: expected rounds >= 1, got " + std::to_string(o.rounds));
   for (int64_t b : o.micro_batches)
     if (b < 1) throw InputError("--micro-batch: expected sizes >= 1, got " + std::to_string(b));
   for (int k : o.thread_counts)
@@ -283,18 +290,37 @@ models::Profile measure_profile(const models::Model& model, const MeasureOptions
   };
   if (o.in_context) {
     prof.measurement = models::ProfileMeasurement{"in-context", workers_for(o, o.threads), o.reps};
-    for (int k : ths)
-      for (int64_t mb : mbs) {
-        const int workers = workers_for(o, k);
-        PointResult r = measure_in_context(model, o, mb, k, workers);
+    // Rounds: every point once per round, its timed passes split over the rounds, the
+    // samples pooled. A point's passes then span the whole measurement instead of one stretch
+    // of it, so a machine whose speed drifts over seconds (this VM: the same 2-thread point
+    // read 2.4 or 3.4 ms from one profile to the next) weighs on every point alike.
+    const int rounds = o.rounds;
+    const int per_round = (o.reps + rounds - 1) / rounds;
+    std::vector<PassTimes> pooled(ths.size() * mbs.size());
+    for (int round = 0; round < rounds; ++round)
+      for (size_t ki = 0; ki < ths.size(); ++ki)
+        for (size_t mi = 0; mi < mbs.size(); ++mi) {
+          const int k = ths[ki];
+          const int64_t mb = mbs[mi];
+          append_pass_times(pooled[ki * mbs.size() + mi],
+                            run_in_context(model, o, mb, k, workers_for(o, k), per_round));
+          if (o.progress)
+            o.progress(++done, total * rounds,
+                       "micro-batch " + std::to_string(mb) + ", " + std::to_string(k) + " threads" +
+                           (rounds > 1 ? ", round " + std::to_string(round + 1) : ""));
+        }
+    for (size_t ki = 0; ki < ths.size(); ++ki)
+      for (size_t mi = 0; mi < mbs.size(); ++mi) {
+        const int k = ths[ki];
+        const int64_t mb = mbs[mi];
+        const PointResult r = summarize(model, pooled[ki * mbs.size() + mi]);
         if (spreads && mb == o.micro_batch && k == o.threads)
           for (size_t i = 0; i < r.f.size(); ++i) {
             (*spreads)[i].forward_spread = r.f[i].spread;
             (*spreads)[i].backward_input_spread = r.b[i].spread;
             (*spreads)[i].backward_weight_spread = r.w[i].spread;
           }
-        fill(mb, k, r.layers, workers);
-        if (o.progress) o.progress(++done, total, "micro-batch " + std::to_string(mb) + ", " + std::to_string(k) + " threads");
+        fill(mb, k, r.layers, workers_for(o, k));
       }
   } else {
     prof.measurement = models::ProfileMeasurement{"isolated", 1, o.reps};

@@ -49,6 +49,8 @@ namespace pw::exec {
 // 1.7x high in one run of four, issue 12), then nine timed ones (medians).
 inline constexpr int kInContextWarmupPasses = 8;
 inline constexpr int kInContextTimedPasses = 9;
+// plan --measure, many points: three rounds of three timed passes (exec/profiler.cc).
+inline constexpr int kInContextRounds = 3;
 
 struct MeasureOptions {
   int64_t micro_batch = 1;
@@ -57,6 +59,9 @@ struct MeasureOptions {
   int threads = 0;                 // 0: leave the OpenMP default
   bool in_context = true;          // false: each layer alone, in a loop (isolated)
   int co_run_workers = 0;          // in context: copies at once; 0 = one per `threads` cores
+  // In context: measure every point once per round, `reps` timed passes split over the rounds
+  // (ceil(reps / rounds) each, after `warmup` untimed ones every time), samples pooled.
+  int rounds = 1;
   // More points: every pair of these (each list empty = the base value alone) other than the
   // base (micro_batch, threads) goes into Profile::points.
   std::vector<int64_t> micro_batches;

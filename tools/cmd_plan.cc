@@ -121,6 +121,7 @@ std::pair<pw::models::Profile, pw::models::Cluster> measure_here(PlanArgs& a) {
   o.threads = 1;
   o.reps = pw::exec::kInContextTimedPasses;
   o.warmup = pw::exec::kInContextWarmupPasses;
+  o.rounds = pw::exec::kInContextRounds;
   o.optimizer = a.req.optimizer;
   o.progress = [](int done, int total, const std::string& what) {
     std::fprintf(stderr, "measured %d/%d (%s)\n", done, total, what.c_str());

@@ -98,5 +98,37 @@ TEST_CASE("measured profile: isolated mode, co-run copies and points at several 
   CHECK(q.layers[1].stash_bytes == p.layers[1].stash_bytes);  // same bytes either way
 }
 
+TEST_CASE("measured profile in rounds: every point once per round, in the same order each round") {
+  const models::Model m = mlp(16, 2);
+  MeasureOptions o;
+  o.micro_batch = 2;
+  o.threads = 1;
+  o.reps = 3;
+  o.warmup = 0;
+  o.rounds = 3;
+  o.micro_batches = {2, 4};
+  o.thread_counts = {1};
+  o.co_run_workers = 1;
+  std::vector<std::string> seen;
+  int last_total = 0;
+  o.progress = [&](int done, int total, const std::string& what) {
+    CHECK(done == static_cast<int>(seen.size()) + 1);
+    last_total = total;
+    seen.push_back(what);
+  };
+  const models::Profile p = measure_profile(m, o);
+  CHECK(last_total == 6);
+  CHECK(seen == std::vector<std::string>{"micro-batch 2, 1 threads, round 1", "micro-batch 4, 1 threads, round 1",
+                                         "micro-batch 2, 1 threads, round 2", "micro-batch 4, 1 threads, round 2",
+                                         "micro-batch 2, 1 threads, round 3", "micro-batch 4, 1 threads, round 3"});
+  REQUIRE(p.points.size() == 1);
+  CHECK(p.points[0].micro_batch == 4);
+  CHECK(p.layers[1].forward_ns > 0);
+  CHECK(p.points[0].layers[1].forward_ns > 0);
+  MeasureOptions bad = o;
+  bad.rounds = 0;
+  CHECK_THROWS_AS(measure_profile(m, bad), InputError);
+}
+
 }  // namespace
 }  // namespace pw::exec
