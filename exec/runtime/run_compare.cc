@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "exec/network.h"
+#include "exec/numerics.h"
 #include "exec/profiler.h"
 #include "exec/runtime/handoff.h"
 #include "planner/schedule.h"
@@ -35,8 +36,13 @@ std::vector<int64_t> measure_step_ns(const models::Model& model, const planner::
     std::vector<int64_t> t;
     for (int rep = 0; rep < 7; ++rep) {
       const auto a = std::chrono::steady_clock::now();
+      // As LayerStageCompute::step: finite checks of the gradients and the weights around the update.
+      bool finite = true;
+      for (Tensor* g : grads) finite = all_finite(g->data(), g->numel()) && finite;
       opt.step();
+      for (Tensor* w : params) finite = all_finite(w->data(), w->numel()) && finite;
       for (auto& r : ranges) r->zero_grad();
+      PW_CHECK(finite, "non-finite weights while timing the optimizer step");
       t.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - a).count());
     }
     std::sort(t.begin(), t.end());

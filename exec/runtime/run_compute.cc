@@ -378,6 +378,9 @@ void LayerStageCompute::step(int s, int iteration) {
     for (size_t i = 0; i < st.params.size(); ++i)  // W(t) becomes the version of mini-batch t+1
       std::copy(st.params[i]->data(), st.params[i]->data() + st.params[i]->numel(), st.shadow[i].data());
   }
+  // The in-context profiler prices this step as the same sequence per layer (finite check of
+  // the gradients, update, finite check of the weights, zeroing: exec/profile/in_context.cc);
+  // keep the two in step.
   for (int l = st.range->begin(); l < st.range->end(); ++l)
     for (Tensor* g : net_.layer(l).gradients())
       if (!all_finite(g->data(), g->numel()))
