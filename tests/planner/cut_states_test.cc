@@ -98,7 +98,7 @@ TEST_CASE("cut states: equal to the reference enumeration on every shared PipeDr
 
 TEST_CASE("cut states: equal to the reference on random DAGs, and stop at the same max_states") {
   std::mt19937 rng(20261124);
-  int incomplete = 0, thrown = 0;
+  int incomplete = 0, thrown = 0, complete = 0;
   for (int t = 0; t < 300; ++t) {
     const int n = std::uniform_int_distribution<int>(2, t < 200 ? 24 : 90)(rng);
     const models::Profile p = random_dag(rng, n);
@@ -106,24 +106,28 @@ TEST_CASE("cut states: equal to the reference on random DAGs, and stop at the sa
     CAPTURE(n);
     std::string ref_error;  // e.g. every layer an Input source: both throw the same
     try {
-      test::reference::pipedream_states(p, 100000);
+      test::reference::pipedream_states(p, 3000);
     } catch (const InputError& e) {
       ref_error = e.what();
     }
     if (!ref_error.empty()) {
-      CHECK_THROWS_WITH_AS(planner::pipedream_states(p, 100000), ref_error.c_str(), InputError);
+      CHECK_THROWS_WITH_AS(planner::pipedream_states(p, 3000), ref_error.c_str(), InputError);
       ++thrown;
       continue;
     }
-    const CutStates full = planner::pipedream_states(p, 100000);
-    check_equal(full, test::reference::pipedream_states(p, 100000));
+    for (bool drops : {true, false}) check_equal(planner::prefix_states(p, drops), test::reference::prefix_states(p, drops));
+    // Wide random DAGs have very many antichains: 3000 bounds the reference's S^2 bitsets.
+    const CutStates full = planner::pipedream_states(p, 3000);
+    check_equal(full, test::reference::pipedream_states(p, 3000));
+    if (!full.complete || full.num_states() < 2) continue;
+    ++complete;
     // A limit below the state count stops both at the same point (complete = false).
-    const int limit = std::max(1, full.num_states() / 2);
+    const int limit = full.num_states() / 2;
     const CutStates cut = planner::pipedream_states(p, limit);
     check_equal(cut, test::reference::pipedream_states(p, limit));
     incomplete += !cut.complete;
-    for (bool drops : {true, false}) check_equal(planner::prefix_states(p, drops), test::reference::prefix_states(p, drops));
   }
-  CHECK(incomplete > 250);
+  CHECK(complete > 200);  // 226 with libstdc++'s distributions
+  CHECK(incomplete == complete);
   CHECK(thrown < 10);
 }
