@@ -7,7 +7,8 @@
 // the median of `reps` repetitions of CLOCK_PROCESS_CPUTIME_ID, so worker threads count too.
 // Runs that did not finish (no "USER=" line) are listed and left out of both sums.
 //
-// Usage: pw_bench_reference [reps=5]   (prints a table and the totals; exit 0)
+// Usage: pw_bench_reference [reps=5] [run]   (prints a table and the totals; exit 0; `run`: only
+// the runs whose name contains it, e.g. for profiling one of them under callgrind)
 #include <time.h>
 
 #include <algorithm>
@@ -65,7 +66,9 @@ planner::PlanOutcome plan_like(const ReferenceRun& r, const models::Profile& p) 
 int main(int argc, char** argv) {
   const int reps = argc > 1 ? std::max(1, std::atoi(argv[1])) : 5;
   std::vector<std::string> runs;
-  for (const auto& e : std::filesystem::directory_iterator(kDir + "/_reference_runs")) runs.push_back(e.path().filename().string());
+  const std::string only = argc > 2 ? argv[2] : "";
+  for (const auto& e : std::filesystem::directory_iterator(kDir + "/_reference_runs"))
+    if (e.path().filename().string().find(only) != std::string::npos) runs.push_back(e.path().filename().string());
   std::sort(runs.begin(), runs.end());
   double sum_theirs = 0, sum_ours = 0;
   int counted = 0;

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <filesystem>
 #include <limits>
-#include <map>
-#include <set>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "models/error.h"
 #include "models/input_file.h"
@@ -31,16 +31,16 @@ namespace {
 
 constexpr std::string_view kSep = " -- ";
 
-std::vector<std::string_view> split(std::string_view s, std::string_view sep) {
-  std::vector<std::string_view> out;
-  size_t pos = 0;
+// Splits s at every occurrence of sep, as a loop of find calls would: returns the number of
+// parts and stores the first `cap` of them in out.
+size_t split(std::string_view s, std::string_view sep, std::string_view* out, size_t cap) {
+  size_t pos = 0, count = 0;
   while (true) {
-    size_t k = s.find(sep, pos);
-    if (k == std::string_view::npos) {
-      out.push_back(s.substr(pos));
-      return out;
-    }
-    out.push_back(s.substr(pos, k - pos));
+    const size_t k = s.find(sep, pos);
+    const std::string_view part = s.substr(pos, k == std::string_view::npos ? std::string_view::npos : k - pos);
+    if (count < cap) out[count] = part;
+    ++count;
+    if (k == std::string_view::npos) return count;
     pos = k + sep.size();
   }
 }
@@ -58,14 +58,40 @@ bool parse_decimal(std::string_view s, std::string_view& int_part, std::string_v
   return digits(int_part) && digits(frac);
 }
 
-int64_t to_int(std::string_view digits, const std::string& where, std::string_view what) {
+// The number the digits spell; `where()` (called only on overflow) names the place in the message.
+template <class Where>
+int64_t to_int(std::string_view digits, const Where& where, std::string_view what) {
   int64_t v = 0;
   for (char c : digits) {
     if (v > (std::numeric_limits<int64_t>::max() - 9) / 10)
-      throw InputError(where + ": " + std::string(what) + " too large");
+      throw InputError(where() + ": " + std::string(what) + " too large");
     v = v * 10 + (c - '0');
   }
   return v;
+}
+
+// parse_ms_to_ns and parse_bytes with the message's place built only when one is thrown.
+template <class Where>
+int64_t ms_to_ns(std::string_view s, const Where& where) {
+  std::string_view ip, frac;
+  if (!parse_decimal(s, ip, frac) || frac.size() > 6)
+    throw InputError(where() + ": expected milliseconds as a non-negative decimal with at most 6 "
+                     "decimals, got \"" + std::string(s) + "\"");
+  int64_t v = to_int(ip, where, "time");
+  if (v > std::numeric_limits<int64_t>::max() / 1000000) throw InputError(where() + ": time too large");
+  int64_t f = to_int(frac, where, "time");
+  for (size_t k = frac.size(); k < 6; ++k) f *= 10;
+  return v * 1000000 + f;
+}
+
+template <class Where>
+int64_t to_bytes(std::string_view s, const Where& where) {
+  std::string_view ip, frac;
+  if (!parse_decimal(s, ip, frac) ||
+      !std::all_of(frac.begin(), frac.end(), [](char c) { return c == '0'; }))
+    throw InputError(where() + ": expected a non-negative whole number of bytes, got \"" +
+                     std::string(s) + "\"");
+  return to_int(ip, where, "size");
 }
 
 std::string model_name_from_path(const std::string& file) {
@@ -83,8 +109,7 @@ int64_t infer_micro_batch(const Profile& p) {
 }
 
 struct RawNode {
-  std::string id;
-  std::string desc;
+  std::string_view id, desc;  // into the parsed text
   int line = 0;
   LayerProfile prof;
   int stage = -1;
@@ -93,37 +118,26 @@ struct RawNode {
 }  // namespace
 
 int64_t parse_ms_to_ns(std::string_view s, const std::string& where) {
-  std::string_view ip, frac;
-  if (!parse_decimal(s, ip, frac) || frac.size() > 6)
-    throw InputError(where + ": expected milliseconds as a non-negative decimal with at most 6 "
-                     "decimals, got \"" + std::string(s) + "\"");
-  int64_t v = to_int(ip, where, "time");
-  if (v > std::numeric_limits<int64_t>::max() / 1000000) throw InputError(where + ": time too large");
-  int64_t f = to_int(frac, where, "time");
-  for (size_t k = frac.size(); k < 6; ++k) f *= 10;
-  return v * 1000000 + f;
+  return ms_to_ns(s, [&] { return where; });
 }
 
 int64_t parse_bytes(std::string_view s, const std::string& where) {
-  std::string_view ip, frac;
-  if (!parse_decimal(s, ip, frac) ||
-      !std::all_of(frac.begin(), frac.end(), [](char c) { return c == '0'; }))
-    throw InputError(where + ": expected a non-negative whole number of bytes, got \"" +
-                     std::string(s) + "\"");
-  return to_int(ip, where, "size");
+  return to_bytes(s, [&] { return where; });
 }
 
 PipeDreamGraph parse_pipedream_graph(std::string_view text, const std::string& file) {
   check_utf8(text, file);  // names end up in JSON, which holds only UTF-8
   std::vector<RawNode> nodes;
-  std::map<std::string, int, std::less<>> index;
+  std::unordered_map<std::string_view, int> index;  // keys view `text`
   struct RawEdge { int from, to, line; };
   std::vector<RawEdge> edges;
-  std::set<std::pair<int, int>> seen_edges;
+  std::unordered_set<uint64_t> seen_edges;  // from << 32 | to
   bool has_stage = false;
 
   int line_no = 0;
   size_t pos = 0;
+  // Messages' "<file>:<line>" (built only when one is thrown).
+  auto at = [&] { return file + ":" + std::to_string(line_no); };
   while (pos <= text.size()) {
     size_t nl = text.find('\n', pos);
     std::string_view line = text.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
@@ -131,77 +145,84 @@ PipeDreamGraph parse_pipedream_graph(std::string_view text, const std::string& f
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
-    const std::string at = file + ":" + std::to_string(line_no);
     if (line.front() == '\t') {
-      auto tok = split(line.substr(1), kSep);
-      if (tok.size() != 2 || tok[0].empty() || tok[1].empty())
-        throw InputError(at + ": expected an edge line \"\\t<src_id> -- <dst_id>\"");
+      std::string_view tok[2];
+      if (split(line.substr(1), kSep, tok, 2) != 2 || tok[0].empty() || tok[1].empty())
+        throw InputError(at() + ": expected an edge line \"\\t<src_id> -- <dst_id>\"");
       auto a = index.find(tok[0]);
       auto b = index.find(tok[1]);
       if (a == index.end())
-        throw InputError(at + ": edge from unknown node \"" + std::string(tok[0]) +
+        throw InputError(at() + ": edge from unknown node \"" + std::string(tok[0]) +
                          "\" (expected a node defined on an earlier line)");
       if (b == index.end())
-        throw InputError(at + ": edge to unknown node \"" + std::string(tok[1]) +
+        throw InputError(at() + ": edge to unknown node \"" + std::string(tok[1]) +
                          "\" (expected a node defined on an earlier line)");
       if (a->second == b->second)
-        throw InputError(at + ": self-loop on \"" + std::string(tok[0]) + "\" (expected a DAG)");
-      if (!seen_edges.insert({a->second, b->second}).second)
-        throw InputError(at + ": duplicate edge " + std::string(tok[0]) + " -- " + std::string(tok[1]));
+        throw InputError(at() + ": self-loop on \"" + std::string(tok[0]) + "\" (expected a DAG)");
+      if (!seen_edges.insert(static_cast<uint64_t>(a->second) << 32 | static_cast<uint32_t>(b->second)).second)
+        throw InputError(at() + ": duplicate edge " + std::string(tok[0]) + " -- " + std::string(tok[1]));
       edges.push_back({a->second, b->second, line_no});
       continue;
     }
     if (!edges.empty())
-      throw InputError(at + ": node line after edge lines (expected all node lines first)");
-    auto tok = split(line, kSep);
-    if (tok.size() < 3 || tok.size() > 4)
-      throw InputError(at + ": expected \"<id> -- <description> -- forward_compute_time=..., "
+      throw InputError(at() + ": node line after edge lines (expected all node lines first)");
+    std::string_view tok[4];
+    const size_t ntok = split(line, kSep, tok, 4);
+    if (ntok < 3 || ntok > 4)
+      throw InputError(at() + ": expected \"<id> -- <description> -- forward_compute_time=..., "
                        "backward_compute_time=..., activation_size=..., parameter_size=...[ -- stage_id=N]\"");
     RawNode n;
-    n.id = std::string(tok[0]);
-    n.desc = std::string(tok[1]);
+    n.id = tok[0];
+    n.desc = tok[1];
     n.line = line_no;
-    if (n.id.empty()) throw InputError(at + ": empty node id");
-    auto metrics = split(tok[2], ", ");
+    if (n.id.empty()) throw InputError(at() + ": empty node id");
+    std::string_view metrics[4];
+    const size_t nmetrics = split(tok[2], ", ", metrics, 4);
     static const char* kKeys[] = {"forward_compute_time", "backward_compute_time", "activation_size",
                                   "parameter_size"};
-    if (metrics.size() != 4)
-      throw InputError(at + ": expected 4 metrics (forward_compute_time, backward_compute_time, "
-                       "activation_size, parameter_size), got " + std::to_string(metrics.size()));
+    if (nmetrics != 4)
+      throw InputError(at() + ": expected 4 metrics (forward_compute_time, backward_compute_time, "
+                       "activation_size, parameter_size), got " + std::to_string(nmetrics));
     std::string_view val[4];
     for (int k = 0; k < 4; ++k) {
       size_t eq = metrics[k].find('=');
       if (eq == std::string_view::npos || metrics[k].substr(0, eq) != kKeys[k])
-        throw InputError(at + ": expected \"" + kKeys[k] + "=<value>\", got \"" + std::string(metrics[k]) + "\"");
+        throw InputError(at() + ": expected \"" + kKeys[k] + "=<value>\", got \"" + std::string(metrics[k]) + "\"");
       val[k] = metrics[k].substr(eq + 1);
     }
-    n.prof.name = n.id;
-    n.prof.kind = n.desc;
-    n.prof.forward_ns = parse_ms_to_ns(val[0], at + ": forward_compute_time");
-    n.prof.backward_input_ns = parse_ms_to_ns(val[1], at + ": backward_compute_time");
+    n.prof.name = std::string(n.id);
+    n.prof.kind = std::string(n.desc);
+    n.prof.forward_ns = ms_to_ns(val[0], [&] { return at() + ": forward_compute_time"; });
+    n.prof.backward_input_ns = ms_to_ns(val[1], [&] { return at() + ": backward_compute_time"; });
+    auto activation_at = [&] { return at() + ": activation_size"; };
     if (!val[2].empty() && val[2].front() == '[') {
       if (val[2].size() < 2 || val[2].back() != ']')
-        throw InputError(at + ": activation_size: expected a list \"[a; b; ...]\"");
+        throw InputError(at() + ": activation_size: expected a list \"[a; b; ...]\"");
       int64_t sum = 0;
-      for (auto part : split(val[2].substr(1, val[2].size() - 2), "; "))
-        sum += parse_bytes(part, at + ": activation_size");
+      std::string_view rest = val[2].substr(1, val[2].size() - 2);
+      while (true) {  // the parts between "; " separators
+        const size_t k = rest.find("; ");
+        sum += to_bytes(rest.substr(0, k), activation_at);
+        if (k == std::string_view::npos) break;
+        rest.remove_prefix(k + 2);
+      }
       n.prof.output_bytes = sum;
     } else {
-      n.prof.output_bytes = parse_bytes(val[2], at + ": activation_size");
+      n.prof.output_bytes = to_bytes(val[2], activation_at);
     }
     n.prof.stash_bytes = n.prof.output_bytes;
-    n.prof.parameter_bytes = parse_bytes(val[3], at + ": parameter_size");
-    if (tok.size() == 4) {
+    n.prof.parameter_bytes = to_bytes(val[3], [&] { return at() + ": parameter_size"; });
+    if (ntok == 4) {
       std::string_view s = tok[3];
       constexpr std::string_view key = "stage_id=";
       if (s.substr(0, key.size()) != key || s.size() == key.size() ||
           !std::all_of(s.begin() + key.size(), s.end(), [](char c) { return c >= '0' && c <= '9'; }))
-        throw InputError(at + ": expected \"stage_id=<non-negative integer>\", got \"" + std::string(s) + "\"");
+        throw InputError(at() + ": expected \"stage_id=<non-negative integer>\", got \"" + std::string(s) + "\"");
       n.stage = static_cast<int>(to_int(s.substr(key.size()), at, "stage_id"));
       has_stage = true;
     }
     if (!index.emplace(n.id, static_cast<int>(nodes.size())).second)
-      throw InputError(at + ": duplicate node \"" + n.id + "\" (expected unique node ids)");
+      throw InputError(at() + ": duplicate node \"" + std::string(n.id) + "\" (expected unique node ids)");
     nodes.push_back(std::move(n));
   }
   if (nodes.empty()) throw InputError(file + ": no node lines (expected a PipeDream graph)");
@@ -215,7 +236,7 @@ PipeDreamGraph parse_pipedream_graph(std::string_view text, const std::string& f
     has_input[e.to] = true;
   }
   for (int i = 0; i < n; ++i)
-    if (!has_input[i] && nodes[i].desc.rfind("Input", 0) == 0) nodes[i].prof.is_data_loading = true;
+    if (!has_input[i] && nodes[i].desc.substr(0, 5) == "Input") nodes[i].prof.is_data_loading = true;
 
   // Stable: among ready nodes the earliest line first.
   const std::vector<int> order = stable_topological_order(n, dag);
@@ -241,8 +262,8 @@ PipeDreamGraph parse_pipedream_graph(std::string_view text, const std::string& f
     int first = path_edges[visit[v]];
     for (size_t k = visit[v]; k < path_edges.size(); ++k)
       if (edges[path_edges[k]].line < edges[first].line) first = path_edges[k];
-    throw InputError(file + ":" + std::to_string(edges[first].line) + ": edge " + nodes[edges[first].from].id +
-                     " -- " + nodes[edges[first].to].id + " closes a cycle (expected a DAG)");
+    throw InputError(file + ":" + std::to_string(edges[first].line) + ": edge " + std::string(nodes[edges[first].from].id) +
+                     " -- " + std::string(nodes[edges[first].to].id) + " closes a cycle (expected a DAG)");
   }
 
   PipeDreamGraph g;
@@ -251,11 +272,15 @@ PipeDreamGraph parse_pipedream_graph(std::string_view text, const std::string& f
   g.profile.model = model_name_from_path(file);
   g.profile.source = "pipedream";
   g.profile.device.name = "unknown (PipeDream profile)";
+  g.profile.layers.reserve(n);
+  g.stage_id.reserve(n);
+  g.line.reserve(n);
   for (int v : order) {
-    g.profile.layers.push_back(nodes[v].prof);
+    g.profile.layers.push_back(std::move(nodes[v].prof));
     g.stage_id.push_back(nodes[v].stage);
     g.line.push_back(nodes[v].line);
   }
+  g.profile.edges.reserve(edges.size());
   for (const auto& e : edges) g.profile.edges.push_back({pos_of[e.from], pos_of[e.to]});
   std::stable_sort(g.profile.edges.begin(), g.profile.edges.end(),
                    [](const Edge& a, const Edge& b) { return a.to != b.to ? a.to < b.to : a.from < b.from; });

@@ -1,6 +1,8 @@
 #include "models/profile.h"
 
-#include <set>
+#include <map>
+#include <string_view>
+#include <unordered_set>
 
 #include "models/error.h"
 #include "models/profile_points.h"
@@ -36,15 +38,16 @@ int Profile::index_of(const std::string& name) const {
 void validate_profile(const Profile& p, const std::string& what) {
   if (p.layers.empty()) throw InputError(what + ": the profile has no layers");
   if (p.micro_batch < 1) throw InputError(what + ": micro_batch must be >= 1");
-  std::set<std::string> names;
+  std::unordered_set<std::string_view> names;  // views of p's layer names
+  names.reserve(p.layers.size());
   for (size_t i = 0; i < p.layers.size(); ++i) {
     const auto& l = p.layers[i];
-    const std::string at = what + ": layer " + std::to_string(i) + " (\"" + l.name + "\")";
-    if (!names.insert(l.name).second) throw InputError(at + ": duplicate layer name");
+    auto at = [&] { return what + ": layer " + std::to_string(i) + " (\"" + l.name + "\")"; };
+    if (!names.insert(l.name).second) throw InputError(at() + ": duplicate layer name");
     if (l.forward_ns < 0 || l.backward_input_ns < 0 || l.backward_weight_ns < 0 || l.output_bytes < 0 ||
         l.stash_bytes < 0 || l.parameter_bytes < 0 || l.optimizer_bytes < 0 || l.workspace_bytes < 0 ||
         l.weight_pending_bytes < 0 || l.step_ns < 0)
-      throw InputError(at + ": negative time or size");
+      throw InputError(at() + ": negative time or size");
   }
   const int n = static_cast<int>(p.layers.size());
   for (size_t k = 0; k < p.edges.size(); ++k) {

@@ -42,6 +42,8 @@ class Bitset {
   }
   bool operator==(const Bitset& o) const { return words_ == o.words_; }
   const std::vector<uint64_t>& words() const { return words_; }
+  uint64_t* data() { return words_.data(); }  // (n + 63) / 64 words, bit i of word i / 64
+  const uint64_t* data() const { return words_.data(); }
 
  private:
   std::vector<uint64_t> words_;
