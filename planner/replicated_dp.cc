@@ -61,6 +61,7 @@ class Solver {
     for (const auto& l : levels_) {
       units_.push_back((o_.quirks ? 1e-9 : o_.time_scale) / g);
       g *= l.machines;
+      devices_ *= l.machines;
     }
   }
 
@@ -68,6 +69,13 @@ class Solver {
   // model with memory: its bound depends on it); 1 otherwise.
   double ct(int level, int i, int j, int r_parent = 1) const {
     if (j < i) return kNone;
+    if (level > 0 && single_stage_) {
+      // The bound pass (see single_stage_bound): the segment as one stage on every machine of
+      // the level below, priced by that level's base case.
+      const int below = level - 1, rp = per_parent_ && level == 1 ? r_parent : 1;
+      const double C = ct(below, i, j, rp);
+      return std::isnan(C) ? kNone : base_time(below, i, j, levels_[below].machines, C, rp, nullptr);
+    }
     if (level > 0) ensure_row(level - 1, i);
     if (level == 1 && per_parent_ && r_parent > 1 && bound_[i]) {
       // Solved on first use (the level-1 row runs on one thread): most are never asked for.
@@ -100,6 +108,47 @@ class Solver {
     solved_cap_[level][i] = row_cap(level, 1);
   }
 
+  // Ring all-reduce of P bytes among r replicas on `level` (corrected model).
+  double allreduce(int level, int r, double P) const {
+    const double B = levels_[level].bandwidth, lat = levels_[level].latency_s;
+    return r > 1 ? 2.0 * (r - 1) / r * P / B + 2.0 * (r - 1) * lat : 0.0;
+  }
+
+  // Corrected model: memory is checked where stages meet devices (level 0). Devices outside
+  // this level-0 group all count as downstream, an upper bound for any group's position.
+  // With r_parent replicas of the enclosing level-1 stage the devices downstream of a stage,
+  // over all its r * r_parent replicas, are at most D - r_parent * (group devices before it).
+  // A failing check sets *memory_bound (when given).
+  bool corrected_mem_ok(int level, int r_parent, int i0, int j, int r, int from_here, bool* memory_bound) const {
+    if (!o_.use_memory_constraint || level > 0) return true;
+    const int M = levels_[0].machines;
+    const double P = diff(s_.parameter_bytes, i0, j);
+    const double act = diff(s_.stash_bytes, i0, j) * o_.activation_scale;
+    const int64_t inflight = ceil_div(devices_ - static_cast<int64_t>(r_parent) * (M - from_here), static_cast<int64_t>(r) * r_parent);
+    const bool ok = P * o_.persistent_per_parameter_byte + (inflight - 1) * P + inflight * act <= o_.memory_bytes;
+    if (!ok && memory_bound) *memory_bound = true;
+    return ok;
+  }
+
+  // The base case of solve_row: states [i, j] as one stage of r replicas on `level`, whose
+  // cost one level down is C (ct); NaN when memory rules it out.
+  double base_time(int level, int i, int j, int r, double C, int r_parent, bool* memory_bound) const {
+    const int M = levels_[level].machines;
+    const double B = levels_[level].bandwidth;
+    const double P = diff(s_.parameter_bytes, i, j);
+    if (o_.quirks) {
+      const double w = level == 0 ? 1.0 : levels_[level - 1].machines;
+      const double stash = static_cast<double>(ceil_div(M - r, r)) * (diff(s_.activation_bytes, i, j) + P);
+      if (o_.use_memory_constraint && stash > o_.memory_bytes) return kNone;
+      const double dp = 4.0 * (r - 1) * P / (B * r) / w;
+      return (C + dp) / r;
+    }
+    if (!corrected_mem_ok(level, r_parent, i, j, r, M, memory_bound)) return kNone;
+    double t = (C + allreduce(level, r, P)) / r;
+    if (j < n_ - 1) t = std::max(t, (levels_[level].latency_s + s_.cut_bytes[j] * o_.activation_scale / B) / r);
+    return t;
+  }
+
   // Budget of a row of `level` (see run); a level-0 row solved for r_parent > 1 enters the
   // level above only as a stage of exactly r_parent replicas (time >= cost / r_parent).
   double row_cap(int level, int r_parent) const {
@@ -115,46 +164,19 @@ class Solver {
     const int M = levels_[level].machines;
     const double B = levels_[level].bandwidth;
     const double lat = levels_[level].latency_s;
-    const double w = level == 0 ? 1.0 : levels_[level - 1].machines;
     std::vector<Cell> A(static_cast<size_t>(n_) * M);
     auto at = [&](int j, int m) -> Cell& { return A[static_cast<size_t>(j) * M + m]; };
-    auto allreduce = [&](int r, double P) {
-      return r > 1 ? 2.0 * (r - 1) / r * P / B + 2.0 * (r - 1) * lat : 0.0;
-    };
-    // Corrected model: memory is checked where stages meet devices (level 0). Devices outside
-    // this level-0 group all count as downstream, an upper bound for any group's position.
-    // With r_parent replicas of the enclosing level-1 stage the devices downstream of a stage,
-    // over all its r * r_parent replicas, are at most D - r_parent * (group devices before it).
-    int64_t D = 1;
-    for (const auto& l : levels_) D *= l.machines;
-    auto corrected_mem_ok = [&](int i0, int j, int r, int from_here) {
-      if (!o_.use_memory_constraint || level > 0) return true;
-      const double P = diff(s_.parameter_bytes, i0, j);
-      const double act = diff(s_.stash_bytes, i0, j) * o_.activation_scale;
-      const int64_t inflight = ceil_div(D - static_cast<int64_t>(r_parent) * (M - from_here), static_cast<int64_t>(r) * r_parent);
-      const bool ok = P * o_.persistent_per_parameter_byte + (inflight - 1) * P + inflight * act <= o_.memory_bytes;
-      if (!ok && memory_bound) *memory_bound = true;
-      return ok;
+    auto corrected_mem_ok_here = [&](int i0, int j, int r, int from_here) {
+      return corrected_mem_ok(level, r_parent, i0, j, r, from_here, memory_bound);
     };
     for (int j = i; j < n_; ++j) {
-      const double P = diff(s_.parameter_bytes, i, j);
       const int max_m = o_.straight ? 1 : M;
       for (int m = 0; m < max_m; ++m) {
         const int r = m + 1;
         const double C = ct(level, i, j, r);
         if (std::isnan(C)) continue;
-        double t;
-        if (o_.quirks) {
-          const double stash = static_cast<double>(ceil_div(M - r, r)) * (diff(s_.activation_bytes, i, j) + P);
-          if (o_.use_memory_constraint && stash > o_.memory_bytes) continue;
-          const double dp = 4.0 * m * P / (B * r) / w;
-          t = (C + dp) / r;
-        } else {
-          if (!corrected_mem_ok(i, j, r, M)) continue;
-          t = (C + allreduce(r, P)) / r;
-          if (j < n_ - 1) t = std::max(t, (lat + s_.cut_bytes[j] * o_.activation_scale / B) / r);
-        }
-        at(j, m) = Cell{t, -1, -1, r};
+        const double t = base_time(level, i, j, r, C, r_parent, memory_bound);
+        if (!std::isnan(t)) at(j, m) = Cell{t, -1, -1, r};
       }
     }
     const double unit = units_[level];
@@ -267,7 +289,7 @@ class Solver {
             if (!o_.quirks && o_.use_memory_constraint && level == 0 && prefix_family_) {
               const int fh = M - (m + 1) + mp;
               lo = static_cast<size_t>(std::partition_point(ks.begin() + lo, ks.begin() + hi, [&](int k) {
-                     return !corrected_mem_ok(k + 1, j, mp, fh);
+                     return !corrected_mem_ok_here(k + 1, j, mp, fh);
                    }) - ks.begin());
               if (lo >= hi) continue;
             }
@@ -289,6 +311,19 @@ class Solver {
             if (loses(prev.t)) return;
             const double out_k = o_.quirks ? static_cast<double>(s_.out_bytes[k]) : s_.cut_bytes[k] * o_.activation_scale;
             if (o_.quirks && o_.activation_comm && loses(std::max(2.0 * out_k / Bmp, out_j_term))) return;
+            // Corrected model: the transfers (the same operations as in t below) come before the
+            // cost of the last stage, which on an inner level may solve a row of the level below.
+            const double comm = o_.quirks ? 0.0 : ((lat + out_k / B) + (has_out ? lat + out_j / B : 0.0)) / mp;
+            if (!o_.quirks && loses(comm)) return;
+            const double Pl = diff(s_.parameter_bytes, k + 1, j);
+            // Inner levels: the last stage's time with its all-reduce, its cost bounded below by
+            // the compute bound (a level-l cost is >= compute * unit_l: every plan below spreads
+            // that compute over at most the group's devices; the factor 1 - 1e-9 covers rounding),
+            // by the operations of t below (monotone in the cost), so it bounds t exactly.
+            if (level > 0 && prunable) {
+              const double clb = static_cast<double>(s_.compute_ns[j] - s_.compute_ns[k]) * unit * (1 - 1e-9);
+              if (loses(o_.quirks ? (clb + 4.0 * (mp - 1) * Pl / Bmp) / mp : (clb + allreduce(level, mp, Pl)) / mp)) return;
+            }
             // Level 1 under per-r_parent costs: the cost with r_parent = r' itself (no cheaper
             // bound is known without solving that row); else the one cost.
             const bool by_parent = per_parent_ && level == 1;
@@ -298,7 +333,6 @@ class Solver {
             // The last stage takes at least Cm / r' (exact in floating point too).
             if (Cm / mp > thr) return;
             if (loses(Cm / mp)) return;
-            const double Pl = diff(s_.parameter_bytes, k + 1, j);
             double t;
             if (o_.quirks) {
               const double stash = (diff(s_.activation_bytes, k + 1, j) + Pl) *
@@ -311,9 +345,8 @@ class Solver {
                 if (has_out) t = std::max(t, out_j_term);
               }
             } else {
-              if (!corrected_mem_ok(k + 1, j, mp, M - (m + 1) + mp)) return;
-              const double comm = ((lat + out_k / B) + (has_out ? lat + out_j / B : 0.0)) / mp;
-              const double last = std::max((Cm + allreduce(mp, Pl)) / mp, comm);
+              if (!corrected_mem_ok_here(k + 1, j, mp, M - (m + 1) + mp)) return;
+              const double last = std::max((Cm + allreduce(level, mp, Pl)) / mp, comm);
               t = std::max(prev.t, last);
             }
             if (better(t, k, mp)) {
@@ -366,20 +399,25 @@ class Solver {
     const int level = static_cast<int>(levels_.size()) - 1;
     const int M = levels_[level].machines;
     if (o_.straight && M > 1) return std::numeric_limits<double>::infinity();
-    const double B = levels_[level].bandwidth, lat = levels_[level].latency_s;
-    const double w = level == 0 ? 1.0 : levels_[level - 1].machines;
-    const int j = n_ - 1, m = M - 1, r = M;
-    const double P = diff(s_.parameter_bytes, 0, j);
-    const double C = ct(level, 0, j, r);
+    const double C = ct(level, 0, n_ - 1, M);
     if (std::isnan(C)) return std::numeric_limits<double>::infinity();
-    double t;
-    if (o_.quirks) {
-      const double stash = static_cast<double>(ceil_div(M - r, r)) * (diff(s_.activation_bytes, 0, j) + P);
-      if (o_.use_memory_constraint && stash > o_.memory_bytes) return std::numeric_limits<double>::infinity();
-      t = (C + 4.0 * m * P / (B * r) / w) / r;
-    } else {
-      t = (C + (r > 1 ? 2.0 * (r - 1) / r * P / B + 2.0 * (r - 1) * lat : 0.0)) / r;
-    }
+    const double t = base_time(level, 0, n_ - 1, M, C, 1, nullptr);
+    return std::isnan(t) ? std::numeric_limits<double>::infinity() : t;
+  }
+
+  // An upper bound on the optimum from a restricted DP (two or more levels, not straight): the
+  // outermost level as usual, but every inner segment one stage on all machines of each level
+  // below (its cost the base case, no inner row solved). Each cost is that of a plan the full DP
+  // also prices (a base-case candidate of the inner rows' last column, same operations), so the
+  // full DP's final value is at most this one; +inf when it finds no plan. Cheap: one row of
+  // the outermost level with O(1) costs.
+  double single_stage_bound() {
+    const int L = static_cast<int>(levels_.size());
+    if (L < 2 || o_.straight) return std::numeric_limits<double>::infinity();
+    single_stage_ = true;
+    const std::vector<Cell> top = solve_row(L - 1, 0);
+    single_stage_ = false;
+    const double t = top[static_cast<size_t>(n_ - 1) * levels_[L - 1].machines + levels_[L - 1].machines - 1].t;
     return std::isnan(t) ? std::numeric_limits<double>::infinity() : t;
   }
 
@@ -442,12 +480,21 @@ class Solver {
       // solved again (ensure_row); rows solved without one stay.
       double U = final_base_case();
       if (U < std::numeric_limits<double>::infinity()) {
+        // The single-stage bound H (under the budgets of G = U): near the optimum on the slow
+        // cases (nasnetalarge async 8x8: 0.02783 vs 0.02782; gnmt_large pipedream 16x4 and
+        // nasnetalarge async 16x4: equal), so G = H prunes almost every row the optimum does not
+        // need. It is not trusted blindly: the attempt below proves itself (final <= G).
+        cap_[L - 1] = U * (1 + 1e-9);
+        for (int level = L - 2; level >= 0; --level) cap_[level] = cap_[level + 1] * levels_[level + 1].machines * (1 + 1e-9);
+        const double H = single_stage_bound();
         // The climb pays off where budgets prune inner rows (PipeDream's model on two levels,
         // gnmt_large 8x8: 2.1 s -> 0.85 s CPU); under the corrected model with memory most rows
         // stay alive below the optimum (nasnetalarge 8x8: 2x slower), on three levels each
         // attempt solves two levels of rows again (gnmt_large 8x8x4: 17 s -> 25 s), and one level
         // has no rows: those start at U.
-        double G = o_.quirks && L == 2 ? static_cast<double>(s_.compute_ns[n_ - 1]) * units_[L - 1] / M : U;
+        double G = H < U                ? H
+                   : o_.quirks && L == 2 ? static_cast<double>(s_.compute_ns[n_ - 1]) * units_[L - 1] / M
+                                         : U;
         while (true) {
           if (!(G < U)) G = U;
           cap_[L - 1] = G * (1 + 1e-9);
@@ -525,10 +572,12 @@ class Solver {
   const std::vector<ReplicatedLevel>& levels_;
   const ReplicatedOptions& o_;
   int n_;
+  int64_t devices_ = 1;  // D: devices of the whole cluster
   mutable std::vector<std::unique_ptr<double[]>> tables_;  // [level][i * n + j]: rows solved so far
   mutable std::vector<std::vector<double>> solved_cap_;  // [level][i]: budget row i was solved under (NaN: not yet)
   std::vector<double> cap_;                          // per level: budget of a cell (see run)
-  bool per_parent_ = false;  // two levels, corrected model with memory: level-1 costs per r_parent
+  bool per_parent_ = false;
+  mutable bool single_stage_ = false;  // ct answers single-stage costs (single_stage_bound)  // two levels, corrected model with memory: level-1 costs per r_parent
   mutable std::vector<char> bound_;  // per start row: the memory check cut something at r_parent = 1
   mutable std::vector<std::vector<std::vector<double>>> rrows_;  // [r_parent - 1][i]: see ct
   mutable std::vector<std::vector<double>> rrows_cap_;           // ... budget solved under
