@@ -149,6 +149,52 @@ class Solver {
     return t;
   }
 
+  // Per-cell budgets of row i of an inner `level` (row budget `cap`; r_parent as in solve_row):
+  // caps[j] for j >= i. Its cost T enters the level above as a stage of r replicas whose time is
+  // at least (T + X_r) / r, X_r the stage's all-reduce there (the same operations as there);
+  // that stage is of use only within the level above's budget Cu, so T <= Cu r - X_r for some
+  // r the level above may give it: exactly r_parent (per-r_parent rows), at most M_up - 1 after
+  // a split (the prefix keeps a machine), M_up as a row start (quirks: X_r / w there). On the
+  // outermost level above, a row i > 0 is only ever a split's last stage, and the states before
+  // i need machines too: at least compute(< i) * unit / Cu of them. The all-reduce only grows
+  // with j along the DP's dependencies (a prefix state k of j has parameters(k) <= (j)), so a
+  // cell that later cells read has a budget at least theirs. Relative slacks cover rounding.
+  void cell_caps(int level, int i, int r_parent, double cap, std::vector<double>& caps) const {
+    const int up = level + 1, L = static_cast<int>(levels_.size());
+    const int Mu = levels_[up].machines;
+    const double Bu = levels_[up].bandwidth;
+    const double Cu = cap_[up];
+    caps.assign(n_, cap);
+    if (!(Cu < std::numeric_limits<double>::infinity())) return;
+    const bool start_only_split = up == L - 1 && i > 0;
+    int rlo = 1, rhi = start_only_split ? Mu - 1 : Mu;
+    if (start_only_split) {
+      const double need = static_cast<double>(s_.compute_ns[i - 1]) * units_[up] / Cu * (1 - 1e-6);
+      rhi = std::min(rhi, Mu - static_cast<int>(std::ceil(need)));
+    }
+    if (r_parent > 1) rlo = rhi = r_parent;
+    if (rhi < rlo) {  // no machines left for this row: nothing in it is of use
+      for (int j = i; j < n_; ++j) caps[j] = -1.0;
+      return;
+    }
+    const double w = levels_[level].machines;
+    for (int j = i; j < n_; ++j) {
+      const double P = diff(s_.parameter_bytes, i, j);
+      double best = -std::numeric_limits<double>::infinity();
+      for (int r = rlo; r <= rhi; ++r) {
+        double X;
+        if (!o_.quirks) {
+          X = allreduce(up, r, P);
+        } else {
+          const double split = 4.0 * (r - 1) * P / (Bu * r);
+          X = start_only_split ? split : split / w;  // a row start may also be the base case
+        }
+        best = std::max(best, Cu * r * (1 + 2e-9) - X * (1 - 1e-9));
+      }
+      caps[j] = std::min(cap, best);
+    }
+  }
+
   // Budget of a row of `level` (see run); a level-0 row solved for r_parent > 1 enters the
   // level above only as a stage of exactly r_parent replicas (time >= cost / r_parent).
   double row_cap(int level, int r_parent) const {
@@ -185,8 +231,10 @@ class Solver {
     // (see cap_), so candidates above it are not evaluated and cells whose compute bound exceeds
     // it are left with their base case.
     const double cap = row_cap(level, r_parent);
-    const bool capped = cap < std::numeric_limits<double>::infinity();
     const bool top = level == static_cast<int>(levels_.size()) - 1;
+    // Inner levels: per state j the tighter budget of cell_caps (never above `cap`).
+    std::vector<double> caps;
+    if (!top && cap < std::numeric_limits<double>::infinity()) cell_caps(level, i, r_parent, cap, caps);
     // sufmin[m' * n + p]: the smallest A[i][k][m'] over the states k at positions >= p of the
     // compute order (empty cells count as +inf); column m' is final before any m > m' reads it.
     std::vector<double> sufmin(o_.exhaustive_splits ? 0 : static_cast<size_t>(n_) * M);
@@ -209,8 +257,10 @@ class Solver {
         if (!std::isnan(fewer.t) && (std::isnan(cur.t) || fewer.t < cur.t)) cur = fewer;
       }
       for (int j = i + 1; j < n_; ++j) {
+        const double capj = caps.empty() ? cap : caps[j];
+        const bool capped = capj < std::numeric_limits<double>::infinity();
         // Every plan of (i..j] on m + 1 machines takes at least compute * unit / (m + 1).
-        if (capped && static_cast<double>(s_.compute_ns[j] - base_comp) * unit > cap * (m + 1) * (1 + 1e-9)) continue;
+        if (capped && static_cast<double>(s_.compute_ns[j] - base_comp) * unit > capj * (m + 1) * (1 + 1e-9)) continue;
         // Outermost level (one row, i = 0): the states after j need the other M - 1 - m machines,
         // at least their compute * unit / (M - 1 - m) (none left: no plan through this cell).
         if (capped && top && j < n_ - 1 &&
@@ -228,8 +278,8 @@ class Solver {
         bool from_loop = false;
         // thr: the incumbent or the budget, whichever is smaller (+inf with neither): a candidate
         // whose lower bound exceeds it cannot be kept or is of no use.
-        double thr = cap;
-        auto update_thr = [&] { thr = std::isnan(best.t) ? cap : std::min(best.t, cap); };
+        double thr = capj;
+        auto update_thr = [&] { thr = std::isnan(best.t) ? capj : std::min(best.t, capj); };
         update_thr();
         auto better = [&](double t, int k, int mp) {
           if (std::isnan(best.t) || t < best.t) return true;
