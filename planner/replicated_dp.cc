@@ -69,14 +69,20 @@ class Solver {
   // model with memory: its bound depends on it); 1 otherwise.
   double ct(int level, int i, int j, int r_parent = 1) const {
     if (j < i) return kNone;
-    if (level > 0 && single_stage_) {
+    // Level 0 first and the rest out of line: this runs once per candidate of level 0.
+    if (level == 0) return segment_compute_s(s_, o_, i, j);
+    return inner_cost(level, i, j, r_parent);
+  }
+
+  [[gnu::noinline]] double inner_cost(int level, int i, int j, int r_parent) const {
+    if (single_stage_) {
       // The bound pass (see single_stage_bound): the segment as one stage on every machine of
       // the level below, priced by that level's base case.
       const int below = level - 1, rp = per_parent_ && level == 1 ? r_parent : 1;
       const double C = ct(below, i, j, rp);
       return std::isnan(C) ? kNone : base_time(below, i, j, levels_[below].machines, C, rp, nullptr);
     }
-    if (level > 0) ensure_row(level - 1, i);
+    ensure_row(level - 1, i);
     if (level == 1 && per_parent_ && r_parent > 1 && bound_[i]) {
       // Solved on first use (the level-1 row runs on one thread): most are never asked for.
       std::vector<double>& row = rrows_[r_parent - 1][i];
@@ -90,7 +96,6 @@ class Solver {
       }
       return row[j];
     }
-    if (level == 0) return segment_compute_s(s_, o_, i, j);
     return tables_[level][static_cast<size_t>(i) * n_ + j];
   }
 
@@ -159,7 +164,7 @@ class Solver {
   // i need machines too: at least compute(< i) * unit / Cu of them. The all-reduce only grows
   // with j along the DP's dependencies (a prefix state k of j has parameters(k) <= (j)), so a
   // cell that later cells read has a budget at least theirs. Relative slacks cover rounding.
-  void cell_caps(int level, int i, int r_parent, double cap, std::vector<double>& caps) const {
+  [[gnu::noinline]] void cell_caps(int level, int i, int r_parent, double cap, std::vector<double>& caps) const {
     const int up = level + 1, L = static_cast<int>(levels_.size());
     const int Mu = levels_[up].machines;
     const double Bu = levels_[up].bandwidth;
@@ -361,10 +366,15 @@ class Solver {
             if (loses(prev.t)) return;
             const double out_k = o_.quirks ? static_cast<double>(s_.out_bytes[k]) : s_.cut_bytes[k] * o_.activation_scale;
             if (o_.quirks && o_.activation_comm && loses(std::max(2.0 * out_k / Bmp, out_j_term))) return;
-            // Corrected model: the transfers (the same operations as in t below) come before the
-            // cost of the last stage, which on an inner level may solve a row of the level below.
-            const double comm = o_.quirks ? 0.0 : ((lat + out_k / B) + (has_out ? lat + out_j / B : 0.0)) / mp;
-            if (!o_.quirks && loses(comm)) return;
+            // Corrected model: the transfers (the same operations as in t below), on inner levels
+            // before the cost of the last stage, which may solve a row of the level below (on
+            // level 0 after the cheaper tests: computed early there, it cost more than it saved).
+            auto transfers = [&] { return ((lat + out_k / B) + (has_out ? lat + out_j / B : 0.0)) / mp; };
+            double comm = 0.0;
+            if (!o_.quirks && level > 0) {
+              comm = transfers();
+              if (loses(comm)) return;
+            }
             const double Pl = diff(s_.parameter_bytes, k + 1, j);
             // Inner levels: the last stage's time with its all-reduce, its cost bounded below by
             // the compute bound (a level-l cost is >= compute * unit_l: every plan below spreads
@@ -396,6 +406,7 @@ class Solver {
               }
             } else {
               if (!corrected_mem_ok_here(k + 1, j, mp, M - (m + 1) + mp)) return;
+              if (level == 0) comm = transfers();
               const double last = std::max((Cm + allreduce(level, mp, Pl)) / mp, comm);
               t = std::max(prev.t, last);
             }
