@@ -69,8 +69,10 @@ class Solver {
   // model with memory: its bound depends on it); 1 otherwise.
   double ct(int level, int i, int j, int r_parent = 1) const {
     if (j < i) return kNone;
-    // Level 0 first and the rest out of line: this runs once per candidate of level 0.
+    // Level 0 and solved rows inline, the rest out of line: this runs once per candidate.
     if (level == 0) return segment_compute_s(s_, o_, i, j);
+    if (!single_stage_ && solved_cap_[level - 1][i] >= row_cap(level - 1, 1) && !(level == 1 && per_parent_ && r_parent > 1 && bound_[i]))
+      return tables_[level][static_cast<size_t>(i) * n_ + j];
     return inner_cost(level, i, j, r_parent);
   }
 
@@ -97,6 +99,13 @@ class Solver {
       return row[j];
     }
     return tables_[level][static_cast<size_t>(i) * n_ + j];
+  }
+
+  // Whether ct(level, i, ., r') (level > 0) answers without solving a row.
+  bool row_ready(int level, int i, int r_prime) const {
+    if (single_stage_) return true;
+    if (!(solved_cap_[level - 1][i] >= row_cap(level - 1, 1))) return false;
+    return !(level == 1 && per_parent_ && r_prime > 1 && bound_[i]) || rrows_cap_[r_prime - 1][i] >= row_cap(0, r_prime);
   }
 
   // Solves start row i of `level` (r_parent = 1) on first use and keeps its full-group column
@@ -366,21 +375,21 @@ class Solver {
             if (loses(prev.t)) return;
             const double out_k = o_.quirks ? static_cast<double>(s_.out_bytes[k]) : s_.cut_bytes[k] * o_.activation_scale;
             if (o_.quirks && o_.activation_comm && loses(std::max(2.0 * out_k / Bmp, out_j_term))) return;
-            // Corrected model: the transfers (the same operations as in t below), on inner levels
-            // before the cost of the last stage, which may solve a row of the level below (on
-            // level 0 after the cheaper tests: computed early there, it cost more than it saved).
+            // Corrected model: the transfers (the same operations as in t below).
             auto transfers = [&] { return ((lat + out_k / B) + (has_out ? lat + out_j / B : 0.0)) / mp; };
-            double comm = 0.0;
-            if (!o_.quirks && level > 0) {
-              comm = transfers();
-              if (loses(comm)) return;
-            }
-            const double Pl = diff(s_.parameter_bytes, k + 1, j);
-            // Inner levels: the last stage's time with its all-reduce, its cost bounded below by
-            // the compute bound (a level-l cost is >= compute * unit_l: every plan below spreads
+            double comm = kNone;
+            // Inner levels, before the cost of the last stage solves a row of the level below:
+            // the transfers, and the last stage's time with its all-reduce, its cost bounded below
+            // by the compute bound (a level-l cost is >= compute * unit_l: every plan below spreads
             // that compute over at most the group's devices; the factor 1 - 1e-9 covers rounding),
-            // by the operations of t below (monotone in the cost), so it bounds t exactly.
-            if (level > 0 && prunable) {
+            // by the operations of t below (monotone in the cost), so both bound t exactly. Rows
+            // already solved skip them (their cost is the cheaper test).
+            if (level > 0 && prunable && !row_ready(level, k + 1, mp)) {
+              if (!o_.quirks) {
+                comm = transfers();
+                if (loses(comm)) return;
+              }
+              const double Pl = diff(s_.parameter_bytes, k + 1, j);
               const double clb = static_cast<double>(s_.compute_ns[j] - s_.compute_ns[k]) * unit * (1 - 1e-9);
               if (loses(o_.quirks ? (clb + 4.0 * (mp - 1) * Pl / Bmp) / mp : (clb + allreduce(level, mp, Pl)) / mp)) return;
             }
@@ -393,6 +402,7 @@ class Solver {
             // The last stage takes at least Cm / r' (exact in floating point too).
             if (Cm / mp > thr) return;
             if (loses(Cm / mp)) return;
+            const double Pl = diff(s_.parameter_bytes, k + 1, j);
             double t;
             if (o_.quirks) {
               const double stash = (diff(s_.activation_bytes, k + 1, j) + Pl) *
@@ -406,7 +416,7 @@ class Solver {
               }
             } else {
               if (!corrected_mem_ok_here(k + 1, j, mp, M - (m + 1) + mp)) return;
-              if (level == 0) comm = transfers();
+              if (std::isnan(comm)) comm = transfers();
               const double last = std::max((Cm + allreduce(level, mp, Pl)) / mp, comm);
               t = std::max(prev.t, last);
             }
