@@ -558,11 +558,11 @@ class Solver {
         cap_[L - 1] = U * (1 + 1e-9);
         for (int level = L - 2; level >= 0; --level) cap_[level] = cap_[level + 1] * levels_[level + 1].machines * (1 + 1e-9);
         const double H = single_stage_bound();
-        // The climb pays off where budgets prune inner rows (PipeDream's model on two levels,
-        // gnmt_large 8x8: 2.1 s -> 0.85 s CPU); under the corrected model with memory most rows
-        // stay alive below the optimum (nasnetalarge 8x8: 2x slower), on three levels each
-        // attempt solves two levels of rows again (gnmt_large 8x8x4: 17 s -> 25 s), and one level
-        // has no rows: those start at U.
+        // Without H below U: the climb from the compute bound pays off where budgets prune inner
+        // rows (PipeDream's model on two levels, gnmt_large 8x8: 2.1 s -> 0.85 s CPU before H);
+        // under the corrected model with memory most rows stay alive below the optimum
+        // (nasnetalarge 8x8: 2x slower), on three levels each attempt solves two levels of rows
+        // again (gnmt_large 8x8x4: 17 s -> 25 s), and one level has no rows: those start at U.
         double G = H < U                ? H
                    : o_.quirks && L == 2 ? static_cast<double>(s_.compute_ns[n_ - 1]) * units_[L - 1] / M
                                          : U;
@@ -572,6 +572,8 @@ class Solver {
           for (int level = L - 2; level >= 0; --level) cap_[level] = cap_[level + 1] * levels_[level + 1].machines * (1 + 1e-9);
           top = solve_row(L - 1, 0);
           const double t = top[static_cast<size_t>(n_ - 1) * M + M - 1].t;
+          res.budget_s = G;
+          res.single_stage_bound_s = H;
           if (G == U || t <= G) break;
           if (t < U) {
             U = t;  // a real plan's value: the optimum is at most that, and G = U cannot fail

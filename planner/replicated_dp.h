@@ -86,6 +86,10 @@ struct ReplicatedResult {
   double bottleneck_s = 0;   // "Time per stage in pipeline"
   std::vector<ReplicatedStage> stages;  // finest-level stages in pipeline order
   std::string table;         // per level "(start, end) time replicas" lines
+  // Diagnostics of the budgets (tests): the bound G the final attempt ran under and the
+  // single-stage bound H (see replicated_partition; 0 when not computed, +inf when no plan).
+  double budget_s = 0;
+  double single_stage_bound_s = 0;
 };
 
 ReplicatedResult replicated_partition(const CutStates& s, const std::vector<ReplicatedLevel>& levels,
