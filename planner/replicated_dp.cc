@@ -17,8 +17,6 @@ constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
 // Windows wider than this also get the prefix cap, the memory clamp and a start at the guessed
 // crossing (each a binary search; narrower windows are cheaper to walk).
 constexpr size_t kCapMinWindow = 8;
-// Growth factor of the final cell's budget between attempts (see run).
-constexpr double kBudgetStep = 1.25;
 
 struct Cell {
   double t = kNone;
@@ -544,43 +542,33 @@ class Solver {
       // <= G the cells within budget come out exactly as without it (the final cell included)
       // and the others stay above budget or empty. Every value the budgeted DP finds is that
       // of a real plan (it only drops candidates), so a final value <= G proves the optimum
-      // <= G and the result exact. U = the whole model as one stage on every outermost machine
-      // is a candidate of the final cell (the optimum is <= U); budgets climb geometrically
-      // from the compute bound to U (a budget below the optimum fails fast: few cells and rows
-      // fit in it) until the final value is within one. Rows solved under a smaller budget are
-      // solved again (ensure_row); rows solved without one stay.
-      double U = final_base_case();
-      if (U < std::numeric_limits<double>::infinity()) {
-        // The single-stage bound H (under the budgets of G = U): near the optimum on the slow
-        // cases (nasnetalarge async 8x8: 0.02783 vs 0.02782; gnmt_large pipedream 16x4 and
-        // nasnetalarge async 16x4: equal), so G = H prunes almost every row the optimum does not
-        // need. It is not trusted blindly: the attempt below proves itself (final <= G).
-        cap_[L - 1] = U * (1 + 1e-9);
+      // <= G and the result exact. G is the single-stage bound H (two or more levels; no inner
+      // row is solved for it): near the optimum on the slow cases (nasnetalarge async 8x8:
+      // 0.02783 vs 0.02782; gnmt_large pipedream 16x4 and nasnetalarge async 16x4: equal), so
+      // it prunes almost every row the optimum does not need; then the whole model as one stage
+      // on every outermost machine (U, a candidate of the final cell) when that is smaller, its
+      // inner row solved under H's budgets. With no H (one level, or no single-stage plan), G = U.
+      // (Round 2 climbed from the compute bound for PipeDream's model on two levels; G = H does
+      // better on every case there: gnmt_large 16x4 6.4 s -> 0.9 s.)
+      auto set_caps = [&](double G) {
+        cap_[L - 1] = G * (1 + 1e-9);
         for (int level = L - 2; level >= 0; --level) cap_[level] = cap_[level + 1] * levels_[level + 1].machines * (1 + 1e-9);
-        const double H = single_stage_bound();
-        // Without H below U: the climb from the compute bound pays off where budgets prune inner
-        // rows (PipeDream's model on two levels, gnmt_large 8x8: 2.1 s -> 0.85 s CPU before H);
-        // under the corrected model with memory most rows stay alive below the optimum
-        // (nasnetalarge 8x8: 2x slower), on three levels each attempt solves two levels of rows
-        // again (gnmt_large 8x8x4: 17 s -> 25 s), and one level has no rows: those start at U.
-        double G = H < U                ? H
-                   : o_.quirks && L == 2 ? static_cast<double>(s_.compute_ns[n_ - 1]) * units_[L - 1] / M
-                                         : U;
-        while (true) {
-          if (!(G < U)) G = U;
-          cap_[L - 1] = G * (1 + 1e-9);
-          for (int level = L - 2; level >= 0; --level) cap_[level] = cap_[level + 1] * levels_[level + 1].machines * (1 + 1e-9);
+      };
+      const double H = single_stage_bound();
+      res.single_stage_bound_s = H;
+      double G = H;
+      if (G < std::numeric_limits<double>::infinity()) set_caps(G);
+      G = std::min(G, final_base_case());
+      if (G < std::numeric_limits<double>::infinity()) {
+        set_caps(G);
+        top = solve_row(L - 1, 0);
+        res.budget_s = G;
+        // G is a plan's value, so this holds; should rounding ever break it, solve again
+        // without budgets rather than return a plan not proven optimal.
+        if (!(top[static_cast<size_t>(n_ - 1) * M + M - 1].t <= G)) {
+          cap_.assign(L, std::numeric_limits<double>::infinity());
           top = solve_row(L - 1, 0);
-          const double t = top[static_cast<size_t>(n_ - 1) * M + M - 1].t;
-          res.budget_s = G;
-          res.single_stage_bound_s = H;
-          if (G == U || t <= G) break;
-          if (t < U) {
-            U = t;  // a real plan's value: the optimum is at most that, and G = U cannot fail
-            G = U;
-          } else {
-            G *= kBudgetStep;
-          }
+          res.budget_s = 0;
         }
       }
     }
