@@ -36,9 +36,15 @@
 // costs, under a budget derived from a bound G on the final value: a cell above G times the
 // machines of the levels above is part of no plan within G, so its candidates are not
 // evaluated; on the outermost level a cell is skipped when the states before or after it
-// cannot fit in G on the machines left. A final value <= G proves the result exact (G starts at
-// the whole model replicated on every outermost machine; PipeDream's model on two levels first
-// tries smaller budgets, climbing geometrically). With per-r_parent costs (two levels, corrected model,
+// cannot fit in G on the machines left. A final value <= G proves the result exact. G is the
+// single-stage bound H (two or more levels: the outermost DP with every inner segment one stage
+// on all machines below, O(1) per cost, no inner row solved), or U = the whole model replicated
+// on every outermost machine when that is smaller or H has no plan. An inner row's cells have their own budgets: its cost T enters the level
+// above as a stage of r replicas taking (T + all-reduce there) / r, so T above G r minus that
+// all-reduce, for every r the level above may give it (fewer when the states before the row
+// need machines of the outermost level), is of no use. Before a candidate of an inner level
+// makes a row be solved, its transfers and its last stage's time with the row's cost replaced
+// by the compute bound must fit in the incumbent. With per-r_parent costs (two levels, corrected model,
 // memory) a memory-bound row is solved again for an r_parent only when the level above asks.
 // Memory O(S^2) doubles for the inner-level tables, O(E) for the sorted predecessor lists,
 // plus O(S * M) per row being solved (rows nest: one per level at a time).
@@ -86,6 +92,10 @@ struct ReplicatedResult {
   double bottleneck_s = 0;   // "Time per stage in pipeline"
   std::vector<ReplicatedStage> stages;  // finest-level stages in pipeline order
   std::string table;         // per level "(start, end) time replicas" lines
+  // Diagnostics of the budgets (tests): the bound G the final attempt ran under and the
+  // single-stage bound H (see replicated_partition; 0 when not computed, +inf when no plan).
+  double budget_s = 0;
+  double single_stage_bound_s = 0;
 };
 
 ReplicatedResult replicated_partition(const CutStates& s, const std::vector<ReplicatedLevel>& levels,
