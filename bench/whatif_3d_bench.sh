@@ -7,7 +7,7 @@
 #   1T (l 128, h 25600, 160 heads, batch 3072) on 3072 and 4096 devices.
 # Usage: bench/whatif_3d_bench.sh [BUILD_DIR] [THREADS]
 # Prints per study the candidate count and best layout, then the total points, wall-clock and
-# CPU time (of the whole script, children included).
+# CPU time (of the whole script, children included), and a verdict line (exit 1 when it fails).
 set -euo pipefail
 build=${1:-build}
 threads=${2:-0}
@@ -54,3 +54,14 @@ ticks=$(getconf CLK_TCK)
 cpu1=$(awk '{print $14+$15+$16+$17}' /proc/$$/stat)
 echo "points $total threads ${threads/#0/all} wall $(echo "$end - $start" | bc)s cpu $(echo "scale=2; ($cpu1 - $cpu0) / $ticks" | bc)s"
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+# Issue 16's "a 1,000-point 3D sweep on up to 4,096 devices in under 60 s on 2 cores", as a
+# verdict on the wall time per 1,000 points of this run (exit 1 when it is 60 s or more).
+wall=$(echo "$end - $start" | bc)
+python3 - "$total" "$wall" <<'PY'
+import sys
+points, wall = int(sys.argv[1]), float(sys.argv[2])
+per = 1000 * wall / points if points else float("inf")
+ok = per < 60
+print("verdict: %.1f s of wall time per 1,000 points (acceptance < 60 s): %s" % (per, "holds" if ok else "DOES NOT HOLD"))
+sys.exit(0 if ok else 1)
+PY
