@@ -40,6 +40,21 @@ ReplicatedResult compare_result(const CutStates& s, const std::vector<Replicated
   return fast;
 }
 
+// Seeded draws of the random-instance tests: pick(lo, hi) is uniform on [lo, hi]; `rng` (the
+// same engine) draws the random profiles.
+struct Draw {
+  explicit Draw(uint32_t seed) : rng(seed) {}
+  int operator()(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); }
+  std::mt19937 rng;
+};
+
+// PipeDream's antichain states (quirks) or topological prefixes, complete.
+CutStates states_of(const models::Profile& p, bool quirks) {
+  CutStates s = quirks ? pipedream_states(p, 100000) : prefix_states(p, false);
+  REQUIRE(s.complete);
+  return s;
+}
+
 // Pruned vs exhaustive; returns the number of stages.
 size_t compare(const CutStates& s, const std::vector<ReplicatedLevel>& levels, const ReplicatedOptions& o) {
   return compare_result(s, levels, o).stages.size();
@@ -79,15 +94,13 @@ TEST_CASE("replicated DP: windows and budgets change no plan on the shared profi
 }
 
 TEST_CASE("replicated DP: windows and budgets change no plan on random instances") {
-  std::mt19937 rng(1616);
-  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  Draw pick(1616);
   int multi = 0;
   for (int trial = 0; trial < 300; ++trial) {
     CAPTURE(trial);
     const bool quirks = pick(0, 1) == 0;
-    models::Profile p = test::random_profile(rng, pick(3, 24), 4);
-    CutStates s = quirks ? pipedream_states(p, 100000) : prefix_states(p, false);
-    REQUIRE(s.complete);
+    models::Profile p = test::random_profile(pick.rng, pick(3, 24), 4);
+    const CutStates s = states_of(p, quirks);
     std::vector<ReplicatedLevel> levels;
     const int L = pick(1, 3);
     for (int l = 0; l < L; ++l) levels.push_back({pick(1, 4), 1e7 * pick(1, 40), quirks ? 0.0 : pick(0, 3) * 1e-6});
@@ -109,15 +122,13 @@ TEST_CASE("replicated DP: windows and budgets change no plan on random instances
 // crossing, the memory clamp and the per-r_parent rows solved on demand; tight memory leaves
 // cells without an incumbent and many rows bound by memory.
 TEST_CASE("replicated DP: pruning changes no plan with many machines per level on random instances") {
-  std::mt19937 rng(4242);
-  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  Draw pick(4242);
   int multi = 0;
   for (int trial = 0; trial < 60; ++trial) {
     CAPTURE(trial);
     const bool quirks = trial % 2 == 0;
-    models::Profile p = test::random_profile(rng, pick(12, 40), 4);
-    CutStates s = quirks ? pipedream_states(p, 100000) : prefix_states(p, false);
-    REQUIRE(s.complete);
+    models::Profile p = test::random_profile(pick.rng, pick(12, 40), 4);
+    const CutStates s = states_of(p, quirks);
     std::vector<ReplicatedLevel> levels;
     const int L = pick(1, 4) == 1 ? 3 : 2;
     for (int l = 0; l < L; ++l)
@@ -164,12 +175,11 @@ TEST_CASE("replicated DP: pruning changes no plan on resnet50 and gnmt with 8 an
 // own budget (U * r_parent) and rows shared by every r_parent; the memory limit is swept so that
 // some plans replicate a memory-bound level-1 stage.
 TEST_CASE("replicated DP: per-r_parent rows under budgets change no plan on random instances") {
-  std::mt19937 rng(16016);
-  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  Draw pick(16016);
   int multi = 0;
   for (int trial = 0; trial < 120; ++trial) {
     CAPTURE(trial);
-    models::Profile p = test::random_profile(rng, pick(6, 20), 4);
+    models::Profile p = test::random_profile(pick.rng, pick(6, 20), 4);
     CutStates s = prefix_states(p, false);
     REQUIRE(s.complete);
     const std::vector<ReplicatedLevel> levels{{pick(2, 6), 1e7 * pick(1, 40), pick(0, 3) * 1e-6},
@@ -196,16 +206,14 @@ TEST_CASE("replicated DP: per-r_parent rows under budgets change no plan on rand
 // final value, the per-cell budgets of the inner rows are tight for the plan's inner stages, and
 // the transfer and all-reduce bounds decide which inner rows are solved at all.
 TEST_CASE("replicated DP: tight single-stage and per-cell budgets change no plan on random instances") {
-  std::mt19937 rng(160316);
-  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  Draw pick(160316);
   int tight = 0, below = 0, multi = 0, budgeted = 0;
   for (int trial = 0; trial < 240; ++trial) {
     CAPTURE(trial);
     const bool quirks = trial % 2 == 0;
-    models::Profile p = test::random_profile(rng, pick(6, 26), 4);
+    models::Profile p = test::random_profile(pick.rng, pick(6, 26), 4);
     for (auto& l : p.layers) l.parameter_bytes *= pick(1, 20);
-    CutStates s = quirks ? pipedream_states(p, 100000) : prefix_states(p, false);
-    REQUIRE(s.complete);
+    const CutStates s = states_of(p, quirks);
     // One machine per inner group now and then: the inner cost is then the compute itself and the
     // all-reduce bound taken before an inner row is solved is tight.
     const std::vector<ReplicatedLevel> levels{{pick(0, 3) == 0 ? 1 : pick(2, 8), 1e8 * pick(1, 40), quirks ? 0.0 : pick(0, 3) * 1e-6},
@@ -237,16 +245,14 @@ TEST_CASE("replicated DP: tight single-stage and per-cell budgets change no plan
 // time, and the single-stage bound is the optimum (the restriction restricts nothing); the
 // final cell is the first to ask for most rows, under a budget equal to its value.
 TEST_CASE("replicated DP: the bound before an inner row is solved is exact where it is tight") {
-  std::mt19937 rng(1601);
-  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  Draw pick(1601);
   int tight = 0;
   for (int trial = 0; trial < 200; ++trial) {
     CAPTURE(trial);
     const bool quirks = trial % 2 == 0;
-    models::Profile p = test::random_profile(rng, pick(4, 20), 4);
+    models::Profile p = test::random_profile(pick.rng, pick(4, 20), 4);
     for (auto& l : p.layers) l.parameter_bytes *= pick(1, 20);
-    CutStates s = quirks ? pipedream_states(p, 100000) : prefix_states(p, false);
-    REQUIRE(s.complete);
+    const CutStates s = states_of(p, quirks);
     const std::vector<ReplicatedLevel> levels{{1, 1e12, 0.0}, {pick(2, 3), 1e6 * pick(1, 400), quirks ? 0.0 : pick(0, 1) * 1e-6}};
     ReplicatedOptions o;
     o.quirks = quirks;
@@ -264,12 +270,11 @@ TEST_CASE("replicated DP: the bound before an inner row is solved is exact where
 // taken before an inner row is solved applies only to a row's first request, where it is
 // rarely tight (a hand mutation of it, 1e-6 too strong, fails a test only with that gating off).
 TEST_CASE("replicated DP: transfer-bound plans under a tight budget change no plan on random instances") {
-  std::mt19937 rng(1602);
-  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  Draw pick(1602);
   int tight = 0;
   for (int trial = 0; trial < 200; ++trial) {
     CAPTURE(trial);
-    models::Profile p = test::random_profile(rng, pick(4, 16), 4);
+    models::Profile p = test::random_profile(pick.rng, pick(4, 16), 4);
     for (auto& l : p.layers) {
       l.parameter_bytes /= 100;
       l.output_bytes *= pick(1, 10);
