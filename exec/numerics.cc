@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "exec/tensor.h"
+
 namespace pw::exec {
 
 bool all_finite(const float* x, int64_t n) {
@@ -15,6 +17,12 @@ bool all_finite(const float* x, int64_t n) {
     acc |= (b & 0x7f800000u) + 0x00800000u;
   }
   return (acc & 0x80000000u) == 0;
+}
+
+bool all_finite(const std::vector<Tensor*>& tensors) {
+  bool finite = true;
+  for (const Tensor* t : tensors) finite = all_finite(t->data(), t->numel()) && finite;
+  return finite;
 }
 
 std::string nonfinite_kind(const float* x, int64_t n) {

@@ -9,11 +9,16 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace pw::exec {
 
+class Tensor;
+
 // True when none of x[0, n) is NaN or +-inf.
 bool all_finite(const float* x, int64_t n);
+// True when every tensor's values are (each tensor read once, whatever the result).
+bool all_finite(const std::vector<Tensor*>& tensors);
 // "NaN" or "Inf": the kind of the first non-finite value in x[0, n) ("" when all are finite).
 std::string nonfinite_kind(const float* x, int64_t n);
 

@@ -37,10 +37,9 @@ std::vector<int64_t> measure_step_ns(const models::Model& model, const planner::
     for (int rep = 0; rep < 7; ++rep) {
       const auto a = std::chrono::steady_clock::now();
       // As LayerStageCompute::step: finite checks of the gradients and the weights around the update.
-      bool finite = true;
-      for (Tensor* g : grads) finite = all_finite(g->data(), g->numel()) && finite;
+      const bool grads_finite = all_finite(grads);
       opt.step();
-      for (Tensor* w : params) finite = all_finite(w->data(), w->numel()) && finite;
+      const bool finite = all_finite(params) && grads_finite;
       for (auto& r : ranges) r->zero_grad();
       PW_CHECK(finite, "non-finite weights while timing the optimizer step");
       t.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - a).count());
