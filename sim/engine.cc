@@ -42,6 +42,7 @@ void StageCosts::validate(int S, int D) const {
   check(backward_weight_ns, "backward_weight_ns", S, false);
   check(allreduce_ns, "allreduce_ns", S, true);
   check(step_ns, "step_ns", D, true);
+  check(data_ns, "data_ns", D, true);
   check(activation_bytes, "activation_bytes", S, true);
   check(gradient_bytes, "gradient_bytes", S, true);
   check(weights_optimizer_bytes, "weights_optimizer_bytes", S, true);
@@ -187,6 +188,8 @@ class Engine {
     int in_flight = 0, max_in_flight = 0;
     int64_t busy_ns = 0, first_start = -1, last_end = 0;
     bool waiting = false;  // arrived at a collective all-reduce, waiting for its group
+    int data_iter = -1;    // the last iteration whose data phase (StageCosts::data_ns) started
+    bool in_data = false;  // busy with that data phase
   };
 
   void setup_stages(const Network& net) {
@@ -270,6 +273,14 @@ class Engine {
   void try_start(int d) {
     Dev& v = devs_[d];
     if (v.busy || v.done) return;
+    if (!async_ && v.pos == 0 && v.data_iter != v.iter && at(c_.data_ns, d) > 0) {
+      v.data_iter = v.iter;
+      v.busy = v.in_data = true;
+      v.cur_start = now_;
+      if (v.first_start < 0) v.first_start = now_;
+      push(now_ + c_.data_ns[d], kDone, d, 0, 0);
+      return;
+    }
     const Op& op = (*lists_[d])[v.pos];
     const int sp = stamp(v.iter);
     const int st = op.stage;
@@ -365,15 +376,21 @@ class Engine {
   }
 
   void send(const Hop& h, int type, int to_stage, size_t i, int sp, const Op& op, int iter) {
-    if (h.link < 0) {
+    // A free hop between two devices still takes the replayed latency when one is given.
+    const bool replayed = o_.transfer_latency && h.src != h.dst;
+    if (h.link < 0 && !replayed) {
       (type == kArriveF ? f_in_ : g_in_)[i] = sp;
       wake(to_stage, static_cast<int>(i % mtot_));
       return;
     }
-    int64_t& free_at = link_free_[h.link];
-    const int64_t start = std::max(now_, free_at);
-    free_at = start + h.cost.occupancy_ns;
-    const int64_t arrive = free_at + h.cost.latency_ns;
+    int64_t start = now_, occupied_until = now_;
+    if (h.link >= 0) {
+      int64_t& free_at = link_free_[h.link];
+      start = std::max(now_, free_at);
+      occupied_until = free_at = start + h.cost.occupancy_ns;
+    }
+    const int64_t latency = replayed ? o_.transfer_latency(op, iter, h.cost.latency_ns) : h.cost.latency_ns;
+    const int64_t arrive = occupied_until + latency;
     push(arrive, type, to_stage, static_cast<int>(i), sp);
     if (o_.record_trace) {
       TraceEvent e;
@@ -393,6 +410,13 @@ class Engine {
 
   void finish(int d) {
     Dev& v = devs_[d];
+    if (v.in_data) {
+      v.busy_ns += now_ - v.cur_start;
+      v.last_end = now_;
+      v.busy = v.in_data = false;
+      try_start(d);
+      return;
+    }
     const Op op = v.cur;
     const int st = op.stage;
     const int sp = async_ ? 1 : stamp(v.iter);

@@ -71,6 +71,12 @@ struct StageCosts {
   std::vector<int64_t> forward_ns, backward_input_ns, backward_weight_ns;
   std::vector<int64_t> allreduce_ns;   // per allreduce op of the stage; empty = 0
   std::vector<int64_t> step_ns;        // per device; empty = 0
+  // Per device; empty = 0. Synchronous schedules: the device is busy for data_ns[d] at the start
+  // of every iteration, before its first op: the next mini-batch drawn on its cores by the
+  // background loader (exec/data/loader.h, placed by the runtime on the last stage's worker,
+  // idle while the pipeline fills). No trace event; counted in the device's busy time.
+  // Ignored by asynchronous schedules.
+  std::vector<int64_t> data_ns;
   // Per virtual stage, bytes sent per micro-batch: activation_bytes[s] from s to s+1,
   // gradient_bytes[s] from s to s-1 (activation_bytes.back() and gradient_bytes[0] unused).
   std::vector<int64_t> activation_bytes, gradient_bytes;
@@ -96,6 +102,10 @@ struct SimOptions {
   // Optional: the duration of each op instead of the costs' (trace replay, sim/replay.h):
   // (device, op as in the device's list, iteration, the costs' duration) -> ns >= 0.
   std::function<int64_t(int, const planner::Op&, int, int64_t)> op_duration;
+  // Optional: the latency of each transfer between devices instead of the network's (trace
+  // replay): (sending op, its iteration, the network's latency) -> ns >= 0. The link's
+  // occupancy (bandwidth) is kept; only the latency after it is replaced.
+  std::function<int64_t(const planner::Op&, int, int64_t)> transfer_latency;
   // Also simulate the schedule with equalised costs for Report::schedule_bubble (report.h);
   // off, it stays 0. Costs one more simulation without trace.
   bool schedule_bubble = false;

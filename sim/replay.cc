@@ -54,8 +54,17 @@ ReplayResult replay(const planner::Schedule& schedule, const Trace& measured, co
   const int m = schedule.num_micro_batches;
   int total = 0;
   std::map<Key, int64_t> dur;
+  // Transfers between devices, keyed (direction, sending stage, micro-batch, iteration): the
+  // measured latency from the sender's hand-off to the receiver taking the message.
+  std::map<Key, int64_t> latency;
   for (const TraceEvent& e : measured.events) {
-    if (e.is_transfer || !is_compute(e.kind)) continue;
+    if (e.is_transfer) {
+      if (e.dst_device >= 0 && e.dst_device != e.device && e.micro_batch >= 0)
+        latency[{e.kind == OpKind::F ? 0 : 1, e.stage, e.micro_batch % std::max(1, m), e.iteration}] =
+            std::max<int64_t>(0, e.end_ns - e.start_ns);
+      continue;
+    }
+    if (!is_compute(e.kind)) continue;
     total = std::max(total, e.iteration + 1);
     const int who = e.kind == OpKind::step ? e.device : e.stage;
     const int mb = e.kind == OpKind::step ? -1 : e.micro_batch % std::max(1, m);
@@ -85,8 +94,28 @@ ReplayResult replay(const planner::Schedule& schedule, const Trace& measured, co
       ++it.count;
       it.predicted_ns = static_cast<double>(predicted_duration(predicted, op.kind, who));
     }
+  // Transfers: one row per sending stage (kind send, both directions), predicted = the
+  // hand-off latency, measured = the mean replayed latency.
+  const int transfer_kind = static_cast<int>(OpKind::send);
+  {
+    SimOptions counting;
+    counting.iterations = 1;
+    counting.transfer_latency = [&](const planner::Op& op, int, int64_t modeled) {
+      OpKindError& it = items[{op.stage, transfer_kind}];
+      it.stage = op.stage;
+      it.kind = OpKind::send;
+      ++it.count;
+      it.predicted_ns = static_cast<double>(handoff_ns);
+      return modeled;
+    };
+    simulate(schedule, predicted, network, counting);
+  }
   std::map<std::pair<int, int>, double> sums;
   std::vector<double> measured_k, replayed_k;
+  // The replay charges no data phase: where the loader held a worker's core, the measured op
+  // durations and transfer latencies already show it.
+  StageCosts replayed_costs = predicted;
+  replayed_costs.data_ns.clear();
   for (int k = first; k < first + iterations; ++k) {
     int64_t lo = std::numeric_limits<int64_t>::max(), hi = std::numeric_limits<int64_t>::min();
     for (const TraceEvent& e : measured.events)
@@ -109,7 +138,14 @@ ReplayResult replay(const planner::Schedule& schedule, const Trace& measured, co
       sums[{who, static_cast<int>(op.kind)}] += static_cast<double>(f->second);
       return f->second;
     };
-    SimResult sr = simulate(schedule, predicted, network, so);
+    so.transfer_latency = [&](const planner::Op& op, int, int64_t modeled) -> int64_t {
+      const int mb = op.micro_batch % std::max(1, m);
+      auto f = latency.find({op.kind == OpKind::F ? 0 : 1, op.stage, mb, k});
+      const int64_t ns = f == latency.end() ? modeled : f->second;  // traces without transfers: the model's
+      sums[{op.stage, transfer_kind}] += static_cast<double>(ns);
+      return ns;
+    };
+    SimResult sr = simulate(schedule, replayed_costs, network, so);
     replayed_k.push_back(static_cast<double>(sr.report.makespan_ns));
     if (so.record_trace) r.replayed = std::move(sr.trace);
   }

@@ -4,8 +4,11 @@
 // Given the run's schedule and a measured Trace of it (exec/, one event per executed op),
 // replay() simulates each iteration k of [first, first + K) of the run on its own (the
 // runtime starts every iteration on all workers at once) with every compute op (F, B, W, BW,
-// step) lasting exactly as long as it did in iteration k of the measurement (transfers free,
-// unless a hand-off latency is given, see replay()). Iteration times are medians over the K
+// step) lasting exactly as long as it did in iteration k of the measurement, and every
+// transfer between devices taking as long as it did: from the sender's hand-off to the
+// receiver taking the message (a receiver woken late, e.g. because another thread held its
+// core, shows there). A transfer the trace lacks (traces written without them) takes the
+// hand-off latency given to replay(), or nothing. Iteration times are medians over the K
 // iterations (one slow iteration, a hiccup of the machine, does not move them) of:
 // - measured: the span of iteration k's ops in the trace (first start to last end);
 // - replayed: the makespan of the replay of iteration k;
@@ -13,7 +16,8 @@
 // scheduling error = replayed - measured (what the simulator's model of the schedule misses:
 // hand-offs, waits, runtime work between ops); cost-model error = predicted - replayed (the
 // op durations the cost model got wrong), itemized per (stage, op kind) as the difference of
-// the mean durations times the number of such ops per iteration (step: per device).
+// the mean durations times the number of such ops per iteration (step: per device; transfers:
+// one "send" row per sending stage, predicted = the hand-off latency).
 // Replaying a trace the simulator itself wrote gives measured == replayed exactly.
 //
 // Throws InputError when the trace lacks an op the schedule runs in those iterations, or
@@ -46,14 +50,14 @@ struct ReplayResult {
   double measured_ns = 0, replayed_ns = 0, predicted_ns = 0;  // per iteration
   double scheduling_error_ns() const { return replayed_ns - measured_ns; }
   double cost_model_error_ns() const { return predicted_ns - replayed_ns; }
-  std::vector<OpKindError> ops;  // stage-major, F B W BW step
+  std::vector<OpKindError> ops;  // stage-major, F B W BW send step
   Trace replayed;                // the replay's trace (iterations renumbered from 0)
 };
 
 // `first` < 0: the last `iterations` iterations of the trace; iterations <= 0: all from first.
-// `handoff_ns` > 0: every transfer between distinct devices costs that latency in both the
-// replayed and the predicted simulations (sim::Network::fixed; the runtime's measured hand-off,
-// exec/runtime/handoff.h); 0: transfers are free.
+// `handoff_ns` > 0: every transfer between distinct devices costs that latency in the
+// predicted simulation (sim::Network::fixed; the runtime's measured hand-off,
+// exec/runtime/handoff.h) and in the replay where the trace lacks the transfer; 0: free there.
 ReplayResult replay(const planner::Schedule& schedule, const Trace& measured, const StageCosts& predicted,
                     int first = -1, int iterations = 0, int64_t handoff_ns = 0);
 

@@ -56,6 +56,7 @@ Json run_trace_to_json(const RunTrace& r) {
                       {"backward_input_ns", r.predicted.backward_input_ns},
                       {"backward_weight_ns", r.predicted.backward_weight_ns},
                       {"step_ns", r.predicted.step_ns}};
+  if (r.has_predicted && !r.predicted.data_ns.empty()) j["predicted"]["data_ns"] = r.predicted.data_ns;
   if (r.handoff_ns > 0) j["handoff_ns"] = r.handoff_ns;
   if (!r.iterations.empty()) {
     Json a = Json::array();
@@ -99,6 +100,7 @@ RunTrace run_trace_from_json(const Json& j) {
     r.predicted.backward_input_ns = vec("backward_input_ns", r.stages);
     r.predicted.backward_weight_ns = vec("backward_weight_ns", r.stages);
     r.predicted.step_ns = vec("step_ns", 0);
+    if (p.contains("data_ns")) r.predicted.data_ns = vec("data_ns", 0);
     r.has_predicted = true;
   }
   if (j.contains("iterations")) r.iterations = summaries_from_json(j);

@@ -1,7 +1,7 @@
 // The file `run --run-trace F` writes and `simulate --replay F` reads (sim/replay.h):
 // {"format": "pipewright.run-trace/1", "schedule": KIND, "stages", "chunks", "micro_batches",
 //  "warmup_iterations", "predicted": {"forward_ns": [...], "backward_input_ns", "backward_weight_ns",
-//  "step_ns"} (optional), "handoff_ns" (optional, default 0),
+//  "step_ns", "data_ns" (optional, per device)} (optional), "handoff_ns" (optional, default 0),
 //  "iterations": [{"iteration", "start_ns", "end_ns"}, ...] (optional),
 //  "trace": {pipewright.trace/1}}.
 //

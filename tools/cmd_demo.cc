@@ -112,7 +112,8 @@ void plan_simulate_run(const DemoArgs& a, const pw::models::Model& model) {
   if (!run.warning.empty()) std::fprintf(stderr, "%s\n", run.warning.c_str());
 
   // The step op is part of the prediction the run is compared with (as `run --compare`).
-  const exec::Prediction pred = exec::predict_from_measurement(model, plan, threads, opt);
+  const exec::Prediction pred = exec::predict_from_measurement(
+      model, plan, threads, opt, exec::measure_draw_ns(model, ro.data_file, ro.seed, plan.batch));
   std::cout << "\n== 7. Predicted vs measured ==\n";
   std::printf("iteration: predicted %.2f ms, measured %.2f ms (median of %d steps, %+.1f%%)\n", pred.iteration_ms,
               run.median_iteration_ms, a.steps, 100.0 * (run.median_iteration_ms / pred.iteration_ms - 1.0));

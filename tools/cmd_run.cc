@@ -289,7 +289,11 @@ void execute(const RunArgs& a, Prepared& p, World* world) {
     std::fprintf(stderr, "compare: measuring a profile of %s at micro-batch %lld\n", model.name().c_str(),
                  static_cast<long long>(plan.micro_batch_size));
     try {
-      cmp = pw::exec::predict_from_measurement(model, plan, threads, o.optimizer);
+      // Threaded runs draw their data on a background loader that shares a worker's cores
+      // (exec/runtime/run_pipeline.h); MPI ranks each draw on their own, not modelled.
+      const int64_t draw_ns =
+          o.prefetch > 0 && !world ? pw::exec::measure_draw_ns(model, o.data_file, o.seed, plan.batch) : 0;
+      cmp = pw::exec::predict_from_measurement(model, plan, threads, o.optimizer, draw_ns);
     } catch (const std::exception& e) {
       if (!world) throw;
       // The other ranks wait in compare_barrier: end the job (every rank exits non-zero).

@@ -29,6 +29,7 @@ DataLoader::~DataLoader() { stop(); }
 void DataLoader::start() {
   if (capacity_ == 0) return;
   stop_ = false;
+  bind_pending_ = static_cast<bool>(bind_);
   producer_ = std::thread([this] { produce(); });
 }
 
@@ -43,13 +44,26 @@ void DataLoader::stop() {
   queue_.clear();
 }
 
+void DataLoader::bind_producer(std::function<void()> bind) {
+  if (capacity_ == 0) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  bind_ = std::move(bind);
+  bind_pending_ = static_cast<bool>(bind_);
+}
+
 void DataLoader::produce() {
   for (;;) {
+    std::function<void()> bind;
     {
       std::unique_lock<std::mutex> lock(mu_);
       not_full_.wait(lock, [this] { return stop_ || static_cast<int>(queue_.size()) < capacity_; });
       if (stop_) return;
+      if (bind_pending_) {
+        bind = bind_;
+        bind_pending_ = false;
+      }
     }
+    if (bind) bind();
     Item item;
     try {
       item.batch = source_->next(rows_);

@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <deque>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -59,6 +60,11 @@ class DataLoader {
   void restore(const DataState& s);
   const std::string& describe() const { return describe_; }
   int capacity() const { return capacity_; }
+  // Runs `bind` on the producer thread before its next draw, and again first thing on every
+  // producer restore() starts: to pin the producer where its draws cost least (the pipeline
+  // runtime: the last stage's worker, idle while the pipeline fills, or cores no worker uses;
+  // exec/runtime/run_pipeline.h). Capacity 0: nothing to bind (draws run on the caller).
+  void bind_producer(std::function<void()> bind);
 
   // Time next() spent waiting for a batch (capacity 0: drawing it), summed since construction.
   int64_t wait_ns() const { return wait_ns_; }
@@ -90,6 +96,8 @@ class DataLoader {
   std::deque<Item> queue_;
   int max_queued_ = 0;
   bool stop_ = false;
+  std::function<void()> bind_;  // bind_producer's, kept for restarts
+  bool bind_pending_ = false;   // the producer has not run bind_ yet
   std::thread producer_;
 };
 

@@ -4,11 +4,15 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <set>
 
 #include "exec/network.h"
 #include "exec/numerics.h"
 #include "exec/profiler.h"
+#include "exec/data/data.h"
 #include "exec/runtime/handoff.h"
+#include "exec/runtime/pinning.h"
+#include "exec/runtime/run_pipeline.h"
 #include "planner/schedule.h"
 #include "sim/engine.h"
 #include "sim/compare_svg.h"
@@ -50,8 +54,21 @@ std::vector<int64_t> measure_step_ns(const models::Model& model, const planner::
   return out;
 }
 
+int64_t measure_draw_ns(const models::Model& model, const std::string& data_file, uint64_t seed, int64_t rows) {
+  std::unique_ptr<DataSource> src = make_data_source(model, data_file, seed);
+  src->next(rows);  // first draw: pages and tables warmed
+  std::vector<int64_t> t;
+  for (int rep = 0; rep < 5; ++rep) {
+    const auto a = std::chrono::steady_clock::now();
+    src->next(rows);
+    t.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - a).count());
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
 Prediction predict_from_measurement(const models::Model& model, const planner::Plan& plan, int threads,
-                                    const OptimizerOptions& optimizer) {
+                                    const OptimizerOptions& optimizer, int64_t draw_ns) {
   MeasureOptions mo;
   mo.micro_batch = plan.micro_batch_size;
   mo.reps = kInContextTimedPasses;
@@ -69,6 +86,16 @@ Prediction predict_from_measurement(const models::Model& model, const planner::P
   // (stage_costs_from_plan leaves step_ns empty when the profile has no step times.)
   if (planner::is_synchronous(plan.schedule) && costs.step_ns.empty()) costs.step_ns = measure_step_ns(model, plan, optimizer);
   const planner::Schedule sched = sim::schedule_for_plan(plan, costs);
+  // The loader's draw, on the worker whose cores it shares (as run_pipeline pins it).
+  if (draw_ns > 0 && planner::is_synchronous(plan.schedule)) {
+    std::set<int> used;
+    for (const CoreSet& c : Machine::instance().assign(sched.num_devices)) used.insert(c.cores.begin(), c.cores.end());
+    const int dev = loader_device(sched, static_cast<int>(used.size()), Machine::instance().num_cores());
+    if (dev >= 0) {
+      costs.data_ns.assign(sched.num_devices, 0);
+      costs.data_ns[dev] = draw_ns;
+    }
+  }
   // Transfers between workers cost the runtime's hand-off (a sleeping receiver woken by the
   // sender), measured here; free on one worker.
   if (sched.num_devices > 1) p.handoff_ns = measure_handoff_ns();

@@ -45,11 +45,17 @@ struct Prediction {
 std::vector<int64_t> measure_step_ns(const models::Model& model, const planner::Plan& plan,
                                      const OptimizerOptions& optimizer);
 
+// Median time (ns) the model's data source takes to draw one mini-batch of `rows` rows (the
+// background loader's work per iteration; exec/data/loader.h), on the calling thread.
+int64_t measure_draw_ns(const models::Model& model, const std::string& data_file, uint64_t seed, int64_t rows);
+
 // `threads`: OpenMP threads to measure with (the worker's core count in the run). The profile
 // is measured in context and co-run (exec/profiler.h): one copy per worker of the plan, each on
-// `threads` threads, as the run will compute.
+// `threads` threads, as the run will compute. `draw_ns` (> 0 when the run draws its data in
+// the background): charged as StageCosts::data_ns to the worker whose cores the loader shares
+// (loader_device, exec/runtime/run_pipeline.h; none when it has cores of its own).
 Prediction predict_from_measurement(const models::Model& model, const planner::Plan& plan, int threads,
-                                    const OptimizerOptions& optimizer);
+                                    const OptimizerOptions& optimizer, int64_t draw_ns = 0);
 
 // `run --run-trace F`: the measured trace with what `simulate --replay` needs (sim/run_trace.h:
 // schedule, stages, micro-batches, the warm-up iterations to skip, and the predicted costs when

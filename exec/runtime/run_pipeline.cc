@@ -4,6 +4,7 @@
 #include <cstring>
 #include <map>
 #include <numeric>
+#include <set>
 #include <mutex>
 
 #include "exec/checkpoint.h"
@@ -12,6 +13,7 @@
 #include "exec/network.h"
 #include "exec/runtime/run_compute.h"
 #include "exec/runtime/run_imported.h"
+#include "exec/runtime/pinning.h"
 #include "exec/runtime/run_setup.h"
 #include "models/error.h"
 #include "planner/schedule_gen.h"
@@ -139,6 +141,32 @@ planner::Plan even_plan(const models::Model& model, int stages, int num_micro_ba
   return p;
 }
 
+namespace {
+
+// Pins the loader's producer where loader_device says (nothing when the workers are not pinned).
+void pin_loader(BatchSlicer& slicer, const planner::Schedule& schedule, const std::vector<CoreSet>& placement) {
+  std::set<int> used;
+  for (const CoreSet& c : placement) used.insert(c.cores.begin(), c.cores.end());
+  if (used.empty()) return;
+  const Machine& m = Machine::instance();
+  const int dev = loader_device(schedule, static_cast<int>(used.size()), m.num_cores());
+  CoreSet where;
+  if (dev >= 0) {
+    where = placement.at(dev);
+  } else {
+    for (int c = 0; c < m.num_cores(); ++c)
+      if (!used.count(c)) where.cores.push_back(c);
+  }
+  slicer.bind_loader([where] { Machine::instance().bind_current_thread(where); });
+}
+
+}  // namespace
+
+int loader_device(const planner::Schedule& schedule, int cores_used, int cores) {
+  if (cores_used < cores) return -1;
+  return schedule.device_of(schedule.num_stages - 1, 0);
+}
+
 PipelineRunResult run_pipeline(const models::Model& model, const planner::Plan& given, const PipelineRunOptions& options,
                                const std::function<void(const StepReport&)>& on_step) {
   const planner::Plan plan = plan_for_run(given);
@@ -206,6 +234,7 @@ PipelineRunResult run_pipeline(const models::Model& model, const planner::Plan& 
 
   PipelineRuntime rt(std::move(schedule), device_computes(setup), ro);
   r.warning = rt.warning();
+  pin_loader(*slicer, setup.schedule, rt.placement());
   for (const auto& c : rt.placement()) r.placement.push_back(c.to_string());
   if (options.on_start) options.on_start();
   EndToEndClock clock(*slicer, options.warmup_steps);

@@ -163,6 +163,14 @@ planner::Plan even_plan(const models::Model& model, int stages, int num_micro_ba
 planner::Plan even_plan_for_schedule(const models::Model& model, const planner::Schedule& schedule,
                                      int64_t micro_batch_size, bool recompute, const std::string& where);
 
+// Where the background loader draws (DataLoader::bind_producer). The driver takes a mini-batch
+// just before it starts an iteration, so the loader draws the next one while the iteration
+// starts: on cores no worker is placed on when the machine has some (returns -1), else on the
+// worker of the last stage (replica 0), which idles while the pipeline fills. `cores_used`:
+// the cores the workers are placed on; `cores`: the machine's. The prediction charges the draw
+// to that worker (sim::StageCosts::data_ns; exec/runtime/run_compare.h). Pure.
+int loader_device(const planner::Schedule& schedule, int cores_used, int cores);
+
 PipelineRunResult run_pipeline(const models::Model& model, const planner::Plan& plan, const PipelineRunOptions& options,
                                const std::function<void(const StepReport&)>& on_step = {});
 

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -40,6 +41,8 @@ class BatchSlicer {
   std::string describe() const { return loader_.describe(); }
   // Time spent waiting for mini-batches since construction (DataLoader::wait_ns).
   int64_t wait_ns();
+  // DataLoader::bind_producer.
+  void bind_loader(std::function<void()> bind) { loader_.bind_producer(std::move(bind)); }
 
  private:
   void draw(int it);

@@ -166,3 +166,39 @@ TEST_CASE("memory: weight_pending_bytes are held from a split B to its W, not by
   bad.weight_pending_bytes_per_micro_batch.assign(1, 0);
   CHECK_THROWS_AS(bad.validate(2, 1), pw::InputError);
 }
+
+TEST_CASE("data phase: a device busy drawing data at each iteration's start, hidden in its fill bubble up to its length") {
+  // 1f1b, stage 0: F 3, BW 4+1; stage 1: F 2, BW 5+1; hop 1 ns; m = 3 (makespan 36, above).
+  // Device 1 first needs F(0,0), which arrives at 4: a draw of up to 4 ns on device 1 is free.
+  const auto s = planner::make_schedule(ScheduleKind::one_f_one_b, 2, 3);
+  sim::StageCosts c = two_stage(3, 4, 1, 2, 5, 1);
+  const auto base = sim::simulate(s, c, sim::Network::fixed(1), {1, true});
+  c.data_ns = {0, 4};
+  const auto hidden = sim::simulate(s, c, sim::Network::fixed(1), {1, true});
+  CHECK(hidden.report.makespan_ns == base.report.makespan_ns);
+  CHECK(compute_times(hidden.trace).at({1, OpKind::F, 0}) == std::pair<int64_t, int64_t>{4, 6});
+  CHECK(hidden.report.devices[1].busy_ns == base.report.devices[1].busy_ns + 4);
+  // 7 ns: F(1,0) starts at 7 instead of 4, and every later op of the critical path with it.
+  c.data_ns = {0, 7};
+  const auto longer = sim::simulate(s, c, sim::Network::fixed(1), {1, true});
+  CHECK(compute_times(longer.trace).at({1, OpKind::F, 0}) == std::pair<int64_t, int64_t>{7, 9});
+  CHECK(longer.report.makespan_ns == base.report.makespan_ns + 3);
+  // On the first device it delays everything: one iteration, then every iteration of several.
+  c.data_ns = {5, 0};
+  CHECK(sim::simulate(s, c, sim::Network::fixed(1)).report.makespan_ns == base.report.makespan_ns + 5);
+  sim::SimOptions two;
+  two.iterations = 2;
+  const int64_t base2 = sim::simulate(s, two_stage(3, 4, 1, 2, 5, 1), sim::Network::fixed(1), two).report.makespan_ns;
+  CHECK(sim::simulate(s, c, sim::Network::fixed(1), two).report.makespan_ns == base2 + 10);
+  // Asynchronous schedules have no iteration start: ignored.
+  const auto a = planner::make_schedule(ScheduleKind::pipedream_async, 2, 3);
+  sim::StageCosts ca = two_stage(3, 4, 1, 2, 5, 1);
+  const int64_t async_base = sim::simulate(a, ca, sim::Network::fixed(1)).report.makespan_ns;
+  ca.data_ns = {5, 5};
+  CHECK(sim::simulate(a, ca, sim::Network::fixed(1)).report.makespan_ns == async_base);
+  // Sizes and signs are checked like the other per-device costs.
+  c.data_ns = {1};
+  CHECK_THROWS_AS(sim::simulate(s, c, sim::Network{}), InputError);
+  c.data_ns = {0, -1};
+  CHECK_THROWS_AS(sim::simulate(s, c, sim::Network{}), InputError);
+}

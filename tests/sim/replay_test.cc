@@ -5,6 +5,8 @@
 
 #include <doctest/doctest.h>
 
+#include <vector>
+
 #include "models/error.h"
 #include "planner/schedule_gen.h"
 #include "sim/trace_io.h"
@@ -54,9 +56,19 @@ TEST_CASE("replay with the runtime's hand-off latency: exact when the run paid i
   const ReplayResult with = replay(s, t, c, 0, 2, h);
   CHECK(with.measured_ns == with.replayed_ns);
   CHECK(with.replayed_ns == with.predicted_ns);
-  // 1F1B on 2 stages x 4 micro-batches: the critical path crosses the cut twice per
-  // micro-batch of the warm-up and drain; without the latency the replay runs short.
-  const ReplayResult without = replay(s, t, c, 0, 2, 0);
+  // The trace's transfers carry their latency: replayed from them, exact even when replay()
+  // is told nothing of the hand-off (the prediction then charges none: cost-model error).
+  const ReplayResult told_nothing = replay(s, t, c, 0, 2, 0);
+  CHECK(told_nothing.measured_ns == told_nothing.replayed_ns);
+  CHECK(told_nothing.predicted_ns < told_nothing.replayed_ns);
+  // A trace without its transfers (written before they were recorded): the replay charges the
+  // hand-off given; with none, it runs short. 1F1B on 2 stages x 4 micro-batches: the critical
+  // path crosses the cut twice per micro-batch of the warm-up and drain.
+  Trace bare = t;
+  std::erase_if(bare.events, [](const TraceEvent& e) { return e.is_transfer; });
+  const ReplayResult bare_with = replay(s, bare, c, 0, 2, h);
+  CHECK(bare_with.measured_ns == bare_with.replayed_ns);
+  const ReplayResult without = replay(s, bare, c, 0, 2, 0);
   CHECK(without.replayed_ns < without.measured_ns);
   CHECK(without.cost_model_error_ns() == 0);
   CHECK(without.scheduling_error_ns() < 0);
@@ -72,6 +84,25 @@ TEST_CASE("replay with the runtime's hand-off latency: exact when the run paid i
   rt.handoff_ns = 0;
   CHECK_FALSE(run_trace_to_json(rt).contains("handoff_ns"));
   CHECK(run_trace_from_json(run_trace_to_json(rt)).handoff_ns == 0);
+  CHECK_FALSE(run_trace_to_json(rt)["predicted"].contains("data_ns"));
+  CHECK(run_trace_from_json(run_trace_to_json(rt)).predicted.data_ns.empty());
+  rt.predicted.data_ns = {0, 400};
+  CHECK(run_trace_from_json(run_trace_to_json(rt)).predicted.data_ns == std::vector<int64_t>{0, 400});
+}
+
+TEST_CASE("replay: the predicted data phase is in the prediction, not in the replay (the run's ops show it)") {
+  // gpipe, 2 stages x 2 micro-batches; device 1 first needs F(0,0) at 100: a predicted draw
+  // of 300 on device 1 delays the prediction by 200. The trace (written without a draw) replays
+  // as measured.
+  const planner::Schedule s = planner::make_schedule(planner::ScheduleKind::gpipe, 2, 2, 1);
+  StageCosts c = costs(100, 200, 0, 0);
+  const Trace t = simulated(s, c, 1);
+  c.data_ns = {0, 300};
+  const ReplayResult r = replay(s, t, c);
+  CHECK(r.measured_ns == 900);
+  CHECK(r.replayed_ns == 900);
+  CHECK(r.predicted_ns == 1100);
+  CHECK(r.scheduling_error_ns() == 0);
 }
 
 TEST_CASE("replay: iteration times are medians, so one hiccup does not move them") {
@@ -132,6 +163,41 @@ TEST_CASE("replay: a gap the simulator does not know is scheduling error") {
   CHECK(r.replayed_ns == 900);
   CHECK(r.scheduling_error_ns() == -50);
   CHECK(r.cost_model_error_ns() == 0);
+}
+
+TEST_CASE("replay: a receiver woken late is replayed exactly and itemized as transfer (send) cost") {
+  // 1f1b, 2 stages, 2 micro-batches, hand-off 100 predicted. In the run, the first forward
+  // transfer of every iteration (F of stage 0, micro-batch 0 -> device 1) took 900 instead:
+  // device 1's worker woke late (another thread held its core at the iteration's start).
+  const planner::Schedule s = planner::make_schedule(planner::ScheduleKind::one_f_one_b, 2, 2, 1);
+  const StageCosts c = costs(1000, 1500, 0, 200);
+  const int64_t h = 100;
+  SimOptions late;
+  late.iterations = 1;
+  late.record_trace = true;
+  late.transfer_latency = [](const planner::Op& op, int, int64_t modeled) -> int64_t {
+    return op.kind == OpKind::F && op.stage == 0 && op.micro_batch == 0 ? 900 : modeled;
+  };
+  const Trace t = simulate(s, c, Network::fixed(h), late).trace;
+  const ReplayResult r = replay(s, t, c, 0, 1, h);
+  // Device 1 is on the critical path from its first forward: the whole 800 ns show.
+  CHECK(r.predicted_ns + 800 == r.measured_ns);
+  CHECK(r.replayed_ns == r.measured_ns);
+  CHECK(r.scheduling_error_ns() == 0);
+  CHECK(r.cost_model_error_ns() == -800);
+  int rows = 0;
+  for (const OpKindError& e : r.ops) {
+    if (e.kind != OpKind::send) {
+      CHECK(e.error_ns() == 0);
+      continue;
+    }
+    ++rows;
+    CHECK(e.predicted_ns == h);
+    // Stage 0 sends 2 forwards (one late), stage 1 sends 2 backwards.
+    CHECK(e.count == 2);
+    CHECK(e.measured_ns == (e.stage == 0 ? (900.0 + 100.0) / 2 : 100.0));
+  }
+  CHECK(rows == 2);
 }
 
 TEST_CASE("replay: a missing op and iterations out of range are input errors, run-trace JSON round-trips") {

@@ -52,6 +52,16 @@ TEST_CASE("run --compare --run-trace and --svg, simulate --replay splits the err
   CHECK(j["measured_ns"].get<double>() > 0);
   CHECK(j["replayed_ns"].get<double>() > 0);
   CHECK(j["ops"].size() > 0);
+  // The transfers are replayed from the run's own: stage 0 sends 2 forwards, stage 1 two
+  // backwards per iteration, each measured (a latency > 0: a hand-off takes time).
+  int send_rows = 0;
+  for (const Json& op : j["ops"])
+    if (op["op"] == "send") {
+      ++send_rows;
+      CHECK(op["count"] == 2);
+      CHECK(op["measured_ns"].get<double>() > 0);
+    }
+  CHECK(send_rows == 2);
   expect_rejected(run_cli({"simulate", "--replay", t, "--stages", "2"}), 2, {"--stages: not used with --replay"});
   expect_rejected(run_cli({"simulate", "--replay", dir.file("missing.json")}), 2, {"missing.json"});
 }

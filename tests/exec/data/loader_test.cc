@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 #include <thread>
 
@@ -165,6 +166,36 @@ TEST_CASE("data_loading_bound: waiting for data more than 10% of the wall time, 
   CHECK_FALSE(data_loading_bound(0.10, 1.0));
   CHECK_FALSE(data_loading_bound(0.0, 2.0));
   CHECK_FALSE(data_loading_bound(0.5, 0.0));  // no timed step
+}
+
+TEST_CASE("DataLoader: bind_producer runs on the producer thread before its next draw, and again after a restore") {
+  std::atomic<int> draws{0};
+  DataLoader loader(std::make_unique<CountingSource>(&draws, -1, false), 4, 1);
+  await([&] { return loader.queued() == 1; });  // the producer waits on a full queue
+  std::atomic<int> binds{0};
+  std::atomic<bool> on_consumer{false};
+  const std::thread::id consumer = std::this_thread::get_id();
+  loader.bind_producer([&] {
+    if (std::this_thread::get_id() == consumer) on_consumer = true;
+    ++binds;
+  });
+  CHECK(binds == 0);  // not before the producer draws again
+  CHECK(loader.next().data.data()[0] == 0.0f);
+  await([&] { return loader.queued() == 1; });
+  CHECK(binds == 1);
+  CHECK(loader.next().data.data()[0] == 1.0f);  // binding changes nothing drawn
+  await([&] { return loader.queued() == 1; });
+  CHECK(binds == 1);  // once per producer thread
+  loader.restore(loader.state());
+  await([&] { return loader.queued() == 1; });
+  CHECK(binds == 2);  // the restarted producer binds first
+  CHECK_FALSE(on_consumer);
+  // Capacity 0: no producer, nothing to bind.
+  std::atomic<int> sync_draws{0};
+  DataLoader sync(std::make_unique<CountingSource>(&sync_draws, -1, false), 4, 0);
+  sync.bind_producer([&] { ++binds; });
+  sync.next();
+  CHECK(binds == 2);
 }
 
 }  // namespace pw::exec

@@ -4,6 +4,8 @@
 #include <thread>
 
 #include "exec/runtime/pinning.h"
+#include "exec/runtime/run_pipeline.h"
+#include "planner/schedule_gen.h"
 
 using namespace pw::exec;
 
@@ -70,4 +72,14 @@ TEST_CASE("Machine: binding a thread restricts it to its core's PUs") {
   REQUIRE(!pus.empty());
   for (int p : pus) CHECK(std::find(all.begin(), all.end(), p) != all.end());
   if (m.num_cores() > 1) CHECK(pus.size() < all.size());
+}
+
+TEST_CASE("loader_device: cores of its own when the workers leave some, else the last stage's worker") {
+  using pw::planner::ScheduleKind;
+  const auto two = pw::planner::make_schedule(ScheduleKind::one_f_one_b, 2, 4);
+  CHECK(loader_device(two, 2, 4) == -1);  // 2 workers on 4 cores: the loader gets the other 2
+  CHECK(loader_device(two, 2, 2) == 1);   // every core has a worker: the last stage's, idle at the start
+  CHECK(loader_device(pw::planner::make_schedule(ScheduleKind::gpipe, 1, 1), 2, 2) == 0);
+  // Interleaved: virtual stage 3 (the last) is on device 1.
+  CHECK(loader_device(pw::planner::make_schedule(ScheduleKind::interleaved_1f1b, 2, 4, 2), 2, 2) == 1);
 }
