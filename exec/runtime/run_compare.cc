@@ -4,7 +4,6 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
-#include <set>
 
 #include "exec/network.h"
 #include "exec/numerics.h"
@@ -88,9 +87,8 @@ Prediction predict_from_measurement(const models::Model& model, const planner::P
   const planner::Schedule sched = sim::schedule_for_plan(plan, costs);
   // The loader's draw, on the worker whose cores it shares (as run_pipeline pins it).
   if (draw_ns > 0 && planner::is_synchronous(plan.schedule)) {
-    std::set<int> used;
-    for (const CoreSet& c : Machine::instance().assign(sched.num_devices)) used.insert(c.cores.begin(), c.cores.end());
-    const int dev = loader_device(sched, static_cast<int>(used.size()), Machine::instance().num_cores());
+    const Machine& machine = Machine::instance();
+    const int dev = loader_device(sched, machine.assign(sched.num_devices), machine.num_cores());
     if (dev >= 0) {
       costs.data_ns.assign(sched.num_devices, 0);
       costs.data_ns[dev] = draw_ns;

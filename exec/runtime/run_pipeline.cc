@@ -149,7 +149,7 @@ void pin_loader(BatchSlicer& slicer, const planner::Schedule& schedule, const st
   for (const CoreSet& c : placement) used.insert(c.cores.begin(), c.cores.end());
   if (used.empty()) return;
   const Machine& m = Machine::instance();
-  const int dev = loader_device(schedule, static_cast<int>(used.size()), m.num_cores());
+  const int dev = loader_device(schedule, placement, m.num_cores());
   CoreSet where;
   if (dev >= 0) {
     where = placement.at(dev);
@@ -165,6 +165,12 @@ void pin_loader(BatchSlicer& slicer, const planner::Schedule& schedule, const st
 int loader_device(const planner::Schedule& schedule, int cores_used, int cores) {
   if (cores_used < cores) return -1;
   return schedule.device_of(schedule.num_stages - 1, 0);
+}
+
+int loader_device(const planner::Schedule& schedule, const std::vector<CoreSet>& placement, int cores) {
+  std::set<int> used;
+  for (const CoreSet& c : placement) used.insert(c.cores.begin(), c.cores.end());
+  return loader_device(schedule, static_cast<int>(used.size()), cores);
 }
 
 PipelineRunResult run_pipeline(const models::Model& model, const planner::Plan& given, const PipelineRunOptions& options,

@@ -23,7 +23,8 @@
 // Data: exec/data/data.h's source for the model (text for gpt, synthetic otherwise); each
 // iteration takes one mini-batch (before the iteration's timing starts: data loading is not
 // part of iteration_ns), sliced into micro-batches. The mini-batches are drawn `prefetch` ahead
-// on a producer thread (exec/data/loader.h), so drawing overlaps the pipeline; the result's
+// on a producer thread (exec/data/loader.h), so drawing overlaps the pipeline (pinned as
+// loader_device says, below); the result's
 // end-to-end figures (wall_s, end_to_end_samples_per_s) include whatever it does not hide. Synchronous schedules step once
 // per iteration; pipedream-async after every micro-batch (weight stashing); 2bw once per
 // mini-batch on double-buffered weights, one step delayed (exec/runtime/run_compute.h).
@@ -49,6 +50,7 @@
 
 #include "exec/data/loader.h"
 #include "exec/optimizer.h"
+#include "exec/runtime/pinning.h"
 #include "exec/runtime/pipeline_runtime.h"
 #include "models/layer_graph.h"
 #include "planner/plan.h"
@@ -170,6 +172,8 @@ planner::Plan even_plan_for_schedule(const models::Model& model, const planner::
 // the cores the workers are placed on; `cores`: the machine's. The prediction charges the draw
 // to that worker (sim::StageCosts::data_ns; exec/runtime/run_compare.h). Pure.
 int loader_device(const planner::Schedule& schedule, int cores_used, int cores);
+// The same for workers placed on `placement` (their cores' union is cores_used).
+int loader_device(const planner::Schedule& schedule, const std::vector<CoreSet>& placement, int cores);
 
 PipelineRunResult run_pipeline(const models::Model& model, const planner::Plan& plan, const PipelineRunOptions& options,
                                const std::function<void(const StepReport&)>& on_step = {});

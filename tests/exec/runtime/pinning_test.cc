@@ -79,6 +79,9 @@ TEST_CASE("loader_device: cores of its own when the workers leave some, else the
   const auto two = pw::planner::make_schedule(ScheduleKind::one_f_one_b, 2, 4);
   CHECK(loader_device(two, 2, 4) == -1);  // 2 workers on 4 cores: the loader gets the other 2
   CHECK(loader_device(two, 2, 2) == 1);   // every core has a worker: the last stage's, idle at the start
+  // From a placement: 2 workers on a 4-core socket take 2 cores each, so none is left over.
+  CHECK(loader_device(two, assign_cores({0, 0, 0, 0}, 2), 4) == 1);
+  CHECK(loader_device(two, assign_cores({0, 0}, 2), 4) == -1);  // a 4-core machine, workers on 2 of them
   CHECK(loader_device(pw::planner::make_schedule(ScheduleKind::gpipe, 1, 1), 2, 2) == 0);
   // Interleaved: virtual stage 3 (the last) is on device 1.
   CHECK(loader_device(pw::planner::make_schedule(ScheduleKind::interleaved_1f1b, 2, 4, 2), 2, 2) == 1);
