@@ -23,9 +23,9 @@
 // Data: exec/data/data.h's source for the model (text for gpt, synthetic otherwise); each
 // iteration takes one mini-batch (before the iteration's timing starts: data loading is not
 // part of iteration_ns), sliced into micro-batches. The mini-batches are drawn `prefetch` ahead
-// on a producer thread (exec/data/loader.h), so drawing overlaps the pipeline (pinned as
-// loader_device says, below); the result's
-// end-to-end figures (wall_s, end_to_end_samples_per_s) include whatever it does not hide. Synchronous schedules step once
+// on a producer thread (exec/data/loader.h, pinned as loader_device below says), so drawing
+// overlaps the pipeline; the result's end-to-end figures (wall_s, end_to_end_samples_per_s)
+// include whatever it does not hide. Synchronous schedules step once
 // per iteration; pipedream-async after every micro-batch (weight stashing); 2bw once per
 // mini-batch on double-buffered weights, one step delayed (exec/runtime/run_compute.h).
 //
