@@ -95,21 +95,9 @@ ReplayResult replay(const planner::Schedule& schedule, const Trace& measured, co
       it.predicted_ns = static_cast<double>(predicted_duration(predicted, op.kind, who));
     }
   // Transfers: one row per sending stage (kind send, both directions), predicted = the
-  // hand-off latency, measured = the mean replayed latency.
+  // hand-off latency, measured = the mean replayed latency; counted in the first replayed
+  // iteration (every iteration sends the same).
   const int transfer_kind = static_cast<int>(OpKind::send);
-  {
-    SimOptions counting;
-    counting.iterations = 1;
-    counting.transfer_latency = [&](const planner::Op& op, int, int64_t modeled) {
-      OpKindError& it = items[{op.stage, transfer_kind}];
-      it.stage = op.stage;
-      it.kind = OpKind::send;
-      ++it.count;
-      it.predicted_ns = static_cast<double>(handoff_ns);
-      return modeled;
-    };
-    simulate(schedule, predicted, network, counting);
-  }
   std::map<std::pair<int, int>, double> sums;
   std::vector<double> measured_k, replayed_k;
   // The replay charges no data phase: where the loader held a worker's core, the measured op
@@ -142,6 +130,13 @@ ReplayResult replay(const planner::Schedule& schedule, const Trace& measured, co
       const int mb = op.micro_batch % std::max(1, m);
       auto f = latency.find({op.kind == OpKind::F ? 0 : 1, op.stage, mb, k});
       const int64_t ns = f == latency.end() ? modeled : f->second;  // traces without transfers: the model's
+      if (k == first) {
+        OpKindError& it = items[{op.stage, transfer_kind}];
+        it.stage = op.stage;
+        it.kind = OpKind::send;
+        ++it.count;
+        it.predicted_ns = static_cast<double>(handoff_ns);
+      }
       sums[{op.stage, transfer_kind}] += static_cast<double>(ns);
       return ns;
     };

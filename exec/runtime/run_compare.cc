@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <utility>
 
 #include "exec/network.h"
 #include "exec/numerics.h"
@@ -12,6 +13,7 @@
 #include "exec/runtime/handoff.h"
 #include "exec/runtime/pinning.h"
 #include "exec/runtime/run_pipeline.h"
+#include "exec/runtime/run_setup.h"
 #include "planner/schedule.h"
 #include "sim/engine.h"
 #include "sim/compare_svg.h"
@@ -62,8 +64,7 @@ int64_t measure_draw_ns(const models::Model& model, const std::string& data_file
     src->next(rows);
     t.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - a).count());
   }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  return median_ns(std::move(t));
 }
 
 Prediction predict_from_measurement(const models::Model& model, const planner::Plan& plan, int threads,

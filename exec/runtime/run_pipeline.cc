@@ -149,7 +149,7 @@ void pin_loader(BatchSlicer& slicer, const planner::Schedule& schedule, const st
   for (const CoreSet& c : placement) used.insert(c.cores.begin(), c.cores.end());
   if (used.empty()) return;
   const Machine& m = Machine::instance();
-  const int dev = loader_device(schedule, placement, m.num_cores());
+  const int dev = loader_device(schedule, static_cast<int>(used.size()), m.num_cores());
   CoreSet where;
   if (dev >= 0) {
     where = placement.at(dev);
