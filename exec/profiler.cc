@@ -260,7 +260,20 @@ models::Profile measure_profile(const models::Model& model, const MeasureOptions
   }
   const bool iso_progress = !o.in_context;
   if (!iso_progress) base.progress = nullptr;
-  models::Profile prof = measure_isolated(model, base, spreads);
+  models::Profile prof;
+  if (o.in_context) {
+    // The bytes pass runs on a thread of its own, which takes its OpenMP threads with it when
+    // it ends. Run on the calling thread with more than one OpenMP thread, it left that
+    // thread's idle team behind for the co-run below, and libgomp counts idle team threads:
+    // with more of them than CPUs it cuts its spin-wait to about a thousand iterations, so
+    // the co-run's multi-threaded copies slept and woke at every parallel region. The 2-thread
+    // in-context profile of the default gpt then read 17-20% slower than the run it predicts
+    // (36 ms per micro-batch against 30.5 ms; bench/RESULTS.md, issue 12).
+    const int threads = o.threads > 0 ? o.threads : max_threads();
+    co_run(1, threads, [&](int, CoRunBarrier&) { prof = measure_isolated(model, base, spreads); });
+  } else {
+    prof = measure_isolated(model, base, spreads);
+  }
   std::vector<int64_t> mbs = o.micro_batches.empty() ? std::vector<int64_t>{o.micro_batch} : o.micro_batches;
   std::vector<int> ths = o.thread_counts.empty() ? std::vector<int>{o.threads} : o.thread_counts;
   const int total = static_cast<int>(mbs.size() * ths.size());

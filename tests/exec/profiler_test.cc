@@ -2,7 +2,10 @@
 // measured times is a timing property and lives in bench/exec_bench.cc (BM_ProfilerStability).
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <cmath>
+#include <filesystem>
+#include <thread>
 
 #include "exec/parallel.h"
 #include "exec/profiler.h"
@@ -96,6 +99,49 @@ TEST_CASE("measured profile: isolated mode, co-run copies and points at several 
   REQUIRE(q.points.size() == 1);
   CHECK(q.points[0].micro_batch == 4);
   CHECK(q.layers[1].stash_bytes == p.layers[1].stash_bytes);  // same bytes either way
+}
+
+// Threads of this process (/proc/self/task), or -1 where /proc is not there.
+int process_threads() {
+  std::error_code ec;
+  int n = 0;
+  for (std::filesystem::directory_iterator it("/proc/self/task", ec), end; !ec && it != end; it.increment(ec)) ++n;
+  return ec ? -1 : n;
+}
+
+// Waits (up to `limit`) for the process's thread count to fall back to `want`: the OpenMP team
+// threads of a thread that ended exit on their own, a moment later.
+int settle_threads(int want, std::chrono::seconds limit) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  int n = process_threads();
+  while (n > want && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    n = process_threads();
+  }
+  return n;
+}
+
+TEST_CASE("measured profile: an in-context measurement leaves no OpenMP team on the calling thread") {
+  // libgomp counts idle team threads; with more of them than CPUs it cuts its spin-wait, and
+  // the co-run's multi-threaded copies then slept and woke at every parallel region (issue 12).
+  // So no OpenMP threads stay behind on the thread that asked for the profile: measured on a
+  // fresh thread, whose own team would otherwise live as long as it does.
+  if (process_threads() < 0) return;  // no /proc: nothing to count with
+  const models::Model m = mlp(256, 2);
+  MeasureOptions o;
+  o.micro_batch = 8;
+  o.threads = 2;
+  o.co_run_workers = 1;
+  o.reps = 1;
+  o.warmup = 0;
+  int before = 0, after = 0;
+  std::thread caller([&] {
+    before = process_threads();
+    (void)measure_profile(m, o);
+    after = settle_threads(before, std::chrono::seconds(10));
+  });
+  caller.join();
+  CHECK(after == before);
 }
 
 TEST_CASE("measured profile in rounds: every point once per round, in the same order each round") {
