@@ -190,6 +190,9 @@ PlanOutcome plan_sync(const models::Profile& p, const models::Cluster& c, const 
   // jointly, each (k, m) costed at its own point (models/profile_points.h).
   PointChoice win;
   std::unique_ptr<models::Cluster> win_cluster;
+  std::vector<PlanCandidate> candidates;
+  if (req.threads_per_stage < 0)
+    throw InputError("threads per stage: expected >= 0, got " + std::to_string(req.threads_per_stage));
   if (!p.points.empty() && req.partitioner == "dp") {
     std::vector<int> ks{0};
     if (p.source == "measured") {
@@ -198,8 +201,11 @@ PlanOutcome plan_sync(const models::Profile& p, const models::Cluster& c, const 
       if (c.num_devices() > 1 && std::find(ks.begin(), ks.end(), c.num_devices()) == ks.end())
         ks.push_back(c.num_devices());
     }
+    if (req.threads_per_stage > 0 && std::find(ks.begin(), ks.end(), req.threads_per_stage) == ks.end())
+      throw InputError("threads per stage " + std::to_string(req.threads_per_stage) +
+                       ": not a thread count of this measured profile or of this cluster");
     for (int k : ks) {
-      if (k > c.num_devices()) continue;
+      if (k > c.num_devices() || (req.threads_per_stage > 0 && k != req.threads_per_stage)) continue;
       auto ck = std::make_unique<models::Cluster>(cluster_per_stage(c, k));
       for (int m : su.ms) {
         if (m > batch) continue;
@@ -210,6 +216,7 @@ PlanOutcome plan_sync(const models::Profile& p, const models::Cluster& c, const 
         SyncBest bb = best_sync(mk, at.profile, req, one, batch, mem);
         if (!bb.found) continue;
         const double total = bb.iteration + step_s(at.profile, bb.stages);
+        candidates.push_back({k, m, static_cast<int>(bb.stages.size()), total});
         if (total < win.total) {
           win.threads = k;
           win.at = std::move(at);
@@ -221,11 +228,14 @@ PlanOutcome plan_sync(const models::Profile& p, const models::Cluster& c, const 
       }
     }
   }
+  if (req.threads_per_stage > 0 && (p.points.empty() || req.partitioner != "dp"))
+    throw InputError("threads per stage: needs a profile with measured points and the dp partitioner");
   const bool use_point = win.best.found;
   const models::Profile& pp = use_point ? win.at.profile : p;
   SyncModel model(pp, use_point ? *win_cluster : c);
   PlanOutcome out;
-  SyncBest best = use_point ? win.best : best_sync(model, p, req, su, batch, mem);
+  // A fixed thread count that no micro-batch count fits is infeasible, not a plan of another k.
+  SyncBest best = use_point ? win.best : req.threads_per_stage > 0 ? SyncBest{} : best_sync(model, p, req, su, batch, mem);
   if (!best.found) {
     out.feasible = false;
     int64_t need = std::numeric_limits<int64_t>::max();
@@ -246,6 +256,9 @@ PlanOutcome plan_sync(const models::Profile& p, const models::Cluster& c, const 
     out.reason = "no partition fits in " + std::to_string(mem) + " bytes per device";
     return out;
   }
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const PlanCandidate& x, const PlanCandidate& y) { return x.predicted_s < y.predicted_s; });
+  out.candidates = std::move(candidates);
   SyncEvaluation ev = model.evaluate(best.stages, best.cfg);
   Plan& plan = out.plan;
   fill_common(plan, p, c, req);

@@ -26,6 +26,9 @@
 // point (profile_at; the cluster seen with k devices merged per stage); the plan records k
 // (threads_per_stage, stage devices d*k) and whether the winner's costs were extrapolated.
 // Each stage's optimizer step (the profile's step_ns) is added to the predicted iteration.
+// That joint search reports every (k, m) it priced in PlanOutcome::candidates (best partition
+// each, ordered by predicted time), and PlanRequest::threads_per_stage > 0 restricts it to one
+// k, so a caller can make the plan of any candidate (`plan --measure` trial-runs near ties).
 //
 // Infeasible (nothing fits the per-device memory) is a normal outcome: feasible = false with the
 // smallest per-device memory that would fit and the largest batch that fits now (0 if none).
@@ -34,6 +37,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "models/cluster.h"
 #include "models/profile.h"
@@ -51,6 +55,16 @@ struct PlanRequest {
   std::string optimizer = "adam";
   bool straight = false, fewer_devices = false, activation_comm = false;
   int64_t memory_limit_bytes = 0;        // 0 => cluster device memory; pipedream: 0 => no constraint
+  int threads_per_stage = 0;             // measured points: only this many cores per stage (0 => search)
+};
+
+// One (threads per stage, micro-batch count) of the joint search over measured points, with
+// its best partition's stage count and predicted iteration (closed form, optimizer step included).
+struct PlanCandidate {
+  int threads_per_stage = 0;
+  int micro_batches = 0;
+  int stages = 0;
+  double predicted_s = 0;
 };
 
 struct PlanOutcome {
@@ -59,6 +73,7 @@ struct PlanOutcome {
   std::string reason;
   int64_t min_memory_bytes_to_fit = 0;
   int64_t max_batch_that_fits = 0;
+  std::vector<PlanCandidate> candidates;  // sync over measured points: fastest first; else empty
 };
 
 PlanOutcome make_plan(const models::Profile& profile, const models::Cluster& cluster, const PlanRequest& req);

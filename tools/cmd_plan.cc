@@ -14,6 +14,7 @@
 #include "models/pipedream_import.h"
 #include "models/profile.h"
 #include "planner/interleave.h"
+#include "planner/near_ties.h"
 #include "planner/plan_formats.h"
 #include "planner/planner.h"
 #include "planner/schedule.h"
@@ -22,6 +23,7 @@
 #include "tools/cluster_flags.h"
 #include "tools/command_registry.h"
 #include "tools/model_report.h"
+#include "tools/plan_trials.h"  // constants only without the executor (plan_trials.cc needs it)
 #include "tools/zoo_flags.h"
 
 #ifdef PW_HAVE_EXEC
@@ -47,6 +49,9 @@ struct PlanArgs {
   std::string format;  // --format megatron|deepspeed|torch (planner/plan_formats.h)
   bool measure = false;  // measure --model on this machine and plan for this machine
   int chunks = 0;        // --chunks: interleaved-1f1b's virtual stages per device (0 = default 2)
+  int trials = 3;        // --measure: rounds of trial runs of the near ties (tools/plan_trials.h)
+  double trial_band = pw::tools::kTrialBand;  // --trial-band
+  std::shared_ptr<const pw::models::Model> measured_model;  // --measure: the model run in trials
   // Set while loading: what the plan records as its inputs (planner::Plan::inputs).
   pw::Json model_json;
   std::string dtype_used = "fp32";
@@ -110,6 +115,7 @@ std::pair<pw::models::Profile, pw::models::Cluster> measure_here(PlanArgs& a) {
   auto src = pw::tools::resolve_model(a.model, zo, "--model");
   if (a.req.batch == 0) a.req.batch = src.model.batch();
   a.model_json = src.model;
+  a.measured_model = std::make_shared<const pw::models::Model>(src.model);
   const int cores = pw::exec::Machine::instance().num_cores();
   pw::exec::MeasureOptions o;
   for (int64_t b = 1; b <= a.req.batch; b *= 2)
@@ -161,6 +167,10 @@ std::vector<int64_t> predict_by_simulation(pw::planner::Plan& plan, const pw::mo
 
 void run(PlanArgs a, const CLI::App& sub) {
   if (!a.format.empty() && a.json) throw pw::InputError("--format and --json: give one of them");
+  if (sub.count("--trials") > 0 && !a.measure) throw pw::InputError("--trials: only with --measure");
+  if (a.trials < 0) throw pw::InputError("--trials: expected rounds >= 0, got " + std::to_string(a.trials));
+  if (sub.count("--trial-band") > 0 && !a.measure) throw pw::InputError("--trial-band: only with --measure");
+  if (!(a.trial_band >= 0)) throw pw::InputError("--trial-band: expected a fraction >= 0, got " + std::to_string(a.trial_band));
   const pw::planner::PlanFormat format =
       a.format.empty() ? pw::planner::PlanFormat::torch : pw::planner::parse_plan_format(a.format, "--format");
   pw::models::Profile profile;
@@ -212,6 +222,29 @@ void run(PlanArgs a, const CLI::App& sub) {
   }
   // The plan carries what it was made from, so simulate --plan / run --plan reproduce it alone.
   pw::planner::Plan plan = out.plan;
+  pw::Json trials_record;  // --measure: the trial runs, for the record (inputs.options.trials)
+#ifdef PW_HAVE_EXEC
+  if (a.measure && a.req.objective == "sync" && !zb_h2 && !interleaved) {
+    const pw::tools::TrialReport tr =
+        pw::tools::run_trials(*a.measured_model, profile, cluster, a.req, out.candidates, a.trials, a.trial_band);
+    if (tr.chosen >= 0) {
+      plan = tr.entries[tr.chosen].plan;
+      trials_record = pw::Json::array();
+      for (const auto& e : tr.entries)
+        trials_record.push_back({{"configuration", pw::tools::describe_configuration(e.plan)},
+                                 {"threads_per_stage", e.candidate.threads_per_stage},
+                                 {"stages", e.plan.num_stages()},
+                                 {"micro_batches", e.plan.num_micro_batches},
+                                 {"predicted_ms", e.plan.predicted.iteration_time_s * 1e3},
+                                 {"measured_ms", e.measured_ms},
+                                 {"median_ms", pw::planner::median_of(e.measured_ms)}});
+      std::fprintf(stderr, "trials: chose %s (median %.3f ms; predicted fastest: %s)\n",
+                   pw::tools::describe_configuration(plan).c_str(),
+                   pw::planner::median_of(tr.entries[tr.chosen].measured_ms),
+                   pw::tools::describe_configuration(tr.entries[0].plan).c_str());
+    }
+  }
+#endif
   if (zb_h2) plan.schedule = pw::planner::ScheduleKind::zb_h2;
   if (interleaved) plan = pw::planner::interleave_plan(out.plan, profile, chunks);
   if (plan.objective == "sync" && pw::planner::is_synchronous(plan.schedule)) {
@@ -244,6 +277,7 @@ void run(PlanArgs a, const CLI::App& sub) {
                          {"partitioner", a.req.partitioner}, {"memory_limit_bytes", a.req.memory_limit_bytes},
                          {"measured_here", a.measure}};
   if (interleaved) plan.inputs.options["chunks"] = chunks;
+  if (!trials_record.is_null()) plan.inputs.options["trials"] = trials_record;
   if (!a.format.empty())
     std::cout << pw::planner::format_plan_for(plan, profile, format);
   else if (a.json)
@@ -284,6 +318,13 @@ pw::tools::CommandRegistrar reg("plan", [](CLI::App& app) {
                 "pipedream objective: count inter-stage traffic (PipeDream's --activation_compression_ratio 1)");
   sub->add_flag("--measure", a->measure,
                 "measure --model on this machine (sizes x 1 and all threads, co-run) and plan for this machine");
+  sub->add_option("--trials", a->trials,
+                  "--measure: rounds of trial runs of the plans predicted within --trial-band of the fastest, the "
+                  "fastest measured kept (0: choose by prediction alone)")
+      ->capture_default_str();
+  sub->add_option("--trial-band", a->trial_band,
+                  "--measure: which plans are near ties: predicted within this fraction of the fastest (at most 4 run)")
+      ->capture_default_str();
   sub->add_flag("--json", a->json, "print the plan JSON instead of a table");
   sub->add_option("--format", a->format, "print the plan for megatron | deepspeed | torch instead of a table");
   sub->add_option("-o,--output", a->output, "write the plan (pipewright.plan/1) to this file");

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include "models/cluster.h"
+#include "models/error.h"
 #include "models/cost.h"
 #include "models/device.h"
 #include "models/zoo.h"
@@ -94,6 +95,43 @@ TEST_CASE("threads per stage: poor 2-thread scaling picks 2 stages of 1 core, 4 
   CHECK(o.plan.stages[0].devices == std::vector<int>{1});
   CHECK(o.plan.stages[1].devices == std::vector<int>{0});
   CHECK(o.plan.predicted.iteration_time_s == doctest::Approx(250e-9));
+}
+
+TEST_CASE("threads per stage: every (k, m) priced is a candidate, fastest first, and a fixed k plans that k") {
+  // As above (30, 40, 60): 1 stage x 2 threads m = 1: 240 ns; 2 stages x 1 thread m = 4: 250;
+  // m = 2: 300; 1 stage x 2 threads m = 2: 320; m = 1 on 1 thread: 400; 2 threads m = 4: 480.
+  const PlanOutcome o = make_plan(two_layer(30, 40, 60), two_cores(), request());
+  REQUIRE(o.feasible);
+  REQUIRE(o.candidates.size() == 6);
+  const std::vector<std::pair<int, int>> order{{2, 1}, {1, 4}, {1, 2}, {2, 2}, {1, 1}, {2, 4}};
+  const std::vector<double> ns{240, 250, 300, 320, 400, 480};
+  for (size_t i = 0; i < order.size(); ++i) {
+    CAPTURE(i);
+    CHECK(o.candidates[i].threads_per_stage == order[i].first);
+    CHECK(o.candidates[i].micro_batches == order[i].second);
+    CHECK(o.candidates[i].predicted_s == doctest::Approx(ns[i] * 1e-9));
+  }
+  CHECK(o.candidates[0].stages == 1);
+  CHECK(o.candidates[1].stages == 2);
+
+  PlanRequest one = request();
+  one.threads_per_stage = 1;  // the runner-up's plan
+  const PlanOutcome q = make_plan(two_layer(30, 40, 60), two_cores(), one);
+  REQUIRE(q.feasible);
+  CHECK(q.plan.threads_per_stage == 1);
+  CHECK(q.plan.num_stages() == 2);
+  CHECK(q.plan.num_micro_batches == 4);
+  CHECK(q.plan.predicted.iteration_time_s == doctest::Approx(250e-9));
+  for (const PlanCandidate& c : q.candidates) CHECK(c.threads_per_stage == 1);
+  one.micro_batches = "2";
+  CHECK(make_plan(two_layer(30, 40, 60), two_cores(), one).plan.predicted.iteration_time_s ==
+        doctest::Approx(300e-9));
+
+  PlanRequest three = request();
+  three.threads_per_stage = 3;  // neither measured nor a stage on all of this cluster's cores
+  CHECK_THROWS_AS(make_plan(two_layer(30, 40, 60), two_cores(), three), InputError);
+  three.threads_per_stage = -1;
+  CHECK_THROWS_AS(make_plan(two_layer(30, 40, 60), two_cores(), three), InputError);
 }
 
 TEST_CASE("threads per stage: the plan says when its costs were extrapolated") {

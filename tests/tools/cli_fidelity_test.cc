@@ -112,5 +112,55 @@ TEST_CASE("run --run-trace of a long run keeps the last --trace-keep iterations 
   CHECK(Json::parse(rep.out)["iterations"] == 12);
 }
 
+TEST_CASE("plan --measure: the near ties are run, the fastest median is kept, and the plan runs") {
+  ScratchDir dir;
+  const std::string plan = dir.file("p.json");
+  const std::vector<std::string> base{"plan", "--model", "mlp", "--depth", "2", "--width", "64", "--batch", "8", "--measure"};
+  std::vector<std::string> args = base;
+  // --trial-band 10: every candidate within 1000% of the fastest is a near tie (at most 4).
+  for (const char* x : {"--trials", "2", "--trial-band", "10", "-o"}) args.push_back(x);
+  args.push_back(plan);
+  CliResult r = run_cli(args);
+  CAPTURE(r.err);
+  REQUIRE(r.rc == 0);
+  CHECK(r.err.find("trials: chose ") != std::string::npos);
+  const Json p = load_json_file(plan);
+  const Json& trials = p["inputs"]["options"]["trials"];
+  REQUIRE(trials.is_array());
+  REQUIRE(trials.size() >= 2);
+  CHECK(trials.size() <= 4);
+  size_t fastest = 0;
+  for (size_t i = 0; i < trials.size(); ++i) {
+    const Json& t = trials[i];
+    REQUIRE(t["measured_ms"].size() == 2);  // one run per round
+    for (const Json& ms : t["measured_ms"]) CHECK(ms.get<double>() > 0);
+    if (t["median_ms"].get<double>() < trials[fastest]["median_ms"].get<double>()) fastest = i;
+  }
+  // The plan written is the fastest median's (the first of equal medians).
+  CHECK(p["threads_per_stage"] == trials[fastest]["threads_per_stage"]);
+  CHECK(p["num_micro_batches"] == trials[fastest]["micro_batches"]);
+  CHECK(p["stages"].size() == trials[fastest]["stages"].get<size_t>());
+  CliResult run = run_cli({"run", "--plan", plan, "--steps", "1"});
+  CAPTURE(run.err);
+  CHECK(run.rc == 0);
+
+  // --trials 0: chosen by prediction alone, nothing run, nothing recorded.
+  args = base;
+  for (const char* x : {"--trials", "0", "--json"}) args.push_back(x);
+  r = run_cli(args);
+  REQUIRE(r.rc == 0);
+  CHECK(r.err.find("trials:") == std::string::npos);
+  CHECK_FALSE(Json::parse(r.out)["inputs"]["options"].contains("trials"));
+
+  expect_rejected(run_cli({"plan", "--model", "mlp", "--device", "cpu-core-avx2", "--devices", "2", "--trials", "2"}), 2,
+                  {"--trials: only with --measure"});
+  args = base;
+  for (const char* x : {"--trials", "-1"}) args.push_back(x);
+  expect_rejected(run_cli(args), 2, {"--trials: expected rounds >= 0"});
+  args = base;
+  for (const char* x : {"--trial-band", "-0.5"}) args.push_back(x);
+  expect_rejected(run_cli(args), 2, {"--trial-band: expected a fraction >= 0"});
+}
+
 }  // namespace
 }  // namespace pw::test

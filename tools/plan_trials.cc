@@ -1,0 +1,75 @@
+#include "tools/plan_trials.h"
+
+#include <cstdio>
+#include <string>
+
+#include "exec/optimizer.h"
+#include "exec/runtime/run_pipeline.h"
+#include "models/error.h"
+#include "planner/near_ties.h"
+#include "planner/schedule.h"
+#include "tools/signals.h"
+
+namespace pw::tools {
+
+std::string describe_configuration(const planner::Plan& plan) {
+  const int k = plan.threads_per_stage > 0 ? plan.threads_per_stage : 1;
+  const int s = plan.num_stages();
+  return std::to_string(s) + " stage" + (s == 1 ? "" : "s") + " x " + std::to_string(k) + " thread" +
+         (k == 1 ? "" : "s") + ", " + std::string(planner::to_string(plan.schedule)) + ", " +
+         std::to_string(plan.num_micro_batches) + " x " + std::to_string(plan.micro_batch_size);
+}
+
+TrialReport run_trials(const models::Model& model, const models::Profile& profile, const models::Cluster& cluster,
+                       const planner::PlanRequest& request, const std::vector<planner::PlanCandidate>& candidates,
+                       int rounds, double band) {
+  if (rounds < 0) throw InputError("--trials: expected rounds >= 0, got " + std::to_string(rounds));
+  TrialReport rep;
+  const std::vector<planner::PlanCandidate> ties = planner::near_ties(candidates, band, kTrialMaxPlans);
+  if (rounds == 0 || ties.size() < 2) return rep;
+  for (const planner::PlanCandidate& c : ties) {
+    planner::PlanRequest r = request;
+    r.threads_per_stage = c.threads_per_stage;
+    r.micro_batches = std::to_string(c.micro_batches);
+    const planner::PlanOutcome o = planner::make_plan(profile, cluster, r);
+    if (!o.feasible) continue;  // priced as fitting by the joint search; checked again here
+    rep.entries.push_back({c, o.plan, {}});
+  }
+  if (rep.entries.size() < 2) {
+    rep.entries.clear();
+    return rep;
+  }
+  exec::PipelineRunOptions ro;
+  ro.steps = kTrialSteps;
+  ro.warmup_steps = kTrialWarmupSteps;
+  // What `run --plan` runs by default for the plan's optimizer (run knows adam and sgd).
+  ro.optimizer.kind = request.optimizer == "adam" || request.optimizer == "adam-mixed" ? exec::OptimizerKind::adam
+                                                                                        : exec::OptimizerKind::sgd;
+  ro.optimizer.lr = exec::default_learning_rate(ro.optimizer.kind);
+  ro.stop_requested = [] { return StopSignals::stop_requested(); };
+  StopSignals signals;
+  std::fprintf(stderr, "trials: %zu plans predicted within %.0f%% of the fastest; %d round%s of %d steps each\n",
+               rep.entries.size(), 100 * band, rounds, rounds == 1 ? "" : "s", kTrialSteps);
+  for (int round = 0; round < rounds; ++round)
+    for (TrialEntry& e : rep.entries) {
+      const planner::Plan plan = exec::plan_for_run(e.plan);
+      exec::check_plan_for_model(plan, model);
+      ro.threads_per_worker = plan.threads_per_stage;
+      const exec::PipelineRunResult r = exec::run_pipeline(model, plan, ro, nullptr);
+      if (r.stopped) {
+        const int sig = StopSignals::received();
+        throw CommandExit(exit_code_for_signal(sig),
+                          "pipewright: stopped by " + StopSignals::name(sig) + " during the trial runs; no plan written");
+      }
+      e.measured_ms.push_back(r.median_iteration_ms);
+      std::fprintf(stderr, "  round %d: %-38s predicted %9.3f ms, measured %9.3f ms\n", round + 1,
+                   describe_configuration(e.plan).c_str(), e.plan.predicted.iteration_time_s * 1e3,
+                   r.median_iteration_ms);
+    }
+  std::vector<std::vector<double>> measured;
+  for (const TrialEntry& e : rep.entries) measured.push_back(e.measured_ms);
+  rep.chosen = planner::fastest_by_median(measured);
+  return rep;
+}
+
+}  // namespace pw::tools

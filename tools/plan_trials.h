@@ -1,0 +1,51 @@
+// plan_trials: `plan --measure` settles the near ties of its search by running them.
+//
+// The planner prices every (threads per stage, micro-batch count) on the measured profile
+// (planner::PlanOutcome::candidates). Those predicted within kTrialBand of the fastest
+// (or `band`; planner/near_ties.h: too close to call from a profile on a machine whose speed moves) are
+// each made into their own plan (make_plan with that thread count and micro-batch count) and
+// run here, on threads, for kTrialWarmupSteps + kTrialSteps steps as `run --plan` would run
+// them (the request's optimizer: adam, or sgd with momentum for the others), `rounds` times
+// interleaved so that a slow minute falls on every candidate alike. The fastest median
+// iteration wins. Progress and results go to stderr, one line per trial run.
+//
+// A signal (SIGINT / SIGTERM) ends the trials after the current step: CommandExit with
+// 128 + signal, nothing written.
+#pragma once
+
+#include <vector>
+
+#include "models/cluster.h"
+#include "models/layer_graph.h"
+#include "models/profile.h"
+#include "planner/plan.h"
+#include "planner/planner.h"
+
+namespace pw::tools {
+
+inline constexpr double kTrialBand = 0.15;  // candidates predicted within 15% of the fastest
+inline constexpr int kTrialMaxPlans = 4;
+inline constexpr int kTrialWarmupSteps = 3;
+inline constexpr int kTrialSteps = 8;
+
+struct TrialEntry {
+  planner::PlanCandidate candidate;
+  planner::Plan plan;               // make_plan's plan for the candidate's k and m
+  std::vector<double> measured_ms;  // median iteration of each trial run (one per round)
+};
+
+struct TrialReport {
+  std::vector<TrialEntry> entries;  // the near ties, best predicted first
+  int chosen = -1;                  // index of the fastest median (entries[0] when only one)
+};
+
+// No trials (an empty report) when fewer than two candidates are near ties, or rounds == 0.
+// Throws InputError for rounds < 0 or a negative band.
+TrialReport run_trials(const models::Model& model, const models::Profile& profile, const models::Cluster& cluster,
+                       const planner::PlanRequest& request, const std::vector<planner::PlanCandidate>& candidates,
+                       int rounds, double band = kTrialBand);
+
+// "1 stage x 2 threads, 1 x 16" / "2 stages x 1 thread, 8 x 2": the configuration of a plan.
+std::string describe_configuration(const planner::Plan& plan);
+
+}  // namespace pw::tools
