@@ -7,7 +7,8 @@
 #   DECISION_STEPS=N, DECISION_WARMUP=N   measured and warm-up steps per run (default 10, 5)
 #   DECISION_ROUNDS=R                     rounds of runs (default 3)
 #
-# For the default gpt and the 16x1024 mlp (batch 256): plan --measure (-o plan.json) once, then
+# For the default gpt and the 16x1024 mlp (batch 256): plan --measure (-o plan.json) once (its
+# trial runs of the near ties printed, "plan:"), then
 # R rounds, each running the chosen plan (run --plan plan.json) and every candidate of the
 # issue's set: 1 stage on 2 threads, and 2 stages (1 thread each) x M in {2, 4, 8, 16} x
 # {gpipe, 1f1b}. Prints each run's iteration (median of its steps), then per configuration the
@@ -47,6 +48,7 @@ for model in default mlp16x1024; do
   desc=$(jq -r '"\(.stages|length) stage(s) x \(.threads_per_stage // 1) thread(s), \(.schedule), \(.num_micro_batches) x \(.micro_batch_size)"' "$work/plan.json")
   predicted=$(jq '.predicted.iteration_time_s * 1000' "$work/plan.json")
   echo "$model: plan --measure chose $desc (predicted $(printf '%.3f' "$predicted") ms)"
+  grep -E '^(trials|  round)' "$work/plan.txt" | sed 's/^/  plan: /' || true  # its trial runs, if any
   : > "$work/runs"
   for round in $(seq "$ROUNDS"); do
     echo "  round $round" >&2

@@ -39,7 +39,7 @@ std::string displayed_spin_count(const std::string& err) {
   return err.substr(b, err.find('\'', b) - b);
 }
 
-TEST_CASE("train: with no OpenMP setting the tool picks a bounded spin, the user's setting wins") {
+TEST_CASE("train and plan --measure: with no OpenMP setting the tool picks a bounded spin, the user's setting wins") {
   EnvVar display("OMP_DISPLAY_ENV", "verbose");
   {
     EnvVar policy("OMP_WAIT_POLICY", std::nullopt);
@@ -56,6 +56,21 @@ TEST_CASE("train: with no OpenMP setting the tool picks a bounded spin, the user
     const auto r = run_cli({"train", "--model", "mlp", "--steps", "1"});
     REQUIRE(r.rc == 0);
     CHECK(displayed_spin_count(r.err) == "777");
+  }
+  {
+    // plan --measure profiles and trial-runs plans on this machine: the same choice as `run`.
+    EnvVar policy("OMP_WAIT_POLICY", std::nullopt);
+    EnvVar spin("GOMP_SPINCOUNT", std::nullopt);
+    const auto r = run_cli({"plan", "--model", "mlp", "--depth", "2", "--width", "32", "--batch", "4", "--measure",
+                            "--trials", "0"});
+    REQUIRE(r.rc == 0);
+    const std::string chosen = displayed_spin_count(r.err);
+    CAPTURE(r.err);
+    CHECK((chosen == "100" || chosen == "20000"));
+    // plan without --measure computes nothing: libgomp's default.
+    const auto q = run_cli({"plan", "--model", "mlp", "--device", "cpu-core-avx2", "--devices", "2"});
+    REQUIRE(q.rc == 0);
+    CHECK(displayed_spin_count(q.err) == "300000");
   }
   {
     // A command that does not compute is not re-executed: libgomp displays its default once.
