@@ -20,6 +20,14 @@ using planner::ScheduleKind;
 
 namespace {
 
+// `iterations` simulated, with or without the trace (the rest of SimOptions as default).
+sim::SimOptions sim_options(int iterations, bool record_trace) {
+  sim::SimOptions o;
+  o.iterations = iterations;
+  o.record_trace = record_trace;
+  return o;
+}
+
 const std::string kVgg = std::string(PW_SHARED_DIR) + "/pipedream-profiles/vgg16/graph.txt";
 
 models::Cluster flat(int n, double bandwidth) {
@@ -46,7 +54,7 @@ TEST_CASE("replicated 1f1b, stage 0 on two replicas: exact makespan 23, barrier 
   c.allreduce_ns = {3, 0};
   c.weights_optimizer_bytes = {1000, 500};
   c.stash_bytes_per_micro_batch = {10, 20};
-  const sim::SimResult r = sim::simulate(s, c, sim::Network::fixed(1), {1, true});
+  const sim::SimResult r = sim::simulate(s, c, sim::Network::fixed(1), sim_options(1, true));
   CHECK(r.report.makespan_ns == 23);
   CHECK(r.report.num_devices == 3);
   CHECK(r.report.stage_replicas == std::vector<int>{2, 1});
@@ -79,7 +87,7 @@ TEST_CASE("replicated pipedream-async: each replica all-reduces after its backwa
   const planner::Schedule s = planner::make_replicated_schedule(ScheduleKind::pipedream_async, {2}, 2, {true});
   sim::StageCosts c = sim::StageCosts::uniform(1, 1, 2, 0);
   c.allreduce_ns = {5};
-  const sim::SimResult r = sim::simulate(s, c, sim::Network{}, {1, false});
+  const sim::SimResult r = sim::simulate(s, c, sim::Network{}, sim_options(1, false));
   CHECK(r.report.devices[0].last_end_ns == 8);
   CHECK(r.report.devices[1].last_end_ns == 13);
   CHECK(r.report.devices[1].busy_ns == 8);
@@ -167,7 +175,7 @@ TEST_CASE("replicated schedules: every shape runs, each replica is busy exactly 
           c.allreduce_ns[st] = reps[st] > 1 ? 11 : 0;
         }
         const int K = 3;
-        const sim::Report r = sim::simulate(s, c, sim::Network::fixed(2), {K, false}).report;
+        const sim::Report r = sim::simulate(s, c, sim::Network::fixed(2), sim_options(K, false)).report;
         REQUIRE(r.num_devices == static_cast<int>(s.device_ops.size()));
         for (int st = 0; st < S; ++st)
           for (int i = 0; i < reps[st]; ++i) {
