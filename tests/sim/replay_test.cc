@@ -165,6 +165,47 @@ TEST_CASE("replay: a gap the simulator does not know is scheduling error") {
   CHECK(r.cost_model_error_ns() == 0);
 }
 
+TEST_CASE("replay: a message that waited for a busy receiver is not transfer cost (measured traces)") {
+  // gpipe, 2 stages, 2 micro-batches, F 100, B 200, hand-off 10. Predicted: device 1 runs
+  // F0 [110, 210], F1 [210, 310], then the backwards; 920 ns. In the run (a measured trace,
+  // whose transfers end when the receiver took the message), device 1 started F0 50 ns after
+  // taking its input (a hiccup the simulator does not know), so F1's input, handed off at 200,
+  // waited until device 1 was free at 260; everything after moved by 50: 970 ns.
+  const planner::Schedule s = planner::make_schedule(planner::ScheduleKind::gpipe, 2, 2, 1);
+  const StageCosts c = costs(100, 200, 0, 0);
+  const int64_t h = 10;
+  SimOptions o;
+  o.record_trace = true;
+  Trace t = simulate(s, c, Network::fixed(h), o).trace;
+  REQUIRE(t.events.size() > 0);
+  t.source = "measured";
+  for (TraceEvent& e : t.events) {
+    const bool late = e.is_transfer ? e.kind != OpKind::F : (e.device == 1 || e.start_ns >= 500);
+    if (late) {
+      e.start_ns += 50;
+      e.end_ns += 50;
+    }
+    if (e.is_transfer && e.kind == OpKind::F && e.micro_batch == 1) {
+      CHECK(e.start_ns == 200);
+      e.end_ns = 260;  // taken when device 1 finished F0
+    }
+  }
+  const ReplayResult r = replay(s, t, c, 0, 1, h);
+  CHECK(r.predicted_ns == 920);
+  CHECK(r.measured_ns == 970);
+  // The wait is the receiver's (scheduling error), not the transfer's: the replay starts F1 as
+  // soon as device 1 is free, and the hiccup itself is all that is missing.
+  CHECK(r.replayed_ns == 920);
+  CHECK(r.scheduling_error_ns() == -50);
+  CHECK(r.cost_model_error_ns() == 0);
+  // The same trace read as a simulated one (transfers end on arrival) keeps the 60 ns as the
+  // transfer's latency, and the replay waits for it.
+  t.source = "predicted";
+  const ReplayResult q = replay(s, t, c, 0, 1, h);
+  CHECK(q.replayed_ns == 970);
+  CHECK(q.cost_model_error_ns() == -50);
+}
+
 TEST_CASE("replay: a receiver woken late is replayed exactly and itemized as transfer (send) cost") {
   // 1f1b, 2 stages, 2 micro-batches, hand-off 100 predicted. In the run, the first forward
   // transfer of every iteration (F of stage 0, micro-batch 0 -> device 1) took 900 instead:
