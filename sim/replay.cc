@@ -56,14 +56,20 @@ ReplayResult replay(const planner::Schedule& schedule, const Trace& measured, co
   std::map<Key, int64_t> dur;
   // Transfers between devices, keyed (direction, sending stage, micro-batch, iteration): the
   // measured latency from the sender's hand-off to the receiver taking the message. A measured
-  // trace (the runtime's) ends a transfer when the receiver took the message, so its latency
-  // is counted from when the receiver could take it: the later of the hand-off and the end of
-  // the receiver's last compute op before it took the message. Until then the message waited
-  // while the receiver computed (or waited for another op's input), which the simulation
-  // reproduces itself; counted in the latency too, a delay of the receiver showed twice and
-  // as transfer cost (1F1B gpt replayed 1.1% long; 0.04% with this). A simulated trace ends a
-  // transfer on arrival, whatever the receiver does: its latency is end - start.
+  // trace (the runtime's) ends a transfer when the receiver took the message, and counts the
+  // hand-off itself (waking the receiver) in the sending op; so its latency is counted from
+  // the latest of: the hand-off, the end of the sending op, and the end of the receiver's last
+  // compute op before it took the message. Before that the sender was still busy handing off,
+  // or the message waited while the receiver computed (or waited for another op's input):
+  // time the simulation charges itself, as the sending op's duration or as the receiver's
+  // queue. Counted in the latency too it showed twice (gpt replayed 1.1% long in 1F1B and
+  // 1.8% in interleaved 1F1B). A simulated trace ends a transfer on arrival, whatever the
+  // receiver does: its latency is end - start.
   const bool taken = measured.source == "measured";
+  std::map<Key, int64_t> sent_end;  // (direction, stage, micro-batch, iteration) of the sending op -> its end
+  for (const TraceEvent& e : measured.events)
+    if (!e.is_transfer && (e.kind == OpKind::F || e.kind == OpKind::B || e.kind == OpKind::BW) && e.micro_batch >= 0)
+      sent_end[{e.kind == OpKind::F ? 0 : 1, e.stage, e.micro_batch % std::max(1, m), e.iteration}] = e.end_ns;
   std::vector<std::vector<int64_t>> compute_ends(std::max(0, schedule.num_devices));
   for (const TraceEvent& e : measured.events)
     if (!e.is_transfer && is_compute(e.kind) && e.device >= 0 && e.device < schedule.num_devices)
@@ -80,9 +86,13 @@ ReplayResult replay(const planner::Schedule& schedule, const Trace& measured, co
   for (const TraceEvent& e : measured.events) {
     if (e.is_transfer) {
       if (e.dst_device >= 0 && e.dst_device != e.device && e.micro_batch >= 0) {
-        const int64_t ready = taken ? std::max(e.start_ns, last_end(e.dst_device, e.end_ns)) : e.start_ns;
-        latency[{e.kind == OpKind::F ? 0 : 1, e.stage, e.micro_batch % std::max(1, m), e.iteration}] =
-            std::max<int64_t>(0, e.end_ns - ready);
+        const Key key{e.kind == OpKind::F ? 0 : 1, e.stage, e.micro_batch % std::max(1, m), e.iteration};
+        int64_t ready = e.start_ns;
+        if (taken) {
+          ready = std::max(ready, last_end(e.dst_device, e.end_ns));
+          if (auto f = sent_end.find(key); f != sent_end.end()) ready = std::max(ready, f->second);
+        }
+        latency[key] = std::max<int64_t>(0, e.end_ns - ready);
       }
       continue;
     }

@@ -7,12 +7,13 @@
 // step) lasting exactly as long as it did in iteration k of the measurement, and every
 // transfer between devices taking as long as it did: from the sender's hand-off to the
 // receiver taking the message (a receiver woken late, e.g. because another thread held its
-// core, shows there). In a measured trace (source "measured": its transfers end when the
-// receiver took the message) the latency counts from when the receiver could take it, the
-// later of the hand-off and the end of its last compute op before the take: a message that
-// waited while the receiver was busy costs the transfer nothing, and the wait is the
-// simulation's own (a receiver delayed by something else is scheduling error, not transfer
-// cost). A simulated trace's transfers end on arrival. A transfer the trace lacks (traces written without them) takes the
+// core, shows there). In a measured trace (source "measured": the runtime records the sending
+// op's end after its hand-off, and ends a transfer when the receiver took the message) the
+// latency counts from the latest of the hand-off, the sending op's end and the end of the
+// receiver's last compute op before the take: the hand-off's own work is in the sending op,
+// a message that waited while the receiver was busy costs the transfer nothing, and the wait
+// is the simulation's own (a receiver delayed by something else is scheduling error, not
+// transfer cost). A simulated trace's transfers end on arrival. A transfer the trace lacks (traces written without them) takes the
 // hand-off latency given to replay(), or nothing. Iteration times are medians over the K
 // iterations (one slow iteration, a hiccup of the machine, does not move them) of:
 // - measured: the span of iteration k's ops in the trace (first start to last end);

@@ -206,6 +206,44 @@ TEST_CASE("replay: a message that waited for a busy receiver is not transfer cos
   CHECK(q.cost_model_error_ns() == -50);
 }
 
+TEST_CASE("replay: a hand-off stamped inside the sending op counts from the op's end (measured traces)") {
+  // The runtime stamps a message when it hands it off, records the sending op's end after the
+  // hand-off (waking the receiver is the sender's work), and ends the transfer when the
+  // receiver takes the message (when it starts the op that needs it). Here every hand-off is
+  // stamped 5 ns before its op's end; the replay counts each transfer from the op's end (or
+  // from the receiver becoming free) and is exact.
+  const planner::Schedule s = planner::make_schedule(planner::ScheduleKind::one_f_one_b, 2, 4, 1);
+  const StageCosts c = costs(100, 200, 0, 50);
+  const int64_t h = 10;
+  SimOptions o;
+  o.record_trace = true;
+  Trace t = simulate(s, c, Network::fixed(h), o).trace;
+  t.source = "measured";
+  const auto consumer_start = [&t](const TraceEvent& x) {
+    for (const TraceEvent& e : t.events)
+      if (!e.is_transfer && e.device == x.dst_device && e.micro_batch == x.micro_batch &&
+          (x.kind == OpKind::F ? e.kind == OpKind::F && e.stage == x.stage + 1
+                               : e.kind != OpKind::F && e.stage == x.stage - 1))
+        return e.start_ns;
+    FAIL("no consumer");
+    return int64_t{0};
+  };
+  int transfers = 0;
+  for (TraceEvent& e : t.events)
+    if (e.is_transfer) {
+      e.start_ns -= 5;
+      e.end_ns = consumer_start(e);
+      ++transfers;
+    }
+  REQUIRE(transfers == 8);  // each of the 4 micro-batches: its forward and its backward cross devices
+  const ReplayResult r = replay(s, t, c, 0, 1, h);
+  CHECK(r.replayed_ns == r.measured_ns);
+  CHECK(r.replayed_ns == r.predicted_ns);
+  // Neither the early stamp nor a wait for a busy receiver is charged to the transfer.
+  for (const OpKindError& e : r.ops)
+    if (e.kind == OpKind::send) CHECK(e.measured_ns <= static_cast<double>(h));
+}
+
 TEST_CASE("replay: a receiver woken late is replayed exactly and itemized as transfer (send) cost") {
   // 1f1b, 2 stages, 2 micro-batches, hand-off 100 predicted. In the run, the first forward
   // transfer of every iteration (F of stage 0, micro-batch 0 -> device 1) took 900 instead:
