@@ -165,6 +165,16 @@ TEST_CASE("replay: a gap the simulator does not know is scheduling error") {
   CHECK(r.cost_model_error_ns() == 0);
 }
 
+// One iteration of `s` simulated with hand-off `h`, its trace marked as a run's ("measured"),
+// for the cases below to turn into what the runtime records.
+Trace as_measured(const planner::Schedule& s, const StageCosts& c, int64_t h) {
+  SimOptions o;
+  o.record_trace = true;
+  Trace t = simulate(s, c, Network::fixed(h), o).trace;
+  t.source = "measured";
+  return t;
+}
+
 TEST_CASE("replay: a message that waited for a busy receiver is not transfer cost (measured traces)") {
   // gpipe, 2 stages, 2 micro-batches, F 100, B 200, hand-off 10. Predicted: device 1 runs
   // F0 [110, 210], F1 [210, 310], then the backwards; 920 ns. In the run (a measured trace,
@@ -174,11 +184,8 @@ TEST_CASE("replay: a message that waited for a busy receiver is not transfer cos
   const planner::Schedule s = planner::make_schedule(planner::ScheduleKind::gpipe, 2, 2, 1);
   const StageCosts c = costs(100, 200, 0, 0);
   const int64_t h = 10;
-  SimOptions o;
-  o.record_trace = true;
-  Trace t = simulate(s, c, Network::fixed(h), o).trace;
+  Trace t = as_measured(s, c, h);
   REQUIRE(t.events.size() > 0);
-  t.source = "measured";
   for (TraceEvent& e : t.events) {
     const bool late = e.is_transfer ? e.kind != OpKind::F : (e.device == 1 || e.start_ns >= 500);
     if (late) {
@@ -215,10 +222,7 @@ TEST_CASE("replay: a hand-off stamped inside the sending op counts from the op's
   const planner::Schedule s = planner::make_schedule(planner::ScheduleKind::one_f_one_b, 2, 4, 1);
   const StageCosts c = costs(100, 200, 0, 50);
   const int64_t h = 10;
-  SimOptions o;
-  o.record_trace = true;
-  Trace t = simulate(s, c, Network::fixed(h), o).trace;
-  t.source = "measured";
+  Trace t = as_measured(s, c, h);
   const auto consumer_start = [&t](const TraceEvent& x) {
     for (const TraceEvent& e : t.events)
       if (!e.is_transfer && e.device == x.dst_device && e.micro_batch == x.micro_batch &&
