@@ -4,6 +4,7 @@
 #include <string>
 
 #include "models/error.h"
+#include "models/median.h"
 
 namespace pw::planner {
 
@@ -34,19 +35,12 @@ std::vector<PlanCandidate> near_ties(const std::vector<PlanCandidate>& candidate
   return out;
 }
 
-double median_of(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 int fastest_by_median(const std::vector<std::vector<double>>& measured) {
   int win = -1;
   double best = 0;
   for (size_t i = 0; i < measured.size(); ++i) {
     if (measured[i].empty()) continue;
-    const double m = median_of(measured[i]);
+    const double m = models::median_of(measured[i]);
     if (win < 0 || m < best) {
       win = static_cast<int>(i);
       best = m;

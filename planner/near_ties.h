@@ -29,7 +29,4 @@ std::vector<PlanCandidate> near_ties(const std::vector<PlanCandidate>& candidate
 // list never wins).
 int fastest_by_median(const std::vector<std::vector<double>>& measured);
 
-// Median of `v` (0 for an empty list).
-double median_of(std::vector<double> v);
-
 }  // namespace pw::planner

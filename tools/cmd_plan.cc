@@ -11,10 +11,10 @@
 #include "models/cost.h"
 #include "models/defaults.h"
 #include "models/error.h"
+#include "models/median.h"
 #include "models/pipedream_import.h"
 #include "models/profile.h"
 #include "planner/interleave.h"
-#include "planner/near_ties.h"
 #include "planner/plan_formats.h"
 #include "planner/planner.h"
 #include "planner/schedule.h"
@@ -237,10 +237,10 @@ void run(PlanArgs a, const CLI::App& sub) {
                                  {"micro_batches", e.plan.num_micro_batches},
                                  {"predicted_ms", e.plan.predicted.iteration_time_s * 1e3},
                                  {"measured_ms", e.measured_ms},
-                                 {"median_ms", pw::planner::median_of(e.measured_ms)}});
+                                 {"median_ms", pw::models::median_of(e.measured_ms)}});
       std::fprintf(stderr, "trials: chose %s (median %.3f ms; predicted fastest: %s)\n",
                    pw::tools::describe_configuration(plan).c_str(),
-                   pw::planner::median_of(tr.entries[tr.chosen].measured_ms),
+                   pw::models::median_of(tr.entries[tr.chosen].measured_ms),
                    pw::tools::describe_configuration(tr.entries[0].plan).c_str());
     }
   }

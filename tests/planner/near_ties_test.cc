@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "models/error.h"
+#include "models/median.h"
 #include "planner/near_ties.h"
 
 namespace pw::planner {
@@ -43,8 +44,8 @@ TEST_CASE("near ties: the candidates within the band of the fastest, at most max
 TEST_CASE("fastest by median: the smallest median wins, not the smallest single run") {
   // List 0 has the fastest single run (25) but median 33; list 1's median is 32.
   CHECK(fastest_by_median({{25, 33, 40}, {32, 31, 35}}) == 1);
-  CHECK(median_of({4, 1, 3, 2}) == doctest::Approx(2.5));
-  CHECK(median_of({}) == 0);
+  CHECK(models::median_of({4, 1, 3, 2}) == doctest::Approx(2.5));
+  CHECK(models::median_of({}) == 0);
   CHECK(fastest_by_median({{30, 30}, {30}}) == 0);  // a tie: the earlier (better predicted)
   CHECK(fastest_by_median({{}, {50}}) == 1);        // a candidate never measured never wins
   CHECK(fastest_by_median({{}, {}}) == -1);
