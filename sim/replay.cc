@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "models/error.h"
+#include "models/median.h"
 #include "planner/schedule_validate.h"
 #include "sim/trace_io.h"
 
@@ -38,13 +39,6 @@ int64_t predicted_duration(const StageCosts& c, OpKind kind, int stage_or_device
   }
 }
 
-// Median (the mean of the two middle values for an even count); v is not empty.
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 }  // namespace
 
 ReplayResult replay(const planner::Schedule& schedule, const Trace& measured, const StageCosts& predicted, int first,
@@ -67,13 +61,13 @@ ReplayResult replay(const planner::Schedule& schedule, const Trace& measured, co
   // receiver does: its latency is end - start.
   const bool taken = measured.source == "measured";
   std::map<Key, int64_t> sent_end;  // (direction, stage, micro-batch, iteration) of the sending op -> its end
-  for (const TraceEvent& e : measured.events)
-    if (!e.is_transfer && (e.kind == OpKind::F || e.kind == OpKind::B || e.kind == OpKind::BW) && e.micro_batch >= 0)
+  std::vector<std::vector<int64_t>> compute_ends(std::max(0, schedule.num_devices));  // per device, sorted
+  for (const TraceEvent& e : measured.events) {
+    if (e.is_transfer || !is_compute(e.kind)) continue;
+    if (e.device >= 0 && e.device < schedule.num_devices) compute_ends[e.device].push_back(e.end_ns);
+    if ((e.kind == OpKind::F || e.kind == OpKind::B || e.kind == OpKind::BW) && e.micro_batch >= 0)
       sent_end[{e.kind == OpKind::F ? 0 : 1, e.stage, e.micro_batch % std::max(1, m), e.iteration}] = e.end_ns;
-  std::vector<std::vector<int64_t>> compute_ends(std::max(0, schedule.num_devices));
-  for (const TraceEvent& e : measured.events)
-    if (!e.is_transfer && is_compute(e.kind) && e.device >= 0 && e.device < schedule.num_devices)
-      compute_ends[e.device].push_back(e.end_ns);
+  }
   for (auto& v : compute_ends) std::sort(v.begin(), v.end());
   // The end of device `dev`'s last compute op that ended at or before `t` (none: INT64_MIN).
   const auto last_end = [&](int dev, int64_t t) {
@@ -176,8 +170,8 @@ ReplayResult replay(const planner::Schedule& schedule, const Trace& measured, co
     replayed_k.push_back(static_cast<double>(sr.report.makespan_ns));
     if (so.record_trace) r.replayed = std::move(sr.trace);
   }
-  r.measured_ns = median(measured_k);
-  r.replayed_ns = median(replayed_k);
+  r.measured_ns = models::median_of(measured_k);
+  r.replayed_ns = models::median_of(replayed_k);
   for (auto& [key, it] : items) {
     it.measured_ns = sums[key] / (static_cast<double>(it.count) * iterations);
     r.ops.push_back(it);
