@@ -92,8 +92,8 @@ std::string describe(const MachineLoad& load) {
   return buf;
 }
 
-bool wait_policy_busy(double runnable_others, double sampled_busy_cores) {
-  return runnable_others >= 1 || sampled_busy_cores >= 0.5;
+bool wait_policy_busy(double runnable_before, double runnable_after, double sampled_busy_cores) {
+  return std::min(runnable_before, runnable_after) >= 1 || sampled_busy_cores >= 0.5;
 }
 
 WaitPolicy choose_openmp_wait_policy() {
@@ -105,23 +105,31 @@ WaitPolicy choose_openmp_wait_policy() {
     return p;
   }
   // /proc/loadavg: "0.50 0.40 0.30 R/T last_pid"; R counts runnable tasks, this one included.
-  char buf[256];
-  if (read_proc("/proc/loadavg", buf, sizeof buf) > 0) {
+  // Read before and after the CPU sample below; a task counts only if it is runnable at both
+  // ends. A reader started beside this process (`pipewright run --json | jq`, a shell's
+  // `$(...)`) is runnable for its first few milliseconds and then blocks; read once, it made
+  // every piped run choose the busy waits (issue 12: bench/decision.sh measured all its
+  // candidates so while plan --measure, writing to a file, chose the quiet ones).
+  const auto runnable_others = [&p] {
+    char buf[256];
+    if (read_proc("/proc/loadavg", buf, sizeof buf) <= 0) return 0.0;
     char* s = buf;
     p.load_1min = std::strtod(s, &s);
     std::strtod(s, &s);
     std::strtod(s, &s);
-    const long runnable = std::strtol(s, &s, 10);
-    p.runnable_others = std::max(0L, runnable - 1);
-  }
+    return static_cast<double>(std::max(0L, std::strtol(s, &s, 10) - 1));
+  };
+  const double runnable_before = runnable_others();
   // Busy = other work competes for the cores NOW: another task runnable at this instant, or
   // other processes used half a core or more over a short sample. Not the 1-minute load
   // average: it lags by a minute, so right after a build (or the previous run of a benchmark
   // grid) it chose "busy" on an idle machine, and a 2-thread worker then ran up to 1.8x slower
   // than its profile (issue 12: spin 100 vs 20000, measured 126 vs 74 ms per step).
   const MachineLoad sampled = sample_machine_load(kWaitPolicySampleSeconds);
+  const double runnable_after = runnable_others();
+  p.runnable_others = std::min(runnable_before, runnable_after);
   p.busy_cores_sampled = sampled.busy_cores;
-  p.busy = wait_policy_busy(p.runnable_others, sampled.busy_cores);
+  p.busy = wait_policy_busy(runnable_before, runnable_after, sampled.busy_cores);
   p.spin_count = p.busy ? kBusySpinCount : kQuietSpinCount;
   char value[32];
   std::snprintf(value, sizeof value, "%ld", p.spin_count);
@@ -139,6 +147,13 @@ std::string describe_wait_policy() {
   if (policy) s += std::string("OMP_WAIT_POLICY=") + policy + (spin ? " " : "");
   if (spin) s += std::string("GOMP_SPINCOUNT=") + spin;
   return s + ")";
+}
+
+std::chrono::nanoseconds transport_spin(int workers, int cores) {
+  const char* tool = std::getenv("PW_OPENMP_SPIN");
+  const bool quiet = tool != nullptr && std::strcmp(tool, "quiet") == 0;
+  if (quiet && workers >= 1 && workers <= cores) return kQuietTransportSpin;
+  return kDefaultTransportSpin;
 }
 
 }  // namespace pw::exec

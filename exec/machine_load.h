@@ -13,6 +13,7 @@
 // throws and never overrides a value the user set (OMP_WAIT_POLICY or GOMP_SPINCOUNT).
 #pragma once
 
+#include <chrono>
 #include <string>
 
 namespace pw::exec {
@@ -47,7 +48,7 @@ struct WaitPolicy {
   bool changed = false;    // this call exported GOMP_SPINCOUNT: libgomp of this process has not seen it
   bool busy = false;       // the instantaneous estimate found the cores busy
   long spin_count = 0;     // what GOMP_SPINCOUNT was set to (when !user_set)
-  double runnable_others = 0;  // runnable tasks besides this one (from /proc/loadavg)
+  double runnable_others = 0;  // runnable tasks besides this one at both ends of the sample (/proc/loadavg)
   double load_1min = 0;        // 1-minute load average (reported, not used: it lags)
   double busy_cores_sampled = 0;  // other processes' CPU use over a short sample, in cores
   int cores = 1;
@@ -55,17 +56,35 @@ struct WaitPolicy {
 
 // Chooses and exports GOMP_SPINCOUNT (see the contract above), and PW_OPENMP_SPIN="busy|quiet"
 // so that the re-executed process knows the choice was the tool's. "Busy" when another task is
-// runnable right now or other processes used half a core or more over the last
-// kWaitPolicySampleSeconds (sampled from /proc/stat while this process sleeps, so start-up
+// runnable both before and after a kWaitPolicySampleSeconds sample (a reader just started
+// beside this one, as `| jq`, is runnable only at the start), or other processes used half a
+// core or more during it (sampled from /proc/stat while this process sleeps, so start-up
 // costs that long). The 1-minute load average is not used: it still counts work that ended
 // up to a minute ago (a build, the previous run) and so chose "busy" on idle machines.
 WaitPolicy choose_openmp_wait_policy();
 
-// The rule above: busy when another task is runnable or others used >= half a core.
-bool wait_policy_busy(double runnable_others, double sampled_busy_cores);
+// The rule above: busy when another task is runnable (other than this process) at both ends of
+// the sample, or others used >= half a core during it.
+bool wait_policy_busy(double runnable_before, double runnable_after, double sampled_busy_cores);
 
 // The choice in effect for this process: the tool's (PW_OPENMP_SPIN set), the user's, or none.
 // One line for progress output: "OpenMP waits: spin 20000 then sleep (quiet machine)".
 std::string describe_wait_policy();
+
+// How long a pipeline worker waiting for a message spins (yielding) before it sleeps on the
+// in-process transport (RuntimeOptions::spin, InProcTransport). Why: a sleeping receiver costs
+// every hand-off a wake-up. On this project's 2-vCPU VM (exec/runtime/handoff.h measures it) a
+// message to a receiver asleep arrived after 76-100 us and the sender spent 31 us in isend
+// waking it; to a receiver still spinning, 2-3 us and under 1 us. With the 50 us spin the
+// workers slept in most pipeline bubbles, and the default gpt's 2-stage gpipe (M=8) ran
+// 7-20% slower than with a 2-10 ms spin (bench/RESULTS.md, "Hand-offs to a spinning
+// receiver"). Spinning costs nothing on a core of one's own, and hurts a job sharing it, so:
+// kQuietTransportSpin when the tool chose the quiet machine's OpenMP waits for this process
+// (PW_OPENMP_SPIN=quiet, choose_openmp_wait_policy) and every worker has a core of its own
+// (workers <= cores); kDefaultTransportSpin otherwise (busy machine, OpenMP variables set by
+// the user, more workers than cores, or a library caller that never chose). Never throws.
+inline constexpr std::chrono::microseconds kQuietTransportSpin{5000};
+inline constexpr std::chrono::microseconds kDefaultTransportSpin{50};
+std::chrono::nanoseconds transport_spin(int workers, int cores);
 
 }  // namespace pw::exec

@@ -361,6 +361,7 @@ void execute(const RunArgs& a, Prepared& p, World* world) {
       j["predicted_peak_memory_bytes"] = cmp.peak_memory_bytes;
     }
     if (!r.warning.empty()) j["warning"] = r.warning;
+    j["transport_spin_us"] = static_cast<double>(r.transport_spin_ns) / 1e3;  // exec/machine_load.h
     std::cout << j.dump(2) << "\n";
   } else {
     std::printf("model %s, %s, %d workers, %d steps of batch %lld\n", model.name().c_str(), info.schedule.c_str(),

@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include "exec/machine_load.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -62,8 +64,12 @@ models::DeviceSpec this_machine_core(int64_t memory_bytes) {
 
 models::Cluster this_machine_cluster(int64_t memory_bytes) {
   const double bw = measure_copy_bandwidth();
-  // One core: no transfers, nothing to measure (the hand-off needs two threads).
-  const int64_t handoff = Machine::instance().num_cores() > 1 ? measure_handoff_ns() : 0;
+  // One core: no transfers, nothing to measure (the hand-off needs two threads). The planner
+  // places at most one worker per core, so its runs wait as transport_spin(cores, cores) says.
+  const int cores = Machine::instance().num_cores();
+  HandoffOptions ho;
+  ho.spin = transport_spin(cores, cores);
+  const int64_t handoff = cores > 1 ? measure_handoff_ns(ho) : 0;
   return machine_cluster(Machine::instance(), this_machine_core(memory_bytes), bw, bw, handoff);
 }
 

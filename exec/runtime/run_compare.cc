@@ -6,6 +6,7 @@
 #include <memory>
 #include <utility>
 
+#include "exec/machine_load.h"
 #include "exec/network.h"
 #include "exec/numerics.h"
 #include "exec/profiler.h"
@@ -95,9 +96,13 @@ Prediction predict_from_measurement(const models::Model& model, const planner::P
       costs.data_ns[dev] = draw_ns;
     }
   }
-  // Transfers between workers cost the runtime's hand-off (a sleeping receiver woken by the
-  // sender), measured here; free on one worker.
-  if (sched.num_devices > 1) p.handoff_ns = measure_handoff_ns();
+  // Transfers between workers cost the runtime's hand-off, measured here with the spin the run
+  // will wait with (run_pipeline: transport_spin); free on one worker.
+  if (sched.num_devices > 1) {
+    HandoffOptions ho;
+    ho.spin = transport_spin(sched.num_devices, Machine::instance().num_cores());
+    p.handoff_ns = measure_handoff_ns(ho);
+  }
   const sim::Network net = p.handoff_ns > 0 ? sim::Network::fixed(p.handoff_ns) : sim::network_for_plan(plan, nullptr);
   sim::SimOptions so;
   so.iterations = 1;

@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "exec/checkpoint.h"
+#include "exec/machine_load.h"
 #include "exec/numerics.h"
 #include "exec/trainer.h"
 #include "exec/network.h"
@@ -186,6 +187,7 @@ PipelineRunResult run_pipeline(const models::Model& model, const planner::Plan& 
   ro.vertical_sync = options.vertical_sync;
   ro.threads_per_worker = options.threads_per_worker;
   ro.timeout = options.timeout;
+  ro.spin = transport_spin(devices, Machine::instance().num_cores());  // as the prediction's hand-off
 
   // Checkpoint identity: what must match for a resume.
   Json stages = Json::array();
@@ -240,6 +242,7 @@ PipelineRunResult run_pipeline(const models::Model& model, const planner::Plan& 
 
   PipelineRuntime rt(std::move(schedule), device_computes(setup), ro);
   r.warning = rt.warning();
+  r.transport_spin_ns = ro.spin.count();
   pin_loader(*slicer, setup.schedule, rt.placement());
   for (const auto& c : rt.placement()) r.placement.push_back(c.to_string());
   if (options.on_start) options.on_start();

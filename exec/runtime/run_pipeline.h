@@ -120,6 +120,7 @@ struct PipelineRunResult {
   std::vector<int64_t> peak_activation_bytes;  // per virtual stage (LayerStageCompute)
   std::vector<std::string> placement;          // per device, e.g. "core 0 (socket 0)"
   std::string warning;                         // oversubscription / pinning, "" if none
+  int64_t transport_spin_ns = 0;               // a waiting worker's spin before it sleeps (RuntimeOptions::spin)
   sim::Trace trace;                            // measured, all steps
   int first_step = 0;                          // steps (warm-up included) done before: the resume point
   int iterations_run = 0;                      // iterations this call ran (warm-up included)

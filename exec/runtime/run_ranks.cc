@@ -205,6 +205,7 @@ PipelineRunResult run_pipeline_ranks(const models::Model& model, const planner::
   const int total = options.warmup_steps + options.steps;
   const int S = compute.num_stages();
   PipelineRunResult r;
+  r.transport_spin_ns = ro.spin.count();
   std::unique_ptr<RankRuntime> rt;
   try {
     rt = std::make_unique<RankRuntime>(setup->schedule, *comp, world, ro);

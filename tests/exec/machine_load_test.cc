@@ -25,11 +25,15 @@ TEST_CASE("machine load: busy from a quarter of the cores on") {
 }
 
 TEST_CASE("wait policy: busy from what competes now, not from the lagging load average") {
-  CHECK_FALSE(wait_policy_busy(0, 0.0));
-  CHECK_FALSE(wait_policy_busy(0, 0.49));
-  CHECK(wait_policy_busy(0, 0.5));  // a neighbour that used half a core during the sample
-  CHECK(wait_policy_busy(1, 0.0));  // a neighbour runnable at this instant
-  CHECK(wait_policy_busy(3, 1.8));
+  CHECK_FALSE(wait_policy_busy(0, 0, 0.0));
+  CHECK_FALSE(wait_policy_busy(0, 0, 0.49));
+  CHECK(wait_policy_busy(0, 0, 0.5));  // a neighbour that used half a core during the sample
+  CHECK(wait_policy_busy(1, 1, 0.0));  // a neighbour runnable at both ends of the sample
+  CHECK(wait_policy_busy(3, 2, 1.8));
+  // A reader started beside this process (`run --json | jq`) is runnable while it starts, then
+  // blocks on its input: not competition. Read once, it made every piped run choose "busy".
+  CHECK_FALSE(wait_policy_busy(1, 0, 0.02));
+  CHECK_FALSE(wait_policy_busy(0, 1, 0.02));
 }
 
 // Restores an environment variable (or its absence) when the scope ends.
@@ -49,7 +53,7 @@ TEST_CASE("wait policy: the tool's choice records its sample") {
   ::unsetenv("OMP_WAIT_POLICY");
   const WaitPolicy p = choose_openmp_wait_policy();
   CHECK_FALSE(p.user_set);
-  CHECK(p.busy == wait_policy_busy(p.runnable_others, p.busy_cores_sampled));
+  CHECK(p.busy == (p.runnable_others >= 1 || p.busy_cores_sampled >= 0.5));
   CHECK(p.spin_count == (p.busy ? kBusySpinCount : kQuietSpinCount));
   CHECK(p.busy_cores_sampled >= 0.0);
   CHECK(std::string(std::getenv("GOMP_SPINCOUNT")) == std::to_string(p.spin_count));
@@ -63,6 +67,20 @@ TEST_CASE("wait policy: a user's OpenMP setting is never overridden") {
   CHECK(std::string(std::getenv("GOMP_SPINCOUNT")) == "42");
   CHECK(describe_wait_policy().find("as set by the user") != std::string::npos);
   ::unsetenv("GOMP_SPINCOUNT");
+}
+
+TEST_CASE("transport spin: long only when the tool chose a quiet machine's waits and every worker has a core") {
+  SavedEnv tool("PW_OPENMP_SPIN");
+  ::unsetenv("PW_OPENMP_SPIN");  // a library caller that never chose
+  CHECK(transport_spin(2, 2) == kDefaultTransportSpin);
+  ::setenv("PW_OPENMP_SPIN", "quiet", 1);
+  CHECK(transport_spin(1, 2) == kQuietTransportSpin);
+  CHECK(transport_spin(2, 2) == kQuietTransportSpin);
+  CHECK(transport_spin(3, 2) == kDefaultTransportSpin);  // workers share cores: a spinner steals its partner's time
+  CHECK(transport_spin(0, 2) == kDefaultTransportSpin);
+  ::setenv("PW_OPENMP_SPIN", "busy", 1);
+  CHECK(transport_spin(2, 2) == kDefaultTransportSpin);
+  CHECK(kQuietTransportSpin > kDefaultTransportSpin);
 }
 
 }  // namespace

@@ -6,6 +6,9 @@
 #include <cstdlib>
 #include <optional>
 #include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "tests/tools/cli_runner.h"
 
@@ -79,6 +82,24 @@ TEST_CASE("train and plan --measure: with no OpenMP setting the tool picks a bou
     const auto r = run_cli({"model", "mlp"});
     REQUIRE(r.rc == 0);
     CHECK(displayed_spin_count(r.err) == "300000");
+  }
+}
+
+TEST_CASE("run: a waiting worker spins long only on the tool's quiet choice, with a core per worker") {
+  // GOMP_SPINCOUNT set here: the CLI does not re-execute, and PW_OPENMP_SPIN stays as given.
+  EnvVar spin("GOMP_SPINCOUNT", "20000");
+  const std::vector<std::string> cmd = {"run", "--model", "mlp", "--stages", "2", "--micro-batches", "2",
+                                        "--steps", "1", "--warmup-steps", "0", "--json"};
+  for (const char* tool : {"quiet", "busy", ""}) {
+    CAPTURE(tool);
+    EnvVar choice("PW_OPENMP_SPIN", *tool ? std::optional<std::string>(tool) : std::nullopt);
+    const auto r = run_cli(cmd);
+    REQUIRE(r.rc == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    // Two workers on one core (the run warns) share it: no long spin there either.
+    const bool own_cores = !j.contains("warning");
+    const double expected = std::string(tool) == "quiet" && own_cores ? 5000.0 : 50.0;
+    CHECK(j.at("transport_spin_us").get<double>() == expected);
   }
 }
 
