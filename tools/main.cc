@@ -16,16 +16,21 @@
 #include "exec/machine_load.h"
 
 namespace {
-// The commands that compute with OpenMP threads: train, run, demo, profile, and plan --measure
-// (it profiles and trial-runs plans: with libgomp's own spin count it measured the 2-thread
-// points 10-16% faster than `run` then ran them; issue 12).
+// The commands that compute with OpenMP threads or measure this machine: train, run, demo,
+// profile, plan --measure (it profiles and trial-runs plans: with libgomp's own spin count it
+// measured the 2-thread points 10-16% faster than `run` then ran them; issue 12) and
+// cluster --here (its hand-off latency depends on the transport spin the choice implies,
+// exec/machine_load.h: transport_spin).
 bool computes(int argc, char** argv) {
   if (argc < 2) return false;
   for (const char* c : {"train", "run", "demo", "profile"})
     if (std::strcmp(argv[1], c) == 0) return true;
-  if (std::strcmp(argv[1], "plan") == 0)
+  const char* measuring_flag = std::strcmp(argv[1], "plan") == 0      ? "--measure"
+                               : std::strcmp(argv[1], "cluster") == 0 ? "--here"
+                                                                      : nullptr;
+  if (measuring_flag)
     for (int i = 2; i < argc; ++i)
-      if (std::strcmp(argv[i], "--measure") == 0) return true;
+      if (std::strcmp(argv[i], measuring_flag) == 0) return true;
   return false;
 }
 

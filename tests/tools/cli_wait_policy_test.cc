@@ -74,6 +74,11 @@ TEST_CASE("train and plan --measure: with no OpenMP setting the tool picks a bou
     const auto q = run_cli({"plan", "--model", "mlp", "--device", "cpu-core-avx2", "--devices", "2"});
     REQUIRE(q.rc == 0);
     CHECK(displayed_spin_count(q.err) == "300000");
+    // cluster --here measures the hand-off, whose latency follows the same choice.
+    const auto c = run_cli({"cluster", "--here"});
+    REQUIRE(c.rc == 0);
+    const std::string measured = displayed_spin_count(c.err);
+    CHECK((measured == "100" || measured == "20000"));
   }
   {
     // A command that does not compute is not re-executed: libgomp displays its default once.
