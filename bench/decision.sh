@@ -28,12 +28,16 @@ trap 'rm -rf "$work"' EXIT
 "$PW" model mlp --depth 16 --width 1024 --batch 256 -o "$work/mlp16x1024.json" > /dev/null
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(nproc) CPUs"
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-measure() {  # label, run args... -> prints the label and the median iteration (ms)
+measure() {  # label, run args... -> prints the label, the median iteration (ms) and the hand-off spin
   local label=$1; shift
-  local ms
-  ms=$("$PW" run "$@" --steps "$STEPS" --warmup-steps "$WARMUP" --json 2> "$work/err" | jq '.iteration_ms') ||
+  local ms spin
+  # To a file, not a pipe: the run picks its waits from what is runnable as it starts (a reader
+  # started beside it no longer counts, exec/machine_load.h; the file keeps it that way).
+  "$PW" run "$@" --steps "$STEPS" --warmup-steps "$WARMUP" --json > "$work/run.json" 2> "$work/err" ||
     { echo "$label failed: $(tail -1 "$work/err")" >&2; return 1; }
-  printf '  %-34s %10.3f ms\n' "$label" "$ms" >&2
+  ms=$(jq '.iteration_ms' "$work/run.json")
+  spin=$(jq '.transport_spin_us' "$work/run.json")
+  printf '  %-34s %10.3f ms  (hand-off spin %s us)\n' "$label" "$ms" "$spin" >&2
   echo "$ms"
 }
 record() {  # key, label, run args... -> appends "key ms" to $work/runs (exits on a failed run)
