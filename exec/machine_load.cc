@@ -120,8 +120,8 @@ WaitPolicy choose_openmp_wait_policy() {
     return static_cast<double>(std::max(0L, std::strtol(s, &s, 10) - 1));
   };
   const double runnable_before = runnable_others();
-  // Busy = other work competes for the cores NOW: another task runnable at this instant, or
-  // other processes used half a core or more over a short sample. Not the 1-minute load
+  // Busy = other work competes for the cores NOW: another task runnable at both ends of a short
+  // sample, or other processes used half a core or more during it. Not the 1-minute load
   // average: it lags by a minute, so right after a build (or the previous run of a benchmark
   // grid) it chose "busy" on an idle machine, and a 2-thread worker then ran up to 1.8x slower
   // than its profile (issue 12: spin 100 vs 20000, measured 126 vs 74 ms per step).

@@ -76,12 +76,12 @@ std::string describe_wait_policy();
 // every hand-off a wake-up. On this project's 2-vCPU VM (exec/runtime/handoff.h measures it) a
 // message to a receiver asleep arrived after 76-100 us and the sender spent 31 us in isend
 // waking it; to a receiver still spinning, 2-3 us and under 1 us. With the 50 us spin the
-// workers slept in most pipeline bubbles, and the default gpt's 2-stage gpipe (M=8) ran
-// 7-20% slower than with a 2-10 ms spin (bench/RESULTS.md, "Hand-offs to a spinning
-// receiver"). Spinning costs nothing on a core of one's own, and hurts a job sharing it, so:
-// kQuietTransportSpin when the tool chose the quiet machine's OpenMP waits for this process
-// (PW_OPENMP_SPIN=quiet, choose_openmp_wait_policy) and every worker has a core of its own
-// (workers <= cores); kDefaultTransportSpin otherwise (busy machine, OpenMP variables set by
+// workers slept in most pipeline bubbles: 2-stage runs of the default and the small gpt were
+// slower than with a 5 ms spin in 15 of 18 A/B pairs, by up to 16% (bench/RESULTS.md,
+// "Waiting workers"). Spinning costs nothing on a core of one's own, and hurts a job sharing
+// it, so: kQuietTransportSpin when the tool chose the quiet machine's OpenMP waits for this
+// process (PW_OPENMP_SPIN=quiet, choose_openmp_wait_policy) and every worker has a core of its
+// own (workers <= cores); kDefaultTransportSpin otherwise (busy machine, OpenMP variables set by
 // the user, more workers than cores, or a library caller that never chose). Never throws.
 inline constexpr std::chrono::microseconds kQuietTransportSpin{5000};
 inline constexpr std::chrono::microseconds kDefaultTransportSpin{50};

@@ -2,13 +2,12 @@
 
 #include <unistd.h>
 
-#include "exec/machine_load.h"
-
 #include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <map>
 
+#include "exec/machine_load.h"
 #include "exec/profiler.h"
 #include "exec/runtime/handoff.h"
 #include "models/device.h"

@@ -20,12 +20,14 @@
 #include <chrono>
 #include <cstdint>
 
+#include "exec/machine_load.h"
+
 namespace pw::exec {
 
 struct HandoffOptions {
   int trials = 41;
   std::chrono::microseconds idle{300};  // a typical wait in a pipeline bubble
-  std::chrono::nanoseconds spin{std::chrono::microseconds(50)};  // the run's RuntimeOptions::spin
+  std::chrono::nanoseconds spin = kDefaultTransportSpin;  // the run's RuntimeOptions::spin
 };
 
 int64_t measure_handoff_ns(const HandoffOptions& options = {});

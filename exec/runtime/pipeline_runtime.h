@@ -30,6 +30,7 @@
 #include <thread>
 #include <vector>
 
+#include "exec/machine_load.h"
 #include "exec/runtime/pinning.h"
 #include "exec/runtime/stage_compute.h"
 #include "exec/runtime/stage_worker.h"
@@ -41,7 +42,7 @@ namespace pw::exec {
 
 struct RuntimeOptions {
   int channel_capacity = 4;                    // unexpected messages buffered per channel
-  std::chrono::nanoseconds spin = std::chrono::microseconds(50);  // spin before sleeping
+  std::chrono::nanoseconds spin = kDefaultTransportSpin;  // spin before sleeping (run_pipeline: transport_spin)
   std::chrono::milliseconds timeout{0};        // per iteration; 0 = wait forever
   bool pin_threads = true;                     // hwloc binding of worker threads
   bool set_thread_count = true;                // set each worker's OpenMP thread count:
