@@ -123,8 +123,9 @@ void plan_simulate_run(const DemoArgs& a, const pw::models::Model& model) {
                 pw::tools::human_bytes(double(run.peak_memory_bytes[d])).c_str());
   std::printf("loss %.4f -> %.4f\n", run.losses.front(), run.losses.back());
   const exec::MachineLoad load_after = exec::sample_machine_load();
-  std::printf("%s before the run, %.1f after; %s\n", exec::describe(load_before).c_str(), load_after.busy_cores,
-              exec::describe_wait_policy().c_str());
+  std::printf("%s before the run, %.1f after; %s; hand-offs: spin %lld us then sleep\n",
+              exec::describe(load_before).c_str(), load_after.busy_cores, exec::describe_wait_policy().c_str(),
+              static_cast<long long>(run.transport_spin_ns / 1000));
   if (exec::is_busy(load_before) || exec::is_busy(load_after))
     std::printf("note: the machine was busy with other work, so the measured times include waiting for the CPU; "
                 "the prediction assumes the cores to ourselves: compare on a quiet machine\n");

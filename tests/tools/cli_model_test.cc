@@ -141,6 +141,9 @@ TEST_CASE("demo --out-dir creates its folder and writes the profile, plan and ti
     CHECK_MESSAGE(dir.exists(std::string("new/out/") + f), f);
   CHECK_NOTHROW(pw::planner::load_plan_file(dir.file("new/out/plan.json")));
   CHECK(r.out.find("machine load: ") != std::string::npos);
+  // The run's hand-off spin, as the tool chose it for this machine now (exec/machine_load.h).
+  CHECK((r.out.find("hand-offs: spin 5000 us then sleep") != std::string::npos ||
+         r.out.find("hand-offs: spin 50 us then sleep") != std::string::npos));
 #endif
   CHECK(run_cli({"demo", "--steps", "0"}).rc == 2);
   pw::write_file_atomic(dir.file("a-file"), "x");
