@@ -1,6 +1,9 @@
 #include "exec/dnnl_util.h"
 
+#include <algorithm>
 #include <memory>
+#include <stdexcept>
+#include <string>
 #include <unordered_map>
 
 namespace pw::exec {
@@ -15,17 +18,30 @@ dnnl::stream& cpu_stream() {
   return s;
 }
 
+MatView::MatView(std::initializer_list<int64_t> d, std::initializer_list<int64_t> s) {
+  if (d.size() != s.size() || d.size() < 1 || d.size() > static_cast<size_t>(kMaxRank))
+    throw std::invalid_argument("MatView: dims and strides must have the same rank, 1.." +
+                                std::to_string(kMaxRank));
+  rank = static_cast<int>(d.size());
+  std::copy(d.begin(), d.end(), dims.begin());
+  std::copy(s.begin(), s.end(), strides.begin());
+}
+
 dnnl::memory::desc make_desc(const MatView& v) {
-  return dnnl::memory::desc(dnnl::memory::dims(v.dims.begin(), v.dims.end()),
+  return dnnl::memory::desc(dnnl::memory::dims(v.dims.begin(), v.dims.begin() + v.rank),
                             dnnl::memory::data_type::f32,
-                            dnnl::memory::dims(v.strides.begin(), v.strides.end()));
+                            dnnl::memory::dims(v.strides.begin(), v.strides.begin() + v.rank));
 }
 
 namespace {
+// Memory objects are made once and re-pointed per call (set_data_handle), so a call allocates
+// nothing of its own (see MatmulCache).
 struct GeluPrims {
   dnnl::memory::desc md;
   dnnl::eltwise_forward fwd;
   dnnl::eltwise_backward bwd;
+  dnnl::memory x, y, dy, dx;
+  std::unordered_map<int, dnnl::memory> fwd_args, bwd_args;
 };
 
 GeluPrims& gelu_prims(int64_t n) {
@@ -39,50 +55,104 @@ GeluPrims& gelu_prims(int64_t n) {
   dnnl::eltwise_forward::primitive_desc fpd(fd, cpu_engine());
   dnnl::eltwise_backward::desc bd(algorithm::eltwise_gelu_tanh, md, md, 0.0f, 0.0f);
   dnnl::eltwise_backward::primitive_desc bpd(bd, cpu_engine(), fpd);
-  return cache.emplace(n, GeluPrims{md, dnnl::eltwise_forward(fpd), dnnl::eltwise_backward(bpd)})
-      .first->second;
+  auto& eng = cpu_engine();
+  GeluPrims p{md, dnnl::eltwise_forward(fpd), dnnl::eltwise_backward(bpd),
+              dnnl::memory(md, eng, DNNL_MEMORY_NONE), dnnl::memory(md, eng, DNNL_MEMORY_NONE),
+              dnnl::memory(md, eng, DNNL_MEMORY_NONE), dnnl::memory(md, eng, DNNL_MEMORY_NONE),
+              {}, {}};
+  p.fwd_args = {{DNNL_ARG_SRC, p.x}, {DNNL_ARG_DST, p.y}};
+  p.bwd_args = {{DNNL_ARG_SRC, p.x}, {DNNL_ARG_DIFF_DST, p.dy}, {DNNL_ARG_DIFF_SRC, p.dx}};
+  return cache.emplace(n, std::move(p)).first->second;
 }
 }  // namespace
 
 void gelu_tanh_forward(const float* x, float* y, int64_t n) {
   if (n <= 0) return;
   GeluPrims& p = gelu_prims(n);
-  auto& eng = cpu_engine();
-  p.fwd.execute(cpu_stream(), {{DNNL_ARG_SRC, dnnl::memory(p.md, eng, const_cast<float*>(x))},
-                               {DNNL_ARG_DST, dnnl::memory(p.md, eng, y)}});
+  p.x.set_data_handle(const_cast<float*>(x));
+  p.y.set_data_handle(y);
+  p.fwd.execute(cpu_stream(), p.fwd_args);
   cpu_stream().wait();
 }
 
 void gelu_tanh_backward(const float* x, const float* dy, float* dx, int64_t n) {
   if (n <= 0) return;
   GeluPrims& p = gelu_prims(n);
-  auto& eng = cpu_engine();
-  p.bwd.execute(cpu_stream(), {{DNNL_ARG_SRC, dnnl::memory(p.md, eng, const_cast<float*>(x))},
-                               {DNNL_ARG_DIFF_DST, dnnl::memory(p.md, eng, const_cast<float*>(dy))},
-                               {DNNL_ARG_DIFF_SRC, dnnl::memory(p.md, eng, dx)}});
+  p.x.set_data_handle(const_cast<float*>(x));
+  p.dy.set_data_handle(const_cast<float*>(dy));
+  p.dx.set_data_handle(dx);
+  p.bwd.execute(cpu_stream(), p.bwd_args);
   cpu_stream().wait();
 }
 
+namespace {
+// Everything that tells two matmul descriptions apart, in fixed storage.
+struct MatmulKey {
+  static constexpr int kLen = 3 * (1 + 2 * MatView::kMaxRank) + 2;
+  std::array<int64_t, kLen> v{};
+
+  MatmulKey(const MatView& a, const MatView& b, const MatView& c, bool bias, bool accumulate) {
+    int i = 0;
+    for (const MatView* m : {&a, &b, &c}) {
+      v[i++] = m->rank;
+      for (int d = 0; d < m->rank; ++d) v[i++] = m->dims[d];
+      for (int d = 0; d < m->rank; ++d) v[i++] = m->strides[d];
+    }
+    v[i++] = bias;
+    v[i++] = accumulate;
+  }
+  bool operator==(const MatmulKey& o) const { return v == o.v; }
+};
+
+// The bias as a [1, .., 1, N] view broadcast over C's leading dims.
+MatView bias_view_of(const MatView& c) {
+  MatView v;
+  v.rank = c.rank;
+  for (int d = 0; d < c.rank; ++d) {
+    v.dims[d] = 1;
+    v.strides[d] = c.dims[c.rank - 1];
+  }
+  v.dims[c.rank - 1] = c.dims[c.rank - 1];
+  v.strides[c.rank - 1] = 1;
+  return v;
+}
+}  // namespace
+
+struct MatmulCache::Entry {
+  MatmulKey key;
+  dnnl::matmul prim;
+  dnnl::memory src, weights, dst, bias;  // bias: empty without a bias
+  std::unordered_map<int, dnnl::memory> args;
+};
+
+MatmulCache::MatmulCache() = default;
+MatmulCache::~MatmulCache() = default;
+MatmulCache::MatmulCache(const MatmulCache&) {}
+MatmulCache& MatmulCache::operator=(const MatmulCache& o) {
+  if (this != &o) {
+    entries_.clear();
+    last_ = 0;
+  }
+  return *this;
+}
+MatmulCache::MatmulCache(MatmulCache&&) noexcept = default;
+MatmulCache& MatmulCache::operator=(MatmulCache&&) noexcept = default;
+
 void MatmulCache::run(const MatView& a, const float* A, const MatView& b, const float* B,
                       const MatView& c, float* C, const float* bias, bool accumulate) {
-  std::vector<int64_t> key;
-  for (const MatView* v : {&a, &b, &c}) {
-    key.push_back(static_cast<int64_t>(v->dims.size()));
-    key.insert(key.end(), v->dims.begin(), v->dims.end());
-    key.insert(key.end(), v->strides.begin(), v->strides.end());
+  const MatmulKey key(a, b, c, bias != nullptr, accumulate);
+  Entry* e = nullptr;
+  if (last_ < entries_.size() && entries_[last_]->key == key) {
+    e = entries_[last_].get();
+  } else {
+    for (size_t i = 0; i < entries_.size(); ++i)
+      if (entries_[i]->key == key) {
+        e = entries_[i].get();
+        last_ = i;
+        break;
+      }
   }
-  key.push_back(bias != nullptr);
-  key.push_back(accumulate);
-  const size_t rank = c.dims.size();
-  MatView bias_view;
-  if (bias) {
-    bias_view.dims.assign(rank, 1);
-    bias_view.dims.back() = c.dims.back();
-    bias_view.strides.assign(rank, c.dims.back());
-    bias_view.strides.back() = 1;
-  }
-  auto it = cache_.find(key);
-  if (it == cache_.end()) {
+  if (!e) {
     auto ad = make_desc(a), bd = make_desc(b), cd = make_desc(c);
     dnnl::primitive_attr attr;
     if (accumulate) {
@@ -91,20 +161,35 @@ void MatmulCache::run(const MatView& a, const float* A, const MatView& b, const 
       attr.set_post_ops(ops);
     }
     std::unique_ptr<dnnl::matmul::desc> d;
-    if (bias)
-      d = std::make_unique<dnnl::matmul::desc>(ad, bd, make_desc(bias_view), cd);
-    else
+    dnnl::memory::desc biasd;
+    if (bias) {
+      biasd = make_desc(bias_view_of(c));
+      d = std::make_unique<dnnl::matmul::desc>(ad, bd, biasd, cd);
+    } else {
       d = std::make_unique<dnnl::matmul::desc>(ad, bd, cd);
+    }
     dnnl::matmul::primitive_desc pd(*d, attr, cpu_engine());
-    it = cache_.emplace(std::move(key), dnnl::matmul(pd)).first;
+    auto& eng = cpu_engine();
+    auto made = std::make_unique<Entry>(Entry{key, dnnl::matmul(pd),
+                                              dnnl::memory(ad, eng, DNNL_MEMORY_NONE),
+                                              dnnl::memory(bd, eng, DNNL_MEMORY_NONE),
+                                              dnnl::memory(cd, eng, DNNL_MEMORY_NONE),
+                                              {}, {}});
+    made->args = {{DNNL_ARG_SRC, made->src}, {DNNL_ARG_WEIGHTS, made->weights},
+                  {DNNL_ARG_DST, made->dst}};
+    if (bias) {
+      made->bias = dnnl::memory(biasd, eng, DNNL_MEMORY_NONE);
+      made->args.emplace(DNNL_ARG_BIAS, made->bias);
+    }
+    entries_.push_back(std::move(made));
+    last_ = entries_.size() - 1;
+    e = entries_.back().get();
   }
-  auto& eng = cpu_engine();
-  std::unordered_map<int, dnnl::memory> args{
-      {DNNL_ARG_SRC, dnnl::memory(make_desc(a), eng, const_cast<float*>(A))},
-      {DNNL_ARG_WEIGHTS, dnnl::memory(make_desc(b), eng, const_cast<float*>(B))},
-      {DNNL_ARG_DST, dnnl::memory(make_desc(c), eng, C)}};
-  if (bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(make_desc(bias_view), eng, const_cast<float*>(bias)));
-  it->second.execute(cpu_stream(), args);
+  e->src.set_data_handle(const_cast<float*>(A));
+  e->weights.set_data_handle(const_cast<float*>(B));
+  e->dst.set_data_handle(C);
+  if (bias) e->bias.set_data_handle(const_cast<float*>(bias));
+  e->prim.execute(cpu_stream(), e->args);
   cpu_stream().wait();
 }
 

@@ -1,0 +1,126 @@
+// MatmulCache and the GELU helpers make their oneDNN memory objects once and re-point them at the
+// caller's buffers on every call. These cases check that a call always computes on the buffers it
+// was given (never on an earlier call's), for every kind of entry, against a plain reference.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <stdexcept>
+#include <vector>
+
+#include "exec/dnnl_util.h"
+
+namespace pw::exec {
+namespace {
+
+std::vector<float> filled(size_t n, float seed) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = std::sin(seed + 0.37f * static_cast<float>(i));
+  return v;
+}
+
+// C[m,n] = A[m,k] · B[k,n], both row-major; or B given as its transpose [n,k] when bt.
+std::vector<float> reference(const std::vector<float>& a, const std::vector<float>& b, int64_t m,
+                             int64_t k, int64_t n, bool bt) {
+  std::vector<float> c(static_cast<size_t>(m * n), 0.0f);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double s = 0;
+      for (int64_t p = 0; p < k; ++p) s += double(a[i * k + p]) * double(bt ? b[j * k + p] : b[p * n + j]);
+      c[i * n + j] = static_cast<float>(s);
+    }
+  return c;
+}
+
+void check_close(const std::vector<float>& got, const std::vector<float>& want) {
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-4));
+}
+
+}  // namespace
+
+TEST_CASE("MatView: dims and strides must have one rank, 1..4") {
+  CHECK_NOTHROW(MatView({2, 3}, {3, 1}));
+  CHECK_THROWS_AS(MatView({2, 3}, {1}), std::invalid_argument);
+  CHECK_THROWS_AS(MatView({}, {}), std::invalid_argument);
+  CHECK_THROWS_AS(MatView({1, 1, 1, 1, 1}, {1, 1, 1, 1, 1}), std::invalid_argument);
+  const MatView v = col_major(4, 5);
+  CHECK(v.rank == 2);
+  CHECK(v.dims[0] == 4);
+  CHECK(v.strides[0] == 1);
+  CHECK(v.strides[1] == 4);
+}
+
+TEST_CASE("MatmulCache: one entry per description, each call on the buffers it was given") {
+  const int64_t m = 3, k = 5, n = 4;
+  MatmulCache cache;
+  for (int call = 0; call < 3; ++call) {  // new buffers every call, same description
+    auto a = filled(m * k, 0.1f + call), b = filled(n * k, 1.3f * call);
+    std::vector<float> c(m * n, -7.0f);
+    cache.run(row_major(m, k), a.data(), col_major(k, n), b.data(), row_major(m, n), c.data());
+    check_close(c, reference(a, b, m, k, n, /*bt=*/true));
+  }
+  CHECK(cache.size() == 1);
+
+  SUBCASE("a second shape gets its own entry and the first still computes right") {
+    auto a2 = filled(2 * k, 2.0f), b2 = filled(k * n, 3.0f);
+    std::vector<float> c2(2 * n);
+    cache.run(row_major(2, k), a2.data(), row_major(k, n), b2.data(), row_major(2, n), c2.data());
+    check_close(c2, reference(a2, b2, 2, k, n, false));
+    CHECK(cache.size() == 2);
+    auto a = filled(m * k, 4.0f), b = filled(n * k, 5.0f);
+    std::vector<float> c(m * n);
+    cache.run(row_major(m, k), a.data(), col_major(k, n), b.data(), row_major(m, n), c.data());
+    check_close(c, reference(a, b, m, k, n, true));
+    CHECK(cache.size() == 2);
+  }
+  SUBCASE("bias and accumulate are separate entries on their own buffers") {
+    auto a = filled(m * k, 6.0f), b = filled(n * k, 7.0f), bias = filled(n, 8.0f);
+    std::vector<float> c(m * n);
+    cache.run(row_major(m, k), a.data(), col_major(k, n), b.data(), row_major(m, n), c.data(),
+              bias.data());
+    auto want = reference(a, b, m, k, n, true);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) want[i * n + j] += bias[j];
+    check_close(c, want);
+    CHECK(cache.size() == 2);
+
+    std::vector<float> acc(m * n, 1.5f);
+    cache.run(row_major(m, k), a.data(), col_major(k, n), b.data(), row_major(m, n), acc.data(),
+              nullptr, /*accumulate=*/true);
+    auto plus = reference(a, b, m, k, n, true);
+    for (float& x : plus) x += 1.5f;
+    check_close(acc, plus);
+    CHECK(cache.size() == 3);
+  }
+  SUBCASE("a copy starts empty and computes on its own buffers") {
+    MatmulCache copy = cache;
+    CHECK(copy.size() == 0);
+    auto a = filled(m * k, 9.0f), b = filled(n * k, 10.0f);
+    std::vector<float> c(m * n);
+    copy.run(row_major(m, k), a.data(), col_major(k, n), b.data(), row_major(m, n), c.data());
+    check_close(c, reference(a, b, m, k, n, true));
+    CHECK(copy.size() == 1);
+  }
+}
+
+TEST_CASE("gelu_tanh: each call reads and writes the buffers it was given") {
+  const int64_t n = 37;
+  auto gelu = [](float x) {
+    return 0.5f * x * (1.0f + std::tanh(0.7978845608f * (x + 0.044715f * x * x * x)));
+  };
+  for (int call = 0; call < 3; ++call) {
+    auto x = filled(n, 0.5f * call);
+    for (float& v : x) v *= 3.0f;
+    std::vector<float> y(n), dy(n, 1.0f), dx(n);
+    gelu_tanh_forward(x.data(), y.data(), n);
+    for (int64_t i = 0; i < n; ++i) CHECK(y[i] == doctest::Approx(gelu(x[i])).epsilon(1e-4));
+    gelu_tanh_backward(x.data(), dy.data(), dx.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      const float h = 1e-3f;
+      const float slope = (gelu(x[i] + h) - gelu(x[i] - h)) / (2 * h);
+      CHECK(dx[i] == doctest::Approx(slope).epsilon(5e-3));
+    }
+  }
+}
+
+}  // namespace pw::exec
