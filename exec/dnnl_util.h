@@ -1,6 +1,7 @@
 // oneDNN helpers private to exec/: the CPU engine, a per-thread stream, and a cache of matmul
 // primitives keyed by their full description ("describe, create once, execute many").
-// oneDNN types never leave exec/ (this header is included only by exec/*.cc and exec/layers/*).
+// oneDNN types never leave exec/ (this header is included only by exec/*.cc, exec/layers/* and
+// its own test, tests/exec/dnnl_util_test.cc, which links oneDNN for it).
 #pragma once
 
 #include <array>
