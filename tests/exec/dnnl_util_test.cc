@@ -36,6 +36,17 @@ void check_close(const std::vector<float>& got, const std::vector<float>& want) 
   for (size_t i = 0; i < got.size(); ++i) CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-4));
 }
 
+constexpr int64_t kM = 3, kK = 5, kN = 4;
+
+// C = A·B with B given as its transpose, on fresh buffers filled from `seed`, through `cache`;
+// checks C against the reference.
+void check_plain(MatmulCache& cache, float seed) {
+  auto a = filled(kM * kK, seed), b = filled(kN * kK, seed + 1.3f);
+  std::vector<float> c(kM * kN, -7.0f);
+  cache.run(row_major(kM, kK), a.data(), col_major(kK, kN), b.data(), row_major(kM, kN), c.data());
+  check_close(c, reference(a, b, kM, kK, kN, /*bt=*/true));
+}
+
 }  // namespace
 
 TEST_CASE("MatView: dims and strides must have one rank, 1..4") {
@@ -51,14 +62,9 @@ TEST_CASE("MatView: dims and strides must have one rank, 1..4") {
 }
 
 TEST_CASE("MatmulCache: one entry per description, each call on the buffers it was given") {
-  const int64_t m = 3, k = 5, n = 4;
+  const int64_t m = kM, k = kK, n = kN;
   MatmulCache cache;
-  for (int call = 0; call < 3; ++call) {  // new buffers every call, same description
-    auto a = filled(m * k, 0.1f + call), b = filled(n * k, 1.3f * call);
-    std::vector<float> c(m * n, -7.0f);
-    cache.run(row_major(m, k), a.data(), col_major(k, n), b.data(), row_major(m, n), c.data());
-    check_close(c, reference(a, b, m, k, n, /*bt=*/true));
-  }
+  for (int call = 0; call < 3; ++call) check_plain(cache, 0.1f + call);  // new buffers, one description
   CHECK(cache.size() == 1);
 
   SUBCASE("a second shape gets its own entry and the first still computes right") {
@@ -67,10 +73,7 @@ TEST_CASE("MatmulCache: one entry per description, each call on the buffers it w
     cache.run(row_major(2, k), a2.data(), row_major(k, n), b2.data(), row_major(2, n), c2.data());
     check_close(c2, reference(a2, b2, 2, k, n, false));
     CHECK(cache.size() == 2);
-    auto a = filled(m * k, 4.0f), b = filled(n * k, 5.0f);
-    std::vector<float> c(m * n);
-    cache.run(row_major(m, k), a.data(), col_major(k, n), b.data(), row_major(m, n), c.data());
-    check_close(c, reference(a, b, m, k, n, true));
+    check_plain(cache, 4.0f);
     CHECK(cache.size() == 2);
   }
   SUBCASE("bias and accumulate are separate entries on their own buffers") {
@@ -95,10 +98,7 @@ TEST_CASE("MatmulCache: one entry per description, each call on the buffers it w
   SUBCASE("a copy starts empty and computes on its own buffers") {
     MatmulCache copy = cache;
     CHECK(copy.size() == 0);
-    auto a = filled(m * k, 9.0f), b = filled(n * k, 10.0f);
-    std::vector<float> c(m * n);
-    copy.run(row_major(m, k), a.data(), col_major(k, n), b.data(), row_major(m, n), c.data());
-    check_close(c, reference(a, b, m, k, n, true));
+    check_plain(copy, 9.0f);
     CHECK(copy.size() == 1);
   }
 }
