@@ -37,7 +37,6 @@ namespace {
 // Memory objects are made once and re-pointed per call (set_data_handle), so a call allocates
 // nothing of its own (see MatmulCache).
 struct GeluPrims {
-  dnnl::memory::desc md;
   dnnl::eltwise_forward fwd;
   dnnl::eltwise_backward bwd;
   dnnl::memory x, y, dy, dx;
@@ -56,7 +55,7 @@ GeluPrims& gelu_prims(int64_t n) {
   dnnl::eltwise_backward::desc bd(algorithm::eltwise_gelu_tanh, md, md, 0.0f, 0.0f);
   dnnl::eltwise_backward::primitive_desc bpd(bd, cpu_engine(), fpd);
   auto& eng = cpu_engine();
-  GeluPrims p{md, dnnl::eltwise_forward(fpd), dnnl::eltwise_backward(bpd),
+  GeluPrims p{dnnl::eltwise_forward(fpd), dnnl::eltwise_backward(bpd),
               dnnl::memory(md, eng, DNNL_MEMORY_NONE), dnnl::memory(md, eng, DNNL_MEMORY_NONE),
               dnnl::memory(md, eng, DNNL_MEMORY_NONE), dnnl::memory(md, eng, DNNL_MEMORY_NONE),
               {}, {}};
