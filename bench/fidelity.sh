@@ -7,6 +7,8 @@
 #   FIDELITY_STEPS=N, FIDELITY_WARMUP=N      measured and warm-up steps per run (default 10 and 5)
 #   FIDELITY_MODELS="gpt-default mlp-4x4096-b64"   only these models of the grid (names as printed)
 #   FIDELITY_ROUNDS=R                        times the whole grid is run (default 3)
+#   FIDELITY_SCHEDULES="zb-h1", FIDELITY_MS="4 8"   only these schedules / micro-batch counts
+#   FIDELITY_ROWS=FILE                       keep every run's raw row (tab-separated) in FILE
 #
 # Grid: models {default gpt, mlp 8x1024 batch 256, mlp 4x4096 batch 64} x schedules {gpipe, 1f1b,
 # zb-h1, interleaved-1f1b} x M {2, 4, 8, 16} x 2 stages (one pinned core each), plus 1 stage on
@@ -24,6 +26,9 @@
 # replayed iterations - 1), replay-max = the largest of those in one run, mem-err = peak memory
 # predicted / measured of worker 0 - 1. The summary gives the median and maximum |error| and
 # how many points replay within 2%. FIDELITY_ROUNDS=1 is the single-run table of before.
+# run-err = the median over the rounds of each run's own predicted / measured - 1: a run's
+# prediction comes from a profile measured seconds before it, in the machine's state of that
+# minute, so this pairs each prediction with the run it was made for; the summary gives both.
 set -euo pipefail
 BUILD=${1:-build}
 PW=$BUILD/pipewright
@@ -48,6 +53,8 @@ if [[ "${FIDELITY_SUBSET:-0}" == 1 ]]; then
   models=("default" "$work/mlp8x1024.json"); names=("gpt-default" "mlp-8x1024-b256")
   schedules=(gpipe 1f1b); ms=(2 8)
 fi
+if [[ -n "${FIDELITY_SCHEDULES:-}" ]]; then read -r -a schedules <<< "$FIDELITY_SCHEDULES"; fi
+if [[ -n "${FIDELITY_MS:-}" ]]; then read -r -a ms <<< "$FIDELITY_MS"; fi
 
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(nproc) CPUs"
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -79,6 +86,7 @@ for round in $(seq "$ROUNDS"); do
   done
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+if [[ -n "${FIDELITY_ROWS:-}" ]]; then cp "$rows" "$FIDELITY_ROWS"; fi
 python3 - "$rows" <<'PYEOF'
 import statistics, sys
 points, order = {}, []
@@ -91,9 +99,10 @@ for line in open(sys.argv[1]):
     if f[5] != "failed":
         points[key].append([float(x) for x in f[5:11]])
 def med(v): return statistics.median(v)
-print("%-16s %-17s %3s %3s %11s %11s %8s %8s %8s %9s %8s" % (
-    "model", "schedule", "S", "M", "predicted", "measured", "spread", "error", "replay", "replay-max", "mem-err"))
-errs, replays, failed = [], [], 0
+print("%-16s %-17s %3s %3s %11s %11s %8s %8s %8s %8s %9s %8s" % (
+    "model", "schedule", "S", "M", "predicted", "measured", "spread", "error", "run-err", "replay", "replay-max",
+    "mem-err"))
+errs, run_errs, replays, failed = [], [], [], 0
 for key in order:
     runs = points[key]
     if not runs:
@@ -103,15 +112,17 @@ for key in order:
     pred, meas = med([r[0] for r in runs]), med([r[1] for r in runs])
     spread = max(r[1] for r in runs) / min(r[1] for r in runs) - 1
     err = pred / meas - 1
+    run_err = med([r[0] / r[1] - 1 for r in runs])
     rep = [r[2] / r[3] - 1 for r in runs]
     rep_med, rep_max = med(rep), max(rep, key=abs)
     mem = med([r[4] / r[5] - 1 for r in runs])
-    errs.append(abs(err)); replays.append(abs(rep_med))
-    print("%-16s %-17s %3s %3s %11.3f %11.3f %7.1f%% %+7.1f%% %+7.1f%% %+8.1f%% %+7.1f%%" % (
-        *key, pred, meas, 100 * spread, 100 * err, 100 * rep_med, 100 * rep_max, 100 * mem))
+    errs.append(abs(err)); run_errs.append(abs(run_err)); replays.append(abs(rep_med))
+    print("%-16s %-17s %3s %3s %11.3f %11.3f %7.1f%% %+7.1f%% %+7.1f%% %+7.1f%% %+8.1f%% %+7.1f%%" % (
+        *key, pred, meas, 100 * spread, 100 * err, 100 * run_err, 100 * rep_med, 100 * rep_max, 100 * mem))
 if errs:
     print("points %d (%d failed), rounds per point %s: median |error| %.1f%%, max |error| %.1f%%; "
-          "replay: max |median error| %.1f%%, points within 2%%: %d of %d" % (
+          "run-err: median %.1f%%, max %.1f%%; replay: max |median error| %.1f%%, points within 2%%: %d of %d" % (
               len(errs), failed, "/".join(sorted({str(len(points[k])) for k in order})), 100 * med(errs),
-              100 * max(errs), 100 * max(replays), sum(r <= 0.02 for r in replays), len(replays)))
+              100 * max(errs), 100 * med(run_errs), 100 * max(run_errs), 100 * max(replays),
+              sum(r <= 0.02 for r in replays), len(replays)))
 PYEOF
