@@ -72,9 +72,9 @@ struct StageCosts {
   std::vector<int64_t> allreduce_ns;   // per allreduce op of the stage; empty = 0
   std::vector<int64_t> step_ns;        // per device; empty = 0
   // Per device; empty = 0. Synchronous schedules: the device is busy for data_ns[d] at the start
-  // of every iteration, before its first op: the next mini-batch drawn on its cores by the
-  // background loader (exec/data/loader.h, placed by the runtime on the last stage's worker,
-  // idle while the pipeline fills). No trace event; counted in the device's busy time.
+  // of every iteration, before its first op: the next mini-batch, drawn by the last stage's
+  // worker, idle while the pipeline fills, when the workers own every core
+  // (exec/runtime/run_pipeline.h). No trace event; counted in the device's busy time.
   // Ignored by asynchronous schedules.
   std::vector<int64_t> data_ns;
   // Per virtual stage, bytes sent per micro-batch: activation_bytes[s] from s to s+1,

@@ -20,7 +20,9 @@
 // summary per iteration (sim/trace_trim.h, sim/run_trace.h; simulate --replay uses the kept
 // ones); --trace-all keeps every event. The SVG draws the last steady iterations only
 // (sim/timeline_svg.h).
-// Data: --prefetch N mini-batches are drawn ahead in the background (exec/data/loader.h); the
+// Data: --prefetch N mini-batches are drawn ahead in the background (exec/data/loader.h) on
+// cores no worker uses; when the workers own every core, the last stage's worker draws the next
+// one at the start of each iteration instead (exec/runtime/run_pipeline.h). The
 // summary gives the median step time and the end-to-end samples/s (data included), with a note
 // when waiting for data took more than 10% of the wall time (exec/data/loader.h).
 #ifdef PW_HAVE_EXEC
@@ -472,7 +474,7 @@ pw::tools::CommandRegistrar reg("run", [](CLI::App& app) {
   sub->add_option("--warmup-steps", a->warmup_steps,
                   "extra steps first, trained but not timed or reported (default: 10 with --compare, else 0)");
   sub->add_option("--data", a->data, "text file for gpt (default /usr/share/common-licenses/GPL-3)");
-  sub->add_option("--prefetch", a->prefetch, "mini-batches drawn ahead in the background (0: draw before each step)")
+  sub->add_option("--prefetch", a->prefetch, "mini-batches drawn ahead in the background (0: draw before each step; when the workers own every core, the last stage's worker draws the next one as each step starts)")
       ->capture_default_str();
   sub->add_option("--optimizer", a->optimizer, "sgd (momentum 0.9) | adam")->capture_default_str();
   sub->add_option("--lr", a->lr, "learning rate (default: adam 0.003, sgd 0.05)");

@@ -107,6 +107,7 @@ void PipelineRuntime::thread_main(int device) {
     }
     std::exception_ptr err;
     try {
+      if (options_.at_iteration_start) options_.at_iteration_start(device, iteration);
       workers_[device]->run_iteration(iteration, deadline);
     } catch (...) {
       err = std::current_exception();

@@ -53,6 +53,10 @@ struct RuntimeOptions {
   int64_t allreduce_bucket_bytes = 4 << 20;    // ... its bucket size (<= 0: one bucket, started at the flush)
   // Optional: called on each worker thread after pinning (e.g. to warm up per-thread state).
   std::function<void(int device, const CoreSet& cores)> on_worker_start;
+  // Optional: called on each worker thread at the start of every iteration, inside its timing,
+  // before the worker's first op (run_pipeline: the worker that draws the next mini-batch). An
+  // exception from it fails the iteration as a compute error does.
+  std::function<void(int device, int iteration)> at_iteration_start;
 };
 
 class PipelineRuntime {

@@ -177,7 +177,19 @@ int loader_device(const planner::Schedule& schedule, const std::vector<CoreSet>&
 PipelineRunResult run_pipeline(const models::Model& model, const planner::Plan& given, const PipelineRunOptions& options,
                                const std::function<void(const StepReport&)>& on_step) {
   const planner::Plan plan = plan_for_run(given);
-  RunSetup setup = make_run_setup(model, plan, options);
+  // Who draws the mini-batches: on cores no worker uses, the background loader, `prefetch`
+  // ahead. When the workers own every core, the worker loader_device names (the last stage's,
+  // idle while the pipeline fills) draws the next iteration's at the start of each iteration,
+  // which is what the prediction charges (sim::StageCosts::data_ns). A producer thread on that
+  // worker's core instead shared it as the OS scheduler chose: the worker took its first input
+  // 1-6 ms late and its ops ran slower while the draw went on (bench/RESULTS.md, issue 12).
+  // Synchronous schedules only: the simulator charges no data phase to the others.
+  const auto worker_draws = [&](const planner::Schedule& s) {
+    if (!planner::is_synchronous(s.kind)) return -1;
+    const Machine& m = Machine::instance();
+    return loader_device(s, m.assign(s.num_devices), m.num_cores());
+  };
+  RunSetup setup = make_run_setup(model, plan, options, worker_draws);
   add_replica_computes(setup, model, plan, options);
   const int devices = setup.devices;
   auto& slicer = setup.slicer;
@@ -188,6 +200,10 @@ PipelineRunResult run_pipeline(const models::Model& model, const planner::Plan& 
   ro.threads_per_worker = options.threads_per_worker;
   ro.timeout = options.timeout;
   ro.spin = transport_spin(devices, Machine::instance().num_cores());  // as the prediction's hand-off
+  if (setup.draw_device >= 0)
+    ro.at_iteration_start = [slicer = setup.slicer, drawer = setup.draw_device](int device, int iteration) {
+      if (device == drawer) slicer->draw_ahead(iteration + 1);
+    };
 
   // Checkpoint identity: what must match for a resume.
   Json stages = Json::array();
@@ -243,7 +259,7 @@ PipelineRunResult run_pipeline(const models::Model& model, const planner::Plan& 
   PipelineRuntime rt(std::move(schedule), device_computes(setup), ro);
   r.warning = rt.warning();
   r.transport_spin_ns = ro.spin.count();
-  pin_loader(*slicer, setup.schedule, rt.placement());
+  if (setup.draw_device < 0) pin_loader(*slicer, setup.schedule, rt.placement());
   for (const auto& c : rt.placement()) r.placement.push_back(c.to_string());
   if (options.on_start) options.on_start();
   EndToEndClock clock(*slicer, options.warmup_steps);

@@ -22,10 +22,13 @@
 //
 // Data: exec/data/data.h's source for the model (text for gpt, synthetic otherwise); each
 // iteration takes one mini-batch (before the iteration's timing starts: data loading is not
-// part of iteration_ns), sliced into micro-batches. The mini-batches are drawn `prefetch` ahead
-// on a producer thread (exec/data/loader.h, pinned as loader_device below says), so drawing
-// overlaps the pipeline; the result's end-to-end figures (wall_s, end_to_end_samples_per_s)
-// include whatever it does not hide. Synchronous schedules step once
+// part of iteration_ns), sliced into micro-batches. With prefetch > 0 drawing overlaps the
+// pipeline: on cores no worker uses, `prefetch` ahead on a producer thread
+// (exec/data/loader.h); when the workers own every core, synchronous schedules have the worker
+// loader_device names draw the next iteration's mini-batch as each iteration starts (inside
+// iteration_ns, in that worker's fill bubble, as the prediction charges it), asynchronous ones
+// keep the producer thread pinned to that worker's cores. The result's end-to-end figures
+// (wall_s, end_to_end_samples_per_s) include whatever it does not hide. Synchronous schedules step once
 // per iteration; pipedream-async after every micro-batch (weight stashing); 2bw once per
 // mini-batch on double-buffered weights, one step delayed (exec/runtime/run_compute.h).
 //
@@ -166,12 +169,12 @@ planner::Plan even_plan(const models::Model& model, int stages, int num_micro_ba
 planner::Plan even_plan_for_schedule(const models::Model& model, const planner::Schedule& schedule,
                                      int64_t micro_batch_size, bool recompute, const std::string& where);
 
-// Where the background loader draws (DataLoader::bind_producer). The driver takes a mini-batch
-// just before it starts an iteration, so the loader draws the next one while the iteration
-// starts: on cores no worker is placed on when the machine has some (returns -1), else on the
-// worker of the last stage (replica 0), which idles while the pipeline fills. `cores_used`:
-// the cores the workers are placed on; `cores`: the machine's. The prediction charges the draw
-// to that worker (sim::StageCosts::data_ns; exec/runtime/run_compare.h). Pure.
+// Where the mini-batches are drawn: on cores no worker is placed on when the machine has some
+// (returns -1: the background loader, DataLoader::bind_producer), else by (or, asynchronous
+// schedules, beside) the worker of the last stage (replica 0), which idles while the pipeline
+// fills; the draw of the next mini-batch starts with the iteration. `cores_used`: the cores the
+// workers are placed on; `cores`: the machine's. The prediction charges the draw to that
+// worker (sim::StageCosts::data_ns; exec/runtime/run_compare.h). Pure.
 int loader_device(const planner::Schedule& schedule, int cores_used, int cores);
 // The same for workers placed on `placement` (their cores' union is cores_used).
 int loader_device(const planner::Schedule& schedule, const std::vector<CoreSet>& placement, int cores);

@@ -36,39 +36,83 @@ void copy_rows(const Tensor& src, int64_t first, int64_t count, Tensor* dst) {
 }  // namespace
 
 void BatchSlicer::prepare(int it) {
-  std::lock_guard<std::mutex> lock(mu_);
   draw(it);
+  std::lock_guard<std::mutex> lock(mu_);
+  hand_out(it);
 }
 
 void BatchSlicer::fill(int it, int64_t first, int64_t count, Tensor* data, Tensor* targets) {
-  std::lock_guard<std::mutex> lock(mu_);
   draw(it);
+  std::lock_guard<std::mutex> lock(mu_);
+  hand_out(it);
   const Batch& b = cache_.at(it);
   copy_rows(b.data, first, count, data);
   copy_rows(b.targets, first, count, targets);
 }
 
+void BatchSlicer::draw_ahead(int it) {
+  std::lock_guard<std::mutex> draw_lock(draw_mu_);
+  const int64_t before = loader_.wait_ns();
+  draw_locked(it);
+  ahead_ns_ += loader_.wait_ns() - before;
+}
+
 DataState BatchSlicer::state() {
   std::lock_guard<std::mutex> lock(mu_);
-  return loader_.state();
+  return handed_ < 0 ? start_ : after_.at(handed_);
 }
 
 void BatchSlicer::restore(const DataState& s) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> draw_lock(draw_mu_);
   loader_.restore(s);
+  std::lock_guard<std::mutex> lock(mu_);
+  start_ = loader_.state();
+  next_ = 0;
+  handed_ = -1;
+  cache_.clear();
+  after_.clear();
 }
 
 int64_t BatchSlicer::wait_ns() {
-  std::lock_guard<std::mutex> lock(mu_);
-  return loader_.wait_ns();
+  std::lock_guard<std::mutex> draw_lock(draw_mu_);
+  return loader_.wait_ns() - ahead_ns_;
 }
 
 void BatchSlicer::draw(int it) {
-  while (next_ <= it) {
-    cache_[next_] = loader_.next();
-    ++next_;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (next_ > it) return;  // drawn already: no need to wait for a draw in progress
   }
-  while (!cache_.empty() && cache_.begin()->first < it - 1) cache_.erase(cache_.begin());
+  std::lock_guard<std::mutex> draw_lock(draw_mu_);
+  draw_locked(it);
+}
+
+void BatchSlicer::draw_locked(int it) {
+  for (;;) {
+    int k;
+    std::vector<Batch> done;  // freed here, on the drawing thread, before it allocates the next
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (next_ > it) return;
+      k = next_;
+      while (!cache_.empty() && cache_.begin()->first < handed_ - 1) {
+        done.push_back(std::move(cache_.begin()->second));
+        cache_.erase(cache_.begin());
+      }
+    }
+    done.clear();
+    Batch b = loader_.next();
+    DataState after = loader_.state();
+    std::lock_guard<std::mutex> lock(mu_);
+    cache_[k] = std::move(b);
+    after_[k] = std::move(after);
+    next_ = k + 1;
+  }
+}
+
+void BatchSlicer::hand_out(int it) {
+  handed_ = std::max(handed_, it);
+  while (!after_.empty() && after_.begin()->first < handed_) after_.erase(after_.begin());
 }
 
 namespace {
@@ -95,7 +139,8 @@ std::unique_ptr<LayerStageCompute> make_compute(Network& net, const planner::Pla
 
 }  // namespace
 
-RunSetup make_run_setup(const models::Model& model, const planner::Plan& plan, const PipelineRunOptions& options) {
+RunSetup make_run_setup(const models::Model& model, const planner::Plan& plan, const PipelineRunOptions& options,
+                        const std::function<int(const planner::Schedule&)>& worker_draws) {
   check_plan_for_model(plan, model, options.schedule ? &*options.schedule : nullptr);
   if (options.steps < 1) throw InputError("--steps: expected >= 1");
   if (options.warmup_steps < 0) throw InputError("--warmup-steps: expected >= 0");
@@ -106,8 +151,9 @@ RunSetup make_run_setup(const models::Model& model, const planner::Plan& plan, c
   const bool replicated = !s.schedule.stage_replicas.empty();
   if (replicated && options.vertical_sync)
     throw InputError("--vertical-sync: not supported with replicated stages yet");
+  if (options.prefetch > 0 && worker_draws) s.draw_device = worker_draws(s.schedule);
   s.slicer = std::make_shared<BatchSlicer>(make_data_source(model, options.data_file, options.seed), plan.batch,
-                                         options.prefetch);
+                                         s.draw_device >= 0 ? 0 : options.prefetch);
   s.net = std::make_unique<Network>(model, options.seed);
   s.compute = make_compute(*s.net, plan, options, s.slicer);
   if (replicated && s.compute->splits_tied_table())

@@ -1,6 +1,14 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <map>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+#include <thread>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 #include "exec/runtime/pipeline_runtime.h"
 #include "planner/schedule_gen.h"
@@ -189,6 +197,41 @@ TEST_CASE("runtime: a compute failure stops every worker, is rethrown, and the r
   PipelineRuntime rt2(s, fresh, test_options());
   rt2.run_iteration();
   CHECK(fresh.state(2).steps_with_grads == 1);
+}
+
+TEST_CASE("runtime: at_iteration_start runs on every worker's thread once per iteration, inside its timing") {
+  planner::Schedule s = planner::make_schedule(ScheduleKind::one_f_one_b, 2, 4);
+  FakeCompute fake(2);
+  RuntimeOptions o = test_options();
+  std::mutex mu;
+  std::vector<std::pair<int, int>> calls;  // (device, iteration)
+  std::set<std::thread::id> threads;
+  o.at_iteration_start = [&](int device, int iteration) {
+    std::lock_guard<std::mutex> lock(mu);
+    calls.emplace_back(device, iteration);
+    threads.insert(std::this_thread::get_id());
+  };
+  PipelineRuntime rt(s, fake, o);
+  for (int it = 0; it < 3; ++it) rt.run_iteration();
+  std::vector<std::pair<int, int>> want;
+  for (int it = 0; it < 3; ++it)
+    for (int d = 0; d < 2; ++d) want.emplace_back(d, it);
+  std::sort(calls.begin(), calls.end(), [](auto a, auto b) { return std::tie(a.second, a.first) < std::tie(b.second, b.first); });
+  CHECK(calls == want);
+  CHECK(threads.size() == 2);  // the workers' threads, not the caller's
+  CHECK(threads.count(std::this_thread::get_id()) == 0);
+  // A failing hook fails that iteration as a compute error does; the runtime runs on after it.
+  // (Device 0's: no forward has run anywhere when it throws, so the fake's state stays clean.)
+  bool fail = true;
+  o.at_iteration_start = [&](int device, int) {
+    if (device == 0 && fail) throw std::runtime_error("could not draw the next mini-batch");
+  };
+  FakeCompute fresh(2);
+  PipelineRuntime rt2(s, fresh, o);
+  CHECK_THROWS_WITH_AS(rt2.run_iteration(), "could not draw the next mini-batch", std::runtime_error);
+  fail = false;
+  rt2.run_iteration();
+  CHECK(fresh.state(1).steps_with_grads == 1);
 }
 
 TEST_CASE("runtime: a worker stuck past the timeout is reported as a stall naming where each device waits") {
