@@ -198,9 +198,9 @@ struct PointResult {
 };
 
 // One in-context point: `workers` copies at once on `threads` threads each, `reps` timed
-// passes per copy; the copies' samples pooled.
-PassTimes run_in_context(const models::Model& model, const MeasureOptions& o, int64_t mb, int threads, int workers,
-                         int reps) {
+// passes per copy; each copy's samples.
+std::vector<PassTimes> run_in_context(const models::Model& model, const MeasureOptions& o, int64_t mb, int threads,
+                                      int workers, int reps) {
   PassOptions po;
   po.micro_batch = mb;
   po.reps = reps;
@@ -214,9 +214,7 @@ PassTimes run_in_context(const models::Model& model, const MeasureOptions& o, in
     q.before_pass = [&barrier] { barrier.arrive_and_wait(); };
     per[w] = time_in_context(model, q);
   });
-  PassTimes all;
-  for (const PassTimes& t : per) append_pass_times(all, t);
-  return all;
+  return per;
 }
 
 // Medians (and spreads) per layer of a point's pooled samples.
@@ -243,8 +241,9 @@ int workers_for(const MeasureOptions& o, int threads) {
 }  // namespace
 
 models::Profile measure_profile(const models::Model& model, const MeasureOptions& o,
-                                std::vector<LayerMeasurement>* spreads) {
+                                std::vector<LayerMeasurement>* spreads, std::vector<models::Profile>* per_copy) {
   if (o.co_run_workers < 0) throw InputError("--co-run: expected >= 0, got " + std::to_string(o.co_run_workers));
+  if (per_copy) per_copy->clear();
   if (o.rounds < 1) throw InputError("profiler: expected rounds >= 1, got " + std::to_string(o.rounds));
   for (int64_t b : o.micro_batches)
     if (b < 1) throw InputError("--micro-batch: expected sizes >= 1, got " + std::to_string(b));
@@ -278,16 +277,21 @@ models::Profile measure_profile(const models::Model& model, const MeasureOptions
   std::vector<int> ths = o.thread_counts.empty() ? std::vector<int>{o.threads} : o.thread_counts;
   const int total = static_cast<int>(mbs.size() * ths.size());
   int done = 0;
+  const auto is_base = [&](int64_t mb, int k) { return mb == o.micro_batch && (k == o.threads || (k <= 0 && o.threads <= 0)); };
+  // The base point's times into `into`'s layers.
+  const auto fill_base = [](models::Profile& into, const std::vector<models::PointTimes>& times) {
+    for (size_t i = 0; i < times.size(); ++i) {
+      auto& l = into.layers[i];
+      l.forward_ns = times[i].forward_ns;
+      if (l.backward_input_ns > 0 || !l.is_data_loading) l.backward_input_ns = times[i].backward_input_ns;
+      if (l.backward_weight_ns > 0) l.backward_weight_ns = times[i].backward_weight_ns;
+      l.step_ns = times[i].step_ns;
+    }
+  };
   auto fill = [&](int64_t mb, int k, const std::vector<models::PointTimes>& times, int workers) {
     const int threads = k > 0 ? k : prof.device.threads;
-    if (mb == o.micro_batch && (k == o.threads || (k <= 0 && o.threads <= 0))) {
-      for (size_t i = 0; i < times.size(); ++i) {
-        auto& l = prof.layers[i];
-        l.forward_ns = times[i].forward_ns;
-        if (l.backward_input_ns > 0 || !l.is_data_loading) l.backward_input_ns = times[i].backward_input_ns;
-        if (l.backward_weight_ns > 0) l.backward_weight_ns = times[i].backward_weight_ns;
-        l.step_ns = times[i].step_ns;
-      }
+    if (is_base(mb, k)) {
+      fill_base(prof, times);
       return;
     }
     models::ProfilePoint pt;
@@ -310,13 +314,18 @@ models::Profile measure_profile(const models::Model& model, const MeasureOptions
     const int rounds = o.rounds;
     const int per_round = (o.reps + rounds - 1) / rounds;
     std::vector<PassTimes> pooled(ths.size() * mbs.size());
+    std::vector<PassTimes> base_per_copy;  // the base point's samples, per copy
     for (int round = 0; round < rounds; ++round)
       for (size_t ki = 0; ki < ths.size(); ++ki)
         for (size_t mi = 0; mi < mbs.size(); ++mi) {
           const int k = ths[ki];
           const int64_t mb = mbs[mi];
-          append_pass_times(pooled[ki * mbs.size() + mi],
-                            run_in_context(model, o, mb, k, workers_for(o, k), per_round));
+          const std::vector<PassTimes> copies = run_in_context(model, o, mb, k, workers_for(o, k), per_round);
+          for (const PassTimes& t : copies) append_pass_times(pooled[ki * mbs.size() + mi], t);
+          if (is_base(mb, k)) {
+            base_per_copy.resize(copies.size());
+            for (size_t w = 0; w < copies.size(); ++w) append_pass_times(base_per_copy[w], copies[w]);
+          }
           if (o.progress)
             o.progress(++done, total * rounds,
                        "micro-batch " + std::to_string(mb) + ", " + std::to_string(k) + " threads" +
@@ -334,6 +343,12 @@ models::Profile measure_profile(const models::Model& model, const MeasureOptions
             (*spreads)[i].backward_weight_spread = r.w[i].spread;
           }
         fill(mb, k, r.layers, workers_for(o, k));
+      }
+    if (per_copy)  // after every point is in `prof`: each copy's profile differs in the base times only
+      for (const PassTimes& t : base_per_copy) {
+        per_copy->push_back(prof);
+        fill_base(per_copy->back(), summarize(model, t).layers);
+        models::validate_profile(per_copy->back(), "measured profile of one co-run copy");
       }
   } else {
     prof.measurement = models::ProfileMeasurement{"isolated", 1, o.reps};

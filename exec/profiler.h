@@ -87,9 +87,15 @@ struct LayerMeasurement {
 };
 
 // Throws InputError for micro_batch < 1, reps < 1, warmup < 0, an unknown optimizer, or a
-// model the executor cannot run.
+// model the executor cannot run. `per_copy` (in context only; may be null): one profile per
+// co-run copy, equal to the returned one except that the base point's times are the medians of
+// that copy's passes alone. Copy w is pinned to the cores Machine::assign gives worker w of a
+// run with as many workers as copies, so it prices what the run's worker w computes on its own
+// cores (a VM's cores run at different speeds from minute to minute: the pooled medians priced
+// one worker's ops up to 24% high and the other's 10% low in the same run, issue 12).
 models::Profile measure_profile(const models::Model& model, const MeasureOptions& options,
-                                std::vector<LayerMeasurement>* spreads = nullptr);
+                                std::vector<LayerMeasurement>* spreads = nullptr,
+                                std::vector<models::Profile>* per_copy = nullptr);
 
 // "model name" from /proc/cpuinfo (or "unknown CPU") and the number of online CPUs.
 std::string cpu_model_name();

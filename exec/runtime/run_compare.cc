@@ -68,6 +68,25 @@ int64_t measure_draw_ns(const models::Model& model, const std::string& data_file
   return median_ns(std::move(t));
 }
 
+bool price_on_own_cores(sim::StageCosts& costs, const planner::Plan& plan, const planner::Schedule& sched,
+                        const std::vector<models::Profile>& per_copy) {
+  if (sched.num_devices < 2 || static_cast<int>(per_copy.size()) != sched.num_devices ||
+      !sched.stage_replicas.empty())
+    return false;
+  std::vector<sim::StageCosts> own;
+  for (const models::Profile& p : per_copy) own.push_back(sim::stage_costs_from_plan(plan, p));
+  for (int s = 0; s < sched.num_stages; ++s) {
+    const sim::StageCosts& c = own.at(sched.stage_device.at(s));
+    costs.forward_ns.at(s) = c.forward_ns.at(s);
+    costs.backward_input_ns.at(s) = c.backward_input_ns.at(s);
+    costs.backward_weight_ns.at(s) = c.backward_weight_ns.at(s);
+  }
+  if (!costs.step_ns.empty())
+    for (int d = 0; d < sched.num_devices; ++d)
+      if (!own[d].step_ns.empty()) costs.step_ns.at(d) = own[d].step_ns.at(d);
+  return true;
+}
+
 Prediction predict_from_measurement(const models::Model& model, const planner::Plan& plan, int threads,
                                     const OptimizerOptions& optimizer, int64_t draw_ns) {
   MeasureOptions mo;
@@ -78,7 +97,8 @@ Prediction predict_from_measurement(const models::Model& model, const planner::P
   mo.co_run_workers = plan.num_stages() / plan.chunks;
   mo.optimizer = optimizer.kind == OptimizerKind::adam ? "adam" : (optimizer.momentum > 0 ? "sgd-momentum" : "sgd");
   Prediction p;
-  p.profile = measure_profile(model, mo);
+  std::vector<models::Profile> per_copy;
+  p.profile = measure_profile(model, mo, nullptr, &per_copy);
   sim::StageCosts costs = sim::stage_costs_from_plan(plan, p.profile);
   // The optimizer step as the in-context passes measured it (after each pass's backward, co-run,
   // summed over the device's layers) when the profile has it; the isolated hot loop only for
@@ -86,8 +106,9 @@ Prediction predict_from_measurement(const models::Model& model, const planner::P
   // gradients and read 15-20% low against the run (issue 12).
   // (stage_costs_from_plan leaves step_ns empty when the profile has no step times.)
   if (planner::is_synchronous(plan.schedule) && costs.step_ns.empty()) costs.step_ns = measure_step_ns(model, plan, optimizer);
-  const planner::Schedule sched = sim::schedule_for_plan(plan, costs);
-  // The loader's draw, on the worker whose cores it shares (as run_pipeline pins it).
+  planner::Schedule sched = sim::schedule_for_plan(plan, costs);
+  if (price_on_own_cores(costs, plan, sched, per_copy)) sched = sim::schedule_for_plan(plan, costs);
+  // The draw of the next mini-batch, by the worker that run_pipeline has draw it (loader_device).
   if (draw_ns > 0 && planner::is_synchronous(plan.schedule)) {
     const Machine& machine = Machine::instance();
     const int dev = loader_device(sched, machine.assign(sched.num_devices), machine.num_cores());

@@ -49,11 +49,20 @@ std::vector<int64_t> measure_step_ns(const models::Model& model, const planner::
 // background loader's work per iteration; exec/data/loader.h), on the calling thread.
 int64_t measure_draw_ns(const models::Model& model, const std::string& data_file, uint64_t seed, int64_t rows);
 
+// Prices each stage's ops (and each device's step) from the profile of the co-run copy that ran
+// on that device's cores (measure_profile's per_copy: copy d on worker d's cores), in place of
+// the copies' pooled medians. Unchanged (returns false) when there is one device, the copies do
+// not match the devices one to one, or stages are replicated.
+bool price_on_own_cores(sim::StageCosts& costs, const planner::Plan& plan, const planner::Schedule& sched,
+                        const std::vector<models::Profile>& per_copy);
+
 // `threads`: OpenMP threads to measure with (the worker's core count in the run). The profile
 // is measured in context and co-run (exec/profiler.h): one copy per worker of the plan, each on
-// `threads` threads, as the run will compute. `draw_ns` (> 0 when the run draws its data in
-// the background): charged as StageCosts::data_ns to the worker whose cores the loader shares
-// (loader_device, exec/runtime/run_pipeline.h; none when it has cores of its own).
+// `threads` threads, as the run will compute; each worker's ops are priced from the copy on its
+// cores (price_on_own_cores). `draw_ns` (> 0 when the run draws its data in
+// the background): charged as StageCosts::data_ns to the worker that draws, at the start of
+// each iteration (loader_device, exec/runtime/run_pipeline.h; none when the loader has cores
+// of its own).
 Prediction predict_from_measurement(const models::Model& model, const planner::Plan& plan, int threads,
                                     const OptimizerOptions& optimizer, int64_t draw_ns = 0);
 

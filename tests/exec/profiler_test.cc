@@ -2,10 +2,12 @@
 // measured times is a timing property and lives in bench/exec_bench.cc (BM_ProfilerStability).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <thread>
+#include <vector>
 
 #include "exec/parallel.h"
 #include "exec/profiler.h"
@@ -99,6 +101,43 @@ TEST_CASE("measured profile: isolated mode, co-run copies and points at several 
   REQUIRE(q.points.size() == 1);
   CHECK(q.points[0].micro_batch == 4);
   CHECK(q.layers[1].stash_bytes == p.layers[1].stash_bytes);  // same bytes either way
+}
+
+TEST_CASE("measured profile: one profile per co-run copy, the pooled medians between the copies") {
+  const models::Model m = mlp(16, 2);
+  MeasureOptions o;
+  o.micro_batch = 2;
+  o.threads = 1;
+  o.reps = 5;
+  o.warmup = 1;
+  o.co_run_workers = 2;
+  o.micro_batches = {2, 4};
+  std::vector<models::Profile> copies;
+  const models::Profile p = measure_profile(m, o, nullptr, &copies);
+  REQUIRE(copies.size() == 2);
+  for (size_t i = 0; i < p.layers.size(); ++i) {
+    CAPTURE(i);
+    const auto& a = copies[0].layers[i];
+    const auto& b = copies[1].layers[i];
+    // Each copy's base times are medians of its own passes; pooling two equal-sized sets puts
+    // the pooled median between theirs.
+    CHECK(p.layers[i].forward_ns >= std::min(a.forward_ns, b.forward_ns));
+    CHECK(p.layers[i].forward_ns <= std::max(a.forward_ns, b.forward_ns));
+    CHECK(p.layers[i].backward_weight_ns >= std::min(a.backward_weight_ns, b.backward_weight_ns));
+    CHECK(p.layers[i].backward_weight_ns <= std::max(a.backward_weight_ns, b.backward_weight_ns));
+    CHECK(a.output_bytes == p.layers[i].output_bytes);  // bytes and the rest as the pooled profile
+    CHECK(a.parameter_bytes == p.layers[i].parameter_bytes);
+  }
+  CHECK(copies[0].layers[1].forward_ns > 0);
+  CHECK(copies[1].layers[1].step_ns > 0);
+  REQUIRE(copies[0].points.size() == p.points.size());  // the other points stay pooled
+  CHECK(copies[0].points[0].layers[1].forward_ns == p.points[0].layers[1].forward_ns);
+  // Isolated measurements have no copies.
+  MeasureOptions iso = o;
+  iso.in_context = false;
+  iso.micro_batches.clear();
+  measure_profile(m, iso, nullptr, &copies);
+  CHECK(copies.empty());
 }
 
 // Threads of this process (/proc/self/task), or -1 where /proc is not there.
