@@ -49,6 +49,14 @@ std::vector<int64_t> measure_step_ns(const models::Model& model, const planner::
 // background loader's work per iteration; exec/data/loader.h), on the calling thread.
 int64_t measure_draw_ns(const models::Model& model, const std::string& data_file, uint64_t seed, int64_t rows);
 
+// The prediction's profile spans at least this much of timed passes per copy (at most
+// kProfileMaxPasses passes): models whose kInContextTimedPasses passes take less are measured
+// again with more, in rounds.
+inline constexpr int64_t kProfileSpanNs = 500'000'000;
+inline constexpr int kProfileMaxPasses = 300;
+// One in-context pass of the whole model by the profile's base times: F, B, W and step summed.
+int64_t in_context_pass_ns(const models::Profile& profile);
+
 // Prices each stage's ops (and each device's step) from the profile of the co-run copy that ran
 // on that device's cores (measure_profile's per_copy: copy d on worker d's cores), in place of
 // the copies' pooled medians. Unchanged (returns false) when there is one device, the copies do
@@ -58,8 +66,8 @@ bool price_on_own_cores(sim::StageCosts& costs, const planner::Plan& plan, const
 
 // `threads`: OpenMP threads to measure with (the worker's core count in the run). The profile
 // is measured in context and co-run (exec/profiler.h): one copy per worker of the plan, each on
-// `threads` threads, as the run will compute; each worker's ops are priced from the copy on its
-// cores (price_on_own_cores). `draw_ns` (> 0 when the run draws its data in
+// `threads` threads, as the run will compute, for at least kProfileSpanNs of passes; each
+// worker's ops are priced from the copy on its cores (price_on_own_cores). `draw_ns` (> 0 when the run draws its data in
 // the background): charged as StageCosts::data_ns to the worker that draws, at the start of
 // each iteration (loader_device, exec/runtime/run_pipeline.h; none when the loader has cores
 // of its own).

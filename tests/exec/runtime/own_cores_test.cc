@@ -1,6 +1,7 @@
-// price_on_own_cores (exec/runtime/run_compare.h): each virtual stage's F/B/W and each device's
-// optimizer step come from the profile of the co-run copy on that stage's device, on plain and
-// interleaved schedules; nothing changes for one device, mismatched copies or replicas.
+// exec/runtime/run_compare.h helpers. price_on_own_cores: each virtual stage's F/B/W and each
+// device's optimizer step come from the profile of the co-run copy on that stage's device, on
+// plain and interleaved schedules; nothing changes for one device, mismatched copies or
+// replicas. in_context_pass_ns: one pass by a profile's base times.
 #include <doctest/doctest.h>
 
 #include <vector>
@@ -75,4 +76,15 @@ TEST_CASE("price_on_own_cores: a stage's ops and a device's step from the copy o
   const planner::Plan one = even_plan(m, 1, 4, 1, planner::ScheduleKind::one_f_one_b, false);
   sim::StageCosts single = sim::stage_costs_from_plan(one, flat(m, 2000));
   CHECK_FALSE(price_on_own_cores(single, one, sim::schedule_for_plan(one, single), {copies[0]}));
+}
+
+TEST_CASE("in_context_pass_ns: F, B, W and step of every layer, the input layer's F included") {
+  const models::Model m = mlp8();
+  models::Profile p = flat(m, 1000);
+  int64_t want = 0;
+  for (const auto& l : p.layers) want += l.forward_ns + l.backward_input_ns + l.backward_weight_ns + l.step_ns;
+  CHECK(in_context_pass_ns(p) == want);
+  CHECK(want > 1000 * static_cast<int64_t>(p.layers.size()));  // more than the forwards alone
+  p.layers[1].step_ns += 7;
+  CHECK(in_context_pass_ns(p) == want + 7);
 }
