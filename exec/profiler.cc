@@ -207,6 +207,7 @@ std::vector<PassTimes> run_in_context(const models::Model& model, const MeasureO
   po.warmup = o.warmup;
   po.optimizer = optimizer_for_profile(o.optimizer);
   po.thread_cpu_time = o.thread_cpu_time;
+  po.passes_per_step = o.passes_per_step;
   std::vector<PassTimes> per(workers);
   co_run(workers, threads, [&](int w, CoRunBarrier& barrier) {
     PassOptions q = po;

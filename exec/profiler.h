@@ -59,6 +59,7 @@ struct MeasureOptions {
   int threads = 0;                 // 0: leave the OpenMP default
   bool in_context = true;          // false: each layer alone, in a loop (isolated)
   int co_run_workers = 0;          // in context: copies at once; 0 = one per `threads` cores
+  int passes_per_step = 1;         // in context: optimizer step after every this many passes (PassOptions)
   // In context: measure every point once per round, `reps` timed passes split over the rounds
   // (ceil(reps / rounds) each, after `warmup` untimed ones every time), samples pooled.
   int rounds = 1;

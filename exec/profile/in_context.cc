@@ -69,8 +69,8 @@ void append_pass_times(PassTimes& into, const PassTimes& more) {
 }
 
 PassTimes time_in_context(const models::Model& model, const PassOptions& o) {
-  if (o.micro_batch < 1 || o.reps < 1 || o.warmup < 0)
-    throw InputError("profiler: in-context passes need micro_batch >= 1, reps >= 1, warmup >= 0");
+  if (o.micro_batch < 1 || o.reps < 1 || o.warmup < 0 || o.passes_per_step < 1)
+    throw InputError("profiler: in-context passes need micro_batch >= 1, reps >= 1, warmup >= 0, passes_per_step >= 1");
   Network net(model, o.seed);
   Rng rng(o.seed + 17);
   const int n = net.size();
@@ -142,7 +142,8 @@ PassTimes time_in_context(const models::Model& model, const PassOptions& o) {
       grad[i] = Tensor();
       ctx[i].clear();
     }
-    for (int i = 0; i < n; ++i) {
+    const bool step_now = (rep + 1) % o.passes_per_step == 0 || rep + 1 == o.warmup + o.reps;
+    for (int i = 0; i < n && step_now; ++i) {
       const int64_t a = profiler_now_ns(cpu);
       if (opts[i]) {
         // What the runtime's step costs per layer (LayerStageCompute::step): the finite check

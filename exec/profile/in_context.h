@@ -4,9 +4,11 @@
 // One pass = what a synchronous stage holding the whole model does for one micro-batch and
 // its step: fresh synthetic data and targets (new values every pass), the forward of every
 // layer in layer order, then in reverse order each layer's input gradient (B) and weight
-// gradient (W) on the gradients the pass produced, then the optimizer step and gradient
-// zeroing of each layer. The network's weights, gradients and optimizer state stay live
-// across passes, so they compete for cache as in training. Each op is timed by itself
+// gradient (W) on the gradients the pass produced, then (after every `passes_per_step`
+// passes, and after the last; gradients accumulate in between, as a stage's do over its
+// micro-batches) the optimizer step and gradient zeroing of each layer. The network's weights,
+// gradients and optimizer state stay live across passes, so they compete for cache as in
+// training. Each op is timed by itself
 // (steady clock, or the thread's CPU clock). Passes are run `warmup + reps` times; only the
 // last `reps` are recorded. `before_pass` (may be empty) runs before every pass, untimed
 // (co-run copies use it as a barrier so that they compute at the same time).
@@ -35,7 +37,13 @@ struct PassOptions {
   OptimizerOptions optimizer;
   bool thread_cpu_time = false;
   std::function<void()> before_pass;
+  // Step after every this many passes (>= 1): a synchronous stage steps once per M
+  // micro-batches, so M - 1 of its micro-batches run on the cache a micro-batch left, not on
+  // the one a full optimizer step over the weights left.
+  int passes_per_step = 1;
 };
+
+// PassTimes::step: one entry per recorded pass that stepped.
 
 // Per layer, one entry per recorded pass (ns). step = optimizer step + zeroing of that layer's
 // gradients (0 for layers without parameters).

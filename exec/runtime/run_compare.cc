@@ -101,6 +101,8 @@ Prediction predict_from_measurement(const models::Model& model, const planner::P
   mo.warmup = kInContextWarmupPasses;
   mo.threads = threads;
   mo.co_run_workers = plan.num_stages() / plan.chunks;
+  // As the run steps: once per mini-batch of M micro-batches (synchronous), else after each.
+  mo.passes_per_step = planner::is_synchronous(plan.schedule) ? std::max(1, plan.num_micro_batches) : 1;
   mo.optimizer = optimizer.kind == OptimizerKind::adam ? "adam" : (optimizer.momentum > 0 ? "sgd-momentum" : "sgd");
   Prediction p;
   std::vector<models::Profile> per_copy;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "exec/parallel.h"
+#include "exec/profile/in_context.h"
 #include "exec/profiler.h"
 #include "models/error.h"
 #include "models/zoo.h"
@@ -138,6 +139,28 @@ TEST_CASE("measured profile: one profile per co-run copy, the pooled medians bet
   iso.micro_batches.clear();
   measure_profile(m, iso, nullptr, &copies);
   CHECK(copies.empty());
+}
+
+TEST_CASE("in-context passes: the optimizer step after every passes_per_step passes and after the last") {
+  const models::Model m = mlp(16, 2);
+  PassOptions o;
+  o.micro_batch = 2;
+  o.reps = 5;
+  o.warmup = 1;
+  o.passes_per_step = 2;  // passes 0..5: steps after passes 1, 3 and 5 (the last); pass 0 is warm-up
+  const PassTimes t = time_in_context(m, o);
+  REQUIRE(t.forward.size() == m.size());
+  CHECK(t.forward[1].size() == 5);
+  CHECK(t.backward_weight[1].size() == 5);
+  CHECK(t.step[1].size() == 3);
+  CHECK(t.step[2].size() == 3);  // relu: a 0 per step
+  for (int64_t ns : t.step[1]) CHECK(ns > 0);
+  o.passes_per_step = 4;  // passes 0..5: a step after pass 3 and after the last
+  CHECK(time_in_context(m, o).step[1].size() == 2);
+  o.passes_per_step = 1;
+  CHECK(time_in_context(m, o).step[1].size() == 5);
+  o.passes_per_step = 0;
+  CHECK_THROWS_AS(time_in_context(m, o), InputError);
 }
 
 // Threads of this process (/proc/self/task), or -1 where /proc is not there.
