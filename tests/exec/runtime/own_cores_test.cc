@@ -11,19 +11,12 @@
 #include "models/cost.h"
 #include "models/zoo.h"
 #include "sim/plan_costs.h"
+#include "tests/exec/runtime/training_util.h"
 
 using namespace pw;
 using namespace pw::exec;
 
 namespace {
-
-models::Model mlp8() {
-  models::ZooOptions z;
-  z.width = 16;
-  z.depth = 8;
-  z.batch = 8;
-  return models::build_zoo_model("mlp", z);
-}
 
 // The analytic profile with every layer's times set to `ns` (step: ns / 2).
 models::Profile flat(const models::Model& m, int64_t ns) {
@@ -40,7 +33,7 @@ models::Profile flat(const models::Model& m, int64_t ns) {
 }  // namespace
 
 TEST_CASE("price_on_own_cores: a stage's ops and a device's step from the copy on that device's cores") {
-  const models::Model m = mlp8();
+  const models::Model m = testing::tiny_model("mlp", 8);
   const std::vector<models::Profile> copies{flat(m, 1000), flat(m, 3000)};
   for (int chunks : {1, 2}) {
     CAPTURE(chunks);
@@ -79,7 +72,7 @@ TEST_CASE("price_on_own_cores: a stage's ops and a device's step from the copy o
 }
 
 TEST_CASE("in_context_pass_ns: F, B, W and step of every layer, the input layer's F included") {
-  const models::Model m = mlp8();
+  const models::Model m = testing::tiny_model("mlp", 8);
   models::Profile p = flat(m, 1000);
   int64_t want = 0;
   for (const auto& l : p.layers) want += l.forward_ns + l.backward_input_ns + l.backward_weight_ns + l.step_ns;
