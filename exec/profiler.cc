@@ -241,10 +241,10 @@ int workers_for(const MeasureOptions& o, int threads) {
 
 }  // namespace
 
-models::Profile measure_profile(const models::Model& model, const MeasureOptions& o,
-                                std::vector<LayerMeasurement>* spreads, std::vector<models::Profile>* per_copy) {
+namespace {
+
+void check_measure_options(const MeasureOptions& o) {
   if (o.co_run_workers < 0) throw InputError("--co-run: expected >= 0, got " + std::to_string(o.co_run_workers));
-  if (per_copy) per_copy->clear();
   if (o.rounds < 1) throw InputError("profiler: expected rounds >= 1, got " + std::to_string(o.rounds));
   for (int64_t b : o.micro_batches)
     if (b < 1) throw InputError("--micro-batch: expected sizes >= 1, got " + std::to_string(b));
@@ -253,120 +253,179 @@ models::Profile measure_profile(const models::Model& model, const MeasureOptions
   if (o.thread_cpu_time)
     for (int k : o.thread_counts)
       if (k != 1) throw InputError("profiler: thread CPU time needs threads = 1");
+}
+
+std::vector<int64_t> micro_batches_of(const MeasureOptions& o) {
+  return o.micro_batches.empty() ? std::vector<int64_t>{o.micro_batch} : o.micro_batches;
+}
+std::vector<int> thread_counts_of(const MeasureOptions& o) {
+  return o.thread_counts.empty() ? std::vector<int>{o.threads} : o.thread_counts;
+}
+bool is_base_point(const MeasureOptions& o, int64_t mb, int k) {
+  return mb == o.micro_batch && (k == o.threads || (k <= 0 && o.threads <= 0));
+}
+
+// The base point's times into `into`'s layers.
+void fill_base(models::Profile& into, const std::vector<models::PointTimes>& times) {
+  for (size_t i = 0; i < times.size(); ++i) {
+    auto& l = into.layers[i];
+    l.forward_ns = times[i].forward_ns;
+    if (l.backward_input_ns > 0 || !l.is_data_loading) l.backward_input_ns = times[i].backward_input_ns;
+    if (l.backward_weight_ns > 0) l.backward_weight_ns = times[i].backward_weight_ns;
+    l.step_ns = times[i].step_ns;
+  }
+}
+
+// A point other than the base into prof.points.
+void add_point(models::Profile& prof, int64_t mb, int threads, int workers, std::vector<models::PointTimes> times) {
+  models::ProfilePoint pt;
+  pt.micro_batch = mb;
+  pt.threads = threads;
+  pt.co_run_workers = workers;
+  pt.layers = std::move(times);
+  for (size_t i = 0; i < pt.layers.size(); ++i) {
+    if (prof.layers[i].is_data_loading) pt.layers[i].backward_input_ns = 0;
+    if (prof.layers[i].backward_weight_ns == 0 && prof.layers[i].parameter_bytes == 0) pt.layers[i].backward_weight_ns = 0;
+  }
+  prof.points.push_back(std::move(pt));
+}
+
+// The bytes pass (one isolated pass at the base micro-batch; its times are replaced by the
+// in-context ones). It runs on a thread of its own, which takes its OpenMP threads with it when
+// it ends. Run on the calling thread with more than one OpenMP thread, it left that thread's
+// idle team behind for the co-run, and libgomp counts idle team threads: with more of them than
+// CPUs it cuts its spin-wait to about a thousand iterations, so the co-run's multi-threaded
+// copies slept and woke at every parallel region. The 2-thread in-context profile of the
+// default gpt then read 17-20% slower than the run it predicts (36 ms per micro-batch against
+// 30.5 ms; bench/RESULTS.md, issue 12).
+models::Profile bytes_pass(const models::Model& model, const MeasureOptions& o, std::vector<LayerMeasurement>* spreads) {
   MeasureOptions base = o;
-  if (o.in_context) {  // bytes only: one isolated pass
-    base.reps = 1;
-    base.warmup = std::min(o.warmup, 1);
-  }
-  const bool iso_progress = !o.in_context;
-  if (!iso_progress) base.progress = nullptr;
+  base.reps = 1;
+  base.warmup = std::min(o.warmup, 1);
+  base.progress = nullptr;
+  const int threads = o.threads > 0 ? o.threads : max_threads();
   models::Profile prof;
-  if (o.in_context) {
-    // The bytes pass runs on a thread of its own, which takes its OpenMP threads with it when
-    // it ends. Run on the calling thread with more than one OpenMP thread, it left that
-    // thread's idle team behind for the co-run below, and libgomp counts idle team threads:
-    // with more of them than CPUs it cuts its spin-wait to about a thousand iterations, so
-    // the co-run's multi-threaded copies slept and woke at every parallel region. The 2-thread
-    // in-context profile of the default gpt then read 17-20% slower than the run it predicts
-    // (36 ms per micro-batch against 30.5 ms; bench/RESULTS.md, issue 12).
-    const int threads = o.threads > 0 ? o.threads : max_threads();
-    co_run(1, threads, [&](int, CoRunBarrier&) { prof = measure_isolated(model, base, spreads); });
-  } else {
-    prof = measure_isolated(model, base, spreads);
-  }
-  std::vector<int64_t> mbs = o.micro_batches.empty() ? std::vector<int64_t>{o.micro_batch} : o.micro_batches;
-  std::vector<int> ths = o.thread_counts.empty() ? std::vector<int>{o.threads} : o.thread_counts;
-  const int total = static_cast<int>(mbs.size() * ths.size());
-  int done = 0;
-  const auto is_base = [&](int64_t mb, int k) { return mb == o.micro_batch && (k == o.threads || (k <= 0 && o.threads <= 0)); };
-  // The base point's times into `into`'s layers.
-  const auto fill_base = [](models::Profile& into, const std::vector<models::PointTimes>& times) {
-    for (size_t i = 0; i < times.size(); ++i) {
-      auto& l = into.layers[i];
-      l.forward_ns = times[i].forward_ns;
-      if (l.backward_input_ns > 0 || !l.is_data_loading) l.backward_input_ns = times[i].backward_input_ns;
-      if (l.backward_weight_ns > 0) l.backward_weight_ns = times[i].backward_weight_ns;
-      l.step_ns = times[i].step_ns;
+  co_run(1, threads, [&](int, CoRunBarrier&) { prof = measure_isolated(model, base, spreads); });
+  return prof;
+}
+
+}  // namespace
+
+struct ProfileInRounds::State {
+  const models::Model& model;
+  MeasureOptions o;
+  std::vector<int64_t> mbs;
+  std::vector<int> ths;
+  models::Profile bytes;                  // the bytes pass (layers, device, edges)
+  std::vector<LayerMeasurement> spreads;  // the bytes pass's (weight_pending_bytes)
+  std::vector<PassTimes> pooled;          // per point (ths x mbs), every copy's samples
+  std::vector<PassTimes> base_per_copy;   // the base point's samples, per copy
+  int rounds = 0, passes = 0, done = 0;
+};
+
+ProfileInRounds::ProfileInRounds(const models::Model& model, const MeasureOptions& o)
+    : s_(std::make_unique<State>(State{model, o, micro_batches_of(o), thread_counts_of(o), {}, {}, {}, {}, 0, 0, 0})) {
+  check_measure_options(o);
+  if (!o.in_context) throw InputError("profiler: measuring in rounds needs the in-context mode");
+  s_->bytes = bytes_pass(model, o, &s_->spreads);
+  s_->pooled.resize(s_->ths.size() * s_->mbs.size());
+}
+
+ProfileInRounds::~ProfileInRounds() = default;
+
+void ProfileInRounds::round(int reps) {
+  if (reps < 1) throw InputError("profiler: expected >= 1 timed passes per round, got " + std::to_string(reps));
+  State& s = *s_;
+  const int total = static_cast<int>(s.mbs.size() * s.ths.size()) * std::max(s.o.rounds, s.rounds + 1);
+  for (size_t ki = 0; ki < s.ths.size(); ++ki)
+    for (size_t mi = 0; mi < s.mbs.size(); ++mi) {
+      const int k = s.ths[ki];
+      const int64_t mb = s.mbs[mi];
+      const std::vector<PassTimes> copies = run_in_context(s.model, s.o, mb, k, workers_for(s.o, k), reps);
+      for (const PassTimes& t : copies) append_pass_times(s.pooled[ki * s.mbs.size() + mi], t);
+      if (is_base_point(s.o, mb, k)) {
+        s.base_per_copy.resize(copies.size());
+        for (size_t w = 0; w < copies.size(); ++w) append_pass_times(s.base_per_copy[w], copies[w]);
+      }
+      if (s.o.progress)
+        s.o.progress(++s.done, total,
+                     "micro-batch " + std::to_string(mb) + ", " + std::to_string(k) + " threads" +
+                         (s.o.rounds > 1 || s.rounds > 0 ? ", round " + std::to_string(s.rounds + 1) : ""));
     }
-  };
-  auto fill = [&](int64_t mb, int k, const std::vector<models::PointTimes>& times, int workers) {
-    const int threads = k > 0 ? k : prof.device.threads;
-    if (is_base(mb, k)) {
-      fill_base(prof, times);
-      return;
-    }
-    models::ProfilePoint pt;
-    pt.micro_batch = mb;
-    pt.threads = threads;
-    pt.co_run_workers = workers;
-    pt.layers = times;
-    for (size_t i = 0; i < times.size(); ++i) {
-      if (prof.layers[i].is_data_loading) pt.layers[i].backward_input_ns = 0;
-      if (prof.layers[i].backward_weight_ns == 0 && prof.layers[i].parameter_bytes == 0) pt.layers[i].backward_weight_ns = 0;
-    }
-    prof.points.push_back(std::move(pt));
-  };
-  if (o.in_context) {
-    prof.measurement = models::ProfileMeasurement{"in-context", workers_for(o, o.threads), o.reps};
-    // Rounds: every point once per round, its timed passes split over the rounds, the
-    // samples pooled. A point's passes then span the whole measurement instead of one stretch
-    // of it, so a machine whose speed drifts over seconds (this VM: the same 2-thread point
-    // read 2.4 or 3.4 ms from one profile to the next) weighs on every point alike.
-    const int rounds = o.rounds;
-    const int per_round = (o.reps + rounds - 1) / rounds;
-    std::vector<PassTimes> pooled(ths.size() * mbs.size());
-    std::vector<PassTimes> base_per_copy;  // the base point's samples, per copy
-    for (int round = 0; round < rounds; ++round)
-      for (size_t ki = 0; ki < ths.size(); ++ki)
-        for (size_t mi = 0; mi < mbs.size(); ++mi) {
-          const int k = ths[ki];
-          const int64_t mb = mbs[mi];
-          const std::vector<PassTimes> copies = run_in_context(model, o, mb, k, workers_for(o, k), per_round);
-          for (const PassTimes& t : copies) append_pass_times(pooled[ki * mbs.size() + mi], t);
-          if (is_base(mb, k)) {
-            base_per_copy.resize(copies.size());
-            for (size_t w = 0; w < copies.size(); ++w) append_pass_times(base_per_copy[w], copies[w]);
-          }
-          if (o.progress)
-            o.progress(++done, total * rounds,
-                       "micro-batch " + std::to_string(mb) + ", " + std::to_string(k) + " threads" +
-                           (rounds > 1 ? ", round " + std::to_string(round + 1) : ""));
-        }
-    for (size_t ki = 0; ki < ths.size(); ++ki)
-      for (size_t mi = 0; mi < mbs.size(); ++mi) {
-        const int k = ths[ki];
-        const int64_t mb = mbs[mi];
-        const PointResult r = summarize(model, pooled[ki * mbs.size() + mi]);
-        if (spreads && mb == o.micro_batch && k == o.threads)
+  ++s.rounds;
+  s.passes += reps;
+}
+
+int ProfileInRounds::rounds_done() const { return s_->rounds; }
+int ProfileInRounds::timed_passes() const { return s_->passes; }
+
+models::Profile ProfileInRounds::profile(std::vector<LayerMeasurement>* spreads,
+                                         std::vector<models::Profile>* per_copy) const {
+  const State& s = *s_;
+  PW_CHECK(s.rounds > 0, "ProfileInRounds::profile before any round");
+  models::Profile prof = s.bytes;
+  if (spreads) *spreads = s.spreads;
+  if (per_copy) per_copy->clear();
+  prof.measurement = models::ProfileMeasurement{"in-context", workers_for(s.o, s.o.threads), s.passes};
+  for (size_t ki = 0; ki < s.ths.size(); ++ki)
+    for (size_t mi = 0; mi < s.mbs.size(); ++mi) {
+      const int k = s.ths[ki];
+      const int64_t mb = s.mbs[mi];
+      const PointResult r = summarize(s.model, s.pooled[ki * s.mbs.size() + mi]);
+      if (is_base_point(s.o, mb, k)) {
+        if (spreads)
           for (size_t i = 0; i < r.f.size(); ++i) {
             (*spreads)[i].forward_spread = r.f[i].spread;
             (*spreads)[i].backward_input_spread = r.b[i].spread;
             (*spreads)[i].backward_weight_spread = r.w[i].spread;
           }
-        fill(mb, k, r.layers, workers_for(o, k));
+        fill_base(prof, r.layers);
+      } else {
+        add_point(prof, mb, k > 0 ? k : prof.device.threads, workers_for(s.o, k), r.layers);
       }
-    if (per_copy)  // after every point is in `prof`: each copy's profile differs in the base times only
-      for (const PassTimes& t : base_per_copy) {
-        per_copy->push_back(prof);
-        fill_base(per_copy->back(), summarize(model, t).layers);
-        models::validate_profile(per_copy->back(), "measured profile of one co-run copy");
-      }
-  } else {
-    prof.measurement = models::ProfileMeasurement{"isolated", 1, o.reps};
-    for (int k : ths)
-      for (int64_t mb : mbs) {
-        if (mb == o.micro_batch && (k == o.threads || (k <= 0 && o.threads <= 0))) continue;
-        MeasureOptions q = o;
-        q.micro_batch = mb;
-        q.threads = k;
-        q.progress = nullptr;
-        const models::Profile p = measure_isolated(model, q, nullptr);
-        std::vector<models::PointTimes> times;
-        for (const auto& l : p.layers) times.push_back({l.forward_ns, l.backward_input_ns, l.backward_weight_ns, 0});
-        fill(mb, k, times, 1);
-      }
-    if (o.threads > 0) set_num_threads(o.threads);
+    }
+  if (per_copy)  // after every point is in `prof`: each copy's profile differs in the base times only
+    for (const PassTimes& t : s.base_per_copy) {
+      per_copy->push_back(prof);
+      fill_base(per_copy->back(), summarize(s.model, t).layers);
+      models::validate_profile(per_copy->back(), "measured profile of one co-run copy");
+    }
+  models::validate_profile(prof, "measured profile");
+  return prof;
+}
+
+models::Profile measure_profile(const models::Model& model, const MeasureOptions& o,
+                                std::vector<LayerMeasurement>* spreads, std::vector<models::Profile>* per_copy) {
+  check_measure_options(o);
+  if (o.reps < 1) throw InputError("--reps: expected >= 1, got " + std::to_string(o.reps));
+  if (per_copy) per_copy->clear();
+  if (o.in_context) {
+    // Rounds: every point once per round, its timed passes split over the rounds, the
+    // samples pooled. A point's passes then span the whole measurement instead of one stretch
+    // of it, so a machine whose speed drifts over seconds (this VM: the same 2-thread point
+    // read 2.4 or 3.4 ms from one profile to the next) weighs on every point alike.
+    ProfileInRounds rounds(model, o);
+    const int per_round = (o.reps + o.rounds - 1) / o.rounds;
+    for (int r = 0; r < o.rounds; ++r) rounds.round(per_round);
+    models::Profile prof = rounds.profile(spreads, per_copy);
+    prof.measurement->reps = o.reps;
+    return prof;
   }
+  models::Profile prof = measure_isolated(model, o, spreads);
+  prof.measurement = models::ProfileMeasurement{"isolated", 1, o.reps};
+  for (int k : thread_counts_of(o))
+    for (int64_t mb : micro_batches_of(o)) {
+      if (is_base_point(o, mb, k)) continue;
+      MeasureOptions q = o;
+      q.micro_batch = mb;
+      q.threads = k;
+      q.progress = nullptr;
+      const models::Profile p = measure_isolated(model, q, nullptr);
+      std::vector<models::PointTimes> times;
+      for (const auto& l : p.layers) times.push_back({l.forward_ns, l.backward_input_ns, l.backward_weight_ns, 0});
+      add_point(prof, mb, k > 0 ? k : prof.device.threads, 1, std::move(times));
+    }
+  if (o.threads > 0) set_num_threads(o.threads);
   models::validate_profile(prof, "measured profile");
   return prof;
 }

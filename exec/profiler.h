@@ -35,6 +35,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -97,6 +98,33 @@ struct LayerMeasurement {
 models::Profile measure_profile(const models::Model& model, const MeasureOptions& options,
                                 std::vector<LayerMeasurement>* spreads = nullptr,
                                 std::vector<models::Profile>* per_copy = nullptr);
+
+// measure_profile in context, one round at a time, for a caller that chooses when each round
+// runs: `run --compare` and `demo` measure their rounds between the run's steps
+// (exec/runtime/run_compare.h), so that the profile and the run sample the same minutes of a
+// machine whose speed drifts. The constructor checks the options as measure_profile does
+// (in_context must be true) and takes the bytes pass; round(reps) times every point once, its
+// copies co-run, `reps` (>= 1) timed passes per copy after o.warmup untimed ones; profile()
+// pools every round so far (at least one; measurement.reps = the timed passes per copy) and
+// fills `spreads` and `per_copy` as measure_profile does. o.reps and o.rounds are not used
+// (o.rounds: the rounds planned, for progress only). Not thread-safe.
+class ProfileInRounds {
+ public:
+  ProfileInRounds(const models::Model& model, const MeasureOptions& o);
+  ~ProfileInRounds();
+  ProfileInRounds(const ProfileInRounds&) = delete;
+  ProfileInRounds& operator=(const ProfileInRounds&) = delete;
+
+  void round(int reps);
+  int rounds_done() const;
+  int timed_passes() const;  // per copy, over the rounds so far
+  models::Profile profile(std::vector<LayerMeasurement>* spreads = nullptr,
+                          std::vector<models::Profile>* per_copy = nullptr) const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
 
 // "model name" from /proc/cpuinfo (or "unknown CPU") and the number of online CPUs.
 std::string cpu_model_name();

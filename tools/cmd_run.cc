@@ -257,6 +257,34 @@ void execute(const RunArgs& a, Prepared& p, World* world) {
                  s.samples_per_s, static_cast<double>(s.iteration_ns) / 1e6);
     std::fflush(stderr);
   };
+  // --compare on threads: the prediction's profile is measured in rounds between the run's
+  // steps (exec/runtime/run_compare.h), so that it samples the machine in the same minutes as the
+  // timed steps; the rounds still missing run after the run. Under mpirun rank 0 measures it all
+  // after the run (the other ranks would go on computing). Between the steps the run's tensors
+  // and the profile's copies are live at once: only when both fit in half of memory.
+  const int cores = pw::exec::Machine::instance().num_cores();
+  const int cmp_threads = o.threads_per_worker > 0 ? o.threads_per_worker : std::max(1, cores / devices);
+  std::unique_ptr<pw::exec::PredictionMeasurement> measurement;
+  const auto start_measurement = [&] {
+    if (measurement) return;
+    pw::exec::set_num_threads(cmp_threads);
+    std::fprintf(stderr, "compare: measuring a profile of %s at micro-batch %lld%s\n", model.name().c_str(),
+                 static_cast<long long>(plan.micro_batch_size), o.between_steps ? ", in rounds between the steps" : "");
+    // Threaded runs draw their data on a background loader that shares a worker's cores
+    // (exec/runtime/run_pipeline.h); MPI ranks each draw on their own, not modelled.
+    const int64_t draw_ns =
+        o.prefetch > 0 && !world ? pw::exec::measure_draw_ns(model, o.data_file, o.seed, plan.batch) : 0;
+    measurement = std::make_unique<pw::exec::PredictionMeasurement>(model, plan, cmp_threads, o.optimizer, draw_ns);
+  };
+  const double run_bytes = pw::tools::estimated_training_bytes(model, plan.micro_batch_size, plan.num_micro_batches);
+  const double copy_bytes = pw::tools::estimated_training_bytes(model, plan.micro_batch_size, 1);
+  if (a.compare && !world &&
+      run_bytes + devices * copy_bytes <= 0.5 * static_cast<double>(pw::tools::machine_memory_bytes()))
+    o.between_steps = [&](int done) {
+      if (!pw::exec::is_compare_round_step(done, o.warmup_steps, o.steps)) return;
+      start_measurement();
+      measurement->round();
+    };
   pw::exec::PipelineRunResult r;
   try {
     r = world ? run_on_ranks(model, plan, o, *world, progress) : pw::exec::run_pipeline(model, plan, o, progress);
@@ -285,17 +313,9 @@ void execute(const RunArgs& a, Prepared& p, World* world) {
 
   pw::exec::Prediction cmp;
   if (a.compare && !r.stopped) {
-    const int cores = pw::exec::Machine::instance().num_cores();
-    const int threads = o.threads_per_worker > 0 ? o.threads_per_worker : std::max(1, cores / devices);
-    pw::exec::set_num_threads(threads);
-    std::fprintf(stderr, "compare: measuring a profile of %s at micro-batch %lld\n", model.name().c_str(),
-                 static_cast<long long>(plan.micro_batch_size));
     try {
-      // Threaded runs draw their data on a background loader that shares a worker's cores
-      // (exec/runtime/run_pipeline.h); MPI ranks each draw on their own, not modelled.
-      const int64_t draw_ns =
-          o.prefetch > 0 && !world ? pw::exec::measure_draw_ns(model, o.data_file, o.seed, plan.batch) : 0;
-      cmp = pw::exec::predict_from_measurement(model, plan, threads, o.optimizer, draw_ns);
+      start_measurement();
+      cmp = measurement->predict();
     } catch (const std::exception& e) {
       if (!world) throw;
       // The other ranks wait in compare_barrier: end the job (every rank exits non-zero).

@@ -93,48 +93,85 @@ bool price_on_own_cores(sim::StageCosts& costs, const planner::Plan& plan, const
   return true;
 }
 
-Prediction predict_from_measurement(const models::Model& model, const planner::Plan& plan, int threads,
-                                    const OptimizerOptions& optimizer, int64_t draw_ns) {
+namespace {
+
+MeasureOptions prediction_measure_options(const planner::Plan& plan, int threads, const OptimizerOptions& optimizer) {
   MeasureOptions mo;
   mo.micro_batch = plan.micro_batch_size;
   mo.reps = kInContextTimedPasses;
   mo.warmup = kInContextWarmupPasses;
   mo.threads = threads;
+  mo.rounds = kInContextRounds;
   mo.co_run_workers = plan.num_stages() / plan.chunks;
   // As the run steps: once per mini-batch of M micro-batches (synchronous), else after each.
   mo.passes_per_step = planner::is_synchronous(plan.schedule) ? std::max(1, plan.num_micro_batches) : 1;
   mo.optimizer = optimizer.kind == OptimizerKind::adam ? "adam" : (optimizer.momentum > 0 ? "sgd-momentum" : "sgd");
+  return mo;
+}
+
+}  // namespace
+
+int prediction_round_passes(int rounds_done, int64_t pass_ns) {
+  const int first = (kInContextTimedPasses + kInContextRounds - 1) / kInContextRounds;
+  if (rounds_done == 0 || pass_ns <= 0) return first;
+  const int64_t target = std::max<int64_t>(kInContextTimedPasses, std::min<int64_t>(kProfileMaxPasses, kProfileSpanNs / pass_ns));
+  return static_cast<int>(std::max<int64_t>(first, (target + kInContextRounds - 1) / kInContextRounds));
+}
+
+bool is_compare_round_step(int done, int warmup_steps, int steps) {
+  return steps > 0 && (done == warmup_steps || (steps >= 2 && done == warmup_steps + (steps + 1) / 2));
+}
+
+struct PredictionMeasurement::State {
+  State(const models::Model& m, const planner::Plan& p, int t, const OptimizerOptions& o, int64_t d)
+      : model(m), plan(p), optimizer(o), draw_ns(d), rounds(m, prediction_measure_options(p, t, o)) {}
+  const models::Model& model;
+  planner::Plan plan;
+  OptimizerOptions optimizer;
+  int64_t draw_ns;
+  ProfileInRounds rounds;
+  int64_t pass_ns = 0;  // one pass by the first round's medians (prediction_round_passes)
+};
+
+PredictionMeasurement::PredictionMeasurement(const models::Model& model, const planner::Plan& plan, int threads,
+                                             const OptimizerOptions& optimizer, int64_t draw_ns)
+    : s_(std::make_unique<State>(model, plan, threads, optimizer, draw_ns)) {}
+
+PredictionMeasurement::~PredictionMeasurement() = default;
+
+void PredictionMeasurement::round() {
+  State& s = *s_;
+  if (s.rounds.rounds_done() >= kInContextRounds) return;
+  s.rounds.round(prediction_round_passes(s.rounds.rounds_done(), s.pass_ns));
+  if (s.rounds.rounds_done() == 1) s.pass_ns = in_context_pass_ns(s.rounds.profile());
+}
+
+int PredictionMeasurement::rounds_done() const { return s_->rounds.rounds_done(); }
+
+Prediction PredictionMeasurement::predict() {
+  while (rounds_done() < kInContextRounds) round();
+  const State& s = *s_;
+  const models::Model& model = s.model;
+  const planner::Plan& plan = s.plan;
   Prediction p;
   std::vector<models::Profile> per_copy;
-  p.profile = measure_profile(model, mo, nullptr, &per_copy);
-  // A cheap model's nine passes take a few tens of milliseconds: one moment of a machine whose
-  // speed drifts over seconds (this VM), so the demo's prediction of the default gpt read 30.9 ms
-  // in one run of eight against 23.9-27.9 ms in the others, its run 24.2-26.4 ms throughout. Such
-  // models are measured again with enough passes to span kProfileSpanNs, in kInContextRounds
-  // rounds (the passes of each point spread over the whole measurement).
-  const int64_t pass_ns = in_context_pass_ns(p.profile);
-  if (pass_ns > 0 && pass_ns * mo.reps < kProfileSpanNs) {
-    MeasureOptions longer = mo;
-    longer.rounds = kInContextRounds;
-    longer.reps = static_cast<int>(std::min<int64_t>(kProfileMaxPasses, kProfileSpanNs / pass_ns));
-    p.profile = measure_profile(model, longer, nullptr, &per_copy);
-  }
+  p.profile = s.rounds.profile(nullptr, &per_copy);
   sim::StageCosts costs = sim::stage_costs_from_plan(plan, p.profile);
   // The optimizer step as the in-context passes measured it (after each pass's backward, co-run,
   // summed over the device's layers) when the profile has it; the isolated hot loop only for
   // old-style profiles. The isolated loop ran the step 7 times back to back on unchanged
   // gradients and read 15-20% low against the run (issue 12).
   // (stage_costs_from_plan leaves step_ns empty when the profile has no step times.)
-  if (planner::is_synchronous(plan.schedule) && costs.step_ns.empty()) costs.step_ns = measure_step_ns(model, plan, optimizer);
+  if (planner::is_synchronous(plan.schedule) && costs.step_ns.empty()) costs.step_ns = measure_step_ns(model, plan, s.optimizer);
   planner::Schedule sched = sim::schedule_for_plan(plan, costs);
   if (price_on_own_cores(costs, plan, sched, per_copy)) sched = sim::schedule_for_plan(plan, costs);
   // The draw of the next mini-batch, by the worker that run_pipeline has draw it (loader_device).
-  if (draw_ns > 0 && planner::is_synchronous(plan.schedule)) {
+  if (s.draw_ns > 0 && planner::is_synchronous(plan.schedule)) {
     const Machine& machine = Machine::instance();
     const int dev = loader_device(sched, machine.assign(sched.num_devices), machine.num_cores());
     if (dev >= 0) {
       costs.data_ns.assign(sched.num_devices, 0);
-      costs.data_ns[dev] = draw_ns;
+      costs.data_ns[dev] = s.draw_ns;
     }
   }
   // Transfers between workers cost the runtime's hand-off, measured here with the spin the run
@@ -166,6 +203,12 @@ Prediction predict_from_measurement(const models::Model& model, const planner::P
     w = std::max(w, costs.working_bytes.at(s));
   }
   return p;
+}
+
+Prediction predict_from_measurement(const models::Model& model, const planner::Plan& plan, int threads,
+                                    const OptimizerOptions& optimizer, int64_t draw_ns) {
+  PredictionMeasurement m(model, plan, threads, optimizer, draw_ns);
+  return m.predict();
 }
 
 void write_run_trace(const std::string& file, const planner::Plan& plan, const sim::Trace& measured,

@@ -1,5 +1,6 @@
 #include "exec/runtime/run_pipeline.h"
 
+#include <chrono>
 #include <algorithm>
 #include <cstring>
 #include <map>
@@ -290,6 +291,11 @@ PipelineRunResult run_pipeline(const models::Model& model, const planner::Plan& 
     if (stop) {
       r.stopped = true;
       break;
+    }
+    if (options.between_steps && done < total) {
+      const auto a = std::chrono::steady_clock::now();
+      options.between_steps(done);
+      clock.paused(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - a).count());
     }
   }
   clock.fill(r, plan.batch);

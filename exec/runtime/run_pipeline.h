@@ -81,6 +81,12 @@ struct PipelineRunOptions {
   // May be empty; called once every check has passed and a checkpoint (if any) is loaded,
   // before the first iteration (e.g. to print a banner only for a run that starts).
   std::function<void()> on_start;
+  // May be empty; threaded runs only (run_pipeline). Called on the driver thread after each
+  // step that is not the last one run, with the steps done so far (warm-up included, counted
+  // over the whole run as checkpoints count them), while every worker waits for the next
+  // iteration: the cores are free. Not in any step's iteration_ns nor in wall_s. `run
+  // --compare` measures its profile here, in rounds between the steps (run_compare.h).
+  std::function<void(int done)> between_steps;
   // Keep a copy of every stage's final weights and optimizer state in the result (tests).
   bool keep_final_weights = false;
   // MPI runs only (run_pipeline_ranks), for the fault tests: "<rank>:<op>[:kill]" makes that

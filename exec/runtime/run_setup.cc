@@ -219,13 +219,19 @@ void EndToEndClock::step_begins(int step) {
 void EndToEndClock::step_ends(int step) {
   if (!begun_ || step < first_timed_) return;
   ++steps_;
+  paused_ns_ += pending_pause_ns_;
+  pending_pause_ns_ = 0;
   t1_ = std::chrono::steady_clock::now();
   wait1_ = slicer_.wait_ns();
 }
 
+void EndToEndClock::paused(int64_t ns) {
+  if (begun_) pending_pause_ns_ += ns;
+}
+
 void EndToEndClock::fill(PipelineRunResult& r, int64_t batch) const {
   if (steps_ == 0) return;
-  r.wall_s = std::chrono::duration<double>(t1_ - t0_).count();
+  r.wall_s = std::chrono::duration<double>(t1_ - t0_).count() - static_cast<double>(paused_ns_) / 1e9;
   r.end_to_end_samples_per_s = r.wall_s > 0 ? static_cast<double>(steps_ * batch) / r.wall_s : 0;
   r.data_wait_s = static_cast<double>(wait1_ - wait0_) / 1e9;
   r.data_bound = data_loading_bound(r.data_wait_s, r.wall_s);

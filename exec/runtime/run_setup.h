@@ -111,12 +111,15 @@ int64_t median_ns(std::vector<int64_t> v);
 
 // The end-to-end figures of PipelineRunResult (run_pipeline.h): the driver calls step_begins
 // before fetching a step's mini-batch and step_ends after the step's last work; steps below
-// `first_timed` (warm-up) are not counted. Single-threaded (the driver's).
+// `first_timed` (warm-up) are not counted. paused(ns): the driver spent `ns` between two steps
+// on work that is not the run's (PipelineRunOptions::between_steps); it is left out of wall_s
+// when timed steps lie on both sides of it. Single-threaded (the driver's).
 class EndToEndClock {
  public:
   EndToEndClock(BatchSlicer& slicer, int first_timed) : slicer_(slicer), first_timed_(first_timed) {}
   void step_begins(int step);
   void step_ends(int step);
+  void paused(int64_t ns);
   // Sets r.wall_s, end_to_end_samples_per_s, data_wait_s and data_bound.
   void fill(PipelineRunResult& r, int64_t batch) const;
 
@@ -127,6 +130,7 @@ class EndToEndClock {
   bool begun_ = false;
   std::chrono::steady_clock::time_point t0_, t1_;
   int64_t wait0_ = 0, wait1_ = 0;
+  int64_t pending_pause_ns_ = 0, paused_ns_ = 0;  // since the last timed step; between timed steps
 };
 
 }  // namespace pw::exec

@@ -1,0 +1,186 @@
+// The prediction's profile measured in rounds between a run's steps (issue 12): ProfileInRounds
+// (exec/profiler.h), PredictionMeasurement and its round placement (exec/runtime/run_compare.h),
+// PipelineRunOptions::between_steps (exec/runtime/run_pipeline.h) and the end-to-end clock
+// leaving such pauses out (exec/runtime/run_setup.h). No timing thresholds: the clock test
+// pauses for a pretend 1000 s, which no real step reaches.
+#include <doctest/doctest.h>
+
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "exec/profiler.h"
+#include "exec/runtime/run_compare.h"
+#include "exec/runtime/run_pipeline.h"
+#include "exec/runtime/run_setup.h"
+#include "models/error.h"
+#include "tests/exec/runtime/training_util.h"
+
+using namespace pw;
+using namespace pw::exec;
+
+namespace {
+
+MeasureOptions two_copies() {
+  MeasureOptions o;
+  o.micro_batch = 2;
+  o.warmup = 1;
+  o.threads = 1;
+  o.co_run_workers = 2;
+  o.optimizer = "sgd";
+  return o;
+}
+
+PipelineRunOptions short_run() {
+  PipelineRunOptions o;
+  o.warmup_steps = 2;
+  o.steps = 4;
+  o.threads_per_worker = 1;
+  o.prefetch = 0;
+  o.timeout = std::chrono::seconds(60);
+  return o;
+}
+
+class CountingSource final : public DataSource {
+ public:
+  Batch next(int64_t batch) override {
+    ++draws_;
+    return Batch{Tensor({batch, 2}), Tensor({batch, 1})};
+  }
+  std::string describe() const override { return "counting"; }
+  DataState state() const override { return {0, draws_}; }
+  void restore(const DataState& s) override { draws_ = s.batches; }
+
+ private:
+  int64_t draws_ = 0;
+};
+
+constexpr int64_t kPretendPauseNs = 1000'000'000'000;  // 1000 s
+
+}  // namespace
+
+TEST_CASE("ProfileInRounds: rounds pool their passes, per copy and in the profile") {
+  const models::Model m = testing::tiny_model("mlp", 8);
+  ProfileInRounds rounds(m, two_copies());
+  CHECK(rounds.rounds_done() == 0);
+  CHECK_THROWS_AS(rounds.profile(), InternalError);  // nothing measured yet
+  CHECK_THROWS_AS(rounds.round(0), InputError);
+  rounds.round(2);
+  rounds.round(3);
+  CHECK(rounds.rounds_done() == 2);
+  CHECK(rounds.timed_passes() == 5);
+  std::vector<models::Profile> per_copy;
+  std::vector<LayerMeasurement> spreads;
+  const models::Profile p = rounds.profile(&spreads, &per_copy);
+  REQUIRE(p.measurement.has_value());
+  CHECK(p.measurement->context == "in-context");
+  CHECK(p.measurement->co_run_workers == 2);
+  CHECK(p.measurement->reps == 5);
+  REQUIRE(per_copy.size() == 2);
+  CHECK(spreads.size() == p.layers.size());
+  for (const models::Profile& c : per_copy) REQUIRE(c.layers.size() == p.layers.size());
+  for (size_t i = 0; i < p.layers.size(); ++i) {
+    CHECK(p.layers[i].forward_ns > 0);
+    // The pooled median lies between the copies' own medians.
+    const int64_t lo = std::min(per_copy[0].layers[i].forward_ns, per_copy[1].layers[i].forward_ns);
+    const int64_t hi = std::max(per_copy[0].layers[i].forward_ns, per_copy[1].layers[i].forward_ns);
+    CHECK(p.layers[i].forward_ns >= lo);
+    CHECK(p.layers[i].forward_ns <= hi);
+  }
+  MeasureOptions isolated = two_copies();
+  isolated.in_context = false;
+  CHECK_THROWS_AS(ProfileInRounds(m, isolated), InputError);
+}
+
+TEST_CASE("measure_profile: in rounds, the profile still says the timed passes asked for") {
+  const models::Model m = testing::tiny_model("mlp", 8);
+  MeasureOptions o = two_copies();
+  o.reps = 4;
+  o.rounds = 3;  // ceil(4 / 3) = 2 passes per round
+  const models::Profile p = measure_profile(m, o);
+  REQUIRE(p.measurement.has_value());
+  CHECK(p.measurement->reps == 4);
+  o.reps = 0;
+  CHECK_THROWS_AS(measure_profile(m, o), InputError);
+}
+
+TEST_CASE("prediction_round_passes: a few passes first, then enough to span kProfileSpanNs") {
+  const int first = (kInContextTimedPasses + kInContextRounds - 1) / kInContextRounds;
+  CHECK(prediction_round_passes(0, 1'000'000) == first);
+  CHECK(prediction_round_passes(1, 0) == first);  // no pass time known
+  // 1 ms passes: kProfileSpanNs / 1 ms = 500, capped at kProfileMaxPasses, over the rounds.
+  CHECK(prediction_round_passes(1, 1'000'000) == (kProfileMaxPasses + kInContextRounds - 1) / kInContextRounds);
+  // 10 ms passes: 50 passes in all.
+  CHECK(prediction_round_passes(2, 10'000'000) == (50 + kInContextRounds - 1) / kInContextRounds);
+  // Passes longer than the span: never fewer than the first round's.
+  CHECK(prediction_round_passes(1, 2 * kProfileSpanNs) == first);
+}
+
+TEST_CASE("is_compare_round_step: after the warm-up and halfway through the timed steps") {
+  std::vector<int> at;
+  for (int done = 1; done < 15; ++done)
+    if (is_compare_round_step(done, 5, 10)) at.push_back(done);
+  CHECK(at == std::vector<int>{5, 10});
+  at.clear();
+  for (int done = 1; done < 6; ++done)
+    if (is_compare_round_step(done, 5, 1)) at.push_back(done);
+  CHECK(at == std::vector<int>{5});
+  CHECK(is_compare_round_step(3, 0, 5));  // no warm-up: halfway only (ceil(5 / 2))
+  CHECK_FALSE(is_compare_round_step(1, 0, 5));
+  CHECK_FALSE(is_compare_round_step(0, 0, 0));
+}
+
+TEST_CASE("run_pipeline: between_steps runs on the driver after every step but the last, training unchanged") {
+  const models::Model m = testing::tiny_model("mlp", 8);
+  const planner::Plan plan = even_plan(m, 2, 4, 2, planner::ScheduleKind::one_f_one_b, false);
+  const PipelineRunResult plain = run_pipeline(m, plan, short_run());
+
+  // The hook measures a round of the prediction's profile, as `run --compare` does.
+  PredictionMeasurement measurement(m, plan, 1, OptimizerOptions{});
+  std::vector<int> calls;
+  bool on_driver = true;
+  const std::thread::id driver = std::this_thread::get_id();
+  PipelineRunOptions o = short_run();
+  o.between_steps = [&](int done) {
+    calls.push_back(done);
+    on_driver = on_driver && std::this_thread::get_id() == driver;
+    if (is_compare_round_step(done, o.warmup_steps, o.steps)) measurement.round();
+  };
+  const PipelineRunResult r = run_pipeline(m, plan, o);
+  CHECK(calls == std::vector<int>{1, 2, 3, 4, 5});
+  CHECK(on_driver);
+  CHECK(measurement.rounds_done() == 2);  // after step 2 (the warm-up) and step 4 (halfway)
+  CHECK(r.losses == plain.losses);        // the profile's copies are not the run's weights
+  const Prediction p = measurement.predict();
+  CHECK(measurement.rounds_done() == kInContextRounds);
+  CHECK(p.iteration_ms > 0);
+  CHECK(p.peak_memory_bytes.size() == 2);
+
+  // A stop ends the run at a step boundary before the hook runs there.
+  calls.clear();
+  int polls = 0;
+  o.between_steps = [&](int done) { calls.push_back(done); };
+  o.stop_requested = [&] { return ++polls == 3; };
+  const PipelineRunResult stopped = run_pipeline(m, plan, o);
+  CHECK(stopped.stopped);
+  CHECK(calls == std::vector<int>{1, 2});
+}
+
+TEST_CASE("EndToEndClock: a pause between timed steps is left out of wall_s, one outside them is not") {
+  BatchSlicer slicer(std::make_unique<CountingSource>(), 4, 0);
+  const auto wall_s = [&](int pause_after) {  // steps 0-1 warm-up, 2-4 timed; pause after that step
+    EndToEndClock clock(slicer, 2);
+    for (int step = 0; step < 5; ++step) {
+      clock.step_begins(step);
+      clock.step_ends(step);
+      if (step == pause_after) clock.paused(kPretendPauseNs);
+    }
+    PipelineRunResult r;
+    clock.fill(r, 4);
+    return r.wall_s;
+  };
+  CHECK(wall_s(-1) >= 0);
+  CHECK(wall_s(1) >= 0);   // before the first timed step: not in the wall clock anyway
+  CHECK(wall_s(4) >= 0);   // after the last one: likewise
+  CHECK(wall_s(2) < -900);  // between timed steps 2 and 3: subtracted
+}
