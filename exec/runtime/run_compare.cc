@@ -119,7 +119,9 @@ int prediction_round_passes(int rounds_done, int64_t pass_ns) {
 }
 
 bool is_compare_round_step(int done, int warmup_steps, int steps) {
-  return steps > 0 && (done == warmup_steps || (steps >= 2 && done == warmup_steps + (steps + 1) / 2));
+  if (steps <= 0) return false;
+  const int first = warmup_steps >= 2 ? warmup_steps - 1 : warmup_steps;
+  return done == first || (steps >= 4 && done == warmup_steps + (steps + 1) / 2);
 }
 
 struct PredictionMeasurement::State {

@@ -104,8 +104,11 @@ class PredictionMeasurement {
 int prediction_round_passes(int rounds_done, int64_t pass_ns);
 
 // Whether a round of the prediction runs after `done` steps (warm-up included) of a run of
-// `warmup_steps` + `steps`: after the warm-up, i.e. just before the first timed step, and
-// halfway through the timed steps (the third after the run). Pure.
+// `warmup_steps` + `steps`: before the last warm-up step (before the first timed step when
+// there are fewer than 2), and halfway through the timed steps when there are at least 4 (the
+// third runs after the run). The step after a round runs on caches the profile's copies left:
+// the default gpt's took 5-7% (up to 35%) longer than its neighbours, so the first round's is a
+// warm-up step, and a run's median has at most one such step among 4 or more. Pure.
 bool is_compare_round_step(int done, int warmup_steps, int steps);
 
 // All rounds at once, now: PredictionMeasurement(...).predict().

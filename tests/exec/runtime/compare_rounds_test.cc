@@ -116,18 +116,19 @@ TEST_CASE("prediction_round_passes: a few passes first, then enough to span kPro
   CHECK(prediction_round_passes(1, 2 * kProfileSpanNs) == first);
 }
 
-TEST_CASE("is_compare_round_step: after the warm-up and halfway through the timed steps") {
-  std::vector<int> at;
-  for (int done = 1; done < 15; ++done)
-    if (is_compare_round_step(done, 5, 10)) at.push_back(done);
-  CHECK(at == std::vector<int>{5, 10});
-  at.clear();
-  for (int done = 1; done < 6; ++done)
-    if (is_compare_round_step(done, 5, 1)) at.push_back(done);
-  CHECK(at == std::vector<int>{5});
-  CHECK(is_compare_round_step(3, 0, 5));  // no warm-up: halfway only (ceil(5 / 2))
-  CHECK_FALSE(is_compare_round_step(1, 0, 5));
-  CHECK_FALSE(is_compare_round_step(0, 0, 0));
+TEST_CASE("is_compare_round_step: before the last warm-up step and halfway through the timed steps") {
+  const auto rounds_at = [](int warmup, int steps) {
+    std::vector<int> at;
+    for (int done = 1; done < warmup + steps; ++done)  // run_pipeline's calls
+      if (is_compare_round_step(done, warmup, steps)) at.push_back(done);
+    return at;
+  };
+  CHECK(rounds_at(5, 10) == std::vector<int>{4, 10});
+  CHECK(rounds_at(10, 5) == std::vector<int>{9, 13});  // the demo
+  CHECK(rounds_at(1, 4) == std::vector<int>{1, 3});    // one warm-up step: before the first timed one
+  CHECK(rounds_at(5, 3) == std::vector<int>{4});       // too few timed steps for a round among them
+  CHECK(rounds_at(0, 5) == std::vector<int>{3});       // no warm-up: halfway only
+  CHECK(rounds_at(0, 0).empty());
 }
 
 TEST_CASE("run_pipeline: between_steps runs on the driver after every step but the last, training unchanged") {
@@ -149,7 +150,7 @@ TEST_CASE("run_pipeline: between_steps runs on the driver after every step but t
   const PipelineRunResult r = run_pipeline(m, plan, o);
   CHECK(calls == std::vector<int>{1, 2, 3, 4, 5});
   CHECK(on_driver);
-  CHECK(measurement.rounds_done() == 2);  // after step 2 (the warm-up) and step 4 (halfway)
+  CHECK(measurement.rounds_done() == 2);  // after steps 1 (before the last warm-up step) and 4 (halfway)
   CHECK(r.losses == plain.losses);        // the profile's copies are not the run's weights
   const Prediction p = measurement.predict();
   CHECK(measurement.rounds_done() == kInContextRounds);
