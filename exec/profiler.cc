@@ -198,9 +198,10 @@ struct PointResult {
 };
 
 // One in-context point: `workers` copies at once on `threads` threads each, `reps` timed
-// passes per copy; each copy's samples.
+// passes per copy; each copy's samples. On `on`'s threads when it has one per copy (they have
+// their OpenMP teams set already), else on threads of their own.
 std::vector<PassTimes> run_in_context(const models::Model& model, const MeasureOptions& o, int64_t mb, int threads,
-                                      int workers, int reps) {
+                                      int workers, int reps, const CopyThreads* on = nullptr) {
   PassOptions po;
   po.micro_batch = mb;
   po.reps = reps;
@@ -209,12 +210,16 @@ std::vector<PassTimes> run_in_context(const models::Model& model, const MeasureO
   po.thread_cpu_time = o.thread_cpu_time;
   po.passes_per_step = o.passes_per_step;
   std::vector<PassTimes> per(workers);
-  co_run(workers, threads, [&](int w, CoRunBarrier& barrier) {
+  const auto copy = [&](int w, CoRunBarrier& barrier) {
     PassOptions q = po;
     q.seed = o.seed + static_cast<uint64_t>(w);
     q.before_pass = [&barrier] { barrier.arrive_and_wait(); };
     per[w] = time_in_context(model, q);
-  });
+  };
+  if (on && on->workers == workers)
+    co_run_on(*on, copy);
+  else
+    co_run(workers, threads, copy);
   return per;
 }
 
@@ -333,7 +338,7 @@ ProfileInRounds::ProfileInRounds(const models::Model& model, const MeasureOption
 
 ProfileInRounds::~ProfileInRounds() = default;
 
-void ProfileInRounds::round(int reps) {
+void ProfileInRounds::round(int reps, const CopyThreads* on) {
   if (reps < 1) throw InputError("profiler: expected >= 1 timed passes per round, got " + std::to_string(reps));
   State& s = *s_;
   const int total = static_cast<int>(s.mbs.size() * s.ths.size()) * std::max(s.o.rounds, s.rounds + 1);
@@ -341,7 +346,7 @@ void ProfileInRounds::round(int reps) {
     for (size_t mi = 0; mi < s.mbs.size(); ++mi) {
       const int k = s.ths[ki];
       const int64_t mb = s.mbs[mi];
-      const std::vector<PassTimes> copies = run_in_context(s.model, s.o, mb, k, workers_for(s.o, k), reps);
+      const std::vector<PassTimes> copies = run_in_context(s.model, s.o, mb, k, workers_for(s.o, k), reps, on);
       for (const PassTimes& t : copies) append_pass_times(s.pooled[ki * s.mbs.size() + mi], t);
       if (is_base_point(s.o, mb, k)) {
         s.base_per_copy.resize(copies.size());

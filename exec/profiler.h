@@ -39,6 +39,7 @@
 #include <string>
 #include <vector>
 
+#include "exec/profile/co_run.h"
 #include "models/layer_graph.h"
 #include "models/profile.h"
 
@@ -104,7 +105,9 @@ models::Profile measure_profile(const models::Model& model, const MeasureOptions
 // (exec/runtime/run_compare.h), so that the profile and the run sample the same minutes of a
 // machine whose speed drifts. The constructor checks the options as measure_profile does
 // (in_context must be true) and takes the bytes pass; round(reps) times every point once, its
-// copies co-run, `reps` (>= 1) timed passes per copy after o.warmup untimed ones; profile()
+// copies co-run, `reps` (>= 1) timed passes per copy after o.warmup untimed ones, on `on`'s
+// threads (exec/profile/co_run.h: a run's own workers) for a point with one copy per such
+// thread, else on threads of their own (then `on`'s must have the point's thread count); profile()
 // pools every round so far (at least one; measurement.reps = the timed passes per copy) and
 // fills `spreads` and `per_copy` as measure_profile does. o.reps and o.rounds are not used
 // (o.rounds: the rounds planned, for progress only). Not thread-safe.
@@ -115,7 +118,7 @@ class ProfileInRounds {
   ProfileInRounds(const ProfileInRounds&) = delete;
   ProfileInRounds& operator=(const ProfileInRounds&) = delete;
 
-  void round(int reps);
+  void round(int reps, const CopyThreads* on = nullptr);
   int rounds_done() const;
   int timed_passes() const;  // per copy, over the rounds so far
   models::Profile profile(std::vector<LayerMeasurement>* spreads = nullptr,

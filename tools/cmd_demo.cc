@@ -113,10 +113,10 @@ void plan_simulate_run(const DemoArgs& a, const pw::models::Model& model) {
       measurement = std::make_unique<exec::PredictionMeasurement>(
           model, plan, threads, opt, exec::measure_draw_ns(model, ro.data_file, ro.seed, plan.batch));
   };
-  ro.between_steps = [&](int done) {
+  ro.between_steps = [&](int done, const pw::exec::CopyThreads& workers) {
     if (!exec::is_compare_round_step(done, ro.warmup_steps, ro.steps)) return;
     start_measurement();
-    measurement->round();
+    measurement->round(&workers);
   };
   const exec::PipelineRunResult run = exec::run_pipeline(model, plan, ro, [](const exec::StepReport& s) {
     std::printf("step %d/%d  loss %.4f  %.1f samples/s\n", s.step, s.steps, s.loss, s.samples_per_s);

@@ -280,10 +280,10 @@ void execute(const RunArgs& a, Prepared& p, World* world) {
   const double copy_bytes = pw::tools::estimated_training_bytes(model, plan.micro_batch_size, 1);
   if (a.compare && !world &&
       run_bytes + devices * copy_bytes <= 0.5 * static_cast<double>(pw::tools::machine_memory_bytes()))
-    o.between_steps = [&](int done) {
+    o.between_steps = [&](int done, const pw::exec::CopyThreads& workers) {
       if (!pw::exec::is_compare_round_step(done, o.warmup_steps, o.steps)) return;
       start_measurement();
-      measurement->round();
+      measurement->round(&workers);
     };
   pw::exec::PipelineRunResult r;
   try {

@@ -23,4 +23,18 @@ class CoRunBarrier {
 
 void co_run(int workers, int threads, const std::function<void(int worker, CoRunBarrier& barrier)>& fn);
 
+// Threads the caller already has, one per copy, each pinned to worker w's cores with its
+// OpenMP team set: run(body) calls body(w) on thread w for every w in [0, workers) at once and
+// returns when all are done (PipelineRuntime::run_on_workers: a run's own workers, between
+// its iterations). Their OpenMP teams are the run's: copies on threads of their own would add
+// teams of their own, and libgomp, once it manages more threads than there are CPUs, cuts
+// every idle thread's spin to about a thousand iterations (exec/profiler.cc, the bytes pass).
+struct CopyThreads {
+  int workers = 0;
+  std::function<void(const std::function<void(int worker)>& body)> run;
+};
+
+// co_run on such threads (fn as above; an exception from fn is rethrown after every copy ended).
+void co_run_on(const CopyThreads& threads, const std::function<void(int worker, CoRunBarrier& barrier)>& fn);
+
 }  // namespace pw::exec

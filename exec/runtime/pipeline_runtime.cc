@@ -97,6 +97,7 @@ void PipelineRuntime::thread_main(int device) {
   while (true) {
     int iteration;
     Clock::time_point deadline;
+    const std::function<void(int)>* task;
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
@@ -104,14 +105,19 @@ void PipelineRuntime::thread_main(int device) {
       seen = generation_;
       iteration = iteration_arg_;
       deadline = deadline_arg_;
+      task = task_;
     }
     std::exception_ptr err;
     try {
-      if (options_.at_iteration_start) options_.at_iteration_start(device, iteration);
-      workers_[device]->run_iteration(iteration, deadline);
+      if (task) {
+        (*task)(device);
+      } else {
+        if (options_.at_iteration_start) options_.at_iteration_start(device, iteration);
+        workers_[device]->run_iteration(iteration, deadline);
+      }
     } catch (...) {
       err = std::current_exception();
-      transport_.cancel();
+      if (!task) transport_.cancel();
     }
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -120,6 +126,28 @@ void PipelineRuntime::thread_main(int device) {
     }
     cv_.notify_all();
   }
+}
+
+void PipelineRuntime::run_on_workers(const std::function<void(int)>& fn) {
+  const int D = schedule_.num_devices;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    task_ = &fn;
+    remaining_ = D;
+    std::fill(errors_.begin(), errors_.end(), nullptr);
+    ++generation_;
+  }
+  cv_.notify_all();
+  std::exception_ptr first;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return remaining_ == 0; });
+    task_ = nullptr;
+    for (auto& e : errors_)
+      if (e && !first) first = e;
+    std::fill(errors_.begin(), errors_.end(), nullptr);
+  }
+  if (first) std::rethrow_exception(first);
 }
 
 int64_t PipelineRuntime::run_iteration() {

@@ -74,6 +74,11 @@ class PipelineRuntime {
 
   // Runs iteration number iterations_run(); returns its wall time in nanoseconds.
   int64_t run_iteration();
+  // Runs fn(device) on every worker thread at once, as they are (pinned, with their OpenMP
+  // teams), and returns when all are done; rethrows the first exception (the workers stay
+  // usable). Between iterations only, from the controlling thread. Not traced, not an
+  // iteration: `run --compare` measures its profile's copies here (exec/profile/co_run.h).
+  void run_on_workers(const std::function<void(int device)>& fn);
   int iterations_run() const { return iterations_; }
 
   const planner::Schedule& schedule() const { return schedule_; }
@@ -103,6 +108,7 @@ class PipelineRuntime {
   int remaining_ = 0;
   bool stop_ = false;
   int iteration_arg_ = 0;
+  const std::function<void(int)>* task_ = nullptr;  // run_on_workers' fn, else an iteration
   Clock::time_point deadline_arg_;
   std::vector<std::exception_ptr> errors_;
   std::vector<std::string> pin_errors_;

@@ -141,10 +141,10 @@ PredictionMeasurement::PredictionMeasurement(const models::Model& model, const p
 
 PredictionMeasurement::~PredictionMeasurement() = default;
 
-void PredictionMeasurement::round() {
+void PredictionMeasurement::round(const CopyThreads* workers) {
   State& s = *s_;
   if (s.rounds.rounds_done() >= kInContextRounds) return;
-  s.rounds.round(prediction_round_passes(s.rounds.rounds_done(), s.pass_ns));
+  s.rounds.round(prediction_round_passes(s.rounds.rounds_done(), s.pass_ns), workers);
   if (s.rounds.rounds_done() == 1) s.pass_ns = in_context_pass_ns(s.rounds.profile());
 }
 

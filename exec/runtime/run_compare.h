@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "exec/optimizer.h"
+#include "exec/profile/co_run.h"
 #include "models/layer_graph.h"
 #include "models/profile.h"
 #include "planner/plan.h"
@@ -88,7 +89,10 @@ class PredictionMeasurement {
   PredictionMeasurement(const PredictionMeasurement&) = delete;
   PredictionMeasurement& operator=(const PredictionMeasurement&) = delete;
 
-  void round();  // one round of the profile now (nothing once kInContextRounds are done)
+  // One round of the profile now (nothing once kInContextRounds are done): on `workers` (a
+  // run's own worker threads, PipelineRunOptions::between_steps) when given, else on threads
+  // of its own.
+  void round(const CopyThreads* workers = nullptr);
   int rounds_done() const;
   Prediction predict();
 

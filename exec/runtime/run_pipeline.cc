@@ -263,6 +263,9 @@ PipelineRunResult run_pipeline(const models::Model& model, const planner::Plan& 
   if (setup.draw_device < 0) pin_loader(*slicer, setup.schedule, rt.placement());
   for (const auto& c : rt.placement()) r.placement.push_back(c.to_string());
   if (options.on_start) options.on_start();
+  CopyThreads workers;
+  workers.workers = devices;
+  workers.run = [&rt](const std::function<void(int)>& body) { rt.run_on_workers(body); };
   EndToEndClock clock(*slicer, options.warmup_steps);
   for (int i = r.first_step; i < total; ++i) {
     const int local = i - r.first_step;  // the runtime counts its own iterations from 0
@@ -294,7 +297,7 @@ PipelineRunResult run_pipeline(const models::Model& model, const planner::Plan& 
     }
     if (options.between_steps && done < total) {
       const auto a = std::chrono::steady_clock::now();
-      options.between_steps(done);
+      options.between_steps(done, workers);
       clock.paused(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - a).count());
     }
   }

@@ -53,6 +53,7 @@
 
 #include "exec/data/loader.h"
 #include "exec/optimizer.h"
+#include "exec/profile/co_run.h"
 #include "exec/runtime/pinning.h"
 #include "exec/runtime/pipeline_runtime.h"
 #include "models/layer_graph.h"
@@ -84,9 +85,10 @@ struct PipelineRunOptions {
   // May be empty; threaded runs only (run_pipeline). Called on the driver thread after each
   // step that is not the last one run, with the steps done so far (warm-up included, counted
   // over the whole run as checkpoints count them), while every worker waits for the next
-  // iteration: the cores are free. Not in any step's iteration_ns nor in wall_s. `run
+  // iteration: the cores are free, and `workers` runs work on the worker threads themselves
+  // (PipelineRuntime::run_on_workers). Not in any step's iteration_ns nor in wall_s. `run
   // --compare` measures its profile here, in rounds between the steps (run_compare.h).
-  std::function<void(int done)> between_steps;
+  std::function<void(int done, const CopyThreads& workers)> between_steps;
   // Keep a copy of every stage's final weights and optimizer state in the result (tests).
   bool keep_final_weights = false;
   // MPI runs only (run_pipeline_ranks), for the fault tests: "<rank>:<op>[:kill]" makes that

@@ -6,6 +6,8 @@
 #include <doctest/doctest.h>
 
 #include <memory>
+#include <mutex>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -92,6 +94,32 @@ TEST_CASE("ProfileInRounds: rounds pool their passes, per copy and in the profil
   CHECK_THROWS_AS(ProfileInRounds(m, isolated), InputError);
 }
 
+TEST_CASE("ProfileInRounds: a round runs its copies on the threads given, when there is one per copy") {
+  const models::Model m = testing::tiny_model("mlp", 8);
+  ProfileInRounds rounds(m, two_copies());
+  const auto threads_of = [](int n, int* calls) {
+    CopyThreads t;
+    t.workers = n;
+    t.run = [n, calls](const std::function<void(int)>& body) {
+      ++*calls;
+      std::vector<std::thread> ts;
+      for (int w = 0; w < n; ++w) ts.emplace_back([&body, w] { body(w); });
+      for (auto& th : ts) th.join();
+    };
+    return t;
+  };
+  int two_calls = 0, three_calls = 0;
+  const CopyThreads two = threads_of(2, &two_calls), three = threads_of(3, &three_calls);
+  rounds.round(1, &two);
+  CHECK(two_calls == 1);
+  rounds.round(1, &three);  // three threads for two copies: threads of its own
+  CHECK(three_calls == 0);
+  CHECK(rounds.rounds_done() == 2);
+  std::vector<models::Profile> per_copy;
+  rounds.profile(nullptr, &per_copy);
+  CHECK(per_copy.size() == 2);
+}
+
 TEST_CASE("measure_profile: in rounds, the profile still says the timed passes asked for") {
   const models::Model m = testing::tiny_model("mlp", 8);
   MeasureOptions o = two_copies();
@@ -142,14 +170,27 @@ TEST_CASE("run_pipeline: between_steps runs on the driver after every step but t
   bool on_driver = true;
   const std::thread::id driver = std::this_thread::get_id();
   PipelineRunOptions o = short_run();
-  o.between_steps = [&](int done) {
+  std::vector<std::thread::id> copy_threads;
+  std::mutex mu;
+  o.between_steps = [&](int done, const CopyThreads& workers) {
     calls.push_back(done);
     on_driver = on_driver && std::this_thread::get_id() == driver;
-    if (is_compare_round_step(done, o.warmup_steps, o.steps)) measurement.round();
+    CHECK(workers.workers == 2);
+    if (!is_compare_round_step(done, o.warmup_steps, o.steps)) return;
+    measurement.round(&workers);
+    workers.run([&](int) {
+      std::lock_guard<std::mutex> lock(mu);
+      copy_threads.push_back(std::this_thread::get_id());
+    });
   };
   const PipelineRunResult r = run_pipeline(m, plan, o);
   CHECK(calls == std::vector<int>{1, 2, 3, 4, 5});
   CHECK(on_driver);
+  // `workers` ran on the two worker threads, neither of them the driver.
+  CHECK(copy_threads.size() == 4);
+  const std::set<std::thread::id> distinct(copy_threads.begin(), copy_threads.end());
+  CHECK(distinct.size() == 2);
+  CHECK(distinct.count(driver) == 0);
   CHECK(measurement.rounds_done() == 2);  // after steps 1 (before the last warm-up step) and 4 (halfway)
   CHECK(r.losses == plain.losses);        // the profile's copies are not the run's weights
   const Prediction p = measurement.predict();
@@ -160,7 +201,7 @@ TEST_CASE("run_pipeline: between_steps runs on the driver after every step but t
   // A stop ends the run at a step boundary before the hook runs there.
   calls.clear();
   int polls = 0;
-  o.between_steps = [&](int done) { calls.push_back(done); };
+  o.between_steps = [&](int done, const CopyThreads&) { calls.push_back(done); };
   o.stop_requested = [&] { return ++polls == 3; };
   const PipelineRunResult stopped = run_pipeline(m, plan, o);
   CHECK(stopped.stopped);
