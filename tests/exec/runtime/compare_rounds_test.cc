@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -206,6 +207,34 @@ TEST_CASE("run_pipeline: between_steps runs on the driver after every step but t
   const PipelineRunResult stopped = run_pipeline(m, plan, o);
   CHECK(stopped.stopped);
   CHECK(calls == std::vector<int>{1, 2});
+}
+
+TEST_CASE("run_on_workers: an exception on one worker reaches the caller, and the run goes on") {
+  const models::Model m = testing::tiny_model("mlp", 8);
+  const planner::Plan plan = even_plan(m, 2, 4, 2, planner::ScheduleKind::gpipe, false);
+  const PipelineRunResult plain = run_pipeline(m, plan, short_run());
+  PipelineRunOptions o = short_run();
+  int caught = 0;
+  o.between_steps = [&](int, const CopyThreads& workers) {
+    try {
+      workers.run([](int device) {
+        if (device == 1) throw InputError("copy on device 1 failed");
+      });
+    } catch (const InputError& e) {
+      CHECK(std::string(e.what()) == "copy on device 1 failed");
+      ++caught;
+    }
+  };
+  const PipelineRunResult r = run_pipeline(m, plan, o);
+  CHECK(caught == 5);
+  CHECK(r.losses == plain.losses);
+  // Uncaught, it ends the run with that error.
+  o.between_steps = [](int, const CopyThreads& workers) {
+    workers.run([](int device) {
+      if (device == 0) throw InputError("copy on device 0 failed");
+    });
+  };
+  CHECK_THROWS_WITH_AS(run_pipeline(m, plan, o), "copy on device 0 failed", InputError);
 }
 
 TEST_CASE("EndToEndClock: a pause between timed steps is left out of wall_s, one outside them is not") {
