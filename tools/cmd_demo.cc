@@ -108,24 +108,20 @@ void plan_simulate_run(const DemoArgs& a, const pw::models::Model& model) {
   // The prediction the run is set beside (as `run --compare`): its profile measured in rounds
   // between the run's steps and after it (exec/runtime/run_compare.h).
   std::unique_ptr<exec::PredictionMeasurement> measurement;
-  const auto start_measurement = [&] {
+  const auto start_measurement = [&]() -> exec::PredictionMeasurement& {
     if (!measurement)
       measurement = std::make_unique<exec::PredictionMeasurement>(
           model, plan, threads, opt, exec::measure_draw_ns(model, ro.data_file, ro.seed, plan.batch));
+    return *measurement;
   };
-  ro.between_steps = [&](int done, const pw::exec::CopyThreads& workers) {
-    if (!exec::is_compare_round_step(done, ro.warmup_steps, ro.steps)) return;
-    start_measurement();
-    measurement->round(&workers);
-  };
+  ro.between_steps = exec::compare_rounds_between_steps(ro.warmup_steps, ro.steps, start_measurement);
   const exec::PipelineRunResult run = exec::run_pipeline(model, plan, ro, [](const exec::StepReport& s) {
     std::printf("step %d/%d  loss %.4f  %.1f samples/s\n", s.step, s.steps, s.loss, s.samples_per_s);
     std::fflush(stdout);
   });
   if (!run.warning.empty()) std::fprintf(stderr, "%s\n", run.warning.c_str());
 
-  start_measurement();
-  const exec::Prediction pred = measurement->predict();
+  const exec::Prediction pred = start_measurement().predict();
   std::cout << "\n== 7. Predicted vs measured ==\n";
   std::printf("iteration: predicted %.2f ms, measured %.2f ms (median of %d steps, %+.1f%%)\n", pred.iteration_ms,
               run.median_iteration_ms, a.steps, 100.0 * (run.median_iteration_ms / pred.iteration_ms - 1.0));

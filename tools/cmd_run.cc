@@ -265,8 +265,8 @@ void execute(const RunArgs& a, Prepared& p, World* world) {
   const int cores = pw::exec::Machine::instance().num_cores();
   const int cmp_threads = o.threads_per_worker > 0 ? o.threads_per_worker : std::max(1, cores / devices);
   std::unique_ptr<pw::exec::PredictionMeasurement> measurement;
-  const auto start_measurement = [&] {
-    if (measurement) return;
+  const auto start_measurement = [&]() -> pw::exec::PredictionMeasurement& {
+    if (measurement) return *measurement;
     pw::exec::set_num_threads(cmp_threads);
     std::fprintf(stderr, "compare: measuring a profile of %s at micro-batch %lld%s\n", model.name().c_str(),
                  static_cast<long long>(plan.micro_batch_size), o.between_steps ? ", in rounds between the steps" : "");
@@ -275,16 +275,13 @@ void execute(const RunArgs& a, Prepared& p, World* world) {
     const int64_t draw_ns =
         o.prefetch > 0 && !world ? pw::exec::measure_draw_ns(model, o.data_file, o.seed, plan.batch) : 0;
     measurement = std::make_unique<pw::exec::PredictionMeasurement>(model, plan, cmp_threads, o.optimizer, draw_ns);
+    return *measurement;
   };
   const double run_bytes = pw::tools::estimated_training_bytes(model, plan.micro_batch_size, plan.num_micro_batches);
   const double copy_bytes = pw::tools::estimated_training_bytes(model, plan.micro_batch_size, 1);
   if (a.compare && !world &&
       run_bytes + devices * copy_bytes <= 0.5 * static_cast<double>(pw::tools::machine_memory_bytes()))
-    o.between_steps = [&](int done, const pw::exec::CopyThreads& workers) {
-      if (!pw::exec::is_compare_round_step(done, o.warmup_steps, o.steps)) return;
-      start_measurement();
-      measurement->round(&workers);
-    };
+    o.between_steps = pw::exec::compare_rounds_between_steps(o.warmup_steps, o.steps, start_measurement);
   pw::exec::PipelineRunResult r;
   try {
     r = world ? run_on_ranks(model, plan, o, *world, progress) : pw::exec::run_pipeline(model, plan, o, progress);
@@ -314,8 +311,7 @@ void execute(const RunArgs& a, Prepared& p, World* world) {
   pw::exec::Prediction cmp;
   if (a.compare && !r.stopped) {
     try {
-      start_measurement();
-      cmp = measurement->predict();
+      cmp = start_measurement().predict();
     } catch (const std::exception& e) {
       if (!world) throw;
       // The other ranks wait in compare_barrier: end the job (every rank exits non-zero).

@@ -124,6 +124,13 @@ bool is_compare_round_step(int done, int warmup_steps, int steps) {
   return done == first || (steps >= 4 && done == warmup_steps + (steps + 1) / 2);
 }
 
+std::function<void(int, const CopyThreads&)> compare_rounds_between_steps(
+    int warmup_steps, int steps, std::function<PredictionMeasurement&()> measurement) {
+  return [warmup_steps, steps, measurement = std::move(measurement)](int done, const CopyThreads& workers) {
+    if (is_compare_round_step(done, warmup_steps, steps)) measurement().round(&workers);
+  };
+}
+
 struct PredictionMeasurement::State {
   State(const models::Model& m, const planner::Plan& p, int t, const OptimizerOptions& o, int64_t d)
       : model(m), plan(p), optimizer(o), draw_ns(d), rounds(m, prediction_measure_options(p, t, o)) {}

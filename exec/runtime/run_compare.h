@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -114,6 +115,12 @@ int prediction_round_passes(int rounds_done, int64_t pass_ns);
 // the default gpt's took 5-7% (up to 35%) longer than its neighbours, so the first round's is a
 // warm-up step, and a run's median has at most one such step among 4 or more. Pure.
 bool is_compare_round_step(int done, int warmup_steps, int steps);
+
+// The PipelineRunOptions::between_steps of `run --compare` and `demo` for a run of
+// `warmup_steps` + `steps`: after each step is_compare_round_step names, one round of
+// `measurement()` (the caller may make it on first use) on the run's own worker threads.
+std::function<void(int, const CopyThreads&)> compare_rounds_between_steps(
+    int warmup_steps, int steps, std::function<PredictionMeasurement&()> measurement);
 
 // All rounds at once, now: PredictionMeasurement(...).predict().
 Prediction predict_from_measurement(const models::Model& model, const planner::Plan& plan, int threads,

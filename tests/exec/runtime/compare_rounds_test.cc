@@ -199,6 +199,17 @@ TEST_CASE("run_pipeline: between_steps runs on the driver after every step but t
   CHECK(p.iteration_ms > 0);
   CHECK(p.peak_memory_bytes.size() == 2);
 
+  // The tools' hook: a round after exactly the steps is_compare_round_step names.
+  PredictionMeasurement again(m, plan, 1, OptimizerOptions{});
+  int made = 0;
+  o.between_steps = compare_rounds_between_steps(o.warmup_steps, o.steps, [&]() -> PredictionMeasurement& {
+    ++made;
+    return again;
+  });
+  run_pipeline(m, plan, o);
+  CHECK(made == 2);
+  CHECK(again.rounds_done() == 2);
+
   // A stop ends the run at a step boundary before the hook runs there.
   calls.clear();
   int polls = 0;
