@@ -340,6 +340,17 @@ ProfileInRounds::~ProfileInRounds() = default;
 
 void ProfileInRounds::round(int reps, const CopyThreads* on) {
   if (reps < 1) throw InputError("profiler: expected >= 1 timed passes per round, got " + std::to_string(reps));
+  measure(reps, on, true);
+  ++s_->rounds;
+}
+
+void ProfileInRounds::top_up(int reps, const CopyThreads* on) {
+  if (reps < 1) throw InputError("profiler: expected >= 1 timed passes to top a round up, got " + std::to_string(reps));
+  if (s_->rounds < 1) throw InputError("profiler: a round to top up needs a round first");
+  measure(reps, on, false);
+}
+
+void ProfileInRounds::measure(int reps, const CopyThreads* on, bool progress) {
   State& s = *s_;
   const int total = static_cast<int>(s.mbs.size() * s.ths.size()) * std::max(s.o.rounds, s.rounds + 1);
   for (size_t ki = 0; ki < s.ths.size(); ++ki)
@@ -352,12 +363,11 @@ void ProfileInRounds::round(int reps, const CopyThreads* on) {
         s.base_per_copy.resize(copies.size());
         for (size_t w = 0; w < copies.size(); ++w) append_pass_times(s.base_per_copy[w], copies[w]);
       }
-      if (s.o.progress)
+      if (progress && s.o.progress)
         s.o.progress(++s.done, total,
                      "micro-batch " + std::to_string(mb) + ", " + std::to_string(k) + " threads" +
                          (s.o.rounds > 1 || s.rounds > 0 ? ", round " + std::to_string(s.rounds + 1) : ""));
     }
-  ++s.rounds;
   s.passes += reps;
 }
 

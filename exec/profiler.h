@@ -119,12 +119,17 @@ class ProfileInRounds {
   ProfileInRounds& operator=(const ProfileInRounds&) = delete;
 
   void round(int reps, const CopyThreads* on = nullptr);
+  // `reps` (>= 1) more timed passes per copy in the latest round (after a round; each copy
+  // again after o.warmup untimed passes), as round() otherwise: a caller that learns the pass
+  // time from a round's first passes tops it up to as many as its later rounds will have.
+  void top_up(int reps, const CopyThreads* on = nullptr);
   int rounds_done() const;
-  int timed_passes() const;  // per copy, over the rounds so far
+  int timed_passes() const;  // per copy, over the rounds (and top-ups) so far
   models::Profile profile(std::vector<LayerMeasurement>* spreads = nullptr,
                           std::vector<models::Profile>* per_copy = nullptr) const;
 
  private:
+  void measure(int reps, const CopyThreads* on, bool progress);
   struct State;
   std::unique_ptr<State> s_;
 };

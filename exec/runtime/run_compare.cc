@@ -152,10 +152,19 @@ void PredictionMeasurement::round(const CopyThreads* workers) {
   State& s = *s_;
   if (s.rounds.rounds_done() >= kInContextRounds) return;
   s.rounds.round(prediction_round_passes(s.rounds.rounds_done(), s.pass_ns), workers);
-  if (s.rounds.rounds_done() == 1) s.pass_ns = in_context_pass_ns(s.rounds.profile());
+  if (s.rounds.rounds_done() == 1) {
+    // The first round's few passes give the pass time; the round is then topped up to as many
+    // passes as the later rounds get, so the three weigh alike in the pooled medians (before
+    // the timed steps, halfway, after them) instead of the later two deciding them.
+    s.pass_ns = in_context_pass_ns(s.rounds.profile());
+    const int more = prediction_round_passes(1, s.pass_ns) - s.rounds.timed_passes();
+    if (more > 0) s.rounds.top_up(more, workers);
+  }
 }
 
 int PredictionMeasurement::rounds_done() const { return s_->rounds.rounds_done(); }
+int PredictionMeasurement::timed_passes() const { return s_->rounds.timed_passes(); }
+int64_t PredictionMeasurement::pass_ns() const { return s_->pass_ns; }
 
 Prediction PredictionMeasurement::predict() {
   while (rounds_done() < kInContextRounds) round();

@@ -95,6 +95,8 @@ class PredictionMeasurement {
   // of its own.
   void round(const CopyThreads* workers = nullptr);
   int rounds_done() const;
+  int timed_passes() const;  // per copy, over the rounds so far
+  int64_t pass_ns() const;   // one pass by the first round's medians (0 before it)
   Prediction predict();
 
  private:
@@ -106,6 +108,8 @@ class PredictionMeasurement {
 // ceil(kInContextTimedPasses / kInContextRounds); later ones, by `pass_ns` (one pass by the first
 // round's medians, in_context_pass_ns), enough that all rounds together span kProfileSpanNs
 // (at most kProfileMaxPasses passes, at least kInContextTimedPasses). Pure.
+// PredictionMeasurement::round tops the first round up to the later rounds' count
+// (ProfileInRounds::top_up) once its passes have given pass_ns.
 int prediction_round_passes(int rounds_done, int64_t pass_ns);
 
 // Whether a round of the prediction runs after `done` steps (warm-up included) of a run of

@@ -133,6 +133,43 @@ TEST_CASE("measure_profile: in rounds, the profile still says the timed passes a
   CHECK_THROWS_AS(measure_profile(m, o), InputError);
 }
 
+TEST_CASE("ProfileInRounds: top_up adds timed passes to the latest round, not a round") {
+  const models::Model m = testing::tiny_model("mlp", 8);
+  ProfileInRounds rounds(m, two_copies());
+  CHECK_THROWS_AS(rounds.top_up(2), InputError);  // no round to top up yet
+  rounds.round(2);
+  CHECK_THROWS_AS(rounds.top_up(0), InputError);
+  rounds.top_up(3);
+  CHECK(rounds.rounds_done() == 1);
+  CHECK(rounds.timed_passes() == 5);
+  std::vector<models::Profile> per_copy;
+  const models::Profile p = rounds.profile(nullptr, &per_copy);
+  REQUIRE(p.measurement.has_value());
+  CHECK(p.measurement->reps == 5);
+  CHECK(per_copy.size() == 2);
+}
+
+TEST_CASE("PredictionMeasurement: the first round is topped up to as many passes as each later round") {
+  const models::Model m = testing::tiny_model("mlp", 8);
+  const planner::Plan plan = even_plan(m, 2, 4, 2, planner::ScheduleKind::one_f_one_b, false);
+  PredictionMeasurement measurement(m, plan, 1, OptimizerOptions{});
+  CHECK(measurement.pass_ns() == 0);
+  measurement.round();
+  REQUIRE(measurement.pass_ns() > 0);
+  const int per_round = prediction_round_passes(1, measurement.pass_ns());
+  // A tiny model's pass is far below kProfileSpanNs / kProfileMaxPasses: later rounds get
+  // more than the first round's few passes, and the first is topped up to them.
+  const int first = prediction_round_passes(0, 0);
+  REQUIRE(per_round > first);
+  CHECK(measurement.rounds_done() == 1);
+  CHECK(measurement.timed_passes() == per_round);
+  measurement.round();
+  CHECK(measurement.timed_passes() == 2 * per_round);
+  const Prediction p = measurement.predict();
+  REQUIRE(p.profile.measurement.has_value());
+  CHECK(p.profile.measurement->reps == kInContextRounds * per_round);
+}
+
 TEST_CASE("prediction_round_passes: a few passes first, then enough to span kProfileSpanNs") {
   const int first = (kInContextTimedPasses + kInContextRounds - 1) / kInContextRounds;
   CHECK(prediction_round_passes(0, 1'000'000) == first);
@@ -153,7 +190,8 @@ TEST_CASE("is_compare_round_step: before the last warm-up step and halfway throu
     return at;
   };
   CHECK(rounds_at(5, 10) == std::vector<int>{4, 10});
-  CHECK(rounds_at(10, 5) == std::vector<int>{9, 13});  // the demo
+  CHECK(rounds_at(10, 10) == std::vector<int>{9, 15});  // the demo
+  CHECK(rounds_at(10, 5) == std::vector<int>{9, 13});
   CHECK(rounds_at(1, 4) == std::vector<int>{1, 3});    // one warm-up step: before the first timed one
   CHECK(rounds_at(5, 3) == std::vector<int>{4});       // too few timed steps for a round among them
   CHECK(rounds_at(0, 5) == std::vector<int>{3});       // no warm-up: halfway only
