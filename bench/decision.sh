@@ -5,7 +5,7 @@
 #
 #   bench/decision.sh [BUILD_DIR]
 #   DECISION_STEPS=N, DECISION_WARMUP=N   measured and warm-up steps per run (default 10, 5)
-#   DECISION_ROUNDS=R                     rounds of runs (default 3)
+#   DECISION_ROUNDS=R                     rounds of runs (default 5)
 #
 # For the default gpt and the 16x1024 mlp (batch 256): plan --measure (-o plan.json) once (its
 # trial runs of the near ties printed, "plan:"), then
@@ -15,13 +15,16 @@
 # median over the rounds, and chosen / fastest - 1 on those medians. Rounds, interleaved: on
 # this VM one configuration's iteration moves by 10-25% from one minute to the next (the same
 # run measured 27.5, 34.3 and 30.2 ms within an hour), and the fastest of nine single runs is
-# biased low by that noise; the median of R interleaved runs is not.
+# biased low by that noise; the median of R interleaved runs much less so. Five rounds, not
+# three: the fastest of ten medians is still biased low by their noise (six of the default
+# gpt's configurations lie within 5% of each other), and five runs per median narrow it; a
+# round costs about a minute (both models).
 set -euo pipefail
 BUILD=${1:-build}
 PW=$BUILD/pipewright
 STEPS=${DECISION_STEPS:-10}
 WARMUP=${DECISION_WARMUP:-5}
-ROUNDS=${DECISION_ROUNDS:-3}
+ROUNDS=${DECISION_ROUNDS:-5}
 unset OMP_WAIT_POLICY GOMP_SPINCOUNT   # the tool's own OpenMP waits, as users get them
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
