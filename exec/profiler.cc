@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <fstream>
 #include <thread>
 
@@ -11,6 +12,7 @@
 #include "exec/profile/co_run.h"
 #include "exec/profile/in_context.h"
 #include "models/error.h"
+#include "models/median.h"
 #include "models/optimizer_memory.h"
 
 namespace pw::exec {
@@ -24,17 +26,19 @@ bool g_cpu_clock = false;
 int64_t now_ns() { return profiler_now_ns(g_cpu_clock); }
 
 struct Stat {
-  int64_t median = 0;
+  int64_t median = 0;  // the estimate: the median, or the trimmed mean (MeasureOptions::trimmed_mean)
   double spread = 0;
 };
 
-Stat stat(std::vector<int64_t> v) {
+Stat stat(std::vector<int64_t> v, bool trimmed = false) {
   std::sort(v.begin(), v.end());
   Stat s;
   const size_t n = v.size();
   if (n == 0) return s;
   s.median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
   s.spread = s.median > 0 ? static_cast<double>(v.back() - v.front()) / static_cast<double>(s.median) : 0;
+  if (trimmed)
+    s.median = std::llround(models::trimmed_mean_of(std::vector<double>(v.begin(), v.end()), kTrimmedMeanShare));
   return s;
 }
 
@@ -214,6 +218,8 @@ std::vector<PassTimes> run_in_context(const models::Model& model, const MeasureO
     PassOptions q = po;
     q.seed = o.seed + static_cast<uint64_t>(w);
     q.before_pass = [&barrier] { barrier.arrive_and_wait(); };
+    if (!o.copy_layers.empty()) q.layers = o.copy_layers.at(static_cast<size_t>(w));
+    if (!o.copy_order.empty()) q.order = o.copy_order.at(static_cast<size_t>(w));
     per[w] = time_in_context(model, q);
   };
   if (on && on->workers == workers)
@@ -224,12 +230,12 @@ std::vector<PassTimes> run_in_context(const models::Model& model, const MeasureO
 }
 
 // Medians (and spreads) per layer of a point's pooled samples.
-PointResult summarize(const models::Model& model, const PassTimes& all) {
+PointResult summarize(const models::Model& model, const PassTimes& all, bool trimmed) {
   PointResult r;
   const auto& specs = model.layers();
   for (size_t i = 0; i < specs.size(); ++i) {
-    const Stat f = stat(all.forward[i]), b = stat(all.backward_input[i]), w = stat(all.backward_weight[i]),
-               st = stat(all.step[i]);
+    const Stat f = stat(all.forward[i], trimmed), b = stat(all.backward_input[i], trimmed),
+               w = stat(all.backward_weight[i], trimmed), st = stat(all.step[i]);  // few step samples: median
     const bool no_b = specs[i].kind == LayerKind::input || specs[i].kind == LayerKind::embedding;
     r.layers.push_back({f.median, no_b ? 0 : b.median, w.median, st.median});
     r.f.push_back(f);
@@ -251,6 +257,11 @@ namespace {
 void check_measure_options(const MeasureOptions& o) {
   if (o.co_run_workers < 0) throw InputError("--co-run: expected >= 0, got " + std::to_string(o.co_run_workers));
   if (o.rounds < 1) throw InputError("profiler: expected rounds >= 1, got " + std::to_string(o.rounds));
+  for (const size_t k : {o.copy_layers.size(), o.copy_order.size()})
+    if (k > 0 && (!o.in_context || static_cast<int>(k) != workers_for(o, o.threads) || o.micro_batches.size() > 1 ||
+                  o.thread_counts.size() > 1))
+      throw InputError("profiler: per-copy layers or orders need the in-context mode, one point and one entry per "
+                       "co-run copy (" + std::to_string(workers_for(o, o.threads)) + "), got " + std::to_string(k));
   for (int64_t b : o.micro_batches)
     if (b < 1) throw InputError("--micro-batch: expected sizes >= 1, got " + std::to_string(b));
   for (int k : o.thread_counts)
@@ -368,7 +379,8 @@ void ProfileInRounds::measure(int reps, const CopyThreads* on, bool progress) {
                      "micro-batch " + std::to_string(mb) + ", " + std::to_string(k) + " threads" +
                          (s.o.rounds > 1 || s.rounds > 0 ? ", round " + std::to_string(s.rounds + 1) : ""));
     }
-  s.passes += reps;
+  // Copies in an order time whole steps (every copy's order has the plan's micro-batches).
+  s.passes += s.o.copy_order.empty() ? reps : timed_passes_for(reps, s.o.copy_order.front());
 }
 
 int ProfileInRounds::rounds_done() const { return s_->rounds; }
@@ -386,7 +398,7 @@ models::Profile ProfileInRounds::profile(std::vector<LayerMeasurement>* spreads,
     for (size_t mi = 0; mi < s.mbs.size(); ++mi) {
       const int k = s.ths[ki];
       const int64_t mb = s.mbs[mi];
-      const PointResult r = summarize(s.model, s.pooled[ki * s.mbs.size() + mi]);
+      const PointResult r = summarize(s.model, s.pooled[ki * s.mbs.size() + mi], s.o.trimmed_mean);
       if (is_base_point(s.o, mb, k)) {
         if (spreads)
           for (size_t i = 0; i < r.f.size(); ++i) {
@@ -402,7 +414,7 @@ models::Profile ProfileInRounds::profile(std::vector<LayerMeasurement>* spreads,
   if (per_copy)  // after every point is in `prof`: each copy's profile differs in the base times only
     for (const PassTimes& t : s.base_per_copy) {
       per_copy->push_back(prof);
-      fill_base(per_copy->back(), summarize(s.model, t).layers);
+      fill_base(per_copy->back(), summarize(s.model, t, s.o.trimmed_mean).layers);
       models::validate_profile(per_copy->back(), "measured profile of one co-run copy");
     }
   models::validate_profile(prof, "measured profile");

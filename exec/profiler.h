@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "exec/profile/co_run.h"
+#include "exec/profile/in_context.h"
 #include "models/layer_graph.h"
 #include "models/profile.h"
 
@@ -53,6 +54,8 @@ inline constexpr int kInContextWarmupPasses = 8;
 inline constexpr int kInContextTimedPasses = 9;
 // plan --measure, many points: three rounds of three timed passes (exec/profiler.cc).
 inline constexpr int kInContextRounds = 3;
+// MeasureOptions::trimmed_mean: the share of samples dropped at each end.
+inline constexpr double kTrimmedMeanShare = 0.05;
 
 struct MeasureOptions {
   int64_t micro_batch = 1;
@@ -62,6 +65,17 @@ struct MeasureOptions {
   bool in_context = true;          // false: each layer alone, in a loop (isolated)
   int co_run_workers = 0;          // in context: copies at once; 0 = one per `threads` cores
   int passes_per_step = 1;         // in context: optimizer step after every this many passes (PassOptions)
+  // In context, one point only: per co-run copy, the layers it runs and the order of its ops
+  // (PassOptions::layers and ::order; each list empty = every copy runs whole-model passes,
+  // else one entry per copy). The prediction of a given plan (exec/runtime/run_compare.h)
+  // has copy w compute what the plan's worker w computes: its stages' layers, in its
+  // schedule's order. Layers no copy runs are priced 0.
+  std::vector<std::vector<bool>> copy_layers;
+  std::vector<std::vector<PassOp>> copy_order;
+  // Per-layer F, B and W times are kTrimmedMeanShare-trimmed means of the samples instead of
+  // medians (models::trimmed_mean_of): what a stage's time, a sum of layer times, is priced
+  // from. The optimizer step (a sample per step, few of them) stays a median.
+  bool trimmed_mean = false;
   // In context: measure every point once per round, `reps` timed passes split over the rounds
   // (ceil(reps / rounds) each, after `warmup` untimed ones every time), samples pooled.
   int rounds = 1;

@@ -278,9 +278,11 @@ void execute(const RunArgs& a, Prepared& p, World* world) {
     return *measurement;
   };
   const double run_bytes = pw::tools::estimated_training_bytes(model, plan.micro_batch_size, plan.num_micro_batches);
-  const double copy_bytes = pw::tools::estimated_training_bytes(model, plan.micro_batch_size, 1);
-  if (a.compare && !world &&
-      run_bytes + devices * copy_bytes <= 0.5 * static_cast<double>(pw::tools::machine_memory_bytes()))
+  // The copies hold one micro-batch of the whole model each, or (worker_passes) what the run's
+  // workers hold: the larger of the two.
+  const double copies_bytes =
+      std::max(devices * pw::tools::estimated_training_bytes(model, plan.micro_batch_size, 1), run_bytes);
+  if (a.compare && !world && run_bytes + copies_bytes <= 0.5 * static_cast<double>(pw::tools::machine_memory_bytes()))
     o.between_steps = pw::exec::compare_rounds_between_steps(o.warmup_steps, o.steps, start_measurement);
   pw::exec::PipelineRunResult r;
   try {

@@ -1,5 +1,6 @@
 #include "exec/profile/in_context.h"
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 
@@ -32,6 +33,13 @@ Tensor synthetic_data(const models::Model& model, int idx, int64_t mb, Rng& rng)
   for (int64_t i = 0; i < t.numel(); ++i)
     t.data()[i] = vocab > 0 ? static_cast<float>(rng.below(static_cast<uint64_t>(vocab)))
                             : static_cast<float>(rng.normal());
+  return t;
+}
+
+Tensor synthetic_output(const models::Model& model, int idx, int64_t mb, Rng& rng, bool values) {
+  if (!values && model.layers()[idx].kind == LayerKind::input) return synthetic_data(model, idx, mb, rng);
+  Tensor t(with_batch(mb, model.layers()[idx].output_shape));
+  for (int64_t i = 0; i < t.numel(); ++i) t.data()[i] = static_cast<float>(rng.normal());
   return t;
 }
 
@@ -68,13 +76,64 @@ void append_pass_times(PassTimes& into, const PassTimes& more) {
   add(into.step, more.step);
 }
 
+int order_micro_batches(const std::vector<PassOp>& order) {
+  int mbs = 0;
+  for (const PassOp& op : order) mbs = std::max(mbs, op.micro_batch + 1);
+  return mbs;
+}
+
+int timed_passes_for(int reps, const std::vector<PassOp>& order) {
+  const int mbs = order_micro_batches(order);
+  return mbs == 0 ? reps : (reps + mbs - 1) / mbs * mbs;
+}
+
+namespace {
+
+// The checks of PassOptions::layers and ::order; the order's micro-batch count (0 without one).
+int check_pass_layout(const PassOptions& o, int n) {
+  if (!o.layers.empty() && static_cast<int>(o.layers.size()) != n)
+    throw InputError("profiler: the layer mask has " + std::to_string(o.layers.size()) + " entries for " +
+                     std::to_string(n) + " layers");
+  int mbs = 0;
+  for (const PassOp& op : o.order) {
+    if (op.micro_batch < 0 || op.begin < 0 || op.end > n || op.begin >= op.end)
+      throw InputError("profiler: an op of the pass order has micro-batch " + std::to_string(op.micro_batch) +
+                       " and layers [" + std::to_string(op.begin) + ", " + std::to_string(op.end) + ") of " +
+                       std::to_string(n));
+    mbs = std::max(mbs, op.micro_batch + 1);
+  }
+  // Per micro-batch and layer: 0 nothing yet, 1 after F, 2 after B, 3 done (BW, or W after B).
+  using K = PassOp::Kind;
+  std::vector<std::vector<int>> state(mbs, std::vector<int>(n, 0));
+  for (const PassOp& op : o.order)
+    for (int i = op.begin; i < op.end; ++i) {
+      int& st = state[op.micro_batch][i];
+      const int from = op.kind == K::F ? 0 : op.kind == K::W ? 2 : 1;
+      if (st != from)
+        throw InputError("profiler: the pass order runs " + std::string(op.kind == K::F ? "F" : op.kind == K::B ? "B" : op.kind == K::W ? "W" : "BW") +
+                         " of layer " + std::to_string(i) + " of micro-batch " + std::to_string(op.micro_batch) +
+                         " out of turn (F, then BW or B and W, once each)");
+      st = op.kind == K::F ? 1 : op.kind == K::B ? 2 : 3;
+    }
+  for (int mb = 0; mb < mbs; ++mb)
+    for (int i = 0; i < n; ++i)
+      if (state[mb][i] == 1 || state[mb][i] == 2)
+        throw InputError("profiler: the pass order leaves layer " + std::to_string(i) + " of micro-batch " +
+                         std::to_string(mb) + " without its " + (state[mb][i] == 1 ? "backward" : "W"));
+  return mbs;
+}
+
+}  // namespace
+
 PassTimes time_in_context(const models::Model& model, const PassOptions& o) {
   if (o.micro_batch < 1 || o.reps < 1 || o.warmup < 0 || o.passes_per_step < 1)
     throw InputError("profiler: in-context passes need micro_batch >= 1, reps >= 1, warmup >= 0, passes_per_step >= 1");
+  const int n = static_cast<int>(model.layers().size());
+  const int order_mbs = check_pass_layout(o, n);
   Network net(model, o.seed);
   Rng rng(o.seed + 17);
-  const int n = net.size();
   const auto& specs = model.layers();
+  const auto runs = [&](int i) { return o.layers.empty() || o.layers[static_cast<size_t>(i)]; };
   // Where each layer's forward inputs come from (>= 0 layer, -1 data, -2 targets).
   std::vector<std::vector<int>> src(n);
   for (int i = 0; i < n; ++i) {
@@ -82,50 +141,96 @@ PassTimes time_in_context(const models::Model& model, const PassOptions& o) {
     for (const std::string& p : specs[i].inputs) src[i].push_back(model.index_of(p));
     if (net.layer(i).is_loss()) src[i].push_back(-2);
   }
+  // Masked layers whose output an unmasked layer reads: their output gradient is a stand-in.
+  std::vector<bool> grad_from_outside(n, false);
+  for (int i = 0; i < n; ++i)
+    if (!runs(i))
+      for (int s : src[i])
+        if (s >= 0 && runs(s)) grad_from_outside[s] = true;
   std::vector<std::unique_ptr<Optimizer>> opts(n);
   for (int i = 0; i < n; ++i) {
     Layer& l = net.layer(i);
-    if (!l.parameters().empty()) opts[i] = std::make_unique<Optimizer>(l.parameters(), l.gradients(), o.optimizer);
+    if (runs(i) && !l.parameters().empty()) opts[i] = std::make_unique<Optimizer>(l.parameters(), l.gradients(), o.optimizer);
   }
   const bool cpu = o.thread_cpu_time;
   PassTimes t;
   for (auto* v : {&t.forward, &t.backward_input, &t.backward_weight, &t.step}) v->assign(n, {});
-  for (int rep = 0; rep < o.warmup + o.reps; ++rep) {
-    std::vector<Tensor> owned(2 * n);  // data (2i) and targets (2i+1) per layer
+
+  // One micro-batch from its first forward to its last backward.
+  struct Pass {
+    std::vector<Tensor> owned;  // data (2i) and targets (2i+1) per layer
+    std::vector<Tensor> outs;   // outputs; an unmasked layer's is a stand-in where read
+    std::vector<Tensor> grad;   // output gradients; stand-ins where an unmasked layer reads
+    std::vector<Tensor> for_w;  // after a B op: each layer's output gradient, for its W
+    std::vector<Context> ctx;
+    std::vector<std::vector<const Tensor*>> in;
+    bool keep = false;
+  };
+  // Fresh data, targets and stand-ins (untimed).
+  const auto new_pass = [&](bool keep) {
+    auto p = std::make_unique<Pass>();
+    p->keep = keep;
+    p->owned.resize(2 * n);
+    p->outs.resize(n);
+    p->grad.resize(n);
+    p->for_w.resize(n);
+    p->ctx.resize(n);
+    p->in.resize(n);
     for (int i = 0; i < n; ++i) {
-      if (specs[i].kind == LayerKind::input) owned[2 * i] = synthetic_data(model, i, o.micro_batch, rng);
+      if (!runs(i)) continue;
+      if (specs[i].kind == LayerKind::input) p->owned[2 * i] = synthetic_data(model, i, o.micro_batch, rng);
       if (net.layer(i).is_loss())
-        owned[2 * i + 1] = synthetic_targets(specs[i], net.layer(i).input_shapes().back(), o.micro_batch, rng);
+        p->owned[2 * i + 1] = synthetic_targets(specs[i], net.layer(i).input_shapes().back(), o.micro_batch, rng);
+      for (int s : src[i])
+        if (s >= 0 && !runs(s) && p->outs[s].empty()) p->outs[s] = synthetic_output(model, s, o.micro_batch, rng);
+      if (grad_from_outside[i]) p->grad[i] = synthetic_output(model, i, o.micro_batch, rng, /*values=*/true);
     }
-    if (o.before_pass) o.before_pass();
-    const bool keep = rep >= o.warmup;
-    std::vector<Tensor> outs(n);
-    std::vector<Context> ctx(n);
-    std::vector<std::vector<const Tensor*>> in(n);
-    for (int i = 0; i < n; ++i) {
-      for (int s : src[i]) in[i].push_back(s >= 0 ? &outs[s] : s == -1 ? &owned[2 * i] : &owned[2 * i + 1]);
+    return p;
+  };
+  const auto forward = [&](Pass& p, int begin, int end) {
+    for (int i = begin; i < end; ++i) {
+      if (!runs(i)) continue;
+      for (int s : src[i]) p.in[i].push_back(s >= 0 ? &p.outs[s] : s == -1 ? &p.owned[2 * i] : &p.owned[2 * i + 1]);
       const int64_t a = profiler_now_ns(cpu);
-      outs[i] = net.layer(i).forward(in[i], ctx[i]);
-      if (keep) t.forward[i].push_back(profiler_now_ns(cpu) - a);
+      p.outs[i] = net.layer(i).forward(p.in[i], p.ctx[i]);
+      if (p.keep) t.forward[i].push_back(profiler_now_ns(cpu) - a);
     }
-    std::vector<Tensor> grad(n);
-    for (int i = n - 1; i >= 0; --i) {
+  };
+  // B (input), W (weight) or both of the masked layers in [begin, end), last layer first.
+  const auto backward = [&](Pass& p, int begin, int end, bool input, bool weight) {
+    std::vector<Tensor>& grad = p.grad;
+    for (int i = end - 1; i >= begin; --i) {
+      if (!runs(i)) continue;
       Layer& l = net.layer(i);
+      if (!input) {  // W of a layer whose B ran before
+        int64_t tw = 0;
+        if (!p.for_w[i].empty()) {
+          const int64_t a = profiler_now_ns(cpu);
+          l.backward_weight(p.in[i], p.ctx[i], p.for_w[i]);
+          tw = profiler_now_ns(cpu) - a;
+        }
+        if (p.keep) t.backward_weight[i].push_back(tw);
+        p.for_w[i] = Tensor();
+        p.ctx[i].clear();
+        continue;
+      }
       if (l.is_loss()) {
-        grad[i] = Tensor(outs[i].shape());
+        grad[i] = Tensor(p.outs[i].shape());
         grad[i].fill(1.0f);
       }
       int64_t tb = 0, tw = 0;
       if (!grad[i].empty() && specs[i].kind != LayerKind::input) {
         int64_t a = profiler_now_ns(cpu);
-        std::vector<Tensor> din = l.backward_input(in[i], ctx[i], grad[i]);
+        std::vector<Tensor> din = l.backward_input(p.in[i], p.ctx[i], grad[i]);
         tb = profiler_now_ns(cpu) - a;
-        a = profiler_now_ns(cpu);
-        l.backward_weight(in[i], ctx[i], grad[i]);
-        tw = profiler_now_ns(cpu) - a;
+        if (weight) {
+          a = profiler_now_ns(cpu);
+          l.backward_weight(p.in[i], p.ctx[i], grad[i]);
+          tw = profiler_now_ns(cpu) - a;
+        }
         for (size_t k = 0; k < din.size(); ++k) {
           const int s = src[i][k];
-          if (din[k].empty() || s < 0) continue;
+          if (din[k].empty() || s < 0 || !runs(s)) continue;  // to an unmasked layer: the run sends it
           if (grad[s].empty()) {
             grad[s] = std::move(din[k]);
           } else {
@@ -135,15 +240,23 @@ PassTimes time_in_context(const models::Model& model, const PassOptions& o) {
           }
         }
       }
-      if (keep) {
+      if (p.keep) {
         t.backward_input[i].push_back(tb);
-        t.backward_weight[i].push_back(tw);
+        if (weight) t.backward_weight[i].push_back(tw);
       }
-      grad[i] = Tensor();
-      ctx[i].clear();
+      if (weight) {
+        grad[i] = Tensor();
+        p.ctx[i].clear();
+      } else if (l.has_weight_grad() && specs[i].kind != LayerKind::input) {
+        p.for_w[i] = std::move(grad[i]);  // W reads it (and the context B left), as LayerRange keeps it
+      } else {
+        grad[i] = Tensor();
+      }
     }
-    const bool step_now = (rep + 1) % o.passes_per_step == 0 || rep + 1 == o.warmup + o.reps;
-    for (int i = 0; i < n && step_now; ++i) {
+  };
+  const auto step = [&](bool keep) {
+    for (int i = 0; i < n; ++i) {
+      if (!runs(i)) continue;
       const int64_t a = profiler_now_ns(cpu);
       if (opts[i]) {
         // What the runtime's step costs per layer (LayerStageCompute::step): the finite check
@@ -159,6 +272,39 @@ PassTimes time_in_context(const models::Model& model, const PassOptions& o) {
       }
       if (keep) t.step[i].push_back(opts[i] ? profiler_now_ns(cpu) - a : 0);
     }
+  };
+
+  const int total = o.warmup + o.reps;
+  if (o.order.empty()) {
+    for (int rep = 0; rep < total; ++rep) {
+      std::unique_ptr<Pass> p = new_pass(rep >= o.warmup);
+      if (o.before_pass) o.before_pass();
+      forward(*p, 0, n);
+      backward(*p, 0, n, true, true);
+      if ((rep + 1) % o.passes_per_step == 0 || rep + 1 == total) step(p->keep);
+    }
+    return t;
+  }
+  // In the order's steps; a micro-batch's pass is made at its first op (untimed) and dropped
+  // after its last.
+  std::vector<int> ops_of(order_mbs, 0);
+  for (const PassOp& op : o.order) ++ops_of[op.micro_batch];
+  const int warm_steps = (o.warmup + order_mbs - 1) / order_mbs;
+  const int timed_steps = (o.reps + order_mbs - 1) / order_mbs;
+  for (int k = 0; k < warm_steps + timed_steps; ++k) {
+    const bool keep = k >= warm_steps;
+    std::vector<std::unique_ptr<Pass>> live(order_mbs);
+    std::vector<int> left = ops_of;
+    if (o.before_pass) o.before_pass();
+    for (const PassOp& op : o.order) {
+      std::unique_ptr<Pass>& p = live[op.micro_batch];
+      if (!p) p = new_pass(keep);
+      using K = PassOp::Kind;
+      if (op.kind == K::F) forward(*p, op.begin, op.end);
+      else backward(*p, op.begin, op.end, op.kind != K::W, op.kind != K::B);
+      if (--left[op.micro_batch] == 0) p.reset();
+    }
+    step(keep);
   }
   return t;
 }

@@ -13,6 +13,16 @@
 // last `reps` are recorded. `before_pass` (may be empty) runs before every pass, untimed
 // (co-run copies use it as a barrier so that they compute at the same time).
 //
+// A pipeline worker's passes (`layers`, `order`): a worker computes only its stages' layers,
+// micro-batch after micro-batch in its schedule's order. With a layer mask, a pass runs the
+// masked layers alone; an input from an unmasked layer is a stand-in (fresh values every pass,
+// token ids for an input layer), as is the gradient of a masked layer's output that an
+// unmasked layer reads (in the run both arrive from a neighbouring stage); unmasked layers get
+// no samples. With an order, the passes run in steps: each step performs the order's ops (the
+// forward or backward of one micro-batch over one layer range, e.g. one stage) in turn, then
+// the optimizer step (passes_per_step is not used); warmup and reps count micro-batches and
+// round up to whole steps; `before_pass` runs once before each step.
+//
 // Thread-safety: each call builds its own Network; calls on different threads are
 // independent (that is how co-run works). Uses the calling thread's OpenMP thread count.
 #pragma once
@@ -29,6 +39,17 @@
 
 namespace pw::exec {
 
+// One op of PassOptions::order, over the masked layers in [begin, end) of one micro-batch: its
+// forward (F), input gradients (B: the layers' output gradients are kept for W), weight
+// gradients (W, after B), or both (BW: B then W of each layer, in reverse layer order).
+struct PassOp {
+  enum class Kind { F, B, W, BW };
+  Kind kind = Kind::F;
+  int micro_batch = 0;
+  int begin = 0, end = 0;
+  bool operator==(const PassOp&) const = default;
+};
+
 struct PassOptions {
   int64_t micro_batch = 1;
   int reps = 10;
@@ -41,17 +62,26 @@ struct PassOptions {
   // micro-batches, so M - 1 of its micro-batches run on the cache a micro-batch left, not on
   // the one a full optimizer step over the weights left.
   int passes_per_step = 1;
+  // The layers this copy runs (empty: all of them), and the order of its ops (empty: pass
+  // after pass, the forward of every masked layer then their backward). See above. In an
+  // order each layer of each micro-batch runs F, then BW or B and W, once each.
+  std::vector<bool> layers;
+  std::vector<PassOp> order;
 };
 
-// PassTimes::step: one entry per recorded pass that stepped.
-
-// Per layer, one entry per recorded pass (ns). step = optimizer step + zeroing of that layer's
-// gradients (0 for layers without parameters).
+// Per layer, one entry per recorded pass (ns; none for a layer outside PassOptions::layers).
+// step = optimizer step + zeroing of that layer's gradients (0 for layers without parameters),
+// one entry per recorded pass that stepped (with an order: per timed step).
 struct PassTimes {
   std::vector<std::vector<int64_t>> forward, backward_input, backward_weight, step;
 };
 
 PassTimes time_in_context(const models::Model& model, const PassOptions& options);
+
+// The micro-batches an order's step has (the largest micro-batch + 1; 0 for an empty order),
+// and the timed passes time_in_context records for `reps` with that order: whole steps.
+int order_micro_batches(const std::vector<PassOp>& order);
+int timed_passes_for(int reps, const std::vector<PassOp>& order);
 
 // Appends `more`'s samples to `into` layer by layer (pooling co-running copies).
 void append_pass_times(PassTimes& into, const PassTimes& more);
@@ -59,6 +89,9 @@ void append_pass_times(PassTimes& into, const PassTimes& more);
 // Synthetic data for input layer `idx` (token ids when an embedding reads it, else normal
 // values) and targets for a loss layer (class ids or normal values), batch `mb`.
 Tensor synthetic_data(const models::Model& model, int idx, int64_t mb, Rng& rng);
+// A stand-in for layer `idx`'s output at batch `mb`: synthetic_data for an input layer (unless
+// `values`), else normal values of its output shape (`values`: always those, as for a gradient).
+Tensor synthetic_output(const models::Model& model, int idx, int64_t mb, Rng& rng, bool values = false);
 Tensor synthetic_targets(const models::LayerSpec& spec, const std::vector<int64_t>& shape, int64_t mb,
                          Rng& rng);
 

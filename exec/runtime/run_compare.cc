@@ -95,6 +95,44 @@ bool price_on_own_cores(sim::StageCosts& costs, const planner::Plan& plan, const
 
 namespace {
 
+}  // namespace
+
+bool worker_passes(const planner::Plan& plan, MeasureOptions& mo) {
+  mo.copy_layers.clear();
+  mo.copy_order.clear();
+  mo.trimmed_mean = false;
+  const int devices = plan.num_stages() / std::max(1, plan.chunks);
+  bool replicated = false;
+  for (const auto& st : plan.stages) replicated = replicated || st.replicas() > 1;
+  if (devices < 2 || replicated || !planner::is_synchronous(plan.schedule) || mo.co_run_workers != devices) return false;
+  // The order does not depend on the costs for these schedules' shapes; unit costs.
+  const planner::Schedule sched = sim::schedule_for_plan(plan, sim::StageCosts::uniform(plan.num_stages(), 1, 1, 1));
+  if (sched.num_devices != devices) return false;
+  const int n = plan.stages.back().end_layer;
+  mo.copy_layers.assign(devices, std::vector<bool>(n, false));
+  mo.copy_order.assign(devices, {});
+  for (int s = 0; s < plan.num_stages(); ++s)
+    for (int i = plan.stages[s].first_layer; i < plan.stages[s].end_layer; ++i)
+      mo.copy_layers.at(sched.stage_device.at(s)).at(i) = true;
+  using K = PassOp::Kind;
+  for (int d = 0; d < devices; ++d)
+    for (const planner::Op& op : sched.device_ops[d]) {
+      K kind;
+      switch (op.kind) {
+        case planner::OpKind::F: kind = K::F; break;
+        case planner::OpKind::B: kind = K::B; break;
+        case planner::OpKind::W: kind = K::W; break;
+        case planner::OpKind::BW: kind = K::BW; break;
+        default: continue;  // the step runs after each step of the order; transfers are not compute
+      }
+      mo.copy_order[d].push_back({kind, op.micro_batch, plan.stages.at(op.stage).first_layer, plan.stages.at(op.stage).end_layer});
+    }
+  mo.trimmed_mean = true;
+  return true;
+}
+
+namespace {
+
 MeasureOptions prediction_measure_options(const planner::Plan& plan, int threads, const OptimizerOptions& optimizer) {
   MeasureOptions mo;
   mo.micro_batch = plan.micro_batch_size;
@@ -105,6 +143,7 @@ MeasureOptions prediction_measure_options(const planner::Plan& plan, int threads
   mo.co_run_workers = plan.num_stages() / plan.chunks;
   // As the run steps: once per mini-batch of M micro-batches (synchronous), else after each.
   mo.passes_per_step = planner::is_synchronous(plan.schedule) ? std::max(1, plan.num_micro_batches) : 1;
+  worker_passes(plan, mo);
   mo.optimizer = optimizer.kind == OptimizerKind::adam ? "adam" : (optimizer.momentum > 0 ? "sgd-momentum" : "sgd");
   return mo;
 }

@@ -25,6 +25,7 @@
 
 #include "exec/optimizer.h"
 #include "exec/profile/co_run.h"
+#include "exec/profiler.h"
 #include "models/layer_graph.h"
 #include "models/profile.h"
 #include "planner/plan.h"
@@ -66,9 +67,19 @@ int64_t in_context_pass_ns(const models::Profile& profile);
 bool price_on_own_cores(sim::StageCosts& costs, const planner::Plan& plan, const planner::Schedule& sched,
                         const std::vector<models::Profile>& per_copy);
 
+// Sets `mo` (in-context, co-run, one copy per pipeline device) so that copy d computes what the
+// plan's worker d computes: the layers of its stages (copy_layers), micro-batch after
+// micro-batch in its schedule's order (copy_order: each F, B, W or BW op of the device over its
+// stage's layers), with per-layer trimmed means (trimmed_mean), and returns
+// true. A whole-model pass priced a 1F1B stage's backward 8-12% high against the same ops in
+// gpipe order, and a sum of per-layer medians fell 5-10% short of the ops those layers make up
+// (bench/RESULTS.md, issue 12). Leaves whole-model passes and medians (returns false) for one
+// device, replicated stages and asynchronous schedules.
+bool worker_passes(const planner::Plan& plan, MeasureOptions& mo);
+
 // `threads`: OpenMP threads to measure with (the worker's core count in the run). The profile
 // is measured in context and co-run (exec/profiler.h): one copy per worker of the plan, each on
-// `threads` threads, as the run will compute, in kInContextRounds rounds
+// `threads` threads, computing what that worker computes (worker_passes), in kInContextRounds rounds
 // (prediction_round_passes); each worker's ops are priced from the copy on its cores
 // (price_on_own_cores). `draw_ns` (> 0 when the run draws its data in the background): charged
 // as StageCosts::data_ns to the worker that draws, at the start of each iteration

@@ -5,6 +5,7 @@
 // pauses for a pretend 1000 s, which no real step reaches.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -161,13 +162,89 @@ TEST_CASE("PredictionMeasurement: the first round is topped up to as many passes
   // more than the first round's few passes, and the first is topped up to them.
   const int first = prediction_round_passes(0, 0);
   REQUIRE(per_round > first);
+  // The copies run the plan's workers' passes (worker_passes): whole steps of 4 micro-batches.
+  const int whole = (per_round + 3) / 4 * 4;
   CHECK(measurement.rounds_done() == 1);
-  CHECK(measurement.timed_passes() == per_round);
+  CHECK(measurement.timed_passes() == whole);
   measurement.round();
-  CHECK(measurement.timed_passes() == 2 * per_round);
+  CHECK(measurement.timed_passes() == 2 * whole);
   const Prediction p = measurement.predict();
   REQUIRE(p.profile.measurement.has_value());
-  CHECK(p.profile.measurement->reps == kInContextRounds * per_round);
+  CHECK(p.profile.measurement->reps == kInContextRounds * whole);
+}
+
+TEST_CASE("worker_passes: each copy runs its worker's stages in its schedule's order") {
+  const models::Model m = testing::tiny_model("mlp", 8);
+  const int n = static_cast<int>(m.layers().size());
+  using K = PassOp::Kind;
+  MeasureOptions mo = two_copies();
+  // 2 stages, 1F1B, 4 micro-batches: worker 1 (the last stage) alternates F and BW; worker 0
+  // runs two forwards first, then alternates.
+  planner::Plan plan = even_plan(m, 2, 4, 2, planner::ScheduleKind::one_f_one_b, false);
+  REQUIRE(worker_passes(plan, mo));
+  CHECK(mo.trimmed_mean);
+  REQUIRE(mo.copy_layers.size() == 2);
+  REQUIRE(mo.copy_order.size() == 2);
+  for (int i = 0; i < n; ++i) {
+    const bool first = i < plan.stages[0].end_layer;
+    CHECK(mo.copy_layers[0][i] == first);
+    CHECK(mo.copy_layers[1][i] == !first);
+  }
+  const int b1 = plan.stages[1].first_layer;
+  CHECK(mo.copy_order[1] == std::vector<PassOp>{{K::F, 0, b1, n}, {K::BW, 0, b1, n}, {K::F, 1, b1, n}, {K::BW, 1, b1, n},
+                                                  {K::F, 2, b1, n}, {K::BW, 2, b1, n}, {K::F, 3, b1, n}, {K::BW, 3, b1, n}});
+  REQUIRE(mo.copy_order[0].size() == 8);
+  CHECK(mo.copy_order[0][0] == PassOp{K::F, 0, 0, b1});
+  CHECK(mo.copy_order[0][1] == PassOp{K::F, 1, 0, b1});
+  CHECK(mo.copy_order[0][2] == PassOp{K::BW, 0, 0, b1});
+
+  // GPipe: all forwards, then all backwards.
+  plan = even_plan(m, 2, 4, 2, planner::ScheduleKind::gpipe, false);
+  REQUIRE(worker_passes(plan, mo));
+  for (int j = 0; j < 4; ++j) {
+    CHECK(mo.copy_order[0][j] == PassOp{K::F, j, 0, b1});
+    CHECK(mo.copy_order[0][4 + j].kind == K::BW);
+  }
+  // Zero bubble: split backwards become B and W ops.
+  plan = even_plan(m, 2, 4, 2, planner::ScheduleKind::zb_h1, false);
+  REQUIRE(worker_passes(plan, mo));
+  for (const auto& order : mo.copy_order) {
+    CHECK(std::count_if(order.begin(), order.end(), [](const PassOp& op) { return op.kind == K::B; }) == 4);
+    CHECK(std::count_if(order.begin(), order.end(), [](const PassOp& op) { return op.kind == K::W; }) == 4);
+    CHECK(std::count_if(order.begin(), order.end(), [](const PassOp& op) { return op.kind == K::BW; }) == 0);
+  }
+
+  // One worker: whole-model passes and medians, as before.
+  plan = even_plan(m, 1, 4, 2, planner::ScheduleKind::one_f_one_b, false);
+  mo.co_run_workers = 1;
+  CHECK_FALSE(worker_passes(plan, mo));
+  CHECK(mo.copy_layers.empty());
+  CHECK(mo.copy_order.empty());
+  CHECK_FALSE(mo.trimmed_mean);
+}
+
+TEST_CASE("ProfileInRounds with worker passes: each copy prices its own stage, the pool every layer") {
+  const models::Model m = testing::tiny_model("mlp", 8);
+  const planner::Plan plan = even_plan(m, 2, 2, 2, planner::ScheduleKind::one_f_one_b, false);
+  MeasureOptions mo = two_copies();
+  REQUIRE(worker_passes(plan, mo));
+  ProfileInRounds rounds(m, mo);
+  rounds.round(3);  // whole steps of 2 micro-batches: 4 timed passes
+  CHECK(rounds.timed_passes() == 4);
+  std::vector<models::Profile> per_copy;
+  const models::Profile p = rounds.profile(nullptr, &per_copy);
+  REQUIRE(per_copy.size() == 2);
+  const int cut = plan.stages[1].first_layer;
+  for (int i = 0; i < static_cast<int>(m.layers().size()); ++i) {
+    if (m.layers()[i].kind == models::LayerKind::input) continue;
+    CAPTURE(i);
+    CHECK(p.layers[i].forward_ns > 0);  // every layer from the copy that runs it
+    CHECK((per_copy[0].layers[i].forward_ns > 0) == (i < cut));
+    CHECK((per_copy[1].layers[i].forward_ns > 0) == (i >= cut));
+  }
+  // Per-copy layouts need one entry per copy and one point.
+  mo.copy_layers.pop_back();
+  CHECK_THROWS_AS(ProfileInRounds(m, mo), InputError);
 }
 
 TEST_CASE("prediction_round_passes: a few passes first, then enough to span kProfileSpanNs") {
