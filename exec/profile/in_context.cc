@@ -204,40 +204,46 @@ PassTimes time_in_context(const models::Model& model, const PassOptions& o) {
       Layer& l = net.layer(i);
       if (!input) {  // W of a layer whose B ran before
         int64_t tw = 0;
-        if (!p.for_w[i].empty()) {
-          const int64_t a = profiler_now_ns(cpu);
-          l.backward_weight(p.in[i], p.ctx[i], p.for_w[i]);
-          tw = profiler_now_ns(cpu) - a;
-        }
-        if (p.keep) t.backward_weight[i].push_back(tw);
+        const int64_t a = profiler_now_ns(cpu);
+        if (!p.for_w[i].empty()) l.backward_weight(p.in[i], p.ctx[i], p.for_w[i]);
         p.for_w[i] = Tensor();
         p.ctx[i].clear();
+        tw = profiler_now_ns(cpu) - a;
+        if (p.keep) t.backward_weight[i].push_back(tw);
         continue;
       }
       if (l.is_loss()) {
         grad[i] = Tensor(p.outs[i].shape());
         grad[i].fill(1.0f);
       }
+      // The times hold what a stage's op spends on the layer besides its kernels, as the run's
+      // op does: B the summing of its input gradients into earlier layers', W the release of
+      // the layer's context and output gradient.
       int64_t tb = 0, tw = 0;
+      std::vector<Tensor> to_outside;  // input gradients the run would send: not freed here
       if (!grad[i].empty() && specs[i].kind != LayerKind::input) {
         int64_t a = profiler_now_ns(cpu);
         std::vector<Tensor> din = l.backward_input(p.in[i], p.ctx[i], grad[i]);
-        tb = profiler_now_ns(cpu) - a;
-        if (weight) {
-          a = profiler_now_ns(cpu);
-          l.backward_weight(p.in[i], p.ctx[i], grad[i]);
-          tw = profiler_now_ns(cpu) - a;
-        }
         for (size_t k = 0; k < din.size(); ++k) {
           const int s = src[i][k];
-          if (din[k].empty() || s < 0 || !runs(s)) continue;  // to an unmasked layer: the run sends it
-          if (grad[s].empty()) {
+          if (din[k].empty() || s < 0) continue;
+          if (!runs(s)) {
+            to_outside.push_back(std::move(din[k]));
+          } else if (grad[s].empty()) {
             grad[s] = std::move(din[k]);
           } else {
             float* d = grad[s].data();
             const float* x = din[k].data();
             for (int64_t e = 0; e < grad[s].numel(); ++e) d[e] += x[e];
           }
+        }
+        tb = profiler_now_ns(cpu) - a;
+        if (weight) {
+          a = profiler_now_ns(cpu);
+          l.backward_weight(p.in[i], p.ctx[i], grad[i]);
+          grad[i] = Tensor();
+          p.ctx[i].clear();
+          tw = profiler_now_ns(cpu) - a;
         }
       }
       if (p.keep) {
