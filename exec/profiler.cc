@@ -229,7 +229,7 @@ std::vector<PassTimes> run_in_context(const models::Model& model, const MeasureO
   return per;
 }
 
-// Medians (and spreads) per layer of a point's pooled samples.
+// Medians, or F/B/W trimmed means (`trimmed`), and spreads per layer of a point's pooled samples.
 PointResult summarize(const models::Model& model, const PassTimes& all, bool trimmed) {
   PointResult r;
   const auto& specs = model.layers();

@@ -93,10 +93,6 @@ bool price_on_own_cores(sim::StageCosts& costs, const planner::Plan& plan, const
   return true;
 }
 
-namespace {
-
-}  // namespace
-
 bool worker_passes(const planner::Plan& plan, MeasureOptions& mo) {
   mo.copy_layers.clear();
   mo.copy_order.clear();

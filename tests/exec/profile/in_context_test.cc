@@ -7,20 +7,12 @@
 
 #include "exec/profile/in_context.h"
 #include "models/error.h"
-#include "models/zoo.h"
+#include "tests/exec/runtime/training_util.h"
 
 namespace pw::exec {
 namespace {
 
 using K = PassOp::Kind;
-
-models::Model small_mlp() {
-  models::ZooOptions z;
-  z.width = 16;
-  z.depth = 4;
-  z.batch = 8;
-  return models::build_zoo_model("mlp", z);
-}
 
 PassOptions quick() {
   PassOptions o;
@@ -40,7 +32,7 @@ std::vector<bool> mask(int n, int begin, int end) {
 }  // namespace
 
 TEST_CASE("in-context passes with a layer mask: only the masked layers run, stand-ins at both edges") {
-  const models::Model m = small_mlp();
+  const models::Model m = testing::tiny_model("mlp", 8);
   const int n = static_cast<int>(m.layers().size());
   const int cut = n / 2;
   for (const auto& [begin, end] : {std::pair{0, cut}, std::pair{cut, n}}) {
@@ -62,7 +54,7 @@ TEST_CASE("in-context passes with a layer mask: only the masked layers run, stan
 }
 
 TEST_CASE("in-context passes in an order: whole steps, B then W, and the order's rules") {
-  const models::Model m = small_mlp();
+  const models::Model m = testing::tiny_model("mlp", 8);
   const int n = static_cast<int>(m.layers().size());
   const int cut = n / 2;
   PassOptions o = quick();
