@@ -94,14 +94,12 @@ int check_pass_layout(const PassOptions& o, int n) {
   if (!o.layers.empty() && static_cast<int>(o.layers.size()) != n)
     throw InputError("profiler: the layer mask has " + std::to_string(o.layers.size()) + " entries for " +
                      std::to_string(n) + " layers");
-  int mbs = 0;
-  for (const PassOp& op : o.order) {
+  for (const PassOp& op : o.order)
     if (op.micro_batch < 0 || op.begin < 0 || op.end > n || op.begin >= op.end)
       throw InputError("profiler: an op of the pass order has micro-batch " + std::to_string(op.micro_batch) +
                        " and layers [" + std::to_string(op.begin) + ", " + std::to_string(op.end) + ") of " +
                        std::to_string(n));
-    mbs = std::max(mbs, op.micro_batch + 1);
-  }
+  const int mbs = order_micro_batches(o.order);
   // Per micro-batch and layer: 0 nothing yet, 1 after F, 2 after B, 3 done (BW, or W after B).
   using K = PassOp::Kind;
   std::vector<std::vector<int>> state(mbs, std::vector<int>(n, 0));
@@ -203,13 +201,11 @@ PassTimes time_in_context(const models::Model& model, const PassOptions& o) {
       if (!runs(i)) continue;
       Layer& l = net.layer(i);
       if (!input) {  // W of a layer whose B ran before
-        int64_t tw = 0;
         const int64_t a = profiler_now_ns(cpu);
         if (!p.for_w[i].empty()) l.backward_weight(p.in[i], p.ctx[i], p.for_w[i]);
         p.for_w[i] = Tensor();
         p.ctx[i].clear();
-        tw = profiler_now_ns(cpu) - a;
-        if (p.keep) t.backward_weight[i].push_back(tw);
+        if (p.keep) t.backward_weight[i].push_back(profiler_now_ns(cpu) - a);
         continue;
       }
       if (l.is_loss()) {
@@ -250,7 +246,7 @@ PassTimes time_in_context(const models::Model& model, const PassOptions& o) {
         t.backward_input[i].push_back(tb);
         if (weight) t.backward_weight[i].push_back(tw);
       }
-      if (weight) {
+      if (weight) {  // released above when timed; here too for a layer no gradient reached
         grad[i] = Tensor();
         p.ctx[i].clear();
       } else if (l.has_weight_grad() && specs[i].kind != LayerKind::input) {
