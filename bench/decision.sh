@@ -11,8 +11,11 @@
 # trial runs of the near ties printed, "plan:"), then
 # R rounds, each running the chosen plan (run --plan plan.json) and every candidate of the
 # issue's set: 1 stage on 2 threads, and 2 stages (1 thread each) x M in {2, 4, 8, 16} x
-# {gpipe, 1f1b}. Prints each run's iteration (median of its steps), then per configuration the
-# median over the rounds, and chosen / fastest - 1 on those medians. Rounds, interleaved: on
+# {gpipe, 1f1b}, in an order rotated from round to round. Prints each run's iteration (median
+# of its steps), then per configuration the median over the rounds, and chosen / fastest - 1 on
+# those medians; beside it, the same ratio paired within rounds and a bootstrap 90% interval
+# over the rounds (the bench's own noise, which the acceptance's 5% must be read against).
+# Rounds, interleaved: on
 # this VM one configuration's iteration moves by 10-25% from one minute to the next (the same
 # run measured 27.5, 34.3 and 30.2 ms within an hour), and the fastest of nine single runs is
 # biased low by that noise; the median of R interleaved runs much less so. Five rounds, not
@@ -57,39 +60,62 @@ for model in default mlp16x1024; do
   echo "$model: plan --measure chose $desc (predicted $(printf '%.3f' "$predicted") ms)"
   grep -E '^(trials|  round)' "$work/plan.txt" | sed 's/^/  plan: /' || true  # its trial runs, if any
   : > "$work/runs"
-  for round in $(seq "$ROUNDS"); do
-    echo "  round $round" >&2
-    record chosen "chosen plan" --plan "$work/plan.json"
-    record one "1 stage, 2 threads" --model "$m" --stages 1 --micro-batches 1 --threads 2
-    for sched in gpipe 1f1b; do
-      for mb in 2 4 8 16; do
-        record "$sched-$mb" "2 stages, $sched, M=$mb" --model "$m" --stages 2 --micro-batches "$mb" --schedule "$sched" --threads 1
-      done
+  # The configurations: key, label, run args (one per line, fields split by "|").
+  configs=("chosen|chosen plan|--plan $work/plan.json"
+           "one|1 stage, 2 threads|--model $m --stages 1 --micro-batches 1 --threads 2")
+  for sched in gpipe 1f1b; do
+    for mb in 2 4 8 16; do
+      configs+=("$sched-$mb|2 stages, $sched, M=$mb|--model $m --stages 2 --micro-batches $mb --schedule $sched --threads 1")
     done
   done
-  # Medians over the rounds: "key median" per configuration.
-  medians=$(python3 -c '
-import statistics, sys
+  n=${#configs[@]}
+  for round in $(seq "$ROUNDS"); do
+    echo "  round $round" >&2
+    # Rotated by 3 positions a round: each configuration runs early in some rounds and late in
+    # others, so a slow stretch within a round does not always fall on the same ones.
+    for i in $(seq 0 $((n - 1))); do
+      IFS='|' read -r key label args <<< "${configs[$(( (i + 3 * (round - 1)) % n ))]}"
+      # shellcheck disable=SC2086  # args are words without spaces (paths from mktemp)
+      record "$key" "$label" $args
+    done
+  done
+  # Per configuration the median over the rounds; the fastest; chosen / fastest - 1; the same
+  # ratio paired within each round (the median over rounds of chosen / that configuration, which
+  # cancels a round's common slowness); and a bootstrap 90% interval of the gap (rounds drawn
+  # with replacement, each configuration's median and the fastest taken anew): how far the
+  # bench's own noise moves the figure.
+  python3 - "$work/runs" "$ROUNDS" "$model" <<'PY' > "$work/summary"
+import random, statistics, sys
 runs = {}
 for line in open(sys.argv[1]):
     k, v = line.split()
     runs.setdefault(k, []).append(float(v))
-for k, v in runs.items():
-    print(k, statistics.median(v))' "$work/runs")
-  med() { awk -v k="$1" '$1 == k {print $2}' <<< "$medians"; }
-  chosen=$(med chosen)
-  best=$(med one); best_label="1 stage, 2 threads"
-  printf '  median of %d rounds: %-24s %10.3f ms\n' "$ROUNDS" "chosen plan" "$chosen"
-  printf '  median of %d rounds: %-24s %10.3f ms\n' "$ROUNDS" "1 stage, 2 threads" "$best"
-  for sched in gpipe 1f1b; do
-    for mb in 2 4 8 16; do
-      t=$(med "$sched-$mb")
-      printf '  median of %d rounds: %-24s %10.3f ms\n' "$ROUNDS" "2 stages, $sched, M=$mb" "$t"
-      if awk -v a="$t" -v b="$best" 'BEGIN{exit !(a < b)}'; then best=$t; best_label="2 stages, $sched, M=$mb"; fi
-    done
-  done
-  gap=$(awk -v c="$chosen" -v b="$best" 'BEGIN{printf "%+.1f", 100*(c/b-1)}')
-  echo "$model: chosen $chosen ms, fastest candidate $best ms ($best_label): chosen/fastest - 1 = $gap%"
+rounds, model = int(sys.argv[2]), sys.argv[3]
+labels = {"chosen": "chosen plan", "one": "1 stage, 2 threads"}
+for s in ("gpipe", "1f1b"):
+    for mb in (2, 4, 8, 16):
+        labels[f"{s}-{mb}"] = f"2 stages, {s}, M={mb}"
+med = {k: statistics.median(v) for k, v in runs.items()}
+cands = [k for k in labels if k != "chosen"]
+best = min(cands, key=lambda k: med[k])
+gap = med["chosen"] / med[best] - 1
+paired = statistics.median(c / b for c, b in zip(runs["chosen"], runs[best])) - 1
+rng = random.Random(12)
+boot = []
+for _ in range(2000):
+    idx = [rng.randrange(rounds) for _ in range(rounds)]
+    m = {k: statistics.median(runs[k][i] for i in idx) for k in runs}
+    boot.append(m["chosen"] / min(m[k] for k in cands) - 1)
+boot.sort()
+for k in labels:
+    print(f"  median of {rounds} rounds: {labels[k]:<24s} {med[k]:10.3f} ms")
+print(f"{model}: chosen {med['chosen']:.3f} ms, fastest candidate {med[best]:.3f} ms ({labels[best]}): "
+      f"chosen/fastest - 1 = {100 * gap:+.1f}% (paired within rounds: {100 * paired:+.1f}%; "
+      f"bootstrap 90% interval {100 * boot[len(boot) // 20]:+.1f}% .. {100 * boot[len(boot) * 19 // 20]:+.1f}%)")
+print(f"GAP {100 * gap:+.1f}")
+PY
+  grep -v '^GAP' "$work/summary"
+  gap=$(awk '$1 == "GAP" {print $2}' "$work/summary")
   worst=$(awk -v w="$worst" -v g="$gap" 'BEGIN{print (g > w ? g : w)}')
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -49,4 +49,17 @@ int fastest_by_median(const std::vector<std::vector<double>>& measured) {
   return win;
 }
 
+bool trials_settled(const std::vector<std::vector<double>>& measured, double margin) {
+  if (!(margin >= 0)) throw InputError("trials: expected a margin >= 0, got " + std::to_string(margin));
+  const int win = fastest_by_median(measured);
+  if (win < 0) return false;
+  const double best = models::median_of(measured[win]);
+  for (size_t i = 0; i < measured.size(); ++i) {
+    if (static_cast<int>(i) == win) continue;
+    if (measured[i].empty()) return false;
+    if (models::median_of(measured[i]) <= best * (1 + margin)) return false;
+  }
+  return true;
+}
+
 }  // namespace pw::planner

@@ -29,4 +29,13 @@ std::vector<PlanCandidate> near_ties(const std::vector<PlanCandidate>& candidate
 // list never wins).
 int fastest_by_median(const std::vector<std::vector<double>>& measured);
 
+// Whether more trial rounds could still change the winner by more than `margin` (a fraction,
+// >= 0): false (not settled) while fastest_by_median's winner is not ahead of every other list
+// with a sample by more than margin of its own median, or while any list is empty. One list
+// with a sample (or a winner clear of all others) is settled. Why: on this kind of machine two
+// plans within a few percent swap places from minute to minute; more rounds spread over more
+// of the machine's states call such a tie better than three, and rounds are cheap next to a
+// training run, but a clear winner needs no more. Throws InputError for a negative margin.
+bool trials_settled(const std::vector<std::vector<double>>& measured, double margin);
+
 }  // namespace pw::planner

@@ -51,6 +51,7 @@ struct PlanArgs {
   int chunks = 0;        // --chunks: interleaved-1f1b's virtual stages per device (0 = default 2)
   int trials = 3;        // --measure: rounds of trial runs of the near ties (tools/plan_trials.h)
   double trial_band = pw::tools::kTrialBand;  // --trial-band
+  double trial_seconds = pw::tools::kTrialSeconds;  // --trial-seconds
   std::shared_ptr<const pw::models::Model> measured_model;  // --measure: the model run in trials
   // Set while loading: what the plan records as its inputs (planner::Plan::inputs).
   pw::Json model_json;
@@ -171,6 +172,9 @@ void run(PlanArgs a, const CLI::App& sub) {
   if (a.trials < 0) throw pw::InputError("--trials: expected rounds >= 0, got " + std::to_string(a.trials));
   if (sub.count("--trial-band") > 0 && !a.measure) throw pw::InputError("--trial-band: only with --measure");
   if (!(a.trial_band >= 0)) throw pw::InputError("--trial-band: expected a fraction >= 0, got " + std::to_string(a.trial_band));
+  if (sub.count("--trial-seconds") > 0 && !a.measure) throw pw::InputError("--trial-seconds: only with --measure");
+  if (!(a.trial_seconds >= 0))
+    throw pw::InputError("--trial-seconds: expected seconds >= 0, got " + std::to_string(a.trial_seconds));
   const pw::planner::PlanFormat format =
       a.format.empty() ? pw::planner::PlanFormat::torch : pw::planner::parse_plan_format(a.format, "--format");
   pw::models::Profile profile;
@@ -226,7 +230,8 @@ void run(PlanArgs a, const CLI::App& sub) {
 #ifdef PW_HAVE_EXEC
   if (a.measure && a.req.objective == "sync" && !zb_h2 && !interleaved) {
     const pw::tools::TrialReport tr =
-        pw::tools::run_trials(*a.measured_model, profile, cluster, a.req, out.candidates, a.trials, a.trial_band);
+        pw::tools::run_trials(*a.measured_model, profile, cluster, a.req, out.candidates, a.trials, a.trial_band,
+                              a.trial_seconds);
     if (tr.chosen >= 0) {
       plan = tr.entries[tr.chosen].plan;
       trials_record = pw::Json::array();
@@ -238,10 +243,11 @@ void run(PlanArgs a, const CLI::App& sub) {
                                  {"predicted_ms", e.plan.predicted.iteration_time_s * 1e3},
                                  {"measured_ms", e.measured_ms},
                                  {"median_ms", pw::models::median_of(e.measured_ms)}});
-      std::fprintf(stderr, "trials: chose %s (median %.3f ms; predicted fastest: %s)\n",
+      std::fprintf(stderr, "trials: chose %s (median %.3f ms; predicted fastest: %s; %d rounds, %s)\n",
                    pw::tools::describe_configuration(plan).c_str(),
                    pw::models::median_of(tr.entries[tr.chosen].measured_ms),
-                   pw::tools::describe_configuration(tr.entries[0].plan).c_str());
+                   pw::tools::describe_configuration(tr.entries[0].plan).c_str(), tr.rounds,
+                   tr.settled ? "settled" : "a near tie when they ended");
     }
   }
 #endif
@@ -319,8 +325,12 @@ pw::tools::CommandRegistrar reg("plan", [](CLI::App& app) {
   sub->add_flag("--measure", a->measure,
                 "measure --model on this machine (sizes x 1 and all threads, co-run) and plan for this machine");
   sub->add_option("--trials", a->trials,
-                  "--measure: rounds of trial runs of the plans predicted within --trial-band of the fastest, the "
-                  "fastest measured kept (0: choose by prediction alone)")
+                  "--measure: at least this many rounds of trial runs of the plans predicted within --trial-band of "
+                  "the fastest, the fastest median kept (0: choose by prediction alone)")
+      ->capture_default_str();
+  sub->add_option("--trial-seconds", a->trial_seconds,
+                  "--measure: more trial rounds (up to 12) while the fastest medians are within 3% and the trials "
+                  "have taken less than this (0: exactly --trials rounds)")
       ->capture_default_str();
   sub->add_option("--trial-band", a->trial_band,
                   "--measure: which plans are near ties: predicted within this fraction of the fastest (at most 4 run)")

@@ -1,5 +1,7 @@
 #include "tools/plan_trials.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <string>
 
@@ -22,8 +24,9 @@ std::string describe_configuration(const planner::Plan& plan) {
 
 TrialReport run_trials(const models::Model& model, const models::Profile& profile, const models::Cluster& cluster,
                        const planner::PlanRequest& request, const std::vector<planner::PlanCandidate>& candidates,
-                       int rounds, double band) {
+                       int rounds, double band, double seconds) {
   if (rounds < 0) throw InputError("--trials: expected rounds >= 0, got " + std::to_string(rounds));
+  if (!(seconds >= 0)) throw InputError("--trial-seconds: expected seconds >= 0, got " + std::to_string(seconds));
   TrialReport rep;
   const std::vector<planner::PlanCandidate> ties = planner::near_ties(candidates, band, kTrialMaxPlans);
   if (rounds == 0 || ties.size() < 2) return rep;
@@ -48,10 +51,17 @@ TrialReport run_trials(const models::Model& model, const models::Profile& profil
   ro.optimizer.lr = exec::default_learning_rate(ro.optimizer.kind);
   ro.stop_requested = [] { return StopSignals::stop_requested(); };
   StopSignals signals;
-  std::fprintf(stderr, "trials: %zu plans predicted within %.0f%% of the fastest; %d round%s of %d steps each\n",
-               rep.entries.size(), 100 * band, rounds, rounds == 1 ? "" : "s", kTrialSteps);
-  for (int round = 0; round < rounds; ++round)
-    for (TrialEntry& e : rep.entries) {
+  const int max_rounds = std::max(rounds, kTrialMaxRounds);
+  std::fprintf(stderr,
+               "trials: %zu plans predicted within %.0f%% of the fastest; %d round%s of %d steps each, up to %d "
+               "while the medians are within %.0f%% and %.0f s allow\n",
+               rep.entries.size(), 100 * band, rounds, rounds == 1 ? "" : "s", kTrialSteps, max_rounds,
+               100 * kTrialSettleMargin, seconds);
+  std::vector<std::vector<double>> measured(rep.entries.size());
+  const auto start = std::chrono::steady_clock::now();
+  for (int round = 0; round < max_rounds; ++round) {
+    for (size_t i = 0; i < rep.entries.size(); ++i) {
+      TrialEntry& e = rep.entries[i];
       const planner::Plan plan = exec::plan_for_run(e.plan);
       exec::check_plan_for_model(plan, model);
       ro.threads_per_worker = plan.threads_per_stage;
@@ -62,12 +72,16 @@ TrialReport run_trials(const models::Model& model, const models::Profile& profil
                           "pipewright: stopped by " + StopSignals::name(sig) + " during the trial runs; no plan written");
       }
       e.measured_ms.push_back(r.median_iteration_ms);
+      measured[i].push_back(r.median_iteration_ms);
       std::fprintf(stderr, "  round %d: %-38s predicted %9.3f ms, measured %9.3f ms\n", round + 1,
                    describe_configuration(e.plan).c_str(), e.plan.predicted.iteration_time_s * 1e3,
                    r.median_iteration_ms);
     }
-  std::vector<std::vector<double>> measured;
-  for (const TrialEntry& e : rep.entries) measured.push_back(e.measured_ms);
+    rep.rounds = round + 1;
+    rep.settled = planner::trials_settled(measured, kTrialSettleMargin);
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (rep.rounds >= rounds && (rep.settled || elapsed >= seconds)) break;
+  }
   rep.chosen = planner::fastest_by_median(measured);
   return rep;
 }

@@ -5,9 +5,13 @@
 // (or `band`; planner/near_ties.h: too close to call from a profile on a machine whose speed moves) are
 // each made into their own plan (make_plan with that thread count and micro-batch count) and
 // run here, on threads, for kTrialWarmupSteps + kTrialSteps steps as `run --plan` would run
-// them (the request's optimizer: adam, or sgd with momentum for the others), `rounds` times
-// interleaved so that a slow minute falls on every candidate alike. The fastest median
-// iteration wins. Progress and results go to stderr, one line per trial run.
+// them (the request's optimizer: adam, or sgd with momentum for the others), in rounds
+// interleaved so that a slow minute falls on every candidate alike. At least `rounds` rounds;
+// then more, up to kTrialMaxRounds, while the medians are still a tie (planner::trials_settled
+// with kTrialSettleMargin) and the trials have taken less than `seconds` in all: a tie called
+// from three rounds on a machine whose speed flips within seconds is often called wrong, and
+// the next rounds cost a few seconds. The fastest median iteration wins. Progress and results
+// go to stderr, one line per trial run.
 //
 // A signal (SIGINT / SIGTERM) ends the trials after the current step: CommandExit with
 // 128 + signal, nothing written.
@@ -27,6 +31,9 @@ inline constexpr double kTrialBand = 0.15;  // candidates predicted within 15% o
 inline constexpr int kTrialMaxPlans = 4;
 inline constexpr int kTrialWarmupSteps = 3;
 inline constexpr int kTrialSteps = 8;
+inline constexpr double kTrialSeconds = 12;       // no round past the minimum starts after this
+inline constexpr int kTrialMaxRounds = 12;
+inline constexpr double kTrialSettleMargin = 0.03;  // a median ahead by more than 3% is settled
 
 struct TrialEntry {
   planner::PlanCandidate candidate;
@@ -37,13 +44,15 @@ struct TrialEntry {
 struct TrialReport {
   std::vector<TrialEntry> entries;  // the near ties, best predicted first
   int chosen = -1;                  // index of the fastest median (entries[0] when only one)
+  int rounds = 0;                   // rounds run
+  bool settled = false;             // the winner was clear by kTrialSettleMargin when they ended
 };
 
 // No trials (an empty report) when fewer than two candidates are near ties, or rounds == 0.
-// Throws InputError for rounds < 0 or a negative band.
+// Throws InputError for rounds < 0, a negative band or negative seconds (0: exactly `rounds`).
 TrialReport run_trials(const models::Model& model, const models::Profile& profile, const models::Cluster& cluster,
                        const planner::PlanRequest& request, const std::vector<planner::PlanCandidate>& candidates,
-                       int rounds, double band = kTrialBand);
+                       int rounds, double band = kTrialBand, double seconds = kTrialSeconds);
 
 // "1 stage x 2 threads, 1 x 16" / "2 stages x 1 thread, 8 x 2": the configuration of a plan.
 std::string describe_configuration(const planner::Plan& plan);

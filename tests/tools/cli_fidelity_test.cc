@@ -6,6 +6,7 @@
 #include <set>
 
 #include "models/json_util.h"
+#include "planner/near_ties.h"
 #include "tests/tools/cli_runner.h"
 
 namespace pw::test {
@@ -118,7 +119,8 @@ TEST_CASE("plan --measure: the near ties are run, the fastest median is kept, an
   const std::vector<std::string> base{"plan", "--model", "mlp", "--depth", "2", "--width", "64", "--batch", "8", "--measure"};
   std::vector<std::string> args = base;
   // --trial-band 10: every candidate within 1000% of the fastest is a near tie (at most 4).
-  for (const char* x : {"--trials", "2", "--trial-band", "10", "-o"}) args.push_back(x);
+  // --trial-seconds 0: exactly the two rounds asked for.
+  for (const char* x : {"--trials", "2", "--trial-band", "10", "--trial-seconds", "0", "-o"}) args.push_back(x);
   args.push_back(plan);
   CliResult r = run_cli(args);
   CAPTURE(r.err);
@@ -144,6 +146,31 @@ TEST_CASE("plan --measure: the near ties are run, the fastest median is kept, an
   CAPTURE(run.err);
   CHECK(run.rc == 0);
 
+  // With the default --trial-seconds: at least 2 rounds, at most 12, every plan in each; a
+  // round past the second ran only because the ones before it left a near tie.
+  args = base;
+  for (const char* x : {"--trials", "2", "--trial-band", "10", "--json"}) args.push_back(x);
+  r = run_cli(args);
+  CAPTURE(r.err);
+  REQUIRE(r.rc == 0);
+  const Json adaptive = Json::parse(r.out)["inputs"]["options"]["trials"];
+  REQUIRE(adaptive.size() >= 2);
+  const size_t rounds = adaptive[0]["measured_ms"].size();
+  CHECK(rounds >= 2);
+  CHECK(rounds <= 12);
+  std::vector<std::vector<double>> runs;
+  for (const Json& t : adaptive) {
+    REQUIRE(t["measured_ms"].size() == rounds);
+    runs.push_back(t["measured_ms"].get<std::vector<double>>());
+  }
+  for (size_t k = 2; k < rounds; ++k) {
+    std::vector<std::vector<double>> first_k;
+    for (const auto& v : runs) first_k.emplace_back(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k));
+    CAPTURE(k);
+    CHECK_FALSE(planner::trials_settled(first_k, 0.03));
+  }
+  CHECK(r.err.find(std::to_string(rounds) + " rounds, ") != std::string::npos);
+
   // --trials 0: chosen by prediction alone, nothing run, nothing recorded.
   args = base;
   for (const char* x : {"--trials", "0", "--json"}) args.push_back(x);
@@ -160,6 +187,11 @@ TEST_CASE("plan --measure: the near ties are run, the fastest median is kept, an
   args = base;
   for (const char* x : {"--trial-band", "-0.5"}) args.push_back(x);
   expect_rejected(run_cli(args), 2, {"--trial-band: expected a fraction >= 0"});
+  args = base;
+  for (const char* x : {"--trial-seconds", "-1"}) args.push_back(x);
+  expect_rejected(run_cli(args), 2, {"--trial-seconds: expected seconds >= 0"});
+  expect_rejected(run_cli({"plan", "--model", "mlp", "--device", "cpu-core-avx2", "--devices", "2", "--trial-seconds", "1"}),
+                  2, {"--trial-seconds: only with --measure"});
 }
 
 }  // namespace
