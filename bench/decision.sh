@@ -51,7 +51,7 @@ record() {  # key, label, run args... -> appends "key ms" to $work/runs (exits o
   ms=$(measure "$@")
   echo "$key $ms" >> "$work/runs"
 }
-worst=0
+worst=""  # the largest gap over the models (a gap may be negative)
 for model in default mlp16x1024; do
   m=$model; [[ $model == default ]] || m="$work/$model.json"
   "$PW" plan --model "$m" --measure -o "$work/plan.json" > "$work/plan.txt" 2>&1
@@ -116,7 +116,7 @@ print(f"GAP {100 * gap:+.1f}")
 PY
   grep -v '^GAP' "$work/summary"
   gap=$(awk '$1 == "GAP" {print $2}' "$work/summary")
-  worst=$(awk -v w="$worst" -v g="$gap" 'BEGIN{print (g > w ? g : w)}')
+  worst=$(awk -v w="$worst" -v g="$gap" 'BEGIN{print (w == "" || g + 0 > w + 0 ? g : w)}')
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "worst chosen/fastest - 1: $worst% (acceptance: <= 5%)"

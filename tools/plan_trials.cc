@@ -57,11 +57,14 @@ TrialReport run_trials(const models::Model& model, const models::Profile& profil
                "while the medians are within %.0f%% and %.0f s allow\n",
                rep.entries.size(), 100 * band, rounds, rounds == 1 ? "" : "s", kTrialSteps, max_rounds,
                100 * kTrialSettleMargin, seconds);
-  std::vector<std::vector<double>> measured(rep.entries.size());
+  const auto measured = [&rep] {  // each entry's runs so far
+    std::vector<std::vector<double>> m;
+    for (const TrialEntry& e : rep.entries) m.push_back(e.measured_ms);
+    return m;
+  };
   const auto start = std::chrono::steady_clock::now();
   for (int round = 0; round < max_rounds; ++round) {
-    for (size_t i = 0; i < rep.entries.size(); ++i) {
-      TrialEntry& e = rep.entries[i];
+    for (TrialEntry& e : rep.entries) {
       const planner::Plan plan = exec::plan_for_run(e.plan);
       exec::check_plan_for_model(plan, model);
       ro.threads_per_worker = plan.threads_per_stage;
@@ -72,17 +75,16 @@ TrialReport run_trials(const models::Model& model, const models::Profile& profil
                           "pipewright: stopped by " + StopSignals::name(sig) + " during the trial runs; no plan written");
       }
       e.measured_ms.push_back(r.median_iteration_ms);
-      measured[i].push_back(r.median_iteration_ms);
       std::fprintf(stderr, "  round %d: %-38s predicted %9.3f ms, measured %9.3f ms\n", round + 1,
                    describe_configuration(e.plan).c_str(), e.plan.predicted.iteration_time_s * 1e3,
                    r.median_iteration_ms);
     }
     rep.rounds = round + 1;
-    rep.settled = planner::trials_settled(measured, kTrialSettleMargin);
+    rep.settled = planner::trials_settled(measured(), kTrialSettleMargin);
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (rep.rounds >= rounds && (rep.settled || elapsed >= seconds)) break;
   }
-  rep.chosen = planner::fastest_by_median(measured);
+  rep.chosen = planner::fastest_by_median(measured());
   return rep;
 }
 
