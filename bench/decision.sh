@@ -60,7 +60,7 @@ for model in default mlp16x1024; do
   echo "$model: plan --measure chose $desc (predicted $(printf '%.3f' "$predicted") ms)"
   grep -E '^(trials|  round)' "$work/plan.txt" | sed 's/^/  plan: /' || true  # its trial runs, if any
   : > "$work/runs"
-  # The configurations: key, label, run args (one per line, fields split by "|").
+  # The configurations, one array entry each: "key|label|run args".
   configs=("chosen|chosen plan|--plan $work/plan.json"
            "one|1 stage, 2 threads|--model $m --stages 1 --micro-batches 1 --threads 2")
   for sched in gpipe 1f1b; do

@@ -7,6 +7,7 @@
 
 #include "models/json_util.h"
 #include "planner/near_ties.h"
+#include "tools/plan_trials.h"
 #include "tests/tools/cli_runner.h"
 
 namespace pw::test {
@@ -146,7 +147,7 @@ TEST_CASE("plan --measure: the near ties are run, the fastest median is kept, an
   CAPTURE(run.err);
   CHECK(run.rc == 0);
 
-  // With the default --trial-seconds: at least 2 rounds, at most 12, every plan in each; a
+  // With the default --trial-seconds: at least 2 rounds, at most kTrialMaxRounds, every plan in each; a
   // round past the second ran only because the ones before it left a near tie.
   args = base;
   for (const char* x : {"--trials", "2", "--trial-band", "10", "--json"}) args.push_back(x);
@@ -157,7 +158,7 @@ TEST_CASE("plan --measure: the near ties are run, the fastest median is kept, an
   REQUIRE(adaptive.size() >= 2);
   const size_t rounds = adaptive[0]["measured_ms"].size();
   CHECK(rounds >= 2);
-  CHECK(rounds <= 12);
+  CHECK(rounds <= static_cast<size_t>(tools::kTrialMaxRounds));
   std::vector<std::vector<double>> runs;
   for (const Json& t : adaptive) {
     REQUIRE(t["measured_ms"].size() == rounds);
@@ -167,7 +168,7 @@ TEST_CASE("plan --measure: the near ties are run, the fastest median is kept, an
     std::vector<std::vector<double>> first_k;
     for (const auto& v : runs) first_k.emplace_back(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k));
     CAPTURE(k);
-    CHECK_FALSE(planner::trials_settled(first_k, 0.03));
+    CHECK_FALSE(planner::trials_settled(first_k, tools::kTrialSettleMargin));
   }
   CHECK(r.err.find(std::to_string(rounds) + " rounds, ") != std::string::npos);
 
