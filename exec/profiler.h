@@ -8,8 +8,9 @@
 // cores (exec/profile/co_run.h), so a pipeline's contention is in the numbers; medians over
 // the passes of all copies (trimmed means with trimmed_mean). With copy_layers / copy_order,
 // copy w runs one pipeline worker's layers in that worker's order instead of whole-model
-// passes (the prediction of a given plan, exec/runtime/run_compare.h). co_run_workers = 0 means one copy per `threads` cores of this
-// machine (cpu_count() / threads, at least 1; threads 0 counts as all cores: one copy).
+// passes (the prediction of a given plan, exec/runtime/run_compare.h). co_run_workers = 0
+// means one copy per `threads` cores of this machine (cpu_count() / threads, at least 1;
+// threads 0 counts as all cores: one copy).
 // The profile's `measurement` says which mode produced it. Isolated (in_context = false):
 // the old way, each layer alone, described below; step_ns stays 0.
 // Points: the base point (micro_batch, threads) fills `layers`; every other (micro-batch,
