@@ -120,8 +120,10 @@ void PipelineRuntime::thread_main(int device) {
       if (!task) transport_.cancel();
     }
     {
+      // Moved, not copied: once remaining_ reaches 0 the caller may rethrow, catch and free the
+      // exception, so this thread must hold no reference it would drop after the lock.
       std::lock_guard<std::mutex> lock(mu_);
-      errors_[device] = err;
+      errors_[device] = std::move(err);
       --remaining_;
     }
     cv_.notify_all();

@@ -206,7 +206,7 @@ TEST_CASE("ring all-reduce: replicas whose gradients differ in size are caught")
 TEST_CASE("ring all-reduce: buckets over sub-ranges give the whole ring's bits (3 replicas, order-sensitive sums)") {
   const std::vector<int> replicas = {0, 1, 2};
   const float g[3] = {1e8f, 1.0f, -1e8f};
-  for (const std::vector<std::pair<int64_t, int64_t>> buckets :
+  for (const std::vector<std::pair<int64_t, int64_t>>& buckets :
        {std::vector<std::pair<int64_t, int64_t>>{{0, -1}}, {{3, 6}, {0, 3}}, {{5, 6}, {1, 5}, {0, 1}}}) {
     CAPTURE(buckets.size());
     InProcTransport tr(3, 1);
