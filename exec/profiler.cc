@@ -11,6 +11,7 @@
 #include "exec/parallel.h"
 #include "exec/profile/co_run.h"
 #include "exec/profile/in_context.h"
+#include "exec/profile/op_totals.h"
 #include "models/error.h"
 #include "models/median.h"
 #include "models/optimizer_memory.h"
@@ -230,7 +231,10 @@ std::vector<PassTimes> run_in_context(const models::Model& model, const MeasureO
 }
 
 // Medians, or F/B/W trimmed means (`trimmed`), and spreads per layer of a point's pooled samples.
-PointResult summarize(const models::Model& model, const PassTimes& all, bool trimmed) {
+// With the ops of a worker's order (`ops`), each op's layers are then priced by the op's totals
+// (price_op_totals).
+PointResult summarize(const models::Model& model, const PassTimes& all, bool trimmed,
+                      const std::vector<PassOp>& ops = {}) {
   PointResult r;
   const auto& specs = model.layers();
   for (size_t i = 0; i < specs.size(); ++i) {
@@ -242,6 +246,7 @@ PointResult summarize(const models::Model& model, const PassTimes& all, bool tri
     r.b.push_back(b);
     r.w.push_back(w);
   }
+  if (!ops.empty()) price_op_totals(r.layers, all, ops, kTrimmedMeanShare);
   return r;
 }
 
@@ -394,11 +399,15 @@ models::Profile ProfileInRounds::profile(std::vector<LayerMeasurement>* spreads,
   if (spreads) *spreads = s.spreads;
   if (per_copy) per_copy->clear();
   prof.measurement = models::ProfileMeasurement{"in-context", workers_for(s.o, s.o.threads), s.passes};
+  // The copies' ops together (their layers are disjoint; pooled, each layer's samples are its
+  // copy's), for pricing the pooled profile's ops as wholes too.
+  std::vector<PassOp> all_ops;
+  for (const auto& order : s.o.copy_order) all_ops.insert(all_ops.end(), order.begin(), order.end());
   for (size_t ki = 0; ki < s.ths.size(); ++ki)
     for (size_t mi = 0; mi < s.mbs.size(); ++mi) {
       const int k = s.ths[ki];
       const int64_t mb = s.mbs[mi];
-      const PointResult r = summarize(s.model, s.pooled[ki * s.mbs.size() + mi], s.o.trimmed_mean);
+      const PointResult r = summarize(s.model, s.pooled[ki * s.mbs.size() + mi], s.o.trimmed_mean, all_ops);
       if (is_base_point(s.o, mb, k)) {
         if (spreads)
           for (size_t i = 0; i < r.f.size(); ++i) {
@@ -412,9 +421,11 @@ models::Profile ProfileInRounds::profile(std::vector<LayerMeasurement>* spreads,
       }
     }
   if (per_copy)  // after every point is in `prof`: each copy's profile differs in the base times only
-    for (const PassTimes& t : s.base_per_copy) {
+    for (size_t c = 0; c < s.base_per_copy.size(); ++c) {
       per_copy->push_back(prof);
-      fill_base(per_copy->back(), summarize(s.model, t, s.o.trimmed_mean).layers);
+      const std::vector<PassOp> none;
+      fill_base(per_copy->back(), summarize(s.model, s.base_per_copy[c], s.o.trimmed_mean,
+                                            s.o.copy_order.empty() ? none : s.o.copy_order.at(c)).layers);
       models::validate_profile(per_copy->back(), "measured profile of one co-run copy");
     }
   models::validate_profile(prof, "measured profile");

@@ -77,7 +77,8 @@ struct MeasureOptions {
   std::vector<std::vector<PassOp>> copy_order;
   // Per-layer F, B and W times are kTrimmedMeanShare-trimmed means of the samples instead of
   // medians (models::trimmed_mean_of): what a stage's time, a sum of layer times, is priced
-  // from. The optimizer step (a sample per step, few of them) stays a median.
+  // from. The optimizer step (a sample per step, few of them) stays a median. With copy_order,
+  // each op's layers are then scaled to the trimmed mean of the op's totals (op_totals.h).
   bool trimmed_mean = false;
   // In context: measure every point once per round, `reps` timed passes split over the rounds
   // (ceil(reps / rounds) each, after `warmup` untimed ones every time), samples pooled.

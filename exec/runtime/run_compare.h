@@ -70,7 +70,8 @@ bool price_on_own_cores(sim::StageCosts& costs, const planner::Plan& plan, const
 // Sets `mo` (in-context, co-run, one copy per pipeline device) so that copy d computes what the
 // plan's worker d computes: the layers of its stages (copy_layers), micro-batch after
 // micro-batch in its schedule's order (copy_order: each F, B, W or BW op of the device over its
-// stage's layers), with per-layer trimmed means (trimmed_mean), and returns
+// stage's layers), with per-layer trimmed means (trimmed_mean) scaled so that each op is
+// priced by the trimmed mean of its totals (exec/profile/op_totals.h), and returns
 // true. A whole-model pass priced a 1F1B stage's backward 8-12% high against the same ops in
 // gpipe order, and a sum of per-layer medians fell 5-10% short of the ops those layers make up
 // (bench/RESULTS.md, issue 12). Leaves whole-model passes and medians (returns false) for one
