@@ -227,8 +227,23 @@ void run(PlanArgs a, const CLI::App& sub) {
   // The plan carries what it was made from, so simulate --plan / run --plan reproduce it alone.
   pw::planner::Plan plan = out.plan;
   pw::Json trials_record;  // --measure: the trial runs, for the record (inputs.options.trials)
+  pw::Json candidates_record;  // --measure: every candidate priced (inputs.options.candidates)
 #ifdef PW_HAVE_EXEC
   if (a.measure && a.req.objective == "sync" && !zb_h2 && !interleaved) {
+    // Every (cores per stage, micro-batch count) the search priced, fastest first: what the
+    // trials below chose from, printed and recorded so a user sees what was left out and why.
+    candidates_record = pw::Json::array();
+    for (const auto& c : out.candidates) {
+      const int64_t size = (a.req.batch + c.micro_batches - 1) / c.micro_batches;
+      std::fprintf(stderr, "candidate: %d stage%s x %d thread%s, %d x %lld: predicted %.3f ms\n", c.stages,
+                   c.stages == 1 ? "" : "s", c.threads_per_stage, c.threads_per_stage == 1 ? "" : "s", c.micro_batches,
+                   static_cast<long long>(size), c.predicted_s * 1e3);
+      candidates_record.push_back({{"stages", c.stages},
+                                   {"threads_per_stage", c.threads_per_stage},
+                                   {"micro_batches", c.micro_batches},
+                                   {"micro_batch_size", size},
+                                   {"predicted_ms", c.predicted_s * 1e3}});
+    }
     const pw::tools::TrialReport tr =
         pw::tools::run_trials(*a.measured_model, profile, cluster, a.req, out.candidates, a.trials, a.trial_band,
                               a.trial_seconds);
@@ -284,6 +299,7 @@ void run(PlanArgs a, const CLI::App& sub) {
                          {"measured_here", a.measure}};
   if (interleaved) plan.inputs.options["chunks"] = chunks;
   if (!trials_record.is_null()) plan.inputs.options["trials"] = trials_record;
+  if (!candidates_record.is_null()) plan.inputs.options["candidates"] = candidates_record;
   if (!a.format.empty())
     std::cout << pw::planner::format_plan_for(plan, profile, format);
   else if (a.json)
@@ -333,7 +349,8 @@ pw::tools::CommandRegistrar reg("plan", [](CLI::App& app) {
                   "have taken less than this (0: exactly --trials rounds)")
       ->capture_default_str();
   sub->add_option("--trial-band", a->trial_band,
-                  "--measure: which plans are near ties: predicted within this fraction of the fastest (at most 4 run)")
+                  "--measure: which plans are near ties: predicted within this fraction of the fastest (at most " +
+                      std::to_string(pw::tools::kTrialMaxPlans) + " run)")
       ->capture_default_str();
   sub->add_flag("--json", a->json, "print the plan JSON instead of a table");
   sub->add_option("--format", a->format, "print the plan for megatron | deepspeed | torch instead of a table");

@@ -64,7 +64,9 @@ TrialReport run_trials(const models::Model& model, const models::Profile& profil
   };
   const auto start = std::chrono::steady_clock::now();
   for (int round = 0; round < max_rounds; ++round) {
-    for (TrialEntry& e : rep.entries) {
+    const size_t n = rep.entries.size();
+    for (size_t i = 0; i < n; ++i) {
+      TrialEntry& e = rep.entries[(i + static_cast<size_t>(round)) % n];
       const planner::Plan plan = exec::plan_for_run(e.plan);
       exec::check_plan_for_model(plan, model);
       ro.threads_per_worker = plan.threads_per_stage;

@@ -119,7 +119,8 @@ TEST_CASE("plan --measure: the near ties are run, the fastest median is kept, an
   const std::string plan = dir.file("p.json");
   const std::vector<std::string> base{"plan", "--model", "mlp", "--depth", "2", "--width", "64", "--batch", "8", "--measure"};
   std::vector<std::string> args = base;
-  // --trial-band 10: every candidate within 1000% of the fastest is a near tie (at most 4).
+  // --trial-band 10: every candidate within 1000% of the fastest is a near tie (at most
+  // kTrialMaxPlans).
   // --trial-seconds 0: exactly the two rounds asked for.
   for (const char* x : {"--trials", "2", "--trial-band", "10", "--trial-seconds", "0", "-o"}) args.push_back(x);
   args.push_back(plan);
@@ -131,7 +132,37 @@ TEST_CASE("plan --measure: the near ties are run, the fastest median is kept, an
   const Json& trials = p["inputs"]["options"]["trials"];
   REQUIRE(trials.is_array());
   REQUIRE(trials.size() >= 2);
-  CHECK(trials.size() <= 4);
+  CHECK(trials.size() <= static_cast<size_t>(tools::kTrialMaxPlans));
+  // Every candidate priced is recorded (and printed), fastest first, and the trials are among them.
+  const Json& cands = p["inputs"]["options"]["candidates"];
+  REQUIRE(cands.is_array());
+  REQUIRE(cands.size() >= trials.size());
+  size_t printed = 0;
+  for (size_t at = r.err.find("candidate: "); at != std::string::npos; at = r.err.find("candidate: ", at + 1)) ++printed;
+  CHECK(printed == cands.size());
+  for (size_t i = 1; i < cands.size(); ++i)
+    CHECK(cands[i]["predicted_ms"].get<double>() >= cands[i - 1]["predicted_ms"].get<double>());
+  for (const Json& c : cands) CHECK(c["micro_batches"].get<int>() * c["micro_batch_size"].get<int>() >= 8);
+  for (const Json& t : trials) {
+    bool found = false;
+    for (const Json& c : cands)
+      found = found || (c["threads_per_stage"] == t["threads_per_stage"] && c["micro_batches"] == t["micro_batches"]);
+    CHECK(found);
+  }
+  // Rounds are rotated: round 2 starts with the plan that was second in round 1.
+  const auto first_of_round = [&r](int round) {
+    const std::string tag = "  round " + std::to_string(round) + ": ";
+    const size_t at = r.err.find(tag);
+    REQUIRE(at != std::string::npos);
+    return r.err.substr(at + tag.size(), r.err.find(" predicted", at) - at - tag.size());
+  };
+  const std::string second_of_round_1 = [&r] {
+    const size_t first = r.err.find("  round 1: ");
+    const size_t at = r.err.find("  round 1: ", first + 1);
+    REQUIRE(at != std::string::npos);
+    return r.err.substr(at + 11, r.err.find(" predicted", at) - at - 11);
+  }();
+  CHECK(first_of_round(2) == second_of_round_1);
   size_t fastest = 0;
   for (size_t i = 0; i < trials.size(); ++i) {
     const Json& t = trials[i];
