@@ -11,6 +11,7 @@
 #include "exec/parallel.h"
 #include "exec/profile/co_run.h"
 #include "exec/profile/in_context.h"
+#include "exec/profile/measure_memory.h"
 #include "exec/profile/op_totals.h"
 #include "models/error.h"
 #include "models/median.h"
@@ -330,6 +331,36 @@ models::Profile bytes_pass(const models::Model& model, const MeasureOptions& o, 
   return prof;
 }
 
+// The micro-batch sizes of `mbs` whose every point (with each thread count of `ths`) fits in
+// the available memory (MeasureOptions::drop_sizes_over_memory): throws InputError for one that
+// does not, unless it may be dropped.
+std::vector<int64_t> sizes_that_fit(const models::Profile& bytes, const MeasureOptions& o,
+                                    const std::vector<int64_t>& mbs, const std::vector<int>& ths) {
+  const int64_t available = o.available_memory_bytes >= 0 ? o.available_memory_bytes : available_memory_bytes();
+  if (available == 0) return mbs;
+  std::vector<int64_t> kept;
+  for (int64_t mb : mbs) {
+    std::string reason;
+    for (int k : ths) {
+      const int copies = workers_for(o, k);
+      int64_t need = 0;
+      for (int c = 0; c < copies; ++c)
+        need += in_context_copy_bytes(bytes, o.micro_batch, mb,
+                                      o.copy_layers.empty() ? std::vector<bool>{} : o.copy_layers.at(c),
+                                      o.copy_order.empty() ? std::vector<PassOp>{} : o.copy_order.at(c));
+      if (reason.empty()) reason = measure_memory_shortfall(mb, copies, need, available);
+    }
+    if (reason.empty()) {
+      kept.push_back(mb);
+    } else if (o.drop_sizes_over_memory && mb != o.micro_batch) {
+      if (o.note) o.note("micro-batch " + std::to_string(mb) + " not measured: " + reason);
+    } else {
+      throw InputError("profiler: " + reason + "; measure smaller micro-batches or a smaller model");
+    }
+  }
+  return kept;
+}
+
 }  // namespace
 
 struct ProfileInRounds::State {
@@ -349,6 +380,7 @@ ProfileInRounds::ProfileInRounds(const models::Model& model, const MeasureOption
   check_measure_options(o);
   if (!o.in_context) throw InputError("profiler: measuring in rounds needs the in-context mode");
   s_->bytes = bytes_pass(model, o, &s_->spreads);
+  s_->mbs = sizes_that_fit(s_->bytes, o, s_->mbs, s_->ths);
   s_->pooled.resize(s_->ths.size() * s_->mbs.size());
 }
 

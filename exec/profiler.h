@@ -95,6 +95,15 @@ struct MeasureOptions {
   bool thread_cpu_time = false;
   // Called after each layer: (layers done, total, layer name). May be empty.
   std::function<void(int, int, const std::string&)> progress;
+  // In context: before any timed pass, each point's memory (all its copies; from the bytes
+  // pass, exec/profile/measure_memory.h) is checked against the available memory. A point
+  // that does not fit throws InputError naming it; with drop_sizes_over_memory, a micro-batch
+  // size other than the base one that does not fit at some thread count is left out instead
+  // and `note` (may be empty) is told why. available_memory_bytes: -1 reads this machine's
+  // (MemAvailable), 0 checks nothing, > 0 is taken as given (tests).
+  bool drop_sizes_over_memory = false;
+  int64_t available_memory_bytes = -1;
+  std::function<void(const std::string&)> note;
 };
 
 struct LayerMeasurement {

@@ -30,6 +30,7 @@
 #include <cstdio>
 
 #include "exec/profile/machine_cluster.h"
+#include "exec/profile/measure_memory.h"
 #include "exec/profiler.h"
 #endif
 
@@ -133,8 +134,18 @@ std::pair<pw::models::Profile, pw::models::Cluster> measure_here(PlanArgs& a) {
   o.progress = [](int done, int total, const std::string& what) {
     std::fprintf(stderr, "measured %d/%d (%s)\n", done, total, what.c_str());
   };
+  // A size whose co-run copies would not fit in memory is left out (the planner then prices
+  // it from the nearest measured size and says so); the smallest must fit.
+  o.drop_sizes_over_memory = true;
+  o.note = [](const std::string& what) { std::fprintf(stderr, "--measure: %s\n", what.c_str()); };
   pw::models::Profile p = pw::exec::measure_profile(src.model, o);
-  return {p, pw::exec::this_machine_cluster(a.cl.memory)};
+  // Each core's share of what the trials and the run can have now (not of the machine's RAM,
+  // which a trial run over it would learn from the OOM killer), unless --memory says otherwise.
+  const int64_t memory = a.cl.memory > 0 ? a.cl.memory
+                                          : static_cast<int64_t>(pw::exec::kMeasureMemoryShare *
+                                                                 static_cast<double>(pw::exec::available_memory_bytes())) /
+                                                cores;
+  return {p, pw::exec::this_machine_cluster(memory)};
 }
 #endif
 
