@@ -332,12 +332,10 @@ models::Profile bytes_pass(const models::Model& model, const MeasureOptions& o, 
 }
 
 // The micro-batch sizes of `mbs` whose every point (with each thread count of `ths`) fits in
-// the available memory (MeasureOptions::drop_sizes_over_memory): throws InputError for one that
-// does not, unless it may be dropped.
-std::vector<int64_t> sizes_that_fit(const models::Profile& bytes, const MeasureOptions& o,
-                                    const std::vector<int64_t>& mbs, const std::vector<int>& ths) {
-  const int64_t available = o.available_memory_bytes >= 0 ? o.available_memory_bytes : available_memory_bytes();
-  if (available == 0) return mbs;
+// `available` bytes, by `bytes` measured at micro-batch `bytes_mb` (MeasureOptions::
+// drop_sizes_over_memory): throws InputError for one that does not, unless it may be dropped.
+std::vector<int64_t> sizes_that_fit(const models::Profile& bytes, int64_t bytes_mb, const MeasureOptions& o,
+                                    const std::vector<int64_t>& mbs, const std::vector<int>& ths, int64_t available) {
   std::vector<int64_t> kept;
   for (int64_t mb : mbs) {
     std::string reason;
@@ -345,7 +343,7 @@ std::vector<int64_t> sizes_that_fit(const models::Profile& bytes, const MeasureO
       const int copies = workers_for(o, k);
       int64_t need = 0;
       for (int c = 0; c < copies; ++c)
-        need += in_context_copy_bytes(bytes, o.micro_batch, mb,
+        need += in_context_copy_bytes(bytes, bytes_mb, mb,
                                       o.copy_layers.empty() ? std::vector<bool>{} : o.copy_layers.at(c),
                                       o.copy_order.empty() ? std::vector<PassOp>{} : o.copy_order.at(c));
       if (reason.empty()) reason = measure_memory_shortfall(mb, copies, need, available);
@@ -379,8 +377,16 @@ ProfileInRounds::ProfileInRounds(const models::Model& model, const MeasureOption
     : s_(std::make_unique<State>(State{model, o, micro_batches_of(o), thread_counts_of(o), {}, {}, {}, {}, 0, 0, 0})) {
   check_measure_options(o);
   if (!o.in_context) throw InputError("profiler: measuring in rounds needs the in-context mode");
+  // Memory first (MeasureOptions::drop_sizes_over_memory). The bytes pass holds a whole pass at
+  // the base size, so a larger base is checked from a bytes pass at micro-batch 1 before it.
+  const int64_t available = o.available_memory_bytes >= 0 ? o.available_memory_bytes : available_memory_bytes();
+  if (available != 0 && o.micro_batch > 1) {
+    MeasureOptions probe = o;
+    probe.micro_batch = 1;
+    s_->mbs = sizes_that_fit(bytes_pass(model, probe, nullptr), 1, o, s_->mbs, s_->ths, available);
+  }
   s_->bytes = bytes_pass(model, o, &s_->spreads);
-  s_->mbs = sizes_that_fit(s_->bytes, o, s_->mbs, s_->ths);
+  if (available != 0 && o.micro_batch == 1) s_->mbs = sizes_that_fit(s_->bytes, 1, o, s_->mbs, s_->ths, available);
   s_->pooled.resize(s_->ths.size() * s_->mbs.size());
 }
 

@@ -96,7 +96,8 @@ struct MeasureOptions {
   // Called after each layer: (layers done, total, layer name). May be empty.
   std::function<void(int, int, const std::string&)> progress;
   // In context: before any timed pass, each point's memory (all its copies; from the bytes
-  // pass, exec/profile/measure_memory.h) is checked against the available memory. A point
+  // pass, exec/profile/measure_memory.h; from a bytes pass at micro-batch 1 before the base's
+  // own when the base is larger) is checked against the available memory. A point
   // that does not fit throws InputError naming it; with drop_sizes_over_memory, a micro-batch
   // size other than the base one that does not fit at some thread count is left out instead
   // and `note` (may be empty) is told why. available_memory_bytes: -1 reads this machine's

@@ -141,10 +141,11 @@ std::pair<pw::models::Profile, pw::models::Cluster> measure_here(PlanArgs& a) {
   pw::models::Profile p = pw::exec::measure_profile(src.model, o);
   // Each core's share of what the trials and the run can have now (not of the machine's RAM,
   // which a trial run over it would learn from the OOM killer), unless --memory says otherwise.
-  const int64_t memory = a.cl.memory > 0 ? a.cl.memory
-                                          : static_cast<int64_t>(pw::exec::kMeasureMemoryShare *
-                                                                 static_cast<double>(pw::exec::available_memory_bytes())) /
-                                                cores;
+  // (0 when unknown: this_machine_cluster then takes the RAM's share.)
+  int64_t memory = a.cl.memory;
+  if (memory <= 0)
+    memory = static_cast<int64_t>(pw::exec::kMeasureMemoryShare * static_cast<double>(pw::exec::available_memory_bytes())) /
+             cores;
   return {p, pw::exec::this_machine_cluster(memory)};
 }
 #endif

@@ -30,11 +30,12 @@
 namespace pw::tools {
 
 // Candidates predicted within 25% of the fastest, at most 6 of them. Why so wide: a measured
-// profile's price of one (threads, micro-batch size) point moves by up to 14% between two
-// `plan --measure` runs minutes apart on an idle VM, and further on a busy one (bench/RESULTS.md:
-// the default gpt's 2 stages x 16 micro-batches was once priced at least 32% over what it ran,
-// outside a 15% band, and the trials chose a plan 15% slower). A trial of the default gpt costs about 0.3 s a plan and round (13 s for the
-// whole `plan --model default --measure`, 3 rounds of 6 plans).
+// profile's price of one candidate moved by 13-23% over five `plan --measure` runs minutes
+// apart on an idle VM (2 stages x 4 micro-batches: 29.1-35.8 ms), and further on a busy one
+// (bench/RESULTS.md: the default gpt's 2 stages x 16 micro-batches was once priced at least 32%
+// over what it ran, outside a 15% band, and the trials chose a plan 15% slower). A trial of the
+// default gpt costs about 0.3 s a plan and round (13 s for the whole `plan --model default
+// --measure`, 3 rounds of 6 plans).
 inline constexpr double kTrialBand = 0.25;
 inline constexpr int kTrialMaxPlans = 6;
 inline constexpr int kTrialWarmupSteps = 3;

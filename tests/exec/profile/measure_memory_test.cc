@@ -101,6 +101,24 @@ TEST_CASE("measured profile: a micro-batch size that would not fit is refused, o
   // The base size is never left out: with no room even for it, the measurement is refused.
   o.available_memory_bytes = 1;
   CHECK_THROWS_AS(measure_profile(m, o), InputError);
+  // A base of 2 is checked from micro-batch 1's bytes, scaled: the same sizes fit.
+  o.available_memory_bytes = static_cast<int64_t>(static_cast<double>(at2 + (at4 - at2) / 2) / kMeasureMemoryShare);
+  o.micro_batch = 2;
+  o.micro_batches = {2, 4, 8};
+  notes.clear();
+  const models::Profile from2 = measure_profile(m, o);
+  CHECK(from2.micro_batch == 2);
+  CHECK(from2.points.empty());  // 4 and 8 left out, 2 is the base
+  CHECK(notes.size() == 2);
+  o.drop_sizes_over_memory = false;
+  o.micro_batch = 4;
+  o.micro_batches = {4};
+  try {
+    measure_profile(m, o);
+    FAIL("expected InputError");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()).find("micro-batch 4 with 2 co-run copies needs about") != std::string::npos);
+  }
 }
 
 }  // namespace
