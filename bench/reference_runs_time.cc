@@ -27,7 +27,7 @@ using namespace pw;
 
 namespace {
 
-const std::string kDir = std::string(PW_SHARED_DIR) + "/pipedream-profiles";
+const std::string kDir = std::string(PW_PIPEDREAM_DIR);
 
 double cpu_s() {
   timespec t{};

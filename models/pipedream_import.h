@@ -1,5 +1,5 @@
 // Importer for PipeDream's profiler output (`graph.txt`, format described in
-// ../shared/pipedream-profiles/README.md) and its optimizer output (`gpus=N.txt`, which adds
+// third_party/pipedream-profiles/README.md) and its optimizer output (`gpus=N.txt`, which adds
 // `-- stage_id=N` to node lines).
 //
 // Mapping to a Profile (source "pipedream"):

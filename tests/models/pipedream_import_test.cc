@@ -11,7 +11,7 @@ using namespace pw::models;
 
 namespace {
 
-const std::string kDir = std::string(PW_SHARED_DIR) + "/pipedream-profiles";
+const std::string kDir = std::string(PW_PIPEDREAM_DIR);
 
 struct Expected {
   const char* file;

@@ -16,7 +16,7 @@ using planner::CutStates;
 
 namespace {
 
-const std::string kDir = std::string(PW_SHARED_DIR) + "/pipedream-profiles";
+const std::string kDir = std::string(PW_PIPEDREAM_DIR);
 
 void check_equal(const CutStates& a, const CutStates& b) {
   CHECK(a.family == b.family);

@@ -11,7 +11,7 @@
 using namespace pw::planner;
 
 namespace {
-const std::string kDir = std::string(PW_SHARED_DIR) + "/pipedream-profiles";
+const std::string kDir = std::string(PW_PIPEDREAM_DIR);
 }
 
 TEST_CASE("cut states: PipeDream's state counts on the shared profiles") {

@@ -63,7 +63,7 @@ size_t compare(const CutStates& s, const std::vector<ReplicatedLevel>& levels, c
 }  // namespace
 
 TEST_CASE("replicated DP: windows and budgets change no plan on the shared profiles") {
-  const std::string dir = std::string(PW_SHARED_DIR) + "/pipedream-profiles/";
+  const std::string dir = std::string(PW_PIPEDREAM_DIR) + "/";
   for (const char* f : {"alexnet/graph.txt", "vgg16/graph.txt", "resnet18/graph.txt", "gnmt/graph.txt",
                         "squeezenet1_0/graph.txt"}) {
     CAPTURE(f);
@@ -147,7 +147,7 @@ TEST_CASE("replicated DP: pruning changes no plan with many machines per level o
 }
 
 TEST_CASE("replicated DP: pruning changes no plan on resnet50 and gnmt with 8 and 16 machines per level") {
-  const std::string dir = std::string(PW_SHARED_DIR) + "/pipedream-profiles/";
+  const std::string dir = std::string(PW_PIPEDREAM_DIR) + "/";
   for (const char* f : {"resnet50/graph.txt", "gnmt/graph.txt"}) {
     CAPTURE(f);
     models::Profile p = models::import_pipedream_graph(dir + f);

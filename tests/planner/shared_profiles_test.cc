@@ -17,7 +17,7 @@ using namespace pw;
 
 namespace {
 
-const std::string kDir = std::string(PW_SHARED_DIR) + "/pipedream-profiles/";
+const std::string kDir = std::string(PW_PIPEDREAM_DIR) + "/";
 const char* kProfiles[] = {
     "alexnet/graph.txt",        "vgg16/graph.txt",         "resnet18/graph.txt",
     "squeezenet1_0/graph.txt",  "resnet50/graph.txt",      "resnext50/graph.txt",

@@ -28,7 +28,7 @@ sim::SimOptions sim_options(int iterations, bool record_trace) {
   return o;
 }
 
-const std::string kVgg = std::string(PW_SHARED_DIR) + "/pipedream-profiles/vgg16/graph.txt";
+const std::string kVgg = std::string(PW_PIPEDREAM_DIR) + "/vgg16/graph.txt";
 
 models::Cluster flat(int n, double bandwidth) {
   models::DeviceSpec dev;

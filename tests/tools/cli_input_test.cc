@@ -20,7 +20,7 @@ using pw::test::ScratchDir;
 
 namespace {
 
-const std::string kVgg = std::string(PW_SHARED_DIR) + "/pipedream-profiles/vgg16/graph.txt";
+const std::string kVgg = std::string(PW_PIPEDREAM_DIR) + "/vgg16/graph.txt";
 
 std::string deep_brackets(size_t depth) { return std::string(depth, '[') + std::string(depth, ']'); }
 

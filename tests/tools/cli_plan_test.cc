@@ -16,7 +16,7 @@ using pw::test::ScratchDir;
 
 namespace {
 
-const std::string kVgg = std::string(PW_SHARED_DIR) + "/pipedream-profiles/vgg16/graph.txt";
+const std::string kVgg = std::string(PW_PIPEDREAM_DIR) + "/vgg16/graph.txt";
 
 void expect_exit(const CliResult& r, int rc, const std::vector<std::string>& needles, const ScratchDir& dir) {
   pw::test::expect_rejected(r, rc, needles, &dir);

@@ -2,7 +2,7 @@
 // order, in one scratch directory, and must exit 0. Lines continue with a trailing '\', a
 // " #" starts a comment, "> FILE" saves stdout. The extractor's "fast sizes" option swaps the
 // README's big sizes for small ones (kFastSizes: what a user would run is the README's line;
-// what CI runs is this, on 2 cores), and paths into the repository (../shared/, bench/) are
+// what CI runs is this, on 2 cores), and paths into the repository (bench/, third_party/) are
 // made absolute. Not run here: lines that start with anything but `pipewright` (set-up, mpirun
 // — the MPI ctest cases run those launches — and the PyTorch bridge, run by
 // python/tests/test_bridge.py), and the one example that needs the bridge's output.
@@ -124,8 +124,7 @@ void apply_fast_sizes(std::vector<std::string>& args) {
 
 void make_paths_absolute(std::vector<std::string>& args) {
   for (std::string& a : args) {
-    if (a.rfind("../shared/", 0) == 0) a = std::string(PW_SHARED_DIR) + a.substr(9);
-    else if (a.rfind("bench/", 0) == 0) a = std::string(PW_REPO_DIR) + "/" + a;
+    if (a.rfind("bench/", 0) == 0 || a.rfind("third_party/", 0) == 0) a = std::string(PW_REPO_DIR) + "/" + a;
   }
 }
 

@@ -127,7 +127,7 @@ TEST_CASE("simulate --plan: an unreplicated PipeDream plan (m = 1) pipelines acr
   // 1F1B warm-up now fits in one simulated iteration. The rest of the gap (304 vs 336 when this
   // was written) is PipeDream's overlap of transfers with compute.
   ScratchDir dir;
-  const std::string graph = std::string(PW_SHARED_DIR) + "/pipedream-profiles/vgg16/graph.txt";
+  const std::string graph = std::string(PW_PIPEDREAM_DIR) + "/vgg16/graph.txt";
   CliResult p = run_cli({"plan", "--profile", graph, "--objective", "pipedream", "--levels", "4", "--bandwidths",
                          "1.25e9", "--activation-comm", "--straight", "-o", dir.file("plan.json")});
   REQUIRE(p.rc == 0);
