@@ -8,16 +8,16 @@
 #include <filesystem>
 #include <vector>
 
-#include "exec/bare_conv.h"
-#include "exec/bare_matmul.h"
+#include "bench/bare_conv.h"
+#include "bench/bare_matmul.h"
 #include "exec/layer.h"
 #include "exec/layers/common.h"
 #include "exec/numerics.h"
-#include "exec/checkpoint.h"
+#include "exec/runtime/checkpoint.h"
 #include "exec/data/data.h"
-#include "exec/network.h"
+#include "exec/layers/network.h"
 #include "exec/optimizer.h"
-#include "exec/profiler.h"
+#include "exec/profile/profiler.h"
 #include "models/zoo.h"
 
 namespace {

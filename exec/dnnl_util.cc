@@ -18,6 +18,15 @@ dnnl::stream& cpu_stream() {
   return s;
 }
 
+dnnl::memory cpu_memory(const dnnl::memory::desc& d, const float* p) {
+  return dnnl::memory(d, cpu_engine(), const_cast<float*>(p));
+}
+
+void run_primitive(dnnl::primitive& p, const std::unordered_map<int, dnnl::memory>& args) {
+  p.execute(cpu_stream(), args);
+  cpu_stream().wait();
+}
+
 MatView::MatView(std::initializer_list<int64_t> d, std::initializer_list<int64_t> s) {
   if (d.size() != s.size() || d.size() < 1 || d.size() > static_cast<size_t>(kMaxRank))
     throw std::invalid_argument("MatView: dims and strides must have the same rank, 1.." +

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include <dnnl.hpp>
@@ -17,6 +18,11 @@ namespace pw::exec {
 dnnl::engine& cpu_engine();
 // One stream per thread (stages run on different threads).
 dnnl::stream& cpu_stream();
+// A oneDNN memory object over caller-owned floats on the CPU engine (the primitive only reads
+// a const buffer; oneDNN's API takes a non-const pointer).
+dnnl::memory cpu_memory(const dnnl::memory::desc& d, const float* p);
+// Executes `p` on this thread's stream with `args` and waits for it.
+void run_primitive(dnnl::primitive& p, const std::unordered_map<int, dnnl::memory>& args);
 
 // A matrix (or a batch of matrices: 3-D/4-D) as dims + strides in elements. Fixed storage, so
 // describing a matmul allocates nothing (a view is built for every call, see MatmulCache).

@@ -63,7 +63,7 @@ struct ReplayResult {
 // `first` < 0: the last `iterations` iterations of the trace; iterations <= 0: all from first.
 // `handoff_ns` > 0: every transfer between distinct devices costs that latency in the
 // predicted simulation (sim::Network::fixed; the runtime's measured hand-off,
-// exec/runtime/handoff.h) and in the replay where the trace lacks the transfer; 0: free there.
+// exec/profile/handoff.h) and in the replay where the trace lacks the transfer; 0: free there.
 ReplayResult replay(const planner::Schedule& schedule, const Trace& measured, const StageCosts& predicted,
                     int first = -1, int iterations = 0, int64_t handoff_ns = 0);
 

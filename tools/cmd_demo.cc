@@ -21,10 +21,10 @@
 #include "tools/command_registry.h"
 #include "tools/model_report.h"
 #ifdef PW_HAVE_EXEC
-#include "exec/machine_load.h"
+#include "exec/machine/machine_load.h"
 #include "exec/parallel.h"
-#include "exec/runtime/pinning.h"
-#include "exec/profiler.h"
+#include "exec/machine/pinning.h"
+#include "exec/profile/profiler.h"
 #include "exec/runtime/run_compare.h"
 #include "exec/runtime/run_pipeline.h"
 #endif

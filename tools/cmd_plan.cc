@@ -29,9 +29,10 @@
 #ifdef PW_HAVE_EXEC
 #include <cstdio>
 
+#include "exec/machine/memory.h"
 #include "exec/profile/machine_cluster.h"
 #include "exec/profile/measure_memory.h"
-#include "exec/profiler.h"
+#include "exec/profile/profiler.h"
 #endif
 
 namespace {

@@ -20,7 +20,7 @@
 
 #include <cstdio>
 
-#include "exec/profiler.h"
+#include "exec/profile/profiler.h"
 #endif
 
 namespace {

@@ -37,13 +37,13 @@
 
 #include <chrono>
 
-#include "exec/checkpoint.h"
-#include "exec/network.h"
+#include "exec/runtime/checkpoint.h"
+#include "exec/layers/network.h"
 #include "exec/numerics.h"
 #include "exec/optimizer.h"
 #include "exec/parallel.h"
-#include "exec/runtime/pinning.h"
-#include "exec/profiler.h"
+#include "exec/machine/pinning.h"
+#include "exec/profile/profiler.h"
 #include "exec/runtime/run_compare.h"
 #include "exec/runtime/run_pipeline.h"
 #ifdef PW_HAVE_MPI

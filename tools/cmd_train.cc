@@ -18,12 +18,12 @@
 #include <iostream>
 #include <memory>
 
-#include "exec/checkpoint.h"
+#include "exec/runtime/checkpoint.h"
 #include "exec/numerics.h"
 #include "exec/data/data.h"
 #include "exec/data/loader.h"
 #include "exec/parallel.h"
-#include "exec/trainer.h"
+#include "exec/runtime/trainer.h"
 #include "models/defaults.h"
 #include "models/error.h"
 #include "tools/command_registry.h"

@@ -13,7 +13,7 @@
 
 #include <cstring>
 
-#include "exec/machine_load.h"
+#include "exec/machine/machine_load.h"
 
 namespace {
 // The commands that compute with OpenMP threads or measure this machine: train, run, demo,

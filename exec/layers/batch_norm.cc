@@ -12,10 +12,6 @@ using dnnl::memory;
 using tag = dnnl::memory::format_tag;
 using dt = dnnl::memory::data_type;
 
-namespace {
-memory mem(const memory::desc& d, const float* p) { return memory(d, cpu_engine(), const_cast<float*>(p)); }
-}  // namespace
-
 struct BatchNorm::Prims {
   memory::desc data, stat, scale;
   dnnl::batch_normalization_forward fwd;
@@ -77,12 +73,12 @@ Tensor BatchNorm::forward(Inputs in, Context& ctx) {
   for (int64_t k = 0; k < groups; ++k) {
     const int64_t first = k * g, count = std::min(g, n - first);
     Prims& p = prims(count);
-    p.fwd.execute(cpu_stream(), {{DNNL_ARG_SRC, mem(p.data, x.data() + first * per_sample)},
-                                 {DNNL_ARG_DST, mem(p.data, y.data() + first * per_sample)},
-                                 {DNNL_ARG_MEAN, mem(p.stat, mean.data() + k * c_)},
-                                 {DNNL_ARG_VARIANCE, mem(p.stat, var.data() + k * c_)},
-                                 {DNNL_ARG_SCALE, mem(p.scale, gamma_.data())},
-                                 {DNNL_ARG_SHIFT, mem(p.scale, beta_.data())}});
+    p.fwd.execute(cpu_stream(), {{DNNL_ARG_SRC, cpu_memory(p.data, x.data() + first * per_sample)},
+                                 {DNNL_ARG_DST, cpu_memory(p.data, y.data() + first * per_sample)},
+                                 {DNNL_ARG_MEAN, cpu_memory(p.stat, mean.data() + k * c_)},
+                                 {DNNL_ARG_VARIANCE, cpu_memory(p.stat, var.data() + k * c_)},
+                                 {DNNL_ARG_SCALE, cpu_memory(p.scale, gamma_.data())},
+                                 {DNNL_ARG_SHIFT, cpu_memory(p.scale, beta_.data())}});
   }
   cpu_stream().wait();
   ctx.saved.push_back(std::move(mean));
@@ -103,15 +99,15 @@ void BatchNorm::run_backward(Inputs in, Context& ctx, const Tensor& grad_out) {
   for (int64_t k = 0; k < groups; ++k) {
     const int64_t first = k * g, count = std::min(g, n - first);
     Prims& p = prims(count);
-    p.bwd.execute(cpu_stream(), {{DNNL_ARG_SRC, mem(p.data, x.data() + first * per_sample)},
-                                 {DNNL_ARG_DIFF_DST, mem(p.data, grad_out.data() + first * per_sample)},
-                                 {DNNL_ARG_MEAN, mem(p.stat, mean.data() + k * c_)},
-                                 {DNNL_ARG_VARIANCE, mem(p.stat, var.data() + k * c_)},
-                                 {DNNL_ARG_SCALE, mem(p.scale, gamma_.data())},
-                                 {DNNL_ARG_SHIFT, mem(p.scale, beta_.data())},
-                                 {DNNL_ARG_DIFF_SRC, mem(p.data, dx.data() + first * per_sample)},
-                                 {DNNL_ARG_DIFF_SCALE, mem(p.scale, part.data())},
-                                 {DNNL_ARG_DIFF_SHIFT, mem(p.scale, part.data() + c_)}});
+    p.bwd.execute(cpu_stream(), {{DNNL_ARG_SRC, cpu_memory(p.data, x.data() + first * per_sample)},
+                                 {DNNL_ARG_DIFF_DST, cpu_memory(p.data, grad_out.data() + first * per_sample)},
+                                 {DNNL_ARG_MEAN, cpu_memory(p.stat, mean.data() + k * c_)},
+                                 {DNNL_ARG_VARIANCE, cpu_memory(p.stat, var.data() + k * c_)},
+                                 {DNNL_ARG_SCALE, cpu_memory(p.scale, gamma_.data())},
+                                 {DNNL_ARG_SHIFT, cpu_memory(p.scale, beta_.data())},
+                                 {DNNL_ARG_DIFF_SRC, cpu_memory(p.data, dx.data() + first * per_sample)},
+                                 {DNNL_ARG_DIFF_SCALE, cpu_memory(p.scale, part.data())},
+                                 {DNNL_ARG_DIFF_SHIFT, cpu_memory(p.scale, part.data() + c_)}});
     cpu_stream().wait();
     add_into(dgb.data(), part.data(), 2 * c_);
     // Running statistics: once per micro-batch (here, the first of B / W to run).

@@ -13,16 +13,6 @@ using dnnl::memory;
 using tag = dnnl::memory::format_tag;
 using dt = dnnl::memory::data_type;
 
-namespace {
-memory mem(const memory::desc& d, const float* p) {
-  return memory(d, cpu_engine(), const_cast<float*>(p));
-}
-void run(dnnl::primitive& p, std::unordered_map<int, memory> args) {
-  p.execute(cpu_stream(), args);
-  cpu_stream().wait();
-}
-}  // namespace
-
 // Scratchpads are the layer's own (scratchpad_mode::user): oneDNN's per-thread global
 // scratchpad was seen to hand a null buffer to a gemm convolution re-run for recomputation.
 struct Conv2d::Prims {
@@ -111,10 +101,10 @@ Tensor Conv2d::forward(Inputs in, Context& ctx) {
   check_input(x, 0);
   Prims& p = prims(x.dim(0));
   Tensor y({x.dim(0), out_c_, out_h_, out_w_});
-  run(p.fwd, {{DNNL_ARG_SRC, mem(p.src, x.data())},
-              {DNNL_ARG_WEIGHTS, mem(p.wei, weight_.data())},
-              {DNNL_ARG_BIAS, mem(p.bias, bias_.data())},
-              {DNNL_ARG_DST, mem(p.dst, y.data())},
+  run_primitive(p.fwd, {{DNNL_ARG_SRC, cpu_memory(p.src, x.data())},
+              {DNNL_ARG_WEIGHTS, cpu_memory(p.wei, weight_.data())},
+              {DNNL_ARG_BIAS, cpu_memory(p.bias, bias_.data())},
+              {DNNL_ARG_DST, cpu_memory(p.dst, y.data())},
               {DNNL_ARG_SCRATCHPAD, p.scratch_fwd}});
   ctx.batch = x.dim(0);
   return y;
@@ -124,9 +114,9 @@ std::vector<Tensor> Conv2d::backward_input(Inputs in, Context&, const Tensor& gr
   const Tensor& x = *in[0];
   Prims& p = prims(x.dim(0));
   Tensor dx(x.shape());
-  run(p.bwd_data, {{DNNL_ARG_DIFF_DST, mem(p.dst, grad_out.data())},
-                   {DNNL_ARG_WEIGHTS, mem(p.wei, weight_.data())},
-                   {DNNL_ARG_DIFF_SRC, mem(p.src, dx.data())},
+  run_primitive(p.bwd_data, {{DNNL_ARG_DIFF_DST, cpu_memory(p.dst, grad_out.data())},
+                   {DNNL_ARG_WEIGHTS, cpu_memory(p.wei, weight_.data())},
+                   {DNNL_ARG_DIFF_SRC, cpu_memory(p.src, dx.data())},
                    {DNNL_ARG_SCRATCHPAD, p.scratch_data}});
   std::vector<Tensor> r;
   r.push_back(std::move(dx));
@@ -137,81 +127,13 @@ void Conv2d::backward_weight(Inputs in, Context&, const Tensor& grad_out) {
   const Tensor& x = *in[0];
   Prims& p = prims(x.dim(0));
   Tensor dw(weight_.shape()), db(bias_.shape());
-  run(p.bwd_weights, {{DNNL_ARG_SRC, mem(p.src, x.data())},
-                      {DNNL_ARG_DIFF_DST, mem(p.dst, grad_out.data())},
-                      {DNNL_ARG_DIFF_WEIGHTS, mem(p.wei, dw.data())},
-                      {DNNL_ARG_DIFF_BIAS, mem(p.bias, db.data())},
+  run_primitive(p.bwd_weights, {{DNNL_ARG_SRC, cpu_memory(p.src, x.data())},
+                      {DNNL_ARG_DIFF_DST, cpu_memory(p.dst, grad_out.data())},
+                      {DNNL_ARG_DIFF_WEIGHTS, cpu_memory(p.wei, dw.data())},
+                      {DNNL_ARG_DIFF_BIAS, cpu_memory(p.bias, db.data())},
                       {DNNL_ARG_SCRATCHPAD, p.scratch_weights}});
   add_into(grad_weight_.data(), dw.data(), dw.numel());
   if (has_bias_) add_into(grad_bias_.data(), db.data(), db.numel());
-}
-
-struct MaxPool::Prims {
-  memory::desc src, dst, ws;
-  dnnl::pooling_forward fwd;
-  dnnl::pooling_backward bwd;
-};
-
-MaxPool::MaxPool(models::LayerSpec spec, int64_t c, int64_t kernel, int64_t stride, int64_t pad,
-                 int64_t in_h, int64_t in_w)
-    : Layer(std::move(spec)), c_(c), k_(kernel), stride_(stride), pad_(pad), in_h_(in_h), in_w_(in_w) {
-  if (c < 1 || kernel < 1 || stride < 1 || pad < 0 || pad >= kernel || in_h + 2 * pad < kernel ||
-      in_w + 2 * pad < kernel)
-    throw InputError("layer \"" + name() + "\": invalid max_pool attributes");
-  out_h_ = (in_h + 2 * pad - kernel) / stride + 1;
-  out_w_ = (in_w + 2 * pad - kernel) / stride + 1;
-}
-
-MaxPool::~MaxPool() = default;
-
-MaxPool::Prims& MaxPool::prims(int64_t batch) {
-  auto it = cache_.find(batch);
-  if (it != cache_.end()) return *it->second;
-  auto p = std::make_unique<Prims>();
-  p->src = memory::desc({batch, c_, in_h_, in_w_}, dt::f32, tag::nchw);
-  p->dst = memory::desc({batch, c_, out_h_, out_w_}, dt::f32, tag::nchw);
-  const memory::dims strides{stride_, stride_}, kernel{k_, k_}, pads{pad_, pad_};
-  auto& eng = cpu_engine();
-  dnnl::pooling_forward::primitive_desc fpd(
-      dnnl::pooling_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::pooling_max,
-                                  p->src, p->dst, strides, kernel, pads, pads),
-      eng);
-  dnnl::pooling_backward::primitive_desc bpd(
-      dnnl::pooling_backward::desc(dnnl::algorithm::pooling_max, p->src, p->dst, strides, kernel,
-                                   pads, pads),
-      eng, fpd);
-  p->ws = fpd.workspace_desc();
-  p->fwd = dnnl::pooling_forward(fpd);
-  p->bwd = dnnl::pooling_backward(bpd);
-  return *cache_.emplace(batch, std::move(p)).first->second;
-}
-
-Tensor MaxPool::forward(Inputs in, Context& ctx) {
-  ctx.clear();
-  const Tensor& x = *in[0];
-  check_input(x, 0);
-  Prims& p = prims(x.dim(0));
-  Tensor y({x.dim(0), c_, out_h_, out_w_});
-  const int64_t ws_floats = std::max<int64_t>(1, static_cast<int64_t>((p.ws.get_size() + 3) / 4));
-  Tensor ws({ws_floats});
-  run(p.fwd, {{DNNL_ARG_SRC, mem(p.src, x.data())},
-              {DNNL_ARG_DST, mem(p.dst, y.data())},
-              {DNNL_ARG_WORKSPACE, memory(p.ws, cpu_engine(), ws.data())}});
-  ctx.saved.push_back(std::move(ws));
-  ctx.batch = x.dim(0);
-  return y;
-}
-
-std::vector<Tensor> MaxPool::backward_input(Inputs in, Context& ctx, const Tensor& grad_out) {
-  const Tensor& x = *in[0];
-  Prims& p = prims(x.dim(0));
-  Tensor dx(x.shape());
-  run(p.bwd, {{DNNL_ARG_DIFF_DST, mem(p.dst, grad_out.data())},
-              {DNNL_ARG_DIFF_SRC, mem(p.src, dx.data())},
-              {DNNL_ARG_WORKSPACE, memory(p.ws, cpu_engine(), ctx.saved.at(0).data())}});
-  std::vector<Tensor> r;
-  r.push_back(std::move(dx));
-  return r;
 }
 
 }  // namespace pw::exec

@@ -1,8 +1,6 @@
-// conv2d (attrs in_c, out_c, kernel, stride, pad, in_h, in_w, bias 0/1, groups) and max_pool (attrs c,
-// kernel, stride, pad, in_h, in_w) on NCHW activations, from oneDNN convolution and
-// pooling primitives (created once per micro-batch size and cached in the layer).
-// conv2d context: nothing (B reads the weights, W the input). max_pool context: oneDNN's
-// workspace (argmax positions), kept as a float tensor of enough bytes.
+// conv2d (attrs in_c, out_c, kernel, stride, pad, in_h, in_w, bias 0/1, groups) on NCHW
+// activations, from oneDNN convolution primitives (created once per micro-batch size and cached
+// in the layer). Context: nothing (B reads the weights, W the input). Pooling is in pooling.h.
 #pragma once
 
 #include <map>
@@ -33,23 +31,6 @@ class Conv2d : public Layer {
   bool has_bias_;
   int64_t groups_;
   Tensor weight_, bias_, grad_weight_, grad_bias_;
-  std::map<int64_t, std::unique_ptr<Prims>> cache_;
-};
-
-class MaxPool : public Layer {
- public:
-  MaxPool(models::LayerSpec spec, int64_t c, int64_t kernel, int64_t stride, int64_t pad,
-          int64_t in_h, int64_t in_w);
-  ~MaxPool() override;
-  std::vector<std::vector<int64_t>> input_shapes() const override { return {{c_, in_h_, in_w_}}; }
-  std::vector<int64_t> output_sample_shape() const { return {c_, out_h_, out_w_}; }
-  Tensor forward(Inputs in, Context& ctx) override;
-  std::vector<Tensor> backward_input(Inputs in, Context& ctx, const Tensor& grad_out) override;
-
- private:
-  struct Prims;
-  Prims& prims(int64_t batch);
-  int64_t c_, k_, stride_, pad_, in_h_, in_w_, out_h_, out_w_;
   std::map<int64_t, std::unique_ptr<Prims>> cache_;
 };
 

@@ -3,7 +3,6 @@
 
 #include "exec/layer.h"
 #include "exec/layers/attention.h"
-#include "exec/layers/avg_pool.h"
 #include "exec/layers/batch_norm.h"
 #include "exec/layers/concat.h"
 #include "exec/layers/conv.h"
@@ -12,6 +11,7 @@
 #include "exec/layers/embedding.h"
 #include "exec/layers/layer_norm.h"
 #include "exec/layers/linear.h"
+#include "exec/layers/pooling.h"
 #include "exec/layers/losses.h"
 #include "exec/layers/transformer_block.h"
 #include "models/error.h"
@@ -131,7 +131,7 @@ std::unique_ptr<Layer> make_layer(const models::LayerSpec& spec, const std::vect
     }
     case LayerKind::max_pool: {
       expect_inputs(spec, in, 1);
-      auto l = std::make_unique<MaxPool>(spec, spec.attr("c"), spec.attr("kernel"),
+      auto l = std::make_unique<Pool>(spec, PoolKind::max, spec.attr("c"), spec.attr("kernel"),
                                          spec.attr_or("stride", spec.attr("kernel")), spec.attr_or("pad", 0),
                                          spec.attr("in_h"), spec.attr("in_w"));
       expect_shape(spec, "input", in0(), l->input_shapes()[0]);
@@ -144,7 +144,7 @@ std::unique_ptr<Layer> make_layer(const models::LayerSpec& spec, const std::vect
       return std::make_unique<Flatten>(spec, in0());
     case LayerKind::avg_pool: {
       expect_inputs(spec, in, 1);
-      auto l = std::make_unique<AvgPool>(spec, spec.attr("c"), spec.attr("kernel"),
+      auto l = std::make_unique<Pool>(spec, PoolKind::avg, spec.attr("c"), spec.attr("kernel"),
                                          spec.attr_or("stride", spec.attr("kernel")), spec.attr_or("pad", 0),
                                          spec.attr("in_h"), spec.attr("in_w"));
       expect_shape(spec, "input", in0(), l->input_shapes()[0]);

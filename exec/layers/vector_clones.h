@@ -3,7 +3,7 @@
 //
 // The dispatch is an ifunc resolver that the dynamic loader runs while it relocates the program,
 // before ThreadSanitizer's runtime is initialized; an instrumented resolver then crashes at
-// start-up. ThreadSanitizer builds (tools/sanitize.sh tsan) therefore compile the baseline
+// start-up. ThreadSanitizer builds (scripts/sanitize.sh tsan) therefore compile the baseline
 // version only.
 #pragma once
 

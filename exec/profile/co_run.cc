@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "exec/parallel.h"
-#include "exec/runtime/pinning.h"
+#include "exec/machine/pinning.h"
 #include "models/error.h"
 
 namespace pw::exec {

@@ -6,7 +6,7 @@
 
 #include <time.h>
 
-#include "exec/network.h"
+#include "exec/layers/network.h"
 #include "exec/numerics.h"
 #include "models/error.h"
 

@@ -7,9 +7,10 @@
 #include <cstring>
 #include <map>
 
-#include "exec/machine_load.h"
-#include "exec/profiler.h"
-#include "exec/runtime/handoff.h"
+#include "exec/machine/machine_load.h"
+#include "exec/machine/memory.h"
+#include "exec/profile/profiler.h"
+#include "exec/profile/handoff.h"
 #include "models/device.h"
 #include "models/error.h"
 
@@ -56,8 +57,7 @@ models::DeviceSpec this_machine_core(int64_t memory_bytes) {
   models::DeviceSpec dev = models::find_device("cpu-core-avx2");
   dev.name = cpu_model_name() + " core";
   dev.source = "this machine (peak rates: the catalog's cpu-core-avx2)";
-  dev.memory_bytes = memory_bytes > 0 ? memory_bytes
-                                      : static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE) / cores;
+  dev.memory_bytes = memory_bytes > 0 ? memory_bytes : physical_memory_bytes() / cores;
   return dev;
 }
 

@@ -10,7 +10,7 @@
 //
 // Bandwidths: `socket_bytes_per_s` and `machine_bytes_per_s` (measure_copy_bandwidth() gives
 // this machine's hand-off rate: a buffer copy, which is what an in-process transfer is).
-// Latency: `latency_ns` on both levels, the runtime's hand-off (exec/runtime/handoff.h: a
+// Latency: `latency_ns` on both levels, the runtime's hand-off (exec/profile/handoff.h: a
 // sleeping receiver woken by the sender), which this_machine_cluster() measures.
 // Throws InputError when packages hold different numbers of cores (the cluster model needs
 // equal groups).
@@ -19,7 +19,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "exec/runtime/pinning.h"
+#include "exec/machine/pinning.h"
 #include "models/cluster.h"
 
 namespace pw::exec {

@@ -1,11 +1,7 @@
 #include "exec/profile/measure_memory.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
 #include "models/error.h"
 
@@ -50,19 +46,6 @@ int64_t in_context_copy_bytes(const models::Profile& bytes, int64_t base_mb, int
   }
   const double scale = static_cast<double>(mb) / static_cast<double>(base_mb);
   return state + static_cast<int64_t>(static_cast<double>(stash + transient) * scale);
-}
-
-int64_t available_memory_bytes() {
-  std::ifstream in("/proc/meminfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream fields(line);
-    std::string key, unit;
-    int64_t kib = 0;
-    if (fields >> key >> kib >> unit && key == "MemAvailable:" && unit == "kB") return kib * 1024;
-  }
-  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  return pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page : 0;
 }
 
 namespace {

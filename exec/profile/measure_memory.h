@@ -40,10 +40,6 @@ int64_t in_context_copy_bytes(const models::Profile& bytes, int64_t base_mb, int
 // (the estimate leaves out the allocator's slack, oneDNN's primitive caches and the process).
 inline constexpr double kMeasureMemoryShare = 0.8;
 
-// Memory the kernel says can still be given to programs: MemAvailable of /proc/meminfo, or
-// physical pages x page size where that is missing; 0 when neither can be read.
-int64_t available_memory_bytes();
-
 // "" when `need` bytes (all of a point's copies together) fit in kMeasureMemoryShare of
 // `available` (or `available` is 0: unknown, not checked); else the reason, naming the point:
 // "micro-batch 4 with 2 co-run copies needs about 28.1 GiB, more than 80% of the 23.5 GiB

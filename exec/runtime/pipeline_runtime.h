@@ -30,8 +30,8 @@
 #include <thread>
 #include <vector>
 
-#include "exec/machine_load.h"
-#include "exec/runtime/pinning.h"
+#include "exec/machine/machine_load.h"
+#include "exec/machine/pinning.h"
 #include "exec/runtime/stage_compute.h"
 #include "exec/runtime/stage_worker.h"
 #include "exec/transport/transport_inproc.h"

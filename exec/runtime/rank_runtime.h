@@ -30,7 +30,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "exec/runtime/pinning.h"
+#include "exec/machine/pinning.h"
 #include "exec/runtime/pipeline_runtime.h"
 #include "exec/runtime/stage_compute.h"
 #include "exec/runtime/stage_worker.h"

@@ -6,13 +6,13 @@
 #include <memory>
 #include <utility>
 
-#include "exec/machine_load.h"
-#include "exec/network.h"
+#include "exec/machine/machine_load.h"
+#include "exec/layers/network.h"
 #include "exec/numerics.h"
-#include "exec/profiler.h"
+#include "exec/profile/profiler.h"
 #include "exec/data/data.h"
-#include "exec/runtime/handoff.h"
-#include "exec/runtime/pinning.h"
+#include "exec/profile/handoff.h"
+#include "exec/machine/pinning.h"
 #include "exec/runtime/run_pipeline.h"
 #include "exec/runtime/run_setup.h"
 #include "planner/schedule.h"

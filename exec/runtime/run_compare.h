@@ -25,7 +25,7 @@
 
 #include "exec/optimizer.h"
 #include "exec/profile/co_run.h"
-#include "exec/profiler.h"
+#include "exec/profile/profiler.h"
 #include "models/layer_graph.h"
 #include "models/profile.h"
 #include "planner/plan.h"
@@ -40,7 +40,7 @@ struct Prediction {
   sim::Report report;                      // simulation of the plan with that profile
   sim::Trace trace;                        // that simulation's timeline (one iteration)
   double iteration_ms = 0;
-  int64_t handoff_ns = 0;                  // per transfer between workers (exec/runtime/handoff.h)
+  int64_t handoff_ns = 0;                  // per transfer between workers (exec/profile/handoff.h)
   std::vector<int64_t> peak_memory_bytes;  // per worker (device): held tensors, no workspace
   std::vector<int64_t> working_bytes;      // per worker: largest transient of an op (not in the above)
 };

@@ -62,8 +62,8 @@
 #include <utility>
 #include <vector>
 
-#include "exec/checkpoint.h"
-#include "exec/network.h"
+#include "exec/runtime/checkpoint.h"
+#include "exec/layers/network.h"
 #include "exec/runtime/stage_compute.h"
 
 namespace pw::exec {

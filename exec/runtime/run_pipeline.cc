@@ -8,14 +8,14 @@
 #include <set>
 #include <mutex>
 
-#include "exec/checkpoint.h"
-#include "exec/machine_load.h"
+#include "exec/runtime/checkpoint.h"
+#include "exec/machine/machine_load.h"
 #include "exec/numerics.h"
-#include "exec/trainer.h"
-#include "exec/network.h"
+#include "exec/runtime/trainer.h"
+#include "exec/layers/network.h"
 #include "exec/runtime/run_compute.h"
 #include "exec/runtime/run_imported.h"
-#include "exec/runtime/pinning.h"
+#include "exec/machine/pinning.h"
 #include "exec/runtime/run_setup.h"
 #include "models/error.h"
 #include "planner/schedule_gen.h"

@@ -54,7 +54,7 @@
 #include "exec/data/loader.h"
 #include "exec/optimizer.h"
 #include "exec/profile/co_run.h"
-#include "exec/runtime/pinning.h"
+#include "exec/machine/pinning.h"
 #include "exec/runtime/pipeline_runtime.h"
 #include "models/layer_graph.h"
 #include "planner/plan.h"

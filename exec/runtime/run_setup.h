@@ -22,7 +22,7 @@
 
 #include "exec/data/data.h"
 #include "exec/data/loader.h"
-#include "exec/network.h"
+#include "exec/layers/network.h"
 #include "exec/runtime/run_compute.h"
 #include "exec/runtime/run_pipeline.h"
 #include "planner/schedule.h"

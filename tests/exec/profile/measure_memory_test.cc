@@ -6,8 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "exec/machine/memory.h"
 #include "exec/profile/measure_memory.h"
-#include "exec/profiler.h"
+#include "exec/profile/profiler.h"
 #include "models/error.h"
 #include "models/zoo.h"
 

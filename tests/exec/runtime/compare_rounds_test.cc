@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "exec/profiler.h"
+#include "exec/profile/profiler.h"
 #include "exec/runtime/run_compare.h"
 #include "exec/runtime/run_pipeline.h"
 #include "exec/runtime/run_setup.h"

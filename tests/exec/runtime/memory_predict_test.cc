@@ -5,7 +5,7 @@
 #include <doctest/doctest.h>
 
 #include "exec/layers/common.h"
-#include "exec/profiler.h"
+#include "exec/profile/profiler.h"
 #include "exec/runtime/run_compare.h"
 #include "exec/runtime/run_pipeline.h"
 #include "tests/exec/runtime/training_util.h"

@@ -1,7 +1,7 @@
 // Re-materialization saves memory as the simulator predicts.
 #include <doctest/doctest.h>
 
-#include "exec/profiler.h"
+#include "exec/profile/profiler.h"
 #include "exec/runtime/run_pipeline.h"
 #include "sim/engine.h"
 #include "sim/plan_costs.h"

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "exec/network.h"
+#include "exec/layers/network.h"
 #include "exec/runtime/run_compute.h"
 #include "models/zoo.h"
 

@@ -10,10 +10,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "exec/checkpoint.h"
+#include "exec/runtime/checkpoint.h"
 #include "exec/numerics.h"
 #include "exec/runtime/run_pipeline.h"
-#include "exec/trainer.h"
+#include "exec/runtime/trainer.h"
 #include "models/error.h"
 #include "models/zoo.h"
 

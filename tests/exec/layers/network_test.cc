@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "exec/network.h"
+#include "exec/layers/network.h"
 #include "models/error.h"
 #include "models/zoo.h"
 #include "tests/exec/layers/grad_check.h"

@@ -6,7 +6,7 @@
 
 #include "exec/data/data.h"
 #include "exec/optimizer.h"
-#include "exec/trainer.h"
+#include "exec/runtime/trainer.h"
 #include "models/error.h"
 #include "models/zoo.h"
 

@@ -20,7 +20,7 @@
 #include <chrono>
 #include <cstdint>
 
-#include "exec/machine_load.h"
+#include "exec/machine/machine_load.h"
 
 namespace pw::exec {
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Bounded libFuzzer runs of every input reader (fuzz/readers.h).
-#   bash tools/fuzz.sh [SECONDS_PER_HARNESS]      (default 60)
+#   bash scripts/fuzz.sh [SECONDS_PER_HARNESS]      (default 60)
 # Builds build-fuzz/ with clang-14, libFuzzer, AddressSanitizer, UndefinedBehaviorSanitizer and
 # LeakSanitizer, then runs each harness for SECONDS with a memory limit (-rss_limit_mb) and a
 # per-input time limit (-timeout), starting from its committed corpus tests/fuzz/<reader>/
@@ -12,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs="${1:-60}"
-[[ "$secs" =~ ^[1-9][0-9]*$ ]] || { echo "usage: bash tools/fuzz.sh [SECONDS_PER_HARNESS]" >&2; exit 2; }
+[[ "$secs" =~ ^[1-9][0-9]*$ ]] || { echo "usage: bash scripts/fuzz.sh [SECONDS_PER_HARNESS]" >&2; exit 2; }
 jobs="${PW_JOBS:-$(nproc)}"
 
 need=()

@@ -1,4 +1,4 @@
-#include "exec/network.h"
+#include "exec/layers/network.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "exec/runtime/handoff.h"
+#include "exec/profile/handoff.h"
 
 #include <algorithm>
 #include <atomic>

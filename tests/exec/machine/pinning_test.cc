@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <thread>
 
-#include "exec/runtime/pinning.h"
+#include "exec/machine/pinning.h"
 #include "exec/runtime/run_pipeline.h"
 #include "planner/schedule_gen.h"
 

@@ -1,4 +1,4 @@
-#include "exec/profiler.h"
+#include "exec/profile/profiler.h"
 
 #include <algorithm>
 #include <chrono>
@@ -7,7 +7,8 @@
 #include <thread>
 
 #include "exec/layers/common.h"
-#include "exec/network.h"
+#include "exec/layers/network.h"
+#include "exec/machine/memory.h"
 #include "exec/parallel.h"
 #include "exec/profile/co_run.h"
 #include "exec/profile/in_context.h"

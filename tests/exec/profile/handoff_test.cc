@@ -1,7 +1,7 @@
-// exec/runtime/handoff.h: the hand-off measurement runs the runtime's transport between two
+// exec/profile/handoff.h: the hand-off measurement runs the runtime's transport between two
 // pinned threads and reports a positive median; bad options are input errors. The value
 // itself is a timing and is not checked against any threshold.
-#include "exec/runtime/handoff.h"
+#include "exec/profile/handoff.h"
 
 #include <doctest/doctest.h>
 

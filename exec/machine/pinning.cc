@@ -1,4 +1,4 @@
-#include "exec/runtime/pinning.h"
+#include "exec/machine/pinning.h"
 
 #include <hwloc.h>
 

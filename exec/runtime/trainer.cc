@@ -1,13 +1,13 @@
-#include "exec/trainer.h"
+#include "exec/runtime/trainer.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 
-#include "exec/checkpoint.h"
+#include "exec/runtime/checkpoint.h"
 #include "exec/data/data.h"
 #include "exec/data/loader.h"
-#include "exec/network.h"
+#include "exec/layers/network.h"
 #include "exec/numerics.h"
 #include "models/error.h"
 

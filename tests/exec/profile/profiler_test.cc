@@ -11,7 +11,7 @@
 
 #include "exec/parallel.h"
 #include "exec/profile/in_context.h"
-#include "exec/profiler.h"
+#include "exec/profile/profiler.h"
 #include "models/error.h"
 #include "models/zoo.h"
 

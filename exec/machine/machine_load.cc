@@ -1,4 +1,4 @@
-#include "exec/machine_load.h"
+#include "exec/machine/machine_load.h"
 
 #include <fcntl.h>
 #include <sched.h>

@@ -73,7 +73,7 @@ std::string describe_wait_policy();
 
 // How long a pipeline worker waiting for a message spins (yielding) before it sleeps on the
 // in-process transport (RuntimeOptions::spin, InProcTransport). Why: a sleeping receiver costs
-// every hand-off a wake-up. On this project's 2-vCPU VM (exec/runtime/handoff.h measures it) a
+// every hand-off a wake-up. On this project's 2-vCPU VM (exec/profile/handoff.h measures it) a
 // message to a receiver asleep arrived after 76-100 us and the sender spent 31 us in isend
 // waking it; to a receiver still spinning, 2-3 us and under 1 us. With the 50 us spin the
 // workers slept in most pipeline bubbles: 2-stage runs of the default and the small gpt were

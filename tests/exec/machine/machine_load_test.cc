@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "exec/machine_load.h"
+#include "exec/machine/machine_load.h"
 
 namespace pw::exec {
 namespace {

@@ -1,4 +1,4 @@
-#include "exec/bare_conv.h"
+#include "bench/bare_conv.h"
 
 #include "exec/dnnl_util.h"
 

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Repeated-run checks of the test suite.
-#   bash tools/check.sh flakes N [BUILD_DIR]
+#   bash scripts/check.sh flakes N [BUILD_DIR]
 #     Runs the whole ctest suite N times with -j2 while a CPU-bound busy loop runs beside it
 #     (the load of a shared 2-core machine), stops at the first failing run, names the failing
 #     tests and exits 1. BUILD_DIR defaults to $PW_BUILD_DIR or build/ (built beforehand).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-usage() { echo "usage: bash tools/check.sh flakes N [BUILD_DIR]" >&2; exit 2; }
+usage() { echo "usage: bash scripts/check.sh flakes N [BUILD_DIR]" >&2; exit 2; }
 [ "${1:-}" = flakes ] || usage
 n="${2:-}"
 [[ "$n" =~ ^[1-9][0-9]*$ ]] || usage

@@ -1,4 +1,4 @@
-#include "exec/checkpoint.h"
+#include "exec/runtime/checkpoint.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

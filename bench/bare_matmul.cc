@@ -1,4 +1,4 @@
-#include "exec/bare_matmul.h"
+#include "bench/bare_matmul.h"
 
 #include "exec/dnnl_util.h"
 

@@ -35,7 +35,7 @@
 #include <vector>
 
 #include "exec/data/data.h"
-#include "exec/network.h"
+#include "exec/layers/network.h"
 #include "exec/tensor.h"
 #include "models/json_util.h"
 #include "models/layer_graph.h"
