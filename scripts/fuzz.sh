@@ -8,7 +8,8 @@
 # build-fuzz/corpus/<reader>/ (not the repository). Any crash, timeout, leak, out-of-memory or
 # sanitizer report fails the script; the input is left in build-fuzz/artifacts/<reader>/ -
 # fix the bug, then copy the input to tests/fuzz/regressions/<reader>/ so ctest replays it.
-# Prints one line per harness: executions, seconds, corpus size.
+# Prints one line per harness: executions, seconds, corpus size. The harnesses run PW_JOBS
+# (default nproc) at a time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs="${1:-60}"
@@ -29,7 +30,9 @@ fi
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 start=$(date +%s)
-cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++-14 \
+# -O2 for the executions per second, -g1 (line tables) for the compile time.
+cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" \
+  -DCMAKE_CXX_COMPILER=clang++-14 \
   -DPW_FUZZ=ON -DPW_SANITIZE=address,undefined -DPW_WITH_DNNL=OFF -DPW_WITH_MPI=OFF \
   -DPW_BUILD_TESTS=OFF -DPW_BUILD_BENCH=OFF "${launcher[@]}" >/dev/null
 readers=(model profile cluster plan sweep trace pipedream)
@@ -38,26 +41,42 @@ echo "fuzz: build took $(( $(date +%s) - start )) s"
 
 export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
-failed=()
-for r in "${readers[@]}"; do
-  work="build-fuzz/corpus/$r" art="build-fuzz/artifacts/$r"
+# One harness: fuzzes reader $1 for $secs s, then writes its one-line summary to its .status file.
+fuzz_one() {
+  local r=$1 work="build-fuzz/corpus/$1" art="build-fuzz/artifacts/$1" log="build-fuzz/fuzz_$1.log"
+  local seeds=("tests/fuzz/$r") status t0=$SECONDS
   mkdir -p "$work" "$art"
-  log="build-fuzz/fuzz_$r.log"
-  seeds=("tests/fuzz/$r")
   [ -d "tests/fuzz/regressions/$r" ] && seeds+=("tests/fuzz/regressions/$r")
-  t0=$(date +%s)
   if "build-fuzz/fuzz/fuzz_$r" -max_total_time="$secs" -rss_limit_mb=2048 -malloc_limit_mb=2048 \
        -timeout=10 -max_len=65536 -print_final_stats=1 -artifact_prefix="$art/" \
        "$work" "${seeds[@]}" >"$log" 2>&1; then
     status=ok
   else
     status=FAILED
-    failed+=("$r")
   fi
+  local execs
   execs=$(grep -Eo 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -Eo '[0-9]+$' || echo "?")
-  echo "fuzz: $r: $status, $execs executions in $(( $(date +%s) - t0 )) s, corpus $(ls "$work" | wc -l) files"
-  if [ "$status" = FAILED ]; then
-    grep -E 'ERROR|SUMMARY|Test unit written|==[0-9]+==' "$log" | head -8 >&2 || tail -20 "$log" >&2
+  echo "$status $r: $status, $execs executions in $((SECONDS - t0)) s, corpus $(ls "$work" | wc -l) files" \
+    >"build-fuzz/fuzz_$r.status"
+}
+
+# The harnesses run $jobs at a time (each is one process, one core); summaries print in order.
+running=0
+for r in "${readers[@]}"; do
+  rm -f "build-fuzz/fuzz_$r.status"
+  fuzz_one "$r" &
+  running=$((running + 1))
+  if [ "$running" -ge "$jobs" ]; then wait -n || true; running=$((running - 1)); fi
+done
+wait
+failed=()
+for r in "${readers[@]}"; do
+  read -r status line <"build-fuzz/fuzz_$r.status" || { status=FAILED; line="$r: no summary (the harness script died)"; }
+  echo "fuzz: $line"
+  if [ "$status" != ok ]; then
+    failed+=("$r")
+    grep -E 'ERROR|SUMMARY|Test unit written|==[0-9]+==' "build-fuzz/fuzz_$r.log" | head -8 >&2 ||
+      tail -20 "build-fuzz/fuzz_$r.log" >&2
   fi
 done
 if [ "${#failed[@]}" -gt 0 ]; then

@@ -25,7 +25,9 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 
 build="${PW_BUILD_DIR:-build}"
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+launcher=()  # ccache where installed (CI installs it; its cache lives outside the clone)
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" >/dev/null
 cmake --build "$build" -j"$(nproc)"
 
 if [ "$mode" = main ]; then
