@@ -1,5 +1,6 @@
-// The README's examples are tests: every `pipewright ...` line of its ```sh blocks runs, in
-// order, in one scratch directory, and must exit 0. Lines continue with a trailing '\', a
+// The README's examples and those of the manual it points to (kDocuments) are tests: every
+// `pipewright ...` line of their ```sh blocks runs, document after document, in order, in one
+// scratch directory, and must exit 0. Lines continue with a trailing '\', a
 // " #" starts a comment, "> FILE" saves stdout. The extractor's "fast sizes" option swaps the
 // README's big sizes for small ones (kFastSizes: what a user would run is the README's line;
 // what CI runs is this, on 2 cores), and paths into the repository (bench/, third_party/) are
@@ -21,8 +22,11 @@ using pw::test::ScratchDir;
 
 namespace {
 
+// The documents whose examples run, in this order (later ones use files earlier ones wrote).
+const char* const kDocuments[] = {"README.md", "docs/commands.md"};
+
 struct Example {
-  int line = 0;              // README line the command starts on
+  std::string where;         // "docs/commands.md:12": the document and line the command starts on
   std::vector<std::string> args;  // after "pipewright"
   std::string stdout_file;   // "> FILE", or ""
 };
@@ -76,9 +80,9 @@ std::vector<std::string> split_words(const std::string& line) {
   return words;
 }
 
-std::vector<Example> readme_examples(const std::string& file) {
-  std::ifstream in(file);
-  REQUIRE(in.good());
+std::vector<Example> document_examples(const std::string& document) {
+  std::ifstream in(std::string(PW_REPO_DIR) + "/" + document);
+  REQUIRE_MESSAGE(in.good(), document);
   std::vector<Example> out;
   bool in_sh = false;
   std::string pending;
@@ -98,7 +102,7 @@ std::vector<Example> readme_examples(const std::string& file) {
     pending.clear();
     if (words.empty() || words[0] != "pipewright") continue;
     Example e;
-    e.line = start;
+    e.where = document + ":" + std::to_string(start);
     for (size_t k = 1; k < words.size(); ++k) {
       if (words[k] == ">" && k + 1 < words.size()) e.stdout_file = words[++k];
       else e.args.push_back(words[k]);
@@ -141,20 +145,25 @@ std::vector<std::string> outputs(const Example& e) {
 
 }  // namespace
 
-TEST_CASE("README: every example runs, in order, with distinct output files") {
-  const std::vector<Example> examples = readme_examples(std::string(PW_REPO_DIR) + "/README.md");
+TEST_CASE("README: every example of the README and the manual runs, in order, with distinct output files") {
+  std::vector<Example> examples;
+  for (const char* document : kDocuments) {
+    const std::vector<Example> more = document_examples(document);
+    CHECK_MESSAGE(!more.empty(), document << " has no example");
+    examples.insert(examples.end(), more.begin(), more.end());
+  }
   REQUIRE(examples.size() >= 30);
-  std::map<std::string, int> written;  // file -> README line that wrote it
+  std::map<std::string, std::string> written;  // file -> where the example that wrote it is
   ScratchDir dir;
   int ran = 0;
   for (Example e : examples) {
-    CAPTURE(e.line);
+    CAPTURE(e.where);
     bool needs_bridge = false;
     for (const std::string& a : e.args) needs_bridge = needs_bridge || a == kNeedsBridge;
     for (const std::string& f : outputs(e)) {
       CAPTURE(f);
-      CHECK_MESSAGE(written.count(f) == 0, "README line " << e.line << " overwrites " << f << " of line " << written[f]);
-      written[f] = e.line;
+      CHECK_MESSAGE(written.count(f) == 0, e.where << " overwrites " << f << " of " << written[f]);
+      written[f] = e.where;
     }
     if (needs_bridge) continue;
 #ifndef PW_HAVE_EXEC
