@@ -271,6 +271,7 @@ std::vector<SyncStage> UniformSync::optimize(const SyncConfig& cfg, double* best
     return best;
   };
 
+  if (!any_fits(su, combos)) return {};
   std::vector<Candidate> cands;
   for (int ci = 0; ci < static_cast<int>(combos.size()); ++ci) {
     const Combo& c = combos[ci];
@@ -303,8 +304,6 @@ std::vector<SyncStage> UniformSync::optimize(const SyncConfig& cfg, double* best
       cands.push_back(k);
     }
   }
-  std::stable_sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) { return a.lower < b.lower; });
-
   double best = best_iteration_s ? *best_iteration_s : kInf;
   int best_c = -1, best_p = 0;
   double best_M = 0;
@@ -355,18 +354,26 @@ std::vector<SyncStage> UniformSync::optimize(const SyncConfig& cfg, double* best
     return a.size() < b.size();
   };
 
-  for (const Candidate& k : cands) {
-    if (k.lower > best) break;
+  // The candidates in the order of their lower bounds, stopping where the bound passes the
+  // incumbent: first the few with the smallest bounds (an incumbent, usually the optimum), then
+  // the rest of those whose bound does not exceed it.
+  auto by_lower = [](const Candidate& a, const Candidate& b) {
+    return a.lower != b.lower ? a.lower < b.lower : a.combo != b.combo ? a.combo < b.combo : a.p < b.p;
+  };
+  const size_t first = std::min<size_t>(cands.size(), 64);
+  std::partial_sort(cands.begin(), cands.begin() + first, cands.end(), by_lower);
+  size_t next = 0;
+  auto evaluate = [&](const Candidate& k) {
     const Combo& c = combos[k.combo];
-    if (!head_fits(c, k.p)) continue;
+    if (!head_fits(c, k.p)) return;
     double f, M;
     if (m1 == 0) {
-      if (!mid_feasible(c, k.p, kNoBound)) continue;
+      if (!mid_feasible(c, k.p, kNoBound)) return;
       f = k.sum;
       M = kInf;  // one micro-batch: the DP keeps the partition of its unbounded solve
     } else {
       const int64_t mm = mid_min(c, k.p);
-      if (mm < 0) continue;
+      if (mm < 0) return;
       M = std::max(std::max(c.fixed_time, mm) * su.s, k.max_x);
       f = k.sum + m1 * M;
     }
@@ -386,6 +393,17 @@ std::vector<SyncStage> UniformSync::optimize(const SyncConfig& cfg, double* best
         best_M = M;
       }
     }
+  };
+  for (; next < first && cands[next].lower <= best; ++next) evaluate(cands[next]);
+  if (next == first) {
+    std::vector<Candidate> rest;
+    for (size_t i = first; i < cands.size(); ++i)
+      if (cands[i].lower <= best) rest.push_back(cands[i]);
+    std::sort(rest.begin(), rest.end(), by_lower);
+    for (const Candidate& k : rest) {
+      if (k.lower > best) break;
+      evaluate(k);
+    }
   }
   if (best_c < 0) return {};
   if (best_stages.empty()) best_stages = build(combos[best_c], best_p, best_M);
@@ -395,33 +413,39 @@ std::vector<SyncStage> UniformSync::optimize(const SyncConfig& cfg, double* best
 
 bool UniformSync::feasible_at_limit(const SyncConfig& cfg) const {
   Setup su(m_, cfg, run_, cfg.recompute == 1);
-  const std::vector<Combo> combos = make_combos<Setup, Combo>(su);
+  return any_fits(su, make_combos<Setup, Combo>(su));
+}
+
+bool UniformSync::any_fits(const Setup& su, const std::vector<Combo>& combos) const {
   for (const Combo& c : combos) {
     if (!c.tail_fits) continue;
-    const int pmin = c.h() + c.t() + 1, pmax = std::min(su.P, c.h() + c.t() + su.R);
-    for (int p = pmin; p <= pmax; ++p) {
-      bool ok = true;
+    auto fits_at = [&](int p) {
       int prev = 0;
-      for (int i = 0; i < c.h() && ok; ++i) {
-        ok = su.head_fits(prev, c.head[i], p - i);
+      for (int i = 0; i < c.h(); ++i) {
+        if (!su.head_fits(prev, c.head[i], p - i)) return false;
         prev = c.head[i];
       }
-      if (!ok) continue;
       const int nmid = p - c.h() - c.t();
-      if (nmid == 1) {
-        if (su.fits(c.ch, c.ct, p - c.h())) return true;
-        continue;
-      }
+      if (nmid == 1) return su.fits(c.ch, c.ct, p - c.h());
       const int64_t cf = su.cap_first(c.ch, p - c.h()), cl = su.cap_last(c.ct, c.t() + 1);
-      if (cf < 1 || cl < 1) continue;
+      if (cf < 1 || cl < 1) return false;
       int64_t sum = cf + cl;
       if (nmid >= 3) {
         const int lo = c.t() + 2, hi = p - c.h() - 1;
-        if (su.mc[hi] < 1) continue;
+        if (su.mc[hi] < 1) return false;
         sum += su.mc_prefix[hi] - su.mc_prefix[lo - 1];
       }
-      if (sum >= su.R) return true;
-    }
+      return sum >= su.R;
+    };
+    // From p = h + m + 1 on every in-flight count has reached m, and from h + t + 3 on the run
+    // has >= 3 stages: beyond both only the sum of the run's caps changes, and it grows with p,
+    // so the largest p answers for all of them.
+    const int pmin = c.h() + c.t() + 1, pmax = std::min(su.P, c.h() + c.t() + su.R);
+    const int64_t saturated = std::max<int64_t>(c.h() + su.inflight(su.P) + 1, c.h() + c.t() + 3);
+    const int last_single = static_cast<int>(std::min<int64_t>(pmax, saturated));
+    for (int p = pmin; p <= last_single; ++p)
+      if (fits_at(p)) return true;
+    if (pmax > last_single && fits_at(pmax)) return true;
   }
   return false;
 }

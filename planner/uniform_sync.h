@@ -67,6 +67,7 @@ class UniformSync {
   struct Setup;
   struct Combo;
   bool feasible_at_limit(const SyncConfig& cfg) const;
+  bool any_fits(const Setup& su, const std::vector<Combo>& combos) const;  // time unbounded
   const SyncModel& m_;
   UniformRun run_;
   bool interior_uniform_ = false;
