@@ -55,7 +55,7 @@ std::string split_text(const std::vector<planner::SyncStage>& st) {
 
 }  // namespace
 
-TEST_CASE("uniform run: a GPT's blocks; none when layers differ or the ends are long") {
+TEST_CASE("uniform run: a GPT's blocks, none when layers differ or the ends are long") {
   models::Profile p = gpt_profile(12, 256, 128, 1000, "a100-80g");
   auto run = planner::find_uniform_run(p);
   REQUIRE(run.has_value());
