@@ -16,6 +16,7 @@
 #include "planner/replicated_dp.h"
 #include "planner/replicated_sync.h"
 #include "planner/sync_dp.h"
+#include "planner/uniform_sync.h"
 
 namespace pw::planner {
 namespace {
@@ -74,15 +75,16 @@ struct SyncSetup {
   }
 };
 
+// `fast`: the solver for repeated layers, used wherever it gives the DP's answer (else null).
 SyncBest best_sync(const SyncModel& model, const models::Profile& p, const PlanRequest& req,
-                   const SyncSetup& su, int64_t batch, int64_t mem) {
+                   const SyncSetup& su, int64_t batch, int64_t mem, const UniformSync* fast = nullptr) {
   SyncBest best;
   for (int m : su.ms) {
     if (m > batch) continue;
     SyncConfig cfg = su.config(m, batch, mem);
     if (req.partitioner == "dp") {
       double b = best.iteration;
-      auto st = model.optimize(cfg, &b);
+      auto st = fast && fast->applies(cfg) ? fast->optimize(cfg, &b) : model.optimize(cfg, &b);
       if (!st.empty() && b < best.iteration) best = {true, b, cfg, st};
       continue;
     }
@@ -233,15 +235,23 @@ PlanOutcome plan_sync(const models::Profile& p, const models::Cluster& c, const 
   const bool use_point = win.best.found;
   const models::Profile& pp = use_point ? win.at.profile : p;
   SyncModel model(pp, use_point ? *win_cluster : c);
+  // Repeated identical layers (a GPT's blocks) are partitioned by arithmetic over the run
+  // (planner/uniform_sync.h) where that is exact; the DP everywhere else.
+  std::unique_ptr<UniformSync> fast;
+  if (!use_point && req.partitioner == "dp" && !req.exact_partitioning)
+    if (std::optional<UniformRun> run = find_uniform_run(pp)) fast = std::make_unique<UniformSync>(model, *run);
   PlanOutcome out;
   // A fixed thread count that no micro-batch count fits is infeasible, not a plan of another k.
-  SyncBest best = use_point ? win.best : req.threads_per_stage > 0 ? SyncBest{} : best_sync(model, p, req, su, batch, mem);
+  SyncBest best = use_point ? win.best
+                  : req.threads_per_stage > 0 ? SyncBest{}
+                                              : best_sync(model, p, req, su, batch, mem, fast.get());
   if (!best.found) {
     out.feasible = false;
     int64_t need = std::numeric_limits<int64_t>::max();
     for (int m : su.ms) {
       if (m > batch) continue;
-      int64_t v = model.min_memory_needed(su.config(m, batch, 0));
+      const SyncConfig cfg = su.config(m, batch, 0);
+      int64_t v = fast && fast->applies_min_memory(cfg) ? fast->min_memory_needed(cfg) : model.min_memory_needed(cfg);
       if (v > 0) need = std::min(need, v);
     }
     out.min_memory_bytes_to_fit = need;
@@ -250,7 +260,7 @@ PlanOutcome plan_sync(const models::Profile& p, const models::Cluster& c, const 
       int64_t mid = lo + (hi - lo) / 2;
       SyncSetup s2 = su;
       if (req.micro_batches == "auto") s2.ms = parse_micro_batches("auto", mid);
-      (best_sync(model, p, req, s2, mid, mem).found ? lo : hi) = mid;
+      (best_sync(model, p, req, s2, mid, mem, fast.get()).found ? lo : hi) = mid;
     }
     out.max_batch_that_fits = lo;
     out.reason = "no partition fits in " + std::to_string(mem) + " bytes per device";

@@ -56,6 +56,9 @@ struct PlanRequest {
   bool straight = false, fewer_devices = false, activation_comm = false;
   int64_t memory_limit_bytes = 0;        // 0 => cluster device memory; pipedream: 0 => no constraint
   int threads_per_stage = 0;             // measured points: only this many cores per stage (0 => search)
+  // Sync "dp": always run the DP, also where repeated identical layers have the exact fast
+  // solver (planner/uniform_sync.h); for tests and benchmarks that compare the two.
+  bool exact_partitioning = false;
 };
 
 // One (threads per stage, micro-batch count) of the joint search over measured points, with

@@ -107,6 +107,7 @@ class SyncModel {
   int max_stages() const;
 
  private:
+  friend class UniformSync;  // the fast solver for repeated layers prices stages with stage()
   struct Solved;
   double cut_s(int c, int q_left_of_cut, double scale) const;  // c in 1..n-1
   SyncStageCost stage(int a, int b, bool rec, int q, int p, const SyncConfig& cfg) const;

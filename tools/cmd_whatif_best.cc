@@ -31,6 +31,7 @@ struct BestArgs {
   std::string recompute = "auto", sequence_parallel = "auto", zero1 = "auto";
   int threads = 0;
   bool json = false, all = false;
+  bool progress = false, no_progress = false;
   std::string svg;
 };
 
@@ -89,7 +90,8 @@ void run_best(const BestArgs& a) {
   for (const auto* list : {&a.tp, &a.pp, &a.dp, &a.micro_batch, &a.chunks})
     for (int v : *list)
       if (v < 1) throw InputError("--tp/--pp/--dp/--micro-batch/--chunks: expected integers >= 1");
-  whatif::SearchResult r = whatif::search_layouts(a.g, a.batch, m, axes, a.threads);
+  whatif::SearchResult r =
+      whatif::search_layouts(a.g, a.batch, m, axes, a.threads, whatif::progress_mode(a.progress, a.no_progress));
   if (r.best < 0)  // nothing printed: exit 3 with one line
     throw Infeasible("whatif best: no layout fits (" + std::to_string(r.layouts.size()) + " candidates)");
   std::string svg;
@@ -173,6 +175,8 @@ void add_whatif_best(CLI::App* whatif) {
   s->add_option("--zero1", a->zero1, "on | off | auto (both)")->capture_default_str();
   s->add_option("--threads", a->threads, "worker threads (default: all hardware threads)");
   s->add_flag("--json", a->json, "print JSON (pipewright.whatif-best/1)");
+  s->add_flag("--progress", a->progress, "progress lines on a pipe from the start (default there: a line every 10% or 10 s once a run takes over 1 s)");
+  s->add_flag("--no-progress", a->no_progress, "no progress output");
   s->add_flag("--all", a->all, "also list every candidate");
   s->add_option("--svg", a->svg, "write the time split of the frontier layouts (stacked bars) to this SVG file");
   s->callback([a] { run_best(*a); });

@@ -125,7 +125,9 @@ WhatifEvaluation evaluate_whatif(const WhatifConfig& c, const EvalOptions& optio
       return e;
     }
   }
-  e.outcome = planner::make_plan(*profile, cluster, whatif_plan_request(c));
+  planner::PlanRequest request = whatif_plan_request(c);
+  request.exact_partitioning = options.exact_partitioning;
+  e.outcome = planner::make_plan(*profile, cluster, request);
   e.feasible = e.outcome.feasible;
   if (!e.feasible) {
     e.reason = e.outcome.reason;

@@ -71,6 +71,9 @@ struct EvalOptions {
   // saves the planner's costly infeasibility diagnosis). min_memory_bytes_to_fit is then 0
   // (unknown). find_max_model turns this off so that every probe is a planner call.
   bool prescreen = true;
+  // Always partition with the planner's DP, also where the exact fast solver for repeated
+  // layers applies (planner/uniform_sync.h); tests and benchmarks compare the two.
+  bool exact_partitioning = false;
 };
 
 // InputError for bad settings; an infeasible plan is a normal result.

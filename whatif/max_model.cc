@@ -35,7 +35,8 @@ std::string max_model_size_setting(const std::string& family) {
                    family + "\" has a fixed depth");
 }
 
-MaxModelResult find_max_model(const WhatifConfig& config, MaxModelMode mode, int64_t max_size) {
+MaxModelResult find_max_model(const WhatifConfig& config, MaxModelMode mode, int64_t max_size,
+                              bool exact_partitioning) {
   max_model_size_setting(config.family);
   WhatifConfig c = config;
   if (mode == MaxModelMode::naive) {
@@ -50,6 +51,7 @@ MaxModelResult find_max_model(const WhatifConfig& config, MaxModelMode mode, int
   EvalOptions eo;
   eo.simulate = false;
   eo.prescreen = false;
+  eo.exact_partitioning = exact_partitioning;
   const int64_t capacity = models::find_device(c.device).memory_bytes;
   int probes = 0;
   WhatifEvaluation best;

@@ -64,7 +64,9 @@ std::string max_model_size_setting(const std::string& family);
 
 // Throws Infeasible when even size 1 does not fit (the message names the memory needed and
 // available), InputError for bad settings.
-MaxModelResult find_max_model(const WhatifConfig& config, MaxModelMode mode, int64_t max_size = 1 << 20);
+// exact_partitioning: every probe runs the planner's DP (EvalOptions), for comparisons.
+MaxModelResult find_max_model(const WhatifConfig& config, MaxModelMode mode, int64_t max_size = 1 << 20,
+                              bool exact_partitioning = false);
 
 // Runs find_max_model for the naive mode and for the pipelined mode at each device count, in
 // parallel (threads: 0 = all). A configuration where even size 1 does not fit becomes a row

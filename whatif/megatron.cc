@@ -201,12 +201,15 @@ std::vector<Layout> candidate_layouts(const GptShape& g, int64_t batch, const Ma
 }
 
 SearchResult search_layouts(const GptShape& g, int64_t batch, const Machine& m, const SearchAxes& axes,
-                            int threads) {
+                            int threads, ProgressMode progress) {
   SearchResult res;
   res.layouts = candidate_layouts(g, batch, m, axes);
   res.evaluations.resize(res.layouts.size());
-  parallel_for(res.layouts.size(), threads,
-               [&](size_t k) { res.evaluations[k] = evaluate_layout(g, batch, m, res.layouts[k]); });
+  ProgressBar bar(stderr, res.layouts.size(), "best", progress);
+  parallel_for(
+      res.layouts.size(), threads,
+      [&](size_t k) { res.evaluations[k] = evaluate_layout(g, batch, m, res.layouts[k]); }, &bar);
+  bar.finish();
   std::vector<int> feasible;
   for (size_t k = 0; k < res.layouts.size(); ++k)
     if (res.evaluations[k].feasible) feasible.push_back(static_cast<int>(k));

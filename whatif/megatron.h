@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "models/device.h"
+#include "whatif/runner.h"
 
 namespace pw::whatif {
 
@@ -109,7 +110,8 @@ struct SearchResult {
   int best = -1;                        // fastest feasible (ties: first), -1 when none
   std::vector<int> frontier;            // feasible, Pareto in (iteration time, peak memory), by time
 };
+// Progress (one item per layout) on stderr as `progress` says (whatif/runner.h).
 SearchResult search_layouts(const GptShape& g, int64_t batch, const Machine& m, const SearchAxes& axes,
-                            int threads);
+                            int threads, ProgressMode progress = ProgressMode::off);
 
 }  // namespace pw::whatif

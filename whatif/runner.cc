@@ -22,6 +22,9 @@ ProgressBar::ProgressBar(std::FILE* out, size_t total, std::string label, Progre
       enabled_(mode_ != ProgressMode::off), start_(std::chrono::steady_clock::now()), last_draw_(start_) {
   if ((mode_ == ProgressMode::lines || mode_ == ProgressMode::lines_when_slow) && heartbeat.count() > 0)
     heartbeat_ = std::thread([this, heartbeat] { heartbeat_main(heartbeat); });
+  // A bar is redrawn every second while no item finishes, so its clock and estimate move.
+  if (mode_ == ProgressMode::bar && heartbeat.count() > 0)
+    heartbeat_ = std::thread([this] { heartbeat_main(std::chrono::seconds(1)); });
 }
 
 ProgressBar::~ProgressBar() {
@@ -40,7 +43,14 @@ std::string ProgressBar::render_line(size_t done, double elapsed_s) const {
   char buf[96];
   std::snprintf(buf, sizeof buf, ": %zu/%zu %d%% %.1f s", done, total_,
                 static_cast<int>(100 * std::min(done, total) / total), elapsed_s);
-  return label_ + buf;
+  return label_ + buf + left_text(done, elapsed_s);
+}
+
+std::string ProgressBar::left_text(size_t done, double elapsed_s) const {
+  if (done == 0 || done >= total_) return "";
+  char buf[48];
+  std::snprintf(buf, sizeof buf, ", ~%.0f s left", elapsed_s * static_cast<double>(total_ - done) / done);
+  return buf;
 }
 
 void ProgressBar::print_line_locked(size_t done) {
@@ -56,7 +66,9 @@ void ProgressBar::heartbeat_main(std::chrono::milliseconds period) {
   std::unique_lock<std::mutex> lock(mutex_);
   while (!finished_) {
     if (stop_cv_.wait_until(lock, last_draw_ + period, [this] { return finished_; })) return;
-    if (std::chrono::steady_clock::now() >= last_draw_ + period) print_line_locked(done_.load());
+    if (std::chrono::steady_clock::now() < last_draw_ + period) continue;
+    if (mode_ == ProgressMode::bar) draw(false);
+    else print_line_locked(done_.load());
   }
 }
 
@@ -67,7 +79,7 @@ std::string ProgressBar::render(size_t done, double elapsed_s) const {
   char tail[96];
   std::snprintf(tail, sizeof tail, "] %zu/%zu %3d%% %.1f s", done, total_,
                 static_cast<int>(100 * std::min(done, total) / total), elapsed_s);
-  return label_ + " [" + std::string(filled, '#') + std::string(kWidth - filled, '.') + tail;
+  return label_ + " [" + std::string(filled, '#') + std::string(kWidth - filled, '.') + tail + left_text(done, elapsed_s);
 }
 
 void ProgressBar::draw(bool final_draw) {

@@ -32,7 +32,9 @@ ProgressMode progress_mode(bool force, bool no_progress);
 
 // Progress of `total` work items on `out` (normally stderr). advance() is thread-safe.
 // - bar: one line redrawn in place with '\r', at most every 100 ms:
-//   "label [#####.....] done/total pct% elapsed s"; finish() draws the final state and a newline.
+//   "label [#####.....] done/total pct% elapsed s, ~left s left"; finish() draws the final state
+//   and a newline. Every line (both modes) ends with the estimate of what is left while
+//   0 < done < total.
 // - lines: "label: done/total pct% elapsed s" on its own line each time another tenth of the
 //   work is done, and from a heartbeat thread every `heartbeat` (10 s) while nothing else was
 //   printed, so a long computation with few items still shows it is alive. finish() prints
@@ -56,6 +58,8 @@ class ProgressBar {
   // The line as it would be drawn now (without '\r'), for tests.
   std::string render(size_t done, double elapsed_s) const;
   std::string render_line(size_t done, double elapsed_s) const;
+  // ", ~N s left" from the mean time per item so far (empty before the first item and at the end).
+  std::string left_text(size_t done, double elapsed_s) const;
 
  private:
   void draw(bool final_draw);

@@ -158,7 +158,8 @@ TEST_CASE("parallel_for runs every index once and rethrows the smallest failing 
 
 TEST_CASE("progress bar rendering and output") {
   ProgressBar quiet(nullptr, 10, "sweep", true);
-  CHECK(quiet.render(5, 1.25) == "sweep [###############...............] 5/10  50% 1.2 s");
+  CHECK(quiet.render(5, 1.25) == "sweep [###############...............] 5/10  50% 1.2 s, ~1 s left");
+  CHECK(quiet.render_line(2, 3) == "sweep: 2/10 20% 3.0 s, ~12 s left");
   CHECK(quiet.render(10, 3) == "sweep [##############################] 10/10 100% 3.0 s");
   std::FILE* f = std::tmpfile();
   {
