@@ -99,7 +99,7 @@ TEST_CASE("torch: module paths name the split points where the profile has them"
   models::Profile p = gpt_profile();
   const char* modules[] = {"", "tok", "blocks", "blocks.1", "", "blocks.3", "", ""};
   for (size_t i = 0; i < p.layers.size(); ++i) p.layers[i].module = modules[i];
-  CHECK(format_plan_for(plan_of(p, {3, 3, 2}), p, PlanFormat::torch) ==
+  CHECK(format_plan_for(plan_of(p, {3, 2, 3}), p, PlanFormat::torch) ==
         "from torch.distributed.pipelining import SplitPoint, pipeline\n"
         "split_spec = {\n"
         "    \"blocks.1\": SplitPoint.BEGINNING,  # stage 1\n"
