@@ -256,7 +256,8 @@ int64_t to_bytes(const LayerSpec& l, double bytes) {
 int64_t layer_parameter_count(const LayerSpec& layer) {
   if (layer.kind == LayerKind::opaque)
     throw InputError(describe(layer) + ": has no analytic cost (use a measured or imported profile)");
-  return to_bytes(layer, params_of(layer));
+  const int64_t n = to_bytes(layer, params_of(layer));
+  return layer.shares.empty() ? n : 0;
 }
 
 LayerCost layer_cost(const LayerSpec& layer, int64_t micro_batch, int element_bytes) {
@@ -273,7 +274,7 @@ LayerCost layer_cost(const LayerSpec& layer, int64_t micro_batch, int element_by
   c.output_bytes = to_bytes(layer, w.out_elems * (token_ids ? 4 : eb));
   if (layer.kind == LayerKind::flatten) c.output_bytes = to_bytes(layer, B * double(layer.output_elements()) * eb);
   c.stash_bytes = to_bytes(layer, w.stash_bytes);
-  c.parameter_bytes = to_bytes(layer, w.params * eb);
+  c.parameter_bytes = layer.shares.empty() ? to_bytes(layer, w.params * eb) : 0;
   c.workspace_bytes = to_bytes(layer, w.workspace_bytes);
   if (layer.kind == LayerKind::input) return c;  // data loading: nothing computed, nothing moved
   const double weights = w.params * eb;
@@ -341,6 +342,7 @@ Profile analytic_profile(const Model& model, const DeviceSpec& device, int64_t m
     LayerProfile lp;
     lp.name = l.name;
     lp.kind = std::string(to_string(l.kind));
+    lp.module = l.module;
     lp.output_bytes = c.output_bytes;
     lp.stash_bytes = c.stash_bytes;
     lp.workspace_bytes = c.workspace_bytes;

@@ -42,7 +42,8 @@ struct LayerCost {
   double backward_mem_bytes = 0;
 };
 
-// Trainable parameters of one layer (batch-norm running statistics are buffers, not counted).
+// Trainable parameters of one layer (batch-norm running statistics are buffers, not counted;
+// a layer that shares another's parameters counts 0).
 // Throws InputError for a missing or invalid attribute, naming the layer; "opaque" layers
 // (imported, no attrs) have no analytic cost and throw.
 int64_t layer_parameter_count(const LayerSpec& layer);

@@ -130,6 +130,19 @@ Model::Model(std::string name, std::vector<LayerSpec> layers, int64_t batch,
       edges.push_back({it->second, static_cast<int>(i)});
     }
   }
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const LayerSpec& l = layers[i];
+    if (l.shares.empty()) continue;
+    const std::string at = join_path(join_path(path_prefix, i), "shares");
+    auto it = pos.find(l.shares);
+    if (it == pos.end() || it->second == static_cast<int>(i))
+      throw InputError(at + ": layer \"" + l.name + "\" shares the parameters of \"" + l.shares +
+                       "\", which is not another layer of the model");
+    const LayerSpec& owner = layers[it->second];
+    if (owner.kind != l.kind || !owner.shares.empty())
+      throw InputError(at + ": layer \"" + l.name + "\" shares the parameters of \"" + l.shares +
+                       "\", which is not a layer of the same kind that owns its parameters");
+  }
   std::vector<int> order =
       topological_order(static_cast<int>(layers.size()), edges, names, path_prefix);
   layers_.reserve(layers.size());
@@ -150,6 +163,8 @@ void to_json(Json& j, const LayerSpec& l) {
            {"inputs", l.inputs},
            {"output_shape", l.output_shape},
            {"attrs", l.attrs}};
+  if (!l.module.empty()) j["module"] = l.module;
+  if (!l.shares.empty()) j["shares"] = l.shares;
 }
 
 void to_json(Json& j, const Model& m) {
@@ -194,6 +209,8 @@ Model model_from_json(const Json& j) {
       for (auto it = attrs.begin(); it != attrs.end(); ++it)
         l.attrs[it.key()] = get_int(attrs, it.key(), join_path(at, "attrs"), 0);
     }
+    if (lj.contains("module")) l.module = get_string(lj, "module", at);
+    if (lj.contains("shares")) l.shares = get_string(lj, "shares", at);
     layers.push_back(std::move(l));
   }
   return Model(name, std::move(layers), batch, "/layers");

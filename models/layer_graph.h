@@ -25,7 +25,8 @@ enum class LayerKind {
   relu,
   gelu,
   layer_norm,         // attrs dim
-  attention,          // causal multi-head self-attention: attrs seq, d_model, heads
+  attention,          // multi-head self-attention: attrs seq, d_model, heads, causal (0/1, default 1;
+                      // the executor runs causal attention only)
   transformer_block,  // pre-norm GPT block: attrs seq, d_model, heads, ffn
   residual_add,       // sum of its two inputs
   lm_head,            // attrs seq, d_model, vocab, tied (0/1: reuses the embedding's token table); logits
@@ -52,6 +53,12 @@ struct LayerSpec {
   std::vector<std::string> inputs;       // producer layer names; empty for a source
   std::vector<int64_t> output_shape;     // per sample, batch dimension excluded
   std::map<std::string, int64_t> attrs;  // kind-specific integers (see LayerKind)
+  // A framework's name for where a pipeline split just before this layer goes (the PyTorch
+  // bridge: the submodule path whose call begins with this layer); empty when there is none.
+  std::string module;
+  // Another layer of the same kind whose parameters this one reuses: a module called twice (on
+  // inputs of other sizes, its shape attrs may differ). Its parameters are counted once, at that layer; empty when the layer owns its own.
+  std::string shares;
 
   // Throws InputError naming the layer and the missing attribute.
   int64_t attr(std::string_view key) const;
@@ -70,7 +77,7 @@ class Model {
  public:
   Model() = default;
   // Validates and orders: non-empty, unique names, every input names a layer, no cycle,
-  // positive shapes. Keeps the given order when it is already topological, otherwise a
+  // positive shapes, `shares` names another layer of the same kind that owns its own. Keeps the given order when it is already topological, otherwise a
   // stable topological order (Kahn's algorithm, ties by original position).
   // Throws InputError naming the offending layer (by `path_prefix`/index and name).
   Model(std::string name, std::vector<LayerSpec> layers, int64_t batch = 1,
@@ -102,7 +109,7 @@ std::vector<int> topological_order(int n, const std::vector<Edge>& edges,
                                    const std::vector<std::string>& names, const std::string& what);
 
 // JSON: {"format": "pipewright.model/1", "name", "batch", "layers": [{name, kind, inputs,
-// output_shape, attrs}]}.
+// output_shape, attrs, module (optional), shares (optional)}]}.
 void to_json(Json& j, const LayerSpec& l);
 void to_json(Json& j, const Model& m);
 Model model_from_json(const Json& j);

@@ -74,6 +74,7 @@ void to_json(Json& j, const LayerProfile& l) {
   if (l.weight_pending_bytes > 0) j["weight_pending_bytes"] = l.weight_pending_bytes;
   if (l.is_data_loading) j["is_data_loading"] = true;
   if (l.step_ns > 0) j["step_ns"] = l.step_ns;
+  if (!l.module.empty()) j["module"] = l.module;
 }
 
 void to_json(Json& j, const Profile& p) {
@@ -124,6 +125,7 @@ Profile profile_from_json(const Json& j) {
     l.weight_pending_bytes = get_int_or(arr[i], "weight_pending_bytes", at, 0);
     l.is_data_loading = get_bool_or(arr[i], "is_data_loading", at, false);
     l.step_ns = get_int_or(arr[i], "step_ns", at, 0);
+    if (arr[i].contains("module")) l.module = get_string(arr[i], "module", at);
     p.layers.push_back(std::move(l));
   }
   std::map<std::string, int> index;

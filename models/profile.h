@@ -41,6 +41,7 @@ struct LayerProfile {
   // zeroing its gradients, as the runtime does once per synchronous iteration. 0 when unknown
   // (analytic and imported profiles, and profiles written before the field existed).
   int64_t step_ns = 0;
+  std::string module;  // LayerSpec::module: a framework's name for a split just before this layer
 
   int64_t backward_ns() const { return backward_input_ns + backward_weight_ns; }
   int64_t compute_ns() const { return is_data_loading ? 0 : forward_ns + backward_ns(); }

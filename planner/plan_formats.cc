@@ -132,13 +132,27 @@ std::string torch_schedule_class(const Plan& plan) {
   }
 }
 
+// The split point before a stage's first layer: its module path where the profile has them
+// (PyTorch bridge exports), else its name.
+std::string torch_split_name(const Plan& plan, const models::Profile& profile, size_t s) {
+  bool paths = false;
+  for (const models::LayerProfile& l : profile.layers) paths = paths || !l.module.empty();
+  const std::string& first = plan.stages[s].layer_names.front();
+  if (!paths) return first;
+  const std::string& module = profile.layers[profile.index_of(first)].module;
+  if (module.empty())
+    throw InputError("--format torch: stage " + std::to_string(s) + " begins at layer \"" + first +
+                     "\", where no submodule call begins; PyTorch's split points are submodule paths");
+  return module;
+}
+
 std::string torch_split(const Plan& plan, const models::Profile& profile) {
   stage_kinds(plan, profile, "--format torch");  // replicas and layer names checked
   std::ostringstream os;
   os << "from torch.distributed.pipelining import SplitPoint, pipeline\n"
      << "split_spec = {\n";
   for (size_t s = 1; s < plan.stages.size(); ++s)
-    os << "    \"" << plan.stages[s].layer_names.front() << "\": SplitPoint.BEGINNING,  # stage " << s << "\n";
+    os << "    \"" << torch_split_name(plan, profile, s) << "\": SplitPoint.BEGINNING,  # stage " << s << "\n";
   os << "}\n"
      << "# pipe = pipeline(model, mb_args=(<one micro-batch of " << plan.micro_batch_size
      << " samples>,), split_spec=split_spec)  # " << plan.num_stages() << " stages\n";

@@ -12,8 +12,9 @@
 //   indices; stage s owns layers[parts[s]:parts[s+1]] of the PipelineModule's layer list, which
 //   is the model's layer order without its input sources) and num_stages.
 // - torch: torch.distributed.pipelining split points: one `SplitPoint.BEGINNING` at the
-//   first layer (by its name, a submodule path for models the PyTorch bridge exported) of
-//   every stage after the first, for `pipeline(module, mb_args, split_spec=...)`, and the
+//   first layer of every stage after the first, named by its LayerProfile::module (the
+//   submodule path the PyTorch bridge exported) where the profile has module paths, else by
+//   its layer name; a stage that begins where no submodule call begins cannot be expressed, for `pipeline(module, mb_args, split_spec=...)`, and the
 //   schedule class that runs the plan's schedule.
 // Each text ends with a newline. Stage ranges use the plan's layer_names (authoritative).
 // Throws InputError when the plan cannot be expressed: a replicated stage (these frameworks

@@ -55,6 +55,9 @@ std::unique_ptr<Layer> make_layer(const models::LayerSpec& spec, const std::vect
   const Shape& out = spec.output_shape;
   auto in0 = [&]() -> const Shape& { return in.at(0); };
   std::unique_ptr<Layer> layer;
+  if (!spec.shares.empty())
+    throw InputError(where(spec) + ": shares the parameters of layer \"" + spec.shares +
+                     "\"; the executor gives every layer its own parameters");
   switch (spec.kind) {
     case LayerKind::input:
       expect_inputs(spec, in, 0);
@@ -100,7 +103,12 @@ std::unique_ptr<Layer> make_layer(const models::LayerSpec& spec, const std::vect
       const int64_t seq = spec.attr("seq"), d = spec.attr("d_model"), heads = spec.attr("heads");
       expect_shape(spec, "input", in0(), {seq, d});
       expect_shape(spec, "output_shape", out, {seq, d});
-      if (spec.kind == LayerKind::attention) return std::make_unique<Attention>(spec, seq, d, heads);
+      if (spec.kind == LayerKind::attention) {
+        if (spec.attr_or("causal", 1) != 1)
+          throw InputError(where(spec) + ": causal = " + std::to_string(spec.attr_or("causal", 1)) +
+                           "; the executor runs causal attention only");
+        return std::make_unique<Attention>(spec, seq, d, heads);
+      }
       return std::make_unique<TransformerBlock>(spec, seq, d, heads, spec.attr("ffn"));
     }
     case LayerKind::residual_add:

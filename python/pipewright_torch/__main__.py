@@ -1,7 +1,9 @@
 """python3 -m pipewright_torch MODEL --input C,H,W [--batch N] -o MODEL.json [--profile P.json]
+       [--input-dtype long|float] [--vocab V] [--loss xent|mse]
 
 MODEL is `torchvision:<name>` (random weights) or `<module>:<callable>` returning an
-nn.Module (e.g. `mypkg.nets:build`)."""
+nn.Module (e.g. `mypkg.nets:build`). Token inputs (--input SEQ --input-dtype long) are inferred
+when the model's first reader of its input is an nn.Embedding."""
 
 import argparse
 import importlib
@@ -31,10 +33,14 @@ def _load(spec: str):
 
 
 def _write(path: str, doc: dict):
-    """Writes JSON atomically: a temporary in the same directory, then a rename."""
+    """Writes JSON atomically: a temporary in the same directory, then a rename; the file gets
+    the mode a plain open() would give it (0666 less the umask), not mkstemp's 0600."""
     d = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(dir=d, prefix=".pw_tmp_")
+    umask = os.umask(0)
+    os.umask(umask)
     try:
+        os.fchmod(fd, 0o666 & ~umask)
         with os.fdopen(fd, "w") as f:
             json.dump(doc, f, indent=1)
             f.write("\n")
@@ -56,6 +62,14 @@ def main(argv=None) -> int:
     ap.add_argument("--warmup", type=int, default=1, help="untimed runs per layer first (default 1)")
     ap.add_argument("--forward-only", action="store_true", help="time forward only (B and W are 0)")
     ap.add_argument("--threads", type=int, help="torch threads (default: PyTorch's)")
+    ap.add_argument("--input-dtype", choices=("long", "float"),
+                    help="long: token ids in [0, --vocab) (default: long when an nn.Embedding reads the input)")
+    ap.add_argument("--vocab", type=int, default=0,
+                    help="token ids' range (default: num_embeddings of the nn.Embedding reading them)")
+    ap.add_argument("--loss", choices=("xent", "mse"),
+                    help="append a loss layer (softmax cross-entropy over the last dim, or mean squared error) "
+                         "so that `pipewright run` trains the model")
+    ap.add_argument("--quiet", action="store_true", help="no progress lines on stderr while profiling")
     a = ap.parse_args(argv)
     try:
         shape = [int(x) for x in a.input.split(",")]
@@ -64,8 +78,8 @@ def main(argv=None) -> int:
     except ValueError:
         print(f"--input: expected a comma-separated list of positive sizes, got \"{a.input}\"", file=sys.stderr)
         return 2
-    if a.batch < 1 or a.reps < 1 or a.warmup < 0:
-        print("--batch, --reps: expected >= 1; --warmup: >= 0", file=sys.stderr)
+    if a.batch < 1 or a.reps < 1 or a.warmup < 0 or a.vocab < 0:
+        print("--batch, --reps: expected >= 1; --warmup, --vocab: >= 0", file=sys.stderr)
         return 2
     try:
         module, name = _load(a.model)
@@ -76,11 +90,16 @@ def main(argv=None) -> int:
     torch.manual_seed(0)
     if a.threads:
         torch.set_num_threads(a.threads)
-    graph = trace(module, [a.batch] + shape, name=name)
-    model_doc = export_model(graph)
+    try:
+        graph = trace(module, [a.batch] + shape, name=name, input_dtype=a.input_dtype, vocab=a.vocab)
+        model_doc = export_model(graph, loss=a.loss)
+    except ValueError as e:
+        print(str(e).splitlines()[0], file=sys.stderr)
+        return 2
     profile_doc = None
     if a.profile:
-        profile_doc = measure_profile(graph, reps=a.reps, warmup=a.warmup, backward=not a.forward_only)
+        profile_doc = measure_profile(graph, reps=a.reps, warmup=a.warmup, backward=not a.forward_only,
+                                      progress=None if a.quiet else sys.stderr)
     _write(a.output, model_doc)
     if profile_doc is not None:
         _write(a.profile, profile_doc)

@@ -5,13 +5,15 @@ records them): forward with autograd recording, then the backward split into B (
 respect to the layer's inputs) and W (with respect to its parameters), each the median of
 `reps` runs after `warmup`. Bytes: output_bytes the layer's output, stash_bytes what autograd
 saves for backward (saved-tensor hooks; parameters excluded), parameter_bytes 4 per parameter
-(fp32). The source layer is data loading (no compute)."""
+(fp32). The source layer is data loading (no compute). A layer standing for several nodes (a
+token embedding with its position add) is the sum of its nodes' times. Progress goes to
+`progress` (a stream, e.g. sys.stderr) at every tenth of the layers, with the time left."""
 
 import os
 import platform
 import statistics
 import time
-from typing import Dict, List
+from typing import Dict, List, Optional, TextIO
 
 import torch
 import torch.fx
@@ -64,14 +66,19 @@ def _median_ns(samples: List[int]) -> int:
     return int(statistics.median(samples)) if samples else 0
 
 
+def _progress_line(done: int, total: int, layer: str, elapsed: float) -> str:
+    left = elapsed / done * (total - done)
+    return f"profile: {done}/{total} layers ({layer}), {elapsed:.1f} s elapsed, about {left:.0f} s left"
+
+
 def measure_profile(graph: TracedGraph, micro_batch: int = 0, reps: int = 5, warmup: int = 1,
-                    backward: bool = True, name: str = "") -> dict:
+                    backward: bool = True, name: str = "", progress: Optional[TextIO] = None) -> dict:
     """Measures every layer at `micro_batch` samples (default: the traced batch). With
     backward=False only forward times are measured (B and W are 0)."""
     gm = graph.module
     gm.train()
     batch = micro_batch or graph.example_shape[0]
-    example = torch.randn(batch, *graph.example_shape[1:])
+    example = graph.example_input(batch)
     rec = _Recorder(gm)
     with torch.no_grad():
         rec.run(example)
@@ -79,7 +86,9 @@ def measure_profile(graph: TracedGraph, micro_batch: int = 0, reps: int = 5, war
     layer_kinds = kinds(graph)
     layers, edges = [], []
     index: Dict[str, int] = {}
-    for layer in graph.layers:
+    start = time.monotonic()
+    step = max(1, len(graph.layers) // 10)
+    for k, layer in enumerate(graph.layers):
         node = layer.node
         out_elems = 1
         for d in layer.shape:
@@ -87,10 +96,17 @@ def measure_profile(graph: TracedGraph, micro_batch: int = 0, reps: int = 5, war
         entry = {"name": layer.name, "kind": layer_kinds[layer.name], "forward_ns": 0, "backward_input_ns": 0,
                  "backward_weight_ns": 0, "output_bytes": out_elems * batch * 4, "stash_bytes": 0,
                  "parameter_bytes": layer.parameter_count * 4, "optimizer_bytes": 0, "workspace_bytes": 0}
+        if layer.split_module:
+            entry["module"] = layer.split_module
         if node.op == "placeholder":
             entry["is_data_loading"] = True
         else:
-            entry.update(_time_layer(node, gm, env, layer.params, reps, warmup, backward))
+            for member in layer.nodes:
+                for key, value in _time_layer(member, gm, env, layer.params, reps, warmup, backward).items():
+                    entry[key] += value
+        if progress is not None and ((k + 1) % step == 0 or k + 1 == len(graph.layers)):
+            print(_progress_line(k + 1, len(graph.layers), layer.name, time.monotonic() - start), file=progress,
+                  flush=True)
         index[layer.name] = len(layers)
         layers.append(entry)
         for src in layer.inputs:
@@ -108,7 +124,9 @@ def _time_layer(node, gm, env, params, reps, warmup, backward) -> dict:
     def fresh(v, differentiable):
         # A new leaf per run (layers may work in place). Data from the input source needs no
         # gradient (as in training), activations do.
-        if isinstance(v, torch.Tensor) and v.is_floating_point() and id(v) not in param_ids and differentiable:
+        if isinstance(v, torch.Tensor) and id(v) in param_ids:
+            return v  # a parameter read directly (a position table): its gradient is W
+        if isinstance(v, torch.Tensor) and v.is_floating_point() and differentiable:
             leaf = v.detach().clone().requires_grad_(True)
             leaves.append(leaf)
             return leaf.clone()

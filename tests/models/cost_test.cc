@@ -193,3 +193,25 @@ TEST_CASE("bad cost inputs are rejected") {
   LayerSpec zero = spec("fc", LayerKind::linear, {4}, {{"in", 0}, {"out", 4}});
   CHECK_THROWS_WITH_AS(layer_cost(zero, 1), doctest::Contains("attribute \"in\" must be >= 1"), InputError);
 }
+
+TEST_CASE("a layer that shares another's parameters counts none, and the profile keeps module paths") {
+  std::vector<LayerSpec> layers = {spec("x", LayerKind::input, {33}, {}),
+                                   spec("fc", LayerKind::linear, {33}, {{"in", 33}, {"out", 33}}),
+                                   spec("fc_1", LayerKind::linear, {33}, {{"in", 33}, {"out", 33}}),
+                                   spec("out", LayerKind::linear, {2}, {{"in", 33}, {"out", 2}})};
+  layers[2].shares = "fc";
+  layers[3].module = "head";
+  const Model m = chain(layers);
+  CHECK(layer_parameter_count(m.layers()[2]) == 0);
+  CHECK(model_parameter_count(m) == 33 * 33 + 33 + 33 * 2 + 2);  // 1190: the shared layer once
+  CHECK(layer_cost(m.layers()[2], 1).parameter_bytes == 0);
+  CHECK(layer_cost(m.layers()[2], 1).forward_flops == layer_cost(m.layers()[1], 1).forward_flops);
+  const Profile p = analytic_profile(m, test_device(), 2);
+  CHECK(p.layers[2].parameter_bytes == 0);
+  CHECK(p.layers[2].backward_weight_ns == p.layers[1].backward_weight_ns);  // its gradient is still computed
+  CHECK(p.total_parameter_bytes() == 4 * 1190);
+  CHECK(p.layers[3].module == "head");
+  CHECK(p.layers[1].module.empty());
+  CHECK(profile_from_json(Json(p)).layers[3].module == "head");
+  CHECK_FALSE(Json(p)["layers"][1].contains("module"));
+}

@@ -66,3 +66,40 @@ TEST_CASE("model JSON round trip, unknown kinds and wrong types") {
   CHECK_THROWS_AS(model_from_json(bad), InputError);
   CHECK_THROWS_WITH_AS(lin.attr("kernel"), doctest::Contains("missing attribute \"kernel\""), InputError);
 }
+
+TEST_CASE("module paths and shared parameters: JSON round trip and bad references") {
+  const Json j = Json::parse(R"({"format": "pipewright.model/1", "name": "twice", "layers": [
+      {"name": "x", "kind": "input", "output_shape": [4]},
+      {"name": "fc", "kind": "linear", "inputs": ["x"], "output_shape": [4], "attrs": {"in": 4, "out": 4}},
+      {"name": "fc_1", "kind": "linear", "inputs": ["fc"], "output_shape": [4], "attrs": {"in": 4, "out": 4},
+       "shares": "fc"},
+      {"name": "out", "kind": "linear", "inputs": ["fc_1"], "output_shape": [2], "attrs": {"in": 4, "out": 2},
+       "module": "head.out"}]})");
+  const Model m = model_from_json(j);
+  CHECK(m.layers()[2].shares == "fc");
+  CHECK(m.layers()[3].module == "head.out");
+  CHECK(m.layers()[1].module.empty());
+  const Json back = m;
+  CHECK(back["layers"][2]["shares"] == "fc");
+  CHECK(back["layers"][3]["module"] == "head.out");
+  CHECK_FALSE(back["layers"][1].contains("shares"));
+  CHECK_FALSE(back["layers"][1].contains("module"));
+  CHECK(model_from_json(back).layers()[2].shares == "fc");
+
+  Json bad = j;
+  bad["layers"][2]["shares"] = "nope";
+  CHECK_THROWS_WITH_AS(model_from_json(bad),
+                       "/layers/2/shares: layer \"fc_1\" shares the parameters of \"nope\", which is not another "
+                       "layer of the model",
+                       InputError);
+  bad["layers"][2]["shares"] = "x";
+  CHECK_THROWS_WITH_AS(model_from_json(bad),
+                       "/layers/2/shares: layer \"fc_1\" shares the parameters of \"x\", which is not a layer of "
+                       "the same kind that owns its parameters",
+                       InputError);
+  bad["layers"][2]["shares"] = "fc_1";
+  CHECK_THROWS_WITH_AS(model_from_json(bad), doctest::Contains("which is not another layer of the model"),
+                       InputError);
+  bad["layers"][2]["shares"] = 3;
+  CHECK_THROWS_AS(model_from_json(bad), InputError);
+}

@@ -95,6 +95,24 @@ TEST_CASE("torch: split points at the first layer of every later stage") {
         "# schedule: Schedule1F1B(stages, n_microbatches=8, loss_fn=...)\n");
 }
 
+TEST_CASE("torch: module paths name the split points where the profile has them") {
+  models::Profile p = gpt_profile();
+  const char* modules[] = {"", "tok", "blocks", "blocks.1", "", "blocks.3", "", ""};
+  for (size_t i = 0; i < p.layers.size(); ++i) p.layers[i].module = modules[i];
+  CHECK(format_plan_for(plan_of(p, {3, 2, 3}), p, PlanFormat::torch) ==
+        "from torch.distributed.pipelining import SplitPoint, pipeline\n"
+        "split_spec = {\n"
+        "    \"blocks.1\": SplitPoint.BEGINNING,  # stage 1\n"
+        "    \"blocks.3\": SplitPoint.BEGINNING,  # stage 2\n"
+        "}\n"
+        "# pipe = pipeline(model, mb_args=(<one micro-batch of 2 samples>,), split_spec=split_spec)  # 3 stages\n"
+        "# schedule: Schedule1F1B(stages, n_microbatches=8, loss_fn=...)\n");
+  CHECK_THROWS_WITH_AS(format_plan_for(plan_of(p, {4, 4}), p, PlanFormat::torch),
+                       "--format torch: stage 1 begins at layer \"block2\", where no submodule call begins; "
+                       "PyTorch's split points are submodule paths",
+                       InputError);
+}
+
 TEST_CASE("replicated stages and unknown formats are rejected") {
   const models::Profile p = gpt_profile();
   Plan plan = plan_of(p, {4, 4});
