@@ -15,6 +15,7 @@
 #include "models/error.h"
 #include "models/error_text.h"
 #include "models/input_file.h"
+#include "models/output_set.h"
 
 namespace pw {
 
@@ -201,38 +202,7 @@ Json load_json_file(const std::string& file) {
   return parse_json_text(read_input_file(file), escape_for_message(file, 200));
 }
 
-void write_file_atomic(const std::string& file, std::string_view content) {
-  if (file == "-") {
-    std::cout << content;
-    std::cout.flush();
-    return;
-  }
-  namespace fs = std::filesystem;
-  fs::path target(file);
-  fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  std::string tmpl = (dir / ("." + target.filename().string() + ".tmpXXXXXX")).string();
-  int fd = mkstemp(tmpl.data());
-  if (fd < 0) throw InputError(file + ": cannot create a file in " + dir.string());
-  size_t done = 0;
-  while (done < content.size()) {
-    ssize_t n = ::write(fd, content.data() + done, content.size() - done);
-    if (n <= 0) {
-      ::close(fd);
-      ::unlink(tmpl.c_str());
-      throw InputError(file + ": write failed (disk full?)");
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    ::unlink(tmpl.c_str());
-    throw InputError(file + ": write failed");
-  }
-  ::chmod(tmpl.c_str(), 0644);
-  if (std::rename(tmpl.c_str(), file.c_str()) != 0) {
-    ::unlink(tmpl.c_str());
-    throw InputError(file + ": cannot rename the temporary file into place");
-  }
-}
+void write_file_atomic(const std::string& file, std::string_view content) { write_output(file, content); }
 
 void check_json_finite(const Json& j, const std::string& what) {
   // Iterative walk (no recursion on deep values); JSON dumps NaN and infinities as null.

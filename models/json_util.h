@@ -68,8 +68,9 @@ Json load_json_file(const std::string& file);
 template <class T>
 T parse_json_file(const std::string& file, const std::function<T(const Json&)>& parse);
 
-// Writes `content` to `file` atomically: a temporary file in the same directory, then rename.
-// On failure no partial file is left. "-" writes to stdout.
+// Writes `content` to `file` through models/output_set.h (write_output): into the current
+// OutputSet when it holds `file`, else at once, atomically (a temporary beside it, then rename).
+// Only regular files are replaced; on failure no partial file is left. "-" is standard output.
 void write_file_atomic(const std::string& file, std::string_view content);
 // Throws InternalError("<what>: would write a non-finite number at <path>") when `j` holds a
 // NaN or an infinity anywhere (dump() would write null: a file the readers reject). Iterative.

@@ -16,6 +16,7 @@
 #include "models/cluster.h"
 #include "models/device.h"
 #include "models/error.h"
+#include "models/output_set.h"
 #include "tools/cluster_flags.h"
 #include "tools/command_registry.h"
 #include "tools/model_report.h"
@@ -109,7 +110,12 @@ pw::tools::CommandRegistrar reg("cluster", [](CLI::App& app) {
   sub->add_flag("--list", a->list, "list the catalog's devices and links");
   sub->add_flag("--json", a->json, "print the cluster JSON instead of a description");
   sub->add_option("-o,--output", a->output, "write the cluster (pipewright.cluster/1) to this file");
-  sub->callback([a, sub] { run(*a, *sub); });
+  sub->callback([a, sub] {
+    pw::OutputSet outputs;
+    outputs.add("-o", a->output);
+    run(*a, *sub);
+    outputs.commit();
+  });
 });
 
 }  // namespace

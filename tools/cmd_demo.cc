@@ -13,6 +13,7 @@
 #include "models/cluster.h"
 #include "models/cost.h"
 #include "models/error.h"
+#include "models/output_set.h"
 #include "planner/planner.h"
 #include "sim/engine.h"
 #include "sim/plan_costs.h"
@@ -161,17 +162,25 @@ void run(const DemoArgs& a) {
     throw pw::InputError("--micro-batch: expected an integer >= 1, got " + std::to_string(a.micro_batch));
   if (a.steps < 1) throw pw::InputError("--steps: expected an integer >= 1, got " + std::to_string(a.steps));
   if (a.stages < 0) throw pw::InputError("--stages: expected an integer >= 1");
+  pw::OutputSet outputs;
   if (!a.out_dir.empty()) {
+    pw::check_output_directory("--out-dir", a.out_dir);
     std::error_code ec;
     std::filesystem::create_directories(a.out_dir, ec);
     if (!std::filesystem::is_directory(a.out_dir))
       throw pw::InputError("--out-dir: cannot create the directory " + a.out_dir +
                            (ec ? " (" + ec.message() + ")" : std::string(" (a file of that name exists)")));
+#ifdef PW_HAVE_EXEC
+    for (const char* name : {"profile.json", "plan.json", "predicted.trace.json", "predicted.svg",
+                             "measured.trace.json", "measured.svg"})
+      outputs.add("--out-dir", out_path(a, name));
+#endif
   }
   const pw::tools::ModelSource src = pw::tools::resolve_model("default", {}, "model");
   describe(a, src);
 #ifdef PW_HAVE_EXEC
   plan_simulate_run(a, src.model);
+  outputs.commit();
 #else
   std::cout << "\n(built without the executor, -DPW_WITH_DNNL=OFF: measuring, training and the predicted-vs-measured\n"
                " comparison need it; `pipewright plan` and `simulate` work on the analytic profile above)\n";

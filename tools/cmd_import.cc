@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "models/error.h"
+#include "models/output_set.h"
 #include "models/pipedream_import.h"
 #include "tools/command_registry.h"
 
@@ -41,7 +42,12 @@ pw::tools::CommandRegistrar reg("import", [](CLI::App& app) {
   sub->add_option("file", a->file, "the graph.txt file")->required();
   sub->add_flag("--json", a->json, "print the profile JSON instead of a summary");
   sub->add_option("-o,--output", a->output, "write the profile (pipewright.profile/1) to this file");
-  sub->callback([a] { run(*a); });
+  sub->callback([a] {
+    pw::OutputSet outputs;
+    outputs.add("-o", a->output);
+    run(*a);
+    outputs.commit();
+  });
 });
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "models/error.h"
+#include "models/output_set.h"
 #include "models/layer_graph.h"
 #include "tools/command_registry.h"
 #include "tools/model_report.h"
@@ -48,7 +49,12 @@ pw::tools::CommandRegistrar reg("model", [](CLI::App& app) {
   sub->add_option("--batch", z.batch, "samples per mini-batch")->capture_default_str();
   sub->add_flag("--json", args->json, "print the summary as JSON");
   sub->add_option("-o,--output", args->output, "write the model (pipewright.model/1) to this file");
-  sub->callback([args, sub] { run(*args, *sub); });
+  sub->callback([args, sub] {
+    pw::OutputSet outputs;
+    outputs.add("-o", args->output);
+    run(*args, *sub);
+    outputs.commit();
+  });
 });
 
 }  // namespace

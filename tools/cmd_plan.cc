@@ -11,6 +11,7 @@
 #include "models/cost.h"
 #include "models/defaults.h"
 #include "models/error.h"
+#include "models/output_set.h"
 #include "models/median.h"
 #include "models/pipedream_import.h"
 #include "models/profile.h"
@@ -369,7 +370,12 @@ pw::tools::CommandRegistrar reg("plan", [](CLI::App& app) {
   sub->add_option("--format", a->format, "print the plan for megatron | deepspeed | torch instead of a table");
   sub->add_option("-o,--output", a->output, "write the plan (pipewright.plan/1) to this file");
   pw::tools::add_zoo_size_options(sub, a->zoo, pw::models::ZooOptions{});
-  sub->callback([a, sub] { run(*a, *sub); });
+  sub->callback([a, sub] {
+    pw::OutputSet outputs;
+    outputs.add("-o", a->output);
+    run(*a, *sub);
+    outputs.commit();
+  });
 });
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "models/cost.h"
 #include "models/defaults.h"
 #include "models/error.h"
+#include "models/output_set.h"
 #include "models/optimizer_memory.h"
 #include "models/profile.h"
 #include "tools/command_registry.h"
@@ -178,7 +179,12 @@ pw::tools::CommandRegistrar reg("profile", [](CLI::App& app) {
   pw::tools::add_zoo_size_options(sub, a->zoo, pw::models::ZooOptions{});
   sub->add_flag("--json", a->json, "print the profile (pipewright.profile/1) instead of a table");
   sub->add_option("-o,--output", a->output, "write the profile (pipewright.profile/1) to this file");
-  sub->callback([a, sub] { run(*a, *sub); });
+  sub->callback([a, sub] {
+    pw::OutputSet outputs;
+    outputs.add("-o", a->output);
+    run(*a, *sub);
+    outputs.commit();
+  });
 });
 
 }  // namespace

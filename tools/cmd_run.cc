@@ -55,6 +55,7 @@
 #include "models/defaults.h"
 #include "models/error.h"
 #include "models/error_text.h"
+#include "models/output_set.h"
 #include "planner/schedule_csv.h"
 #include "planner/schedule_gen.h"
 #include "planner/schedule_validate.h"
@@ -116,6 +117,14 @@ pw::exec::PipelineRunResult run_on_ranks(const pw::models::Model&, const pw::pla
   throw pw::InputError("run: built without MPI");
 }
 #endif
+
+// The files a run writes (--trace, --svg, --run-trace), registered and checked before anything
+// runs; written at the end and renamed into place together (models/output_set.h).
+void add_outputs(pw::OutputSet& outputs, const RunArgs& a) {
+  outputs.add("--trace", a.trace);
+  outputs.add("--svg", a.svg);
+  outputs.add("--run-trace", a.run_trace);
+}
 
 // Everything a run needs, built and checked before anything runs.
 struct Prepared {
@@ -222,6 +231,7 @@ Prepared prepare(const RunArgs& a, const CLI::App& sub) {
   o.threads_per_worker = a.threads;
   // A plan made for this machine says how many cores each stage owns.
   if (a.threads == 0 && plan.threads_per_stage > 0) o.threads_per_worker = plan.threads_per_stage;
+  if (!a.checkpoint.empty()) pw::check_output_directory("--checkpoint", a.checkpoint);
   o.checkpoint_dir = a.checkpoint;
   o.checkpoint_every = a.checkpoint_every;
   o.resume_dir = a.resume;
@@ -235,8 +245,9 @@ Prepared prepare(const RunArgs& a, const CLI::App& sub) {
 }
 
 // Runs a prepared plan: on threads in this process (world == nullptr), or as one rank of an
-// MPI job (exec/runtime/run_ranks.h), where rank 0 alone prints and writes the outputs.
-void execute(const RunArgs& a, Prepared& p, World* world) {
+// MPI job (exec/runtime/run_ranks.h), where rank 0 alone prints and writes the outputs (into
+// `outputs`, which it commits; the other ranks pass nullptr).
+void execute(const RunArgs& a, Prepared& p, World* world, pw::OutputSet* outputs) {
   const pw::planner::Plan& plan = p.plan;
   const pw::models::Model& model = p.src.model;
   pw::exec::PipelineRunOptions& o = p.o;
@@ -324,7 +335,7 @@ void execute(const RunArgs& a, Prepared& p, World* world) {
   }
   compare_barrier();
 
-  // Outputs last (atomic writes).
+  // Outputs last: temporaries, renamed into place once the summary is out.
   // The trace holds the warm-up steps too (those this call ran).
   const pw::sim::RunInfo info = pw::sim::run_info_for_plan(plan, std::max(1, r.iterations_run));
   const bool compared = a.compare && !r.stopped;  // a stopped run is not compared
@@ -403,6 +414,7 @@ void execute(const RunArgs& a, Prepared& p, World* world) {
   }
   std::cout.flush();
   std::fflush(stdout);
+  if (outputs != nullptr) outputs->commit();
   if (r.stopped) {
     const int sig = pw::tools::StopSignals::received();
     const int done = r.first_step + r.iterations_run;
@@ -438,12 +450,14 @@ void run_mpi(const RunArgs& a, const CLI::App& sub) {
     throw pw::tools::CommandExit(code, "");
   };
   std::optional<Prepared> p;
+  std::optional<pw::OutputSet> outputs;  // rank 0's
   try {
     pw::exec::agree_on_input(world, [&] {
+      if (world.rank() == 0) add_outputs(outputs.emplace(), a);
       p.emplace(prepare(a, sub));
       if (const char* f = std::getenv("PW_TEST_INJECT_FAULT")) p->o.inject_fault = f;
     });
-    execute(a, *p, &world);
+    execute(a, *p, &world, outputs ? &*outputs : nullptr);
   } catch (const pw::exec::RankInputError& e) {
     exit_after(e.first_failed_rank(), 2,
                "pipewright: error: " + (world.rank() ? "rank " + std::to_string(world.rank()) + ": " : std::string()) +
@@ -467,8 +481,10 @@ void run(const RunArgs& a, const CLI::App& sub) {
     throw pw::InputError("run: started by mpirun, but this pipewright was built without MPI (-DPW_WITH_MPI=OFF)");
 #endif
   }
+  pw::OutputSet outputs;
+  add_outputs(outputs, a);
   Prepared p = prepare(a, sub);
-  execute(a, p, nullptr);
+  execute(a, p, nullptr, &outputs);
 }
 
 pw::tools::CommandRegistrar reg("run", [](CLI::App& app) {

@@ -9,6 +9,7 @@
 
 #include "models/error.h"
 #include "models/json_util.h"
+#include "models/output_set.h"
 #include "models/profile.h"
 #include "planner/plan.h"
 #include "planner/schedule_csv.h"
@@ -52,6 +53,8 @@ planner::Schedule plan_schedule(const planner::Plan& plan, const std::string& pl
 }
 
 void run_export(const ExportArgs& a, CLI::App* sub) {
+  OutputSet outputs;
+  outputs.add("-o", a.output);
   planner::Schedule s;
   if (!a.plan.empty()) {
     for (const char* flag : {"--schedule", "--stages", "--micro-batches", "--chunks"})
@@ -71,9 +74,16 @@ void run_export(const ExportArgs& a, CLI::App* sub) {
   const std::string csv = planner::schedule_to_csv(s);
   if (a.output.empty()) std::cout << csv;
   else write_file_atomic(a.output, csv);
+  outputs.commit();
 }
 
+// The outputs (-o, --trace, --svg) are written to temporaries before the report is printed and
+// renamed into place together after it (models/output_set.h).
 void run_import(const ImportArgs& a, CLI::App* sub) {
+  OutputSet outputs;
+  outputs.add("-o", a.output);
+  outputs.add("--trace", a.trace);
+  outputs.add("--svg", a.svg);
   if (a.iterations < 1) throw InputError("--iterations: expected >= 1, got " + std::to_string(a.iterations));
   std::optional<planner::ScheduleKind> kind;
   if (!a.kind.empty()) kind = planner::parse_schedule_kind(a.kind, "--kind");
@@ -104,6 +114,8 @@ void run_import(const ImportArgs& a, CLI::App* sub) {
   opt.iterations = a.iterations;
   opt.record_trace = !a.trace.empty() || !a.svg.empty();
   const sim::SimResult r = sim::simulate(s, costs, net, opt);
+  if (!a.output.empty()) save_json_file(a.output, Json(s));
+  sim::write_timeline_files(r.trace, r.report, a.csv + ": " + std::string(to_string(s.kind)), a.trace, a.svg);
   if (a.json) {
     Json j;
     to_json(j, r.report);
@@ -113,8 +125,7 @@ void run_import(const ImportArgs& a, CLI::App* sub) {
               << " stages, " << s.num_micro_batches << " micro-batches; valid\n"
               << sim::format_report(r.report);
   }
-  if (!a.output.empty()) save_json_file(a.output, Json(s));
-  sim::write_timeline_files(r.trace, r.report, a.csv + ": " + std::string(to_string(s.kind)), a.trace, a.svg);
+  outputs.commit();
 }
 
 CommandRegistrar reg("schedule", [](CLI::App& app) {

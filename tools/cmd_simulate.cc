@@ -8,6 +8,7 @@
 #include "models/cluster.h"
 #include "models/error.h"
 #include "models/json_util.h"
+#include "models/output_set.h"
 #include "models/profile.h"
 #include "planner/plan.h"
 #include "planner/schedule_gen.h"
@@ -60,6 +61,13 @@ void run_replay(const SimulateArgs& a, CLI::App* sub) {
   } catch (const InputError& e) {
     throw InputError(a.replay + ": " + e.what());
   }
+  if (!a.trace.empty() || !a.svg.empty()) {
+    sim::RunInfo info;
+    info.schedule = std::string(planner::to_string(rt.schedule));
+    info.num_stages = rt.stages;
+    info.num_micro_batches = rt.micro_batches;
+    sim::write_timeline_files(r.replayed, sim::summarize(r.replayed, info), "replayed: " + info.schedule, a.trace, a.svg);
+  }
   if (a.json) {
     Json ops = Json::array();
     for (const auto& e : r.ops)
@@ -74,16 +82,11 @@ void run_replay(const SimulateArgs& a, CLI::App* sub) {
   } else {
     std::cout << sim::format_replay(r);
   }
-  if (!a.trace.empty() || !a.svg.empty()) {
-    sim::RunInfo info;
-    info.schedule = std::string(planner::to_string(rt.schedule));
-    info.num_stages = rt.stages;
-    info.num_micro_batches = rt.micro_batches;
-    sim::write_timeline_files(r.replayed, sim::summarize(r.replayed, info), "replayed: " + info.schedule, a.trace, a.svg);
-  }
 }
 
-void run_simulate(const SimulateArgs& a, CLI::App* sub) {
+// The outputs (--trace, --svg) are written to temporaries before the report is printed and
+// renamed into place after it (models/output_set.h).
+void simulate(const SimulateArgs& a, CLI::App* sub) {
   if (!a.replay.empty()) return run_replay(a, sub);
   if (a.uniform == !a.plan.empty())
     throw InputError("simulate: give exactly one of --plan FILE or --uniform");
@@ -158,6 +161,7 @@ void run_simulate(const SimulateArgs& a, CLI::App* sub) {
   opt.record_trace = !a.trace.empty() || !a.svg.empty();
   opt.schedule_bubble = true;
   const sim::SimResult r = sim::simulate(schedule, costs, network, opt);
+  sim::write_timeline_files(r.trace, r.report, title, a.trace, a.svg);
   if (a.json) {
     Json j;
     to_json(j, r.report);
@@ -166,7 +170,14 @@ void run_simulate(const SimulateArgs& a, CLI::App* sub) {
   } else {
     std::cout << note << sim::format_report(r.report);
   }
-  sim::write_timeline_files(r.trace, r.report, title, a.trace, a.svg);
+}
+
+void run_simulate(const SimulateArgs& a, CLI::App* sub) {
+  OutputSet outputs;
+  outputs.add("--trace", a.trace);
+  outputs.add("--svg", a.svg);
+  simulate(a, sub);
+  outputs.commit();
 }
 
 CommandRegistrar reg("simulate", [](CLI::App& app) {

@@ -26,6 +26,7 @@
 #include "exec/runtime/trainer.h"
 #include "models/defaults.h"
 #include "models/error.h"
+#include "models/output_set.h"
 #include "tools/command_registry.h"
 #include "tools/flag_checks.h"
 #include "tools/model_report.h"
@@ -96,6 +97,7 @@ void run(const TrainArgs& a, const CLI::App& sub) {
   pw::tools::check_fits_in_memory(src.model, o.micro_batch > 0 ? o.micro_batch : o.batch, 1,
                                   sub.count("--batch") > 0 ? "--batch" : "the model's sizes");
   (void)pw::exec::make_data_source(src.model, o.data_file, o.seed, "--data");
+  if (!a.checkpoint.empty()) pw::check_output_directory("--checkpoint", a.checkpoint);
   o.checkpoint_dir = a.checkpoint;
   o.checkpoint_every = a.checkpoint_every;
   o.resume_dir = a.resume;

@@ -15,6 +15,7 @@
 
 #include "models/error.h"
 #include "models/json_util.h"
+#include "models/output_set.h"
 #include "models/profile.h"
 #include "tools/cmd_whatif_best.h"
 #include "whatif/charts.h"
@@ -272,7 +273,7 @@ void run_sweep_cmd(SweepArgs& a) {
   pw::whatif::Table t = pw::whatif::run_sweep(
       spec, pw::whatif::whatif_result_columns(),
       [&](const WhatifConfig& c) { return pw::whatif::whatif_result_row(pw::whatif::evaluate_whatif(c, eo)); }, o);
-  // Results first: they are written even if the picture then fails.
+  // Written to temporaries; renamed into place together by the caller (models/output_set.h).
   Json result = pw::whatif::sweep_result_json(spec, t);
   if (a.json) std::cout << result.dump(2) << "\n";
   else if (a.output.empty()) std::cout << pw::whatif::to_text(t);
@@ -305,7 +306,12 @@ pw::tools::CommandRegistrar reg("whatif", [](CLI::App& app) {
   m->add_option("--recompute", mm->common.cfg.recompute, "pipelined: on | off | auto")->capture_default_str();
   m->add_option("--schedule", mm->common.cfg.schedule, "pipelined: gpipe | 1f1b | zb-h1")->capture_default_str();
   m->add_option("--max-layers", mm->max_layers, "stop the search at this size")->capture_default_str();
-  m->callback([mm] { run_max_model(*mm); });
+  m->callback([mm] {
+    pw::OutputSet outputs;
+    outputs.add("--svg", mm->common.svg);
+    run_max_model(*mm);
+    outputs.commit();
+  });
 
   auto tp = std::make_shared<ThroughputArgs>();
   auto* t = sub->add_subcommand("throughput", "Simulated throughput over partitions K x micro-batches M x schedules");
@@ -320,7 +326,12 @@ pw::tools::CommandRegistrar reg("whatif", [](CLI::App& app) {
   t->add_option("--profile", tp->profile,
                 "a profile JSON (pipewright.profile/1) used instead of the analytic one; --device still "
                 "sets the memory and the cluster");
-  t->callback([tp] { run_throughput(*tp); });
+  t->callback([tp] {
+    pw::OutputSet outputs;
+    outputs.add("--svg", tp->common.svg);
+    run_throughput(*tp);
+    outputs.commit();
+  });
 
   auto sw = std::make_shared<SweepArgs>();
   auto* s = sub->add_subcommand("sweep", "Evaluate a grid of settings from a spec file, in parallel");
@@ -334,7 +345,16 @@ pw::tools::CommandRegistrar reg("whatif", [](CLI::App& app) {
   s->add_flag("--no-simulate", sw->no_simulate, "planner predictions only (faster)");
   s->add_flag("--progress", sw->progress, "progress lines on a pipe from the start (default there: a line every 10% or 10 s once a run takes over 1 s)");
   s->add_flag("--no-progress", sw->no_progress, "no progress output");
-  s->callback([sw] { run_sweep_cmd(*sw); });
+  s->callback([sw] {
+    pw::OutputSet outputs;
+    if (!sw->output.empty()) {
+      outputs.add("-o", sw->output + ".csv");
+      outputs.add("-o", sw->output + ".json");
+    }
+    outputs.add("--svg", sw->svg);
+    run_sweep_cmd(*sw);
+    outputs.commit();
+  });
 
   pw::tools::add_whatif_best(sub);
 });

@@ -13,6 +13,7 @@
 #include "models/device.h"
 #include "models/error.h"
 #include "models/json_util.h"
+#include "models/output_set.h"
 #include "tools/cmd_whatif_best.h"
 #include "whatif/chart_svg.h"
 #include "whatif/megatron.h"
@@ -179,7 +180,12 @@ void add_whatif_best(CLI::App* whatif) {
   s->add_flag("--no-progress", a->no_progress, "no progress output");
   s->add_flag("--all", a->all, "also list every candidate");
   s->add_option("--svg", a->svg, "write the time split of the frontier layouts (stacked bars) to this SVG file");
-  s->callback([a] { run_best(*a); });
+  s->callback([a] {
+    OutputSet outputs;
+    outputs.add("--svg", a->svg);
+    run_best(*a);
+    outputs.commit();
+  });
 }
 
 }  // namespace pw::tools

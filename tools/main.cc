@@ -55,6 +55,7 @@ int main(int argc, char** argv) {
 #ifdef PW_HAVE_EXEC
   choose_openmp_wait_policy(argc, argv);
 #endif
+  pw::tools::install_cleanup_handlers();  // no temporary output file survives a signal
   CLI::App app{"pipewright: plans, simulates and runs pipeline-parallel training of deep networks",
                "pipewright"};
   app.set_version_flag("--version", std::string("pipewright ") + PW_VERSION);

@@ -2,18 +2,53 @@
 
 #include <unistd.h>
 
+#include <iterator>
+
+#include "models/temp_registry.h"
+
 namespace pw::tools {
 
 namespace {
 
 volatile std::sig_atomic_t g_received = 0;
 
+constexpr int kCleanupSignals[] = {SIGHUP, SIGINT,  SIGQUIT, SIGTERM, SIGPIPE, SIGALRM,
+                                   SIGUSR1, SIGUSR2, SIGXCPU, SIGXFSZ, SIGABRT};
+constexpr int kMaxSignal = 65;
+struct sigaction g_previous[kMaxSignal];
+
+extern "C" void on_cleanup_signal(int sig) {
+  if (!claim_for_signal(sig)) return;  // a commit is under way: raised again at its end
+  remove_temp_files();
+  sigaction(sig, &g_previous[sig], nullptr);
+  raise(sig);  // delivered with the previous disposition when this handler returns
+}
+
 extern "C" void on_stop_signal(int sig) {
-  if (g_received != 0) _exit(128 + sig);  // second signal: at once
-  g_received = sig;
+  if (g_received == 0) {
+    g_received = sig;
+    return;
+  }
+  if (!claim_for_signal(sig)) return;  // second signal during a commit: raised again at its end
+  remove_temp_files();
+  _exit(128 + sig);  // second signal: at once
 }
 
 }  // namespace
+
+void install_cleanup_handlers() {
+  for (const int sig : kCleanupSignals) {
+    struct sigaction old {};
+    if (sigaction(sig, nullptr, &old) != 0 || old.sa_handler == SIG_IGN) continue;
+    g_previous[sig] = old;
+    struct sigaction sa {};
+    sa.sa_handler = on_cleanup_signal;
+    sigemptyset(&sa.sa_mask);
+    for (const int other : kCleanupSignals) sigaddset(&sa.sa_mask, other);  // one handler at a time
+    sa.sa_flags = SA_RESTART;
+    sigaction(sig, &sa, nullptr);
+  }
+}
 
 StopSignals::StopSignals() {
   g_received = 0;

@@ -1,10 +1,20 @@
-// Graceful stop on SIGINT / SIGTERM for the long-running commands (train, run).
+// Signals: no temporary file survives one, and a graceful stop for the long-running commands.
 //
-// StopSignals installs handlers for its lifetime (the previous ones come back on destruction).
-// The first signal only records itself (async-signal-safe: one sig_atomic_t store); the
-// trainer and the pipeline runtime poll stop_requested() at step boundaries, finish the
-// current step, checkpoint and return. A second signal ends the process at once with
-// _exit(128 + signal): no destructors, no output files beyond those already renamed into place.
+// install_cleanup_handlers() (main, before any command): SIGHUP, SIGINT, SIGQUIT, SIGTERM,
+// SIGPIPE, SIGALRM, SIGUSR1, SIGUSR2, SIGXCPU, SIGXFSZ and SIGABRT (those not ignored when the
+// process started) remove every temporary output file (models/temp_registry.h) and then end
+// the process as the signal's previous disposition does (the default: killed by it). During
+// the renames of an OutputSet's commit the signal waits until the group is in place.
+// SIGKILL and SIGSTOP cannot be caught; a SIGKILL leaves at most the temporaries of outputs
+// being written (".<name>.tmp<pid>-<n>" beside each output), never a half-written output.
+//
+// StopSignals (train, run) replaces the SIGINT / SIGTERM handlers for its lifetime (the
+// previous ones come back on destruction). The first signal only records itself
+// (async-signal-safe: one sig_atomic_t store); the trainer and the pipeline runtime poll
+// stop_requested() at step boundaries, finish the current step, checkpoint and return, and the
+// command writes and commits its outputs. A second signal removes the temporary files and ends
+// the process at once with _exit(128 + signal): no destructors, no output files beyond those
+// already renamed into place (after an OutputSet's commit under way, when one is).
 //
 // CommandExit: thrown by a command to end with a given exit code and one message line (main
 // prints it and returns the code): 130 / 143 after SIGINT / SIGTERM, 4 on a numerical fault.
@@ -15,6 +25,8 @@
 #include <string>
 
 namespace pw::tools {
+
+void install_cleanup_handlers();
 
 class StopSignals {
  public:

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "models/error.h"
+#include "models/temp_registry.h"
 
 namespace pw::exec {
 
@@ -54,19 +55,25 @@ void fsync_dir(const std::string& dir, const std::string& flag) {
   if (rc != 0) throw InputError(flag + " " + dir + ": cannot sync the directory");
 }
 
-// Buffered writer to a temporary file that is fsynced and renamed into place by commit().
+// Buffered writer to a temporary file that is fsynced and renamed into place by commit(). The
+// temporary is in the table that signal handlers sweep (models/temp_registry.h).
 class AtomicBlobWriter {
  public:
   AtomicBlobWriter(fs::path target, std::string flag) : target_(std::move(target)), flag_(std::move(flag)) {
-    tmp_ = (target_.parent_path() / ("." + target_.filename().string() + ".tmpXXXXXX")).string();
-    fd_ = ::mkstemp(tmp_.data());
-    if (fd_ < 0) throw InputError(flag_ + ": cannot create a file in " + target_.parent_path().string());
+    TempFile t;
+    try {
+      t = create_temp_file(target_.string());
+    } catch (const InputError& e) {
+      throw InputError(flag_ + " " + e.what());
+    }
+    fd_ = t.fd;
+    tmp_ = t.name;
     buf_.reserve(1 << 20);
   }
   ~AtomicBlobWriter() {
     if (fd_ >= 0) {
       ::close(fd_);
-      ::unlink(tmp_.c_str());
+      unlink_temp_file(tmp_);
     }
   }
   void put(const void* data, size_t n) {
@@ -89,15 +96,16 @@ class AtomicBlobWriter {
     flush();
     if (::fsync(fd_) != 0 || ::close(fd_) != 0) {
       fd_ = -1;
-      ::unlink(tmp_.c_str());
+      unlink_temp_file(tmp_);
       throw InputError(flag_ + " " + target_.string() + ": write failed");
     }
     fd_ = -1;
     ::chmod(tmp_.c_str(), 0644);
     if (std::rename(tmp_.c_str(), target_.c_str()) != 0) {
-      ::unlink(tmp_.c_str());
+      unlink_temp_file(tmp_);
       throw InputError(flag_ + " " + target_.string() + ": cannot rename the temporary file into place");
     }
+    release_temp_file(tmp_);
   }
 
  private:
