@@ -16,6 +16,11 @@
 #include "exec/layers/transformer_block.h"
 #include "models/error.h"
 
+#ifdef PW_HAVE_CUDA
+#include "exec/cuda/cuda_device.h"
+#include "exec/cuda/layers/cuda_layer.h"
+#endif
+
 namespace pw::exec {
 
 namespace {
@@ -173,6 +178,38 @@ std::unique_ptr<Layer> make_layer(const models::LayerSpec& spec, const std::vect
   }
   throw InputError(where(spec) + ": this layer kind cannot be executed (an opaque layer is known "
                    "only through its profile)");
+}
+
+bool built_with_cuda() {
+#ifdef PW_HAVE_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
+
+std::string unusable_reason(Device device) {
+  if (device.is_cpu()) return "";
+#ifdef PW_HAVE_CUDA
+  std::string why = cuda::unusable_reason();
+  if (why.empty() && device.index >= cuda::device_count())
+    why = "no CUDA device " + std::to_string(device.index) + " (this machine has " +
+          std::to_string(cuda::device_count()) + ")";
+  return why;
+#else
+  return "this build has no CUDA backend (nvcc was not found when it was configured; see PW_WITH_CUDA)";
+#endif
+}
+
+std::unique_ptr<Layer> make_layer(const models::LayerSpec& spec, const std::vector<Shape>& in, Device device) {
+  if (device.is_cpu()) return make_layer(spec, in);
+  if (const std::string why = unusable_reason(device); !why.empty())
+    throw InputError("device " + device.to_string() + ": " + why);
+#ifdef PW_HAVE_CUDA
+  return cuda::make_cuda_layer(spec, in, cuda::CudaDevice::get(device.index));
+#else
+  return nullptr;  // unreachable: unusable_reason is never empty without the backend
+#endif
 }
 
 }  // namespace pw::exec
