@@ -7,12 +7,13 @@
 # Dependencies: the .debs that tools/gpu_debs.sh downloaded into .debs/ (or $PW_DEBS_DIR) are
 # unpacked into a prefix (dpkg -x, or ar + tar where dpkg is missing) and found through
 # CMAKE_PREFIX_PATH and PKG_CONFIG_SYSROOT_DIR (hwloc.pc says prefix=/usr). Without .debs the
-# system's packages are used.
+# system's packages are used (and MPI where mpicxx is found).
 # --no-gpu (automatic where nvidia-smi sees no GPU): build and run everything except the
 # device parts, which must then report themselves skipped; the script checks that they do, so
 # a broken script is found before GPU time is spent. Exit status: 0 when every step passed
 # (skips expected in --no-gpu mode), 1 otherwise, 2 for bad usage.
-# Environment: PW_GPU_WORK (build and prefix, default /tmp/pw-gpu-check), PW_GPU_ARCH (CUDA
+# Environment: PW_GPU_WORK (build and prefix, default /tmp/pw-gpu-check), PW_GPU_BUILD_DIR
+# (default $PW_GPU_WORK/build; one level inside a worktree shares its ccache hits), PW_GPU_ARCH (CUDA
 # architectures; default: the GPU's, or 90 without one), PW_GPU_JOBS (default: nproc),
 # PW_GPU_BUILD_TIMEOUT (seconds for the build step, default 360; a shared build machine without
 # a compiler cache needs far more).
@@ -45,7 +46,11 @@ step() {
   local t0 rc
   t0=$(date +%s)
   echo "===== $name: $*" >> "$log"
-  timeout "$limit" "$@" >> "$log" 2>&1
+  if declare -F "$1" >/dev/null; then
+    "$@" >> "$log" 2>&1  # a function of this script (timeout runs programs only)
+  else
+    timeout "$limit" "$@" >> "$log" 2>&1
+  fi
   rc=$?
   step_names+=("$name")
   step_secs+=("$(( $(date +%s) - t0 ))")
@@ -109,13 +114,16 @@ else
 fi
 
 # ---------------------------------------------------------------- build
-build="$work/build"
+build="${PW_GPU_BUILD_DIR:-$work/build}"
 cuda_opt=AUTO
 command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ] && cuda_opt=ON
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+# MPI only where the system has it and no prefix is used (never on the GPU machine).
+mpi=OFF
+[ -z "$prefix" ] && command -v mpicxx >/dev/null && mpi=ON
 step configure 120 cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPW_WITH_CUDA=$cuda_opt \
-  -DPW_WITH_MPI=OFF -DPW_BUILD_BENCH=OFF -DCMAKE_CUDA_ARCHITECTURES="$arch" "${cmake_deps[@]}" "${launcher[@]}"
+  -DPW_WITH_MPI=$mpi -DPW_BUILD_BENCH=OFF -DCMAKE_CUDA_ARCHITECTURES="$arch" "${cmake_deps[@]}" "${launcher[@]}"
 if [ "${step_status[-1]}" = 0 ]; then verdict pass; else verdict fail; fi
 cuda_on=0
 grep -q "CUDA backend: on" "$log" && cuda_on=1

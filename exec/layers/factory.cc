@@ -197,7 +197,7 @@ std::string unusable_reason(Device device) {
           std::to_string(cuda::device_count()) + ")";
   return why;
 #else
-  return "this build has no CUDA backend (nvcc was not found when it was configured; see PW_WITH_CUDA)";
+  return "this build has no CUDA backend (configured without it: PW_WITH_CUDA, cmake/cuda.cmake)";
 #endif
 }
 
