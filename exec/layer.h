@@ -121,4 +121,15 @@ class Layer {
 std::unique_ptr<Layer> make_layer(const models::LayerSpec& spec,
                                   const std::vector<std::vector<int64_t>>& input_shapes);
 
+// The backend seam: the layer for a spec on `device`. cpu: make_layer above. cuda: the CUDA
+// backend's layer (exec/cuda/), whose tensors all live on that device. Throws InputError when
+// the device cannot be used (unusable_reason), or for a kind that backend does not run.
+std::unique_ptr<Layer> make_layer(const models::LayerSpec& spec,
+                                  const std::vector<std::vector<int64_t>>& input_shapes, Device device);
+// Why `device` cannot run layers here ("" when it can): no backend for it in this build, or
+// no usable device (e.g. no GPU, an insufficient driver). Never throws.
+std::string unusable_reason(Device device);
+// Whether the build has the CUDA backend (PW_WITH_CUDA found nvcc).
+bool built_with_cuda();
+
 }  // namespace pw::exec

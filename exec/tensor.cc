@@ -30,7 +30,15 @@ Allocator::ThreadCache& Allocator::thread_cache() {
   return cache;
 }
 
+std::string Device::to_string() const {
+  return kind == Kind::cpu ? std::string("cpu") : "cuda:" + std::to_string(index);
+}
+
 Allocator::~Allocator() { release_cache(); }
+
+void Allocator::fill(float* p, int64_t n, float v) { std::fill(p, p + n, v); }
+
+void Allocator::copy(void* dst, const void* src, size_t bytes) { std::memcpy(dst, src, bytes); }
 
 size_t Allocator::size_class(size_t bytes) {
   if (bytes <= 4096) {
@@ -152,7 +160,7 @@ Allocator& Allocator::global() {
   return *a;
 }
 
-Tensor::Tensor(std::vector<int64_t> shape, Allocator& alloc) : shape_(std::move(shape)), alloc_(&alloc) {
+Tensor::Tensor(std::vector<int64_t> shape, MemoryResource& alloc) : shape_(std::move(shape)), alloc_(&alloc) {
   numel_ = 1;
   for (int64_t d : shape_) {
     if (d < 1) throw InputError("tensor shape " + shape_string() + ": dimensions must be >= 1");
@@ -161,7 +169,7 @@ Tensor::Tensor(std::vector<int64_t> shape, Allocator& alloc) : shape_(std::move(
   data_ = static_cast<float*>(alloc_->allocate(static_cast<size_t>(bytes())));
 }
 
-Tensor Tensor::zeros(std::vector<int64_t> shape, Allocator& alloc) {
+Tensor Tensor::zeros(std::vector<int64_t> shape, MemoryResource& alloc) {
   Tensor t(std::move(shape), alloc);
   t.fill(0.0f);
   return t;
@@ -196,11 +204,13 @@ Tensor& Tensor::operator=(Tensor&& o) noexcept {
 Tensor Tensor::clone() const {
   PW_CHECK(data_ != nullptr, "clone of an empty tensor");
   Tensor t(shape_, *alloc_);
-  std::memcpy(t.data_, data_, static_cast<size_t>(bytes()));
+  alloc_->copy(t.data_, data_, static_cast<size_t>(bytes()));
   return t;
 }
 
-void Tensor::fill(float v) { std::fill(data_, data_ + numel_, v); }
+void Tensor::fill(float v) {
+  if (alloc_) alloc_->fill(data_, numel_, v);
+}
 
 void Tensor::reshape(std::vector<int64_t> shape) {
   int64_t n = 1;

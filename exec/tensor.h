@@ -16,6 +16,12 @@
 //
 // Tensor: owns one buffer (move-only); shape is row-major, dims >= 1. Moving a tensor moves
 // the buffer (zero-copy hand-off between pipeline stages).
+//
+// Devices. Every buffer comes from a MemoryResource, which says on which Device it lives; the
+// Allocator above is the CPU's. A tensor on another device (a backend's resource, such as the
+// CUDA backend's caching allocator in exec/cuda/) holds a pointer in that device's address
+// space: data() must then be handed only to that backend's kernels, never dereferenced here.
+// fill() and clone() go through the resource and work on any device.
 #pragma once
 
 #include <cstddef>
@@ -27,27 +33,67 @@
 
 namespace pw::exec {
 
-class Allocator {
+// Where a buffer lives: the host (cpu) or one accelerator of a backend (cuda, with its index).
+struct Device {
+  enum class Kind : uint8_t { cpu, cuda };
+  Kind kind = Kind::cpu;
+  int index = 0;
+
+  static Device cpu() { return {}; }
+  static Device cuda(int index) { return {Kind::cuda, index}; }
+  bool is_cpu() const { return kind == Kind::cpu; }
+  bool operator==(const Device&) const = default;
+  // "cpu" or "cuda:<index>".
+  std::string to_string() const;
+};
+
+// A source of buffers on one device, with the live/peak accounting the profiler and the memory
+// reports read (requested bytes of buffers in use; cached free buffers are not live).
+// Implementations are thread-safe.
+class MemoryResource {
+ public:
+  virtual ~MemoryResource() = default;
+  virtual Device device() const = 0;
+  // A buffer of at least `bytes` bytes, aligned for float4 access at least. Throws
+  // std::bad_alloc when the device is out of memory.
+  virtual void* allocate(size_t bytes) = 0;
+  // `bytes` must be the size passed to allocate().
+  virtual void deallocate(void* p, size_t bytes) = 0;
+  virtual int64_t live_bytes() const = 0;
+  virtual int64_t peak_bytes() const = 0;
+  // Starts a new peak measurement window at the current live bytes.
+  virtual void reset_peak() = 0;
+  // Returns cached free buffers to the system.
+  virtual void release_cache() = 0;
+  // Buffer operations on this resource's device: p[0, n) = v; dst = src (bytes, no overlap).
+  virtual void fill(float* p, int64_t n, float v) = 0;
+  virtual void copy(void* dst, const void* src, size_t bytes) = 0;
+};
+
+class Allocator : public MemoryResource {
  public:
   static constexpr size_t kAlignment = 64;
 
   Allocator() = default;
-  ~Allocator();
+  ~Allocator() override;
   Allocator(const Allocator&) = delete;
   Allocator& operator=(const Allocator&) = delete;
 
+  Device device() const override { return Device::cpu(); }
   // Returns a 64-byte aligned buffer of at least `bytes` bytes. Throws std::bad_alloc.
-  void* allocate(size_t bytes);
+  void* allocate(size_t bytes) override;
   // `bytes` must be the size passed to allocate().
-  void deallocate(void* p, size_t bytes);
+  void deallocate(void* p, size_t bytes) override;
 
-  int64_t live_bytes() const;
-  int64_t peak_bytes() const;
+  int64_t live_bytes() const override;
+  int64_t peak_bytes() const override;
   // Starts a new peak measurement window at the current live bytes.
-  void reset_peak();
+  void reset_peak() override;
   // Returns cached free buffers to the system: the shared list and the calling thread's own
   // (other threads' lists are returned to the shared list when those threads end).
-  void release_cache();
+  void release_cache() override;
+  void fill(float* p, int64_t n, float v) override;
+  void copy(void* dst, const void* src, size_t bytes) override;
 
   static constexpr size_t kThreadCacheDepth = 16;
 
@@ -72,9 +118,9 @@ class Allocator {
 class Tensor {
  public:
   Tensor() = default;
-  explicit Tensor(std::vector<int64_t> shape, Allocator& alloc = Allocator::global());
+  explicit Tensor(std::vector<int64_t> shape, MemoryResource& alloc = Allocator::global());
   // Zero-filled.
-  static Tensor zeros(std::vector<int64_t> shape, Allocator& alloc = Allocator::global());
+  static Tensor zeros(std::vector<int64_t> shape, MemoryResource& alloc = Allocator::global());
   ~Tensor();
   Tensor(Tensor&& other) noexcept;
   Tensor& operator=(Tensor&& other) noexcept;
@@ -91,6 +137,9 @@ class Tensor {
   int64_t numel() const { return numel_; }
   int64_t bytes() const { return numel_ * static_cast<int64_t>(sizeof(float)); }
   bool empty() const { return data_ == nullptr; }
+  // The device of the buffer (cpu for an empty tensor) and the resource it came from.
+  Device device() const { return alloc_ ? alloc_->device() : Device::cpu(); }
+  MemoryResource* resource() const { return alloc_; }
   void fill(float v);
   // Same buffer, new shape with the same element count (throws InputError otherwise).
   void reshape(std::vector<int64_t> shape);
@@ -101,7 +150,7 @@ class Tensor {
   std::vector<int64_t> shape_;
   int64_t numel_ = 0;
   float* data_ = nullptr;
-  Allocator* alloc_ = nullptr;
+  MemoryResource* alloc_ = nullptr;
 };
 
 }  // namespace pw::exec

@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 declare -A TOP=([models]=0 [planner]=1 [sim]=2 [whatif]=3 [exec]=3 [tools]=4)
-EXEC_ORDER=(. layers cuda data transport machine profile runtime)
+EXEC_ORDER=(. layers cuda backend data transport machine profile runtime)
 declare -A SUB=()
 for i in "${!EXEC_ORDER[@]}"; do SUB[${EXEC_ORDER[$i]}]=$i; done
 

@@ -1,7 +1,9 @@
 // `pipewright train --model M [sizes] [--steps N] [--batch B] [--micro-batch U] [--lr X]
 //  [--optimizer sgd|adam] [--weight-decay W] [--data FILE] [--seed S] [--threads T] [--json]
-//  [--checkpoint DIR [--checkpoint-every K]] [--resume DIR] [--log-every N]`:
-// single-device training with the oneDNN executor. Zoo families get small defaults that train
+//  [--checkpoint DIR [--checkpoint-every K]] [--resume DIR] [--log-every N] [--device cpu|cuda[:N]]`:
+// single-device training with the oneDNN executor. --device cuda asks for the CUDA backend;
+// where this build has none or no GPU can be used, that is one line and exit 2, before
+// anything else runs. Zoo families get small defaults that train
 // in seconds on 2 cores; sizing flags override them. Progress goes to stderr (rewritten in place
 // on a terminal; otherwise a line every ~10% of the steps or 10 s once the run has lasted 10 s,
 // or every --log-every N steps); the summary to stdout. SIGINT / SIGTERM finish the step,
@@ -18,6 +20,7 @@
 #include <iostream>
 #include <memory>
 
+#include "exec/layer.h"
 #include "exec/runtime/checkpoint.h"
 #include "exec/numerics.h"
 #include "exec/data/data.h"
@@ -52,7 +55,30 @@ struct TrainArgs {
   std::string checkpoint, resume;
   int64_t checkpoint_every = 0;
   int64_t log_every = 0;
+  std::string device = "cpu";
 };
+
+// "cpu", "cuda" (device 0) or "cuda:N".
+pw::exec::Device parse_train_device(const std::string& s) {
+  if (s == "cpu") return pw::exec::Device::cpu();
+  if (s == "cuda") return pw::exec::Device::cuda(0);
+  if (s.rfind("cuda:", 0) == 0 && s.size() > 5 && s.size() < 8 &&
+      s.find_first_not_of("0123456789", 5) == std::string::npos)
+    return pw::exec::Device::cuda(std::stoi(s.substr(5)));
+  throw pw::InputError("--device: expected cpu, cuda or cuda:N, got \"" + s + "\"");
+}
+
+// Refuses a device that cannot train here, naming why (no backend in this build, no GPU).
+void check_train_device(const pw::exec::Device& d) {
+  if (d.is_cpu()) return;
+  if (const std::string why = pw::exec::unusable_reason(d); !why.empty())
+    throw pw::InputError("--device " + d.to_string() + ": " + why);
+  // The CUDA layers run (exec/cuda/); the trainer, optimizer step and checkpoints on the device
+  // are the next step of the backend.
+  throw pw::InputError("--device " + d.to_string() +
+                       ": training on a GPU is not available yet (the CUDA layers exist; the trainer "
+                       "still runs on the host)");
+}
 
 
 std::string fmt_time(double s) {
@@ -64,6 +90,7 @@ std::string fmt_time(double s) {
 }
 
 void run(const TrainArgs& a, const CLI::App& sub) {
+  check_train_device(parse_train_device(a.device));
   const bool zoo = pw::tools::is_zoo_name(a.model) && a.model != "default";
   if (const char* flag = pw::tools::first_size_flag_given(sub); !zoo && flag != nullptr)
     throw pw::InputError(std::string(flag) + ": sizing options apply to a zoo family (gpt, mlp, vgg16), not to \"" +
@@ -227,6 +254,7 @@ pw::tools::CommandRegistrar reg("train", [](CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--resume", a->resume, "continue from the checkpoint in DIR (same model, layout and options)");
   sub->add_option("--log-every", a->log_every, "progress line every N steps when stderr is not a terminal (default: 10%)");
+  sub->add_option("--device", a->device, "where to train: cpu | cuda | cuda:N (the CUDA backend)")->capture_default_str();
   sub->callback([a, sub] { run(*a, *sub); });
 });
 

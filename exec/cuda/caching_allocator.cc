@@ -1,0 +1,172 @@
+#include "exec/cuda/caching_allocator.h"
+
+#include <algorithm>
+#include <new>
+
+#include "models/error.h"
+
+namespace pw::exec::cuda {
+
+size_t CachingAllocator::size_class(size_t bytes) {
+  if (bytes <= 4096) {
+    size_t c = kMinBlock;
+    while (c < bytes) c <<= 1;
+    return c;
+  }
+  size_t pow2 = 4096;
+  while (pow2 < bytes) pow2 <<= 1;
+  const size_t step = std::max<size_t>(4096, pow2 / 8);
+  return (bytes + step - 1) / step * step;
+}
+
+CachingAllocator::~CachingAllocator() {
+  release_cache();
+  std::lock_guard<std::mutex> lock(mu_);
+  for (EventHandle e : spare_events_) driver_.destroy_event(e);
+}
+
+void CachingAllocator::recycle_event(EventHandle e) { spare_events_.push_back(e); }
+
+void* CachingAllocator::take_cached(size_t cls, StreamHandle stream) {
+  auto it = free_.find(cls);
+  if (it == free_.end() || it->second.empty()) return nullptr;
+  std::vector<FreeBlock>& list = it->second;
+  // The most recently freed buffer of the same stream first (its lines may still be in L2),
+  // then any buffer whose free has completed on its stream.
+  auto pick = list.end();
+  for (auto b = list.rbegin(); b != list.rend(); ++b)
+    if (b->freed_on == stream) {
+      pick = std::next(b).base();
+      break;
+    }
+  if (pick == list.end())
+    for (auto b = list.begin(); b != list.end(); ++b)
+      if (driver_.event_done(b->done)) {
+        pick = b;
+        break;
+      }
+  if (pick == list.end()) return nullptr;
+  void* p = pick->p;
+  recycle_event(pick->done);
+  list.erase(pick);
+  cached_ -= static_cast<int64_t>(cls);
+  ++cache_hits_;
+  return p;
+}
+
+void CachingAllocator::free_ready_blocks() {
+  for (auto& [cls, list] : free_) {
+    auto keep = list.begin();
+    for (auto b = list.begin(); b != list.end(); ++b) {
+      if (driver_.event_done(b->done)) {
+        driver_.raw_free(b->p);
+        recycle_event(b->done);
+        cached_ -= static_cast<int64_t>(cls);
+        reserved_ -= static_cast<int64_t>(cls);
+      } else {
+        *keep++ = *b;
+      }
+    }
+    list.erase(keep, list.end());
+  }
+}
+
+void* CachingAllocator::allocate(size_t bytes, StreamHandle stream) {
+  PW_CHECK(bytes >= 1, "device allocation of 0 bytes");
+  const size_t cls = size_class(bytes);
+  std::lock_guard<std::mutex> lock(mu_);
+  void* p = take_cached(cls, stream);
+  if (!p) {
+    p = driver_.raw_allocate(cls);
+    if (!p) {
+      free_ready_blocks();
+      p = driver_.raw_allocate(cls);
+    }
+    if (!p) throw std::bad_alloc();
+    ++driver_allocations_;
+    reserved_ += static_cast<int64_t>(cls);
+  }
+  in_use_.emplace(p, cls);
+  live_ += static_cast<int64_t>(bytes);
+  peak_ = std::max(peak_, live_);
+  return p;
+}
+
+void CachingAllocator::deallocate(void* p, size_t bytes, StreamHandle stream) {
+  if (!p) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = in_use_.find(p);
+  PW_CHECK(it != in_use_.end(), "device buffer freed twice or not from this allocator");
+  const size_t cls = it->second;
+  PW_CHECK(size_class(bytes) == cls, "device buffer freed with a size other than its allocation's");
+  in_use_.erase(it);
+  EventHandle e;
+  if (spare_events_.empty()) {
+    e = driver_.create_event();
+  } else {
+    e = spare_events_.back();
+    spare_events_.pop_back();
+  }
+  driver_.record_event(e, stream);
+  free_[cls].push_back({p, stream, e});
+  cached_ += static_cast<int64_t>(cls);
+  live_ -= static_cast<int64_t>(bytes);
+  PW_CHECK(live_ >= 0, "device allocator live bytes went negative");
+}
+
+int64_t CachingAllocator::live_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return live_;
+}
+
+int64_t CachingAllocator::peak_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return peak_;
+}
+
+int64_t CachingAllocator::cached_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return cached_;
+}
+
+int64_t CachingAllocator::reserved_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return reserved_;
+}
+
+int64_t CachingAllocator::driver_allocations() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return driver_allocations_;
+}
+
+int64_t CachingAllocator::cache_hits() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return cache_hits_;
+}
+
+void CachingAllocator::reset_peak() {
+  std::lock_guard<std::mutex> lock(mu_);
+  peak_ = live_;
+}
+
+void CachingAllocator::release_cache() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [cls, list] : free_) {
+    for (FreeBlock& b : list) {
+      driver_.wait_event(b.done);
+      driver_.raw_free(b.p);
+      recycle_event(b.done);
+      cached_ -= static_cast<int64_t>(cls);
+      reserved_ -= static_cast<int64_t>(cls);
+    }
+  }
+  free_.clear();
+}
+
+void StreamMemory::fill(float* p, int64_t n, float v) { alloc_.driver().fill(p, n, v, stream_); }
+
+void StreamMemory::copy(void* dst, const void* src, size_t bytes) {
+  alloc_.driver().copy(dst, src, bytes, stream_);
+}
+
+}  // namespace pw::exec::cuda

@@ -1,0 +1,132 @@
+// The caching policy of a device's memory, over an abstract driver (no CUDA types here, so the
+// policy is tested on the host with a fake driver; exec/cuda/cuda_driver.h plugs the CUDA
+// runtime in).
+//
+// Streams and events are the driver's opaque handles. A buffer is allocated for use on a
+// stream and freed on a stream; work queued on a stream runs in order, so:
+// - a freed buffer is handed again at once to the stream it was freed on (work queued later on
+//   that stream runs after the work that used it);
+// - it is handed to ANOTHER stream only once the event recorded on the freeing stream at the
+//   free has completed (the device has finished every use queued before the free).
+// Sizes are rounded up to a size class (size_class below) and a cached buffer is reused only
+// for its own class: no splitting, no merging.
+// When the driver is out of memory, every cached buffer whose event has completed is returned
+// to the driver and the allocation retried once; then std::bad_alloc.
+//
+// Accounting as the CPU Allocator's (exec/tensor.h): live = requested bytes of buffers in use,
+// peak = the largest live since the last reset_peak(); cached = class bytes of free buffers;
+// reserved = class bytes the driver has handed out and not taken back.
+//
+// Thread-safe (one mutex). The driver's memory and event calls are made with the mutex held.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "exec/tensor.h"
+
+namespace pw::exec::cuda {
+
+using StreamHandle = void*;
+using EventHandle = void*;
+
+// What the policy needs of a device.
+class DeviceDriver {
+ public:
+  virtual ~DeviceDriver() = default;
+  virtual Device device() const = 0;
+  // nullptr when the device is out of memory.
+  virtual void* raw_allocate(size_t bytes) = 0;
+  virtual void raw_free(void* p) = 0;
+  virtual EventHandle create_event() = 0;
+  virtual void destroy_event(EventHandle e) = 0;
+  // Marks the current end of the stream's queued work.
+  virtual void record_event(EventHandle e, StreamHandle s) = 0;
+  // Whether everything queued before the recording has finished (does not block).
+  virtual bool event_done(EventHandle e) = 0;
+  // Blocks the calling host thread until event_done(e).
+  virtual void wait_event(EventHandle e) = 0;
+  // Queued on stream s: p[0, n) = v; dst = src (bytes, device to device).
+  virtual void fill(float* p, int64_t n, float v, StreamHandle s) = 0;
+  virtual void copy(void* dst, const void* src, size_t bytes, StreamHandle s) = 0;
+};
+
+class CachingAllocator {
+ public:
+  static constexpr size_t kMinBlock = 512;
+
+  explicit CachingAllocator(DeviceDriver& driver) : driver_(driver) {}
+  ~CachingAllocator();  // returns every cached buffer (waiting for pending events)
+  CachingAllocator(const CachingAllocator&) = delete;
+  CachingAllocator& operator=(const CachingAllocator&) = delete;
+
+  // A buffer of at least `bytes` (>= 1) bytes for use on `stream`. Throws std::bad_alloc.
+  void* allocate(size_t bytes, StreamHandle stream);
+  // `p` from allocate() with the same `bytes`; `stream`: the stream the last use was queued on.
+  void deallocate(void* p, size_t bytes, StreamHandle stream);
+
+  int64_t live_bytes() const;
+  int64_t peak_bytes() const;
+  int64_t cached_bytes() const;
+  int64_t reserved_bytes() const;
+  // Counts of driver allocations and of buffers handed out from the cache (since creation).
+  int64_t driver_allocations() const;
+  int64_t cache_hits() const;
+  void reset_peak();
+  // Returns every cached buffer to the driver, waiting for the events of those still pending.
+  void release_cache();
+
+  DeviceDriver& driver() { return driver_; }
+  Device device() const { return driver_.device(); }
+
+  // The class a request of `bytes` is rounded to: powers of two from kMinBlock to 4 KiB, then
+  // multiples of 1/8 of the next power of two in steps of at least 4 KiB (so at most 12.5%
+  // slack above 32 KiB).
+  static size_t size_class(size_t bytes);
+
+ private:
+  struct FreeBlock {
+    void* p;
+    StreamHandle freed_on;
+    EventHandle done;  // recorded on freed_on at the free
+  };
+  void* take_cached(size_t cls, StreamHandle stream);  // mutex held; nullptr if none fits
+  void free_ready_blocks();                            // mutex held
+  void recycle_event(EventHandle e);                   // mutex held
+
+  DeviceDriver& driver_;
+  mutable std::mutex mu_;
+  std::map<size_t, std::vector<FreeBlock>> free_;
+  std::unordered_map<void*, size_t> in_use_;  // buffer -> class
+  std::vector<EventHandle> spare_events_;
+  int64_t live_ = 0, peak_ = 0, cached_ = 0, reserved_ = 0;
+  int64_t driver_allocations_ = 0, cache_hits_ = 0;
+};
+
+// A MemoryResource view of a CachingAllocator bound to one stream: tensors made with it are
+// allocated for and freed on that stream, and fill/copy are queued on it. The counters are the
+// allocator's (all streams together).
+class StreamMemory : public MemoryResource {
+ public:
+  StreamMemory(CachingAllocator& alloc, StreamHandle stream) : alloc_(alloc), stream_(stream) {}
+  Device device() const override { return alloc_.device(); }
+  void* allocate(size_t bytes) override { return alloc_.allocate(bytes, stream_); }
+  void deallocate(void* p, size_t bytes) override { alloc_.deallocate(p, bytes, stream_); }
+  int64_t live_bytes() const override { return alloc_.live_bytes(); }
+  int64_t peak_bytes() const override { return alloc_.peak_bytes(); }
+  void reset_peak() override { alloc_.reset_peak(); }
+  void release_cache() override { alloc_.release_cache(); }
+  void fill(float* p, int64_t n, float v) override;
+  void copy(void* dst, const void* src, size_t bytes) override;
+  StreamHandle stream() const { return stream_; }
+
+ private:
+  CachingAllocator& alloc_;
+  StreamHandle stream_;
+};
+
+}  // namespace pw::exec::cuda

@@ -1,0 +1,176 @@
+#include "exec/cuda/cuda_device.h"
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include <array>
+#include <mutex>
+#include <stdexcept>
+
+#include "exec/cuda/kernels.h"
+#include "models/error.h"
+
+namespace pw::exec::cuda {
+
+namespace {
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess)
+    throw std::runtime_error(std::string("CUDA: ") + what + ": " + cudaGetErrorString(e));
+}
+
+constexpr size_t kWorkspaceBytes = size_t{32} << 20;  // cuBLASLt's split-K / stream-K scratch
+constexpr int kMaxDevices = 16;
+
+// The CUDA runtime as the caching policy's driver.
+class RuntimeDriver : public DeviceDriver {
+ public:
+  explicit RuntimeDriver(int index) : index_(index) {}
+  Device device() const override { return Device::cuda(index_); }
+  void* raw_allocate(size_t bytes) override {
+    void* p = nullptr;
+    const cudaError_t e = cudaMalloc(&p, bytes);
+    if (e == cudaErrorMemoryAllocation) {
+      (void)cudaGetLastError();  // clears the sticky-free error state of the failed call
+      return nullptr;
+    }
+    check(e, "cudaMalloc");
+    return p;
+  }
+  void raw_free(void* p) override { check(cudaFree(p), "cudaFree"); }
+  EventHandle create_event() override {
+    cudaEvent_t e;
+    check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate");
+    return e;
+  }
+  void destroy_event(EventHandle e) override { (void)cudaEventDestroy(static_cast<cudaEvent_t>(e)); }
+  void record_event(EventHandle e, StreamHandle s) override {
+    check(cudaEventRecord(static_cast<cudaEvent_t>(e), static_cast<cudaStream_t>(s)), "cudaEventRecord");
+  }
+  bool event_done(EventHandle e) override {
+    const cudaError_t r = cudaEventQuery(static_cast<cudaEvent_t>(e));
+    if (r == cudaErrorNotReady) return false;
+    check(r, "cudaEventQuery");
+    return true;
+  }
+  void wait_event(EventHandle e) override {
+    check(cudaEventSynchronize(static_cast<cudaEvent_t>(e)), "cudaEventSynchronize");
+  }
+  void fill(float* p, int64_t n, float v, StreamHandle s) override {
+    if (n <= 0) return;
+    if (v == 0.0f)
+      check(cudaMemsetAsync(p, 0, static_cast<size_t>(n) * sizeof(float), static_cast<cudaStream_t>(s)),
+            "cudaMemsetAsync");
+    else
+      kernels::fill(p, n, v, s);
+  }
+  void copy(void* dst, const void* src, size_t bytes, StreamHandle s) override {
+    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(s)),
+          "cudaMemcpyAsync");
+  }
+
+ private:
+  int index_;
+};
+
+StreamMemory& stream_memory_of(const Tensor& t) {
+  auto* m = dynamic_cast<StreamMemory*>(t.resource());
+  PW_CHECK(m != nullptr, "tensor " + t.shape_string() + " is not on a CUDA device");
+  return *m;
+}
+
+}  // namespace
+
+std::string unusable_reason() {
+  int n = 0;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    return std::string("no usable CUDA device (cudaGetDeviceCount: ") + cudaGetErrorString(e) + ")";
+  }
+  if (n < 1) return "no CUDA device found";
+  return "";
+}
+
+int device_count() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+
+CudaDevice& CudaDevice::get(int index) {
+  static std::mutex mu;
+  static std::array<CudaDevice*, kMaxDevices> devices{};  // never destroyed (static teardown order)
+  std::lock_guard<std::mutex> lock(mu);
+  if (const std::string why = unusable_reason(); !why.empty()) throw InputError("--device cuda: " + why);
+  if (index < 0 || index >= device_count() || index >= kMaxDevices)
+    throw InputError("--device cuda:" + std::to_string(index) + ": this machine has " +
+                     std::to_string(device_count()) + " CUDA device(s)");
+  if (!devices[index]) devices[index] = new CudaDevice(index);
+  devices[index]->make_current();
+  return *devices[index];
+}
+
+CudaDevice::CudaDevice(int index) : index_(index) {
+  make_current();
+  cudaStream_t s;
+  check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
+  stream_ = s;
+  cublasLtHandle_t h;
+  if (cublasLtCreate(&h) != CUBLAS_STATUS_SUCCESS) throw std::runtime_error("cuBLASLt: cublasLtCreate failed");
+  blas_ = h;
+  check(cudaMalloc(&workspace_, kWorkspaceBytes), "cudaMalloc (cuBLASLt workspace)");
+  workspace_bytes_ = kWorkspaceBytes;
+  driver_ = std::make_unique<RuntimeDriver>(index);
+  alloc_ = std::make_unique<CachingAllocator>(*driver_);
+  memory_ = std::make_unique<StreamMemory>(*alloc_, stream_);
+}
+
+CudaDevice::~CudaDevice() {
+  memory_.reset();
+  alloc_.reset();
+  (void)cudaFree(workspace_);
+  cublasLtDestroy(static_cast<cublasLtHandle_t>(blas_));
+  (void)cudaStreamDestroy(static_cast<cudaStream_t>(stream_));
+}
+
+void CudaDevice::make_current() const { check(cudaSetDevice(index_), "cudaSetDevice"); }
+
+void CudaDevice::synchronize() {
+  check(cudaStreamSynchronize(static_cast<cudaStream_t>(stream_)), "cudaStreamSynchronize");
+}
+
+void upload(const float* host, Tensor& t) {
+  StreamMemory& m = stream_memory_of(t);
+  const auto s = static_cast<cudaStream_t>(m.stream());
+  check(cudaMemcpyAsync(t.data(), host, static_cast<size_t>(t.bytes()), cudaMemcpyHostToDevice, s),
+        "cudaMemcpyAsync (to the device)");
+  check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+}
+
+void download(const Tensor& t, float* host) {
+  StreamMemory& m = stream_memory_of(t);
+  const auto s = static_cast<cudaStream_t>(m.stream());
+  check(cudaMemcpyAsync(host, t.data(), static_cast<size_t>(t.bytes()), cudaMemcpyDeviceToHost, s),
+        "cudaMemcpyAsync (to the host)");
+  check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+}
+
+Tensor to_device(const Tensor& host, CudaDevice& dev) {
+  PW_CHECK(host.device().is_cpu(), "to_device of a tensor that is not on the host");
+  Tensor t(host.shape(), dev.memory());
+  upload(host.data(), t);
+  return t;
+}
+
+Tensor to_host(const Tensor& t) {
+  PW_CHECK(!t.device().is_cpu(), "to_host of a tensor already on the host");
+  Tensor h(t.shape());
+  download(t, h.data());
+  return h;
+}
+
+}  // namespace pw::exec::cuda

@@ -1,0 +1,155 @@
+#include "exec/cuda/gemm.h"
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include <array>
+#include <map>
+#include <mutex>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "models/error.h"
+
+namespace pw::exec::cuda {
+
+namespace {
+
+void check(cublasStatus_t s, const char* what) {
+  if (s != CUBLAS_STATUS_SUCCESS)
+    throw std::runtime_error(std::string("cuBLASLt: ") + what + " failed (status " +
+                             std::to_string(static_cast<int>(s)) + ")");
+}
+
+// Largest power of two <= 16 that divides the address.
+int64_t alignment(const void* p) {
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  int64_t al = 16;
+  while (al > 4 && a % static_cast<uintptr_t>(al) != 0) al /= 2;
+  return al;
+}
+
+using Key = std::array<int64_t, 19>;
+
+// A prepared product: descriptors and the chosen algorithm, reused for every call of the shape.
+struct Plan {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  ~Plan() {
+    if (a) cublasLtMatrixLayoutDestroy(a);
+    if (b) cublasLtMatrixLayoutDestroy(b);
+    if (c) cublasLtMatrixLayoutDestroy(c);
+    if (desc) cublasLtMatmulDescDestroy(desc);
+  }
+};
+
+cublasLtMatrixLayout_t layout(int64_t rows, int64_t cols, int64_t ld, int64_t batch, int64_t stride) {
+  cublasLtMatrixLayout_t l;
+  check(cublasLtMatrixLayoutCreate(&l, CUDA_R_32F, static_cast<uint64_t>(rows), static_cast<uint64_t>(cols), ld),
+        "cublasLtMatrixLayoutCreate");
+  if (batch > 1) {
+    const int32_t bc = static_cast<int32_t>(batch);
+    check(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &bc, sizeof bc),
+          "layout batch count");
+    check(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride),
+          "layout batch stride");
+  }
+  return l;
+}
+
+cublasLtEpilogue_t lt_epilogue(Epilogue e) {
+  switch (e) {
+    case Epilogue::none: return CUBLASLT_EPILOGUE_DEFAULT;
+    case Epilogue::bias: return CUBLASLT_EPILOGUE_BIAS;
+    case Epilogue::gelu: return CUBLASLT_EPILOGUE_GELU;
+    case Epilogue::bias_gelu: return CUBLASLT_EPILOGUE_GELU_BIAS;
+  }
+  return CUBLASLT_EPILOGUE_DEFAULT;
+}
+
+// The row-major product C = op(A)·op(B) is the column-major product Cᵀ = op(B)ᵀ·op(A)ᵀ: cuBLASLt's
+// first operand is our B, its second our A, and its [n, m] column-major result is our C.
+std::unique_ptr<Plan> make_plan(CudaDevice& dev, const GemmShape& s, int64_t lda, int64_t ldb, int64_t ldc,
+                                Epilogue ep, const std::array<int64_t, 4>& align) {
+  auto p = std::make_unique<Plan>();
+  const cublasComputeType_t compute = dev.tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  check(cublasLtMatmulDescCreate(&p->desc, compute, CUDA_R_32F), "cublasLtMatmulDescCreate");
+  const cublasOperation_t ta = s.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;  // cuBLASLt's A is our B
+  const cublasOperation_t tb = s.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  check(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), "transa");
+  check(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), "transb");
+  const cublasLtEpilogue_t e = lt_epilogue(ep);
+  check(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof e), "epilogue");
+  if (ep == Epilogue::bias || ep == Epilogue::bias_gelu) {
+    const cudaDataType_t bt = CUDA_R_32F;
+    check(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt), "bias type");
+  }
+  // Stored shapes, column-major: our B is [n, k] (or [k, n] transposed), our A [k, m] (or [m, k]).
+  p->a = s.trans_b ? layout(s.k, s.n, ldb, s.batch, s.stride_b) : layout(s.n, s.k, ldb, s.batch, s.stride_b);
+  p->b = s.trans_a ? layout(s.m, s.k, lda, s.batch, s.stride_a) : layout(s.k, s.m, lda, s.batch, s.stride_a);
+  p->c = layout(s.n, s.m, ldc, s.batch, s.stride_c);
+
+  cublasLtMatmulPreference_t pref;
+  check(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
+  const uint64_t ws = dev.workspace_bytes();
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+  const uint32_t al_a = static_cast<uint32_t>(align[1]), al_b = static_cast<uint32_t>(align[0]);
+  const uint32_t al_c = static_cast<uint32_t>(align[2]);
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al_a, sizeof al_a);
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_b, sizeof al_b);
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_c, sizeof al_c);
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_c, sizeof al_c);
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(static_cast<cublasLtHandle_t>(dev.blas_handle()),
+                                                           p->desc, p->a, p->b, p->c, p->c, pref, 1, &result,
+                                                           &found);
+  cublasLtMatmulPreferenceDestroy(pref);
+  if (st != CUBLAS_STATUS_SUCCESS || found == 0)
+    throw std::runtime_error("cuBLASLt: no algorithm for the product [" + std::to_string(s.m) + "x" +
+                             std::to_string(s.k) + "]·[" + std::to_string(s.k) + "x" + std::to_string(s.n) +
+                             "] (batch " + std::to_string(s.batch) + ")");
+  p->algo = result.algo;
+  return p;
+}
+
+}  // namespace
+
+void gemm(CudaDevice& dev, const GemmShape& s, const float* a, const float* b, float* c, float beta,
+          Epilogue epilogue, const float* bias) {
+  PW_CHECK(s.m >= 1 && s.n >= 1 && s.k >= 1 && s.batch >= 1, "gemm sizes must be >= 1");
+  const bool has_bias = epilogue == Epilogue::bias || epilogue == Epilogue::bias_gelu;
+  PW_CHECK(!has_bias || bias != nullptr, "gemm bias epilogue without a bias");
+  PW_CHECK(beta == 0.0f || epilogue == Epilogue::none || epilogue == Epilogue::bias,
+           "gemm: a GELU epilogue cannot accumulate");
+  const int64_t lda = s.lda ? s.lda : (s.trans_a ? s.m : s.k);
+  const int64_t ldb = s.ldb ? s.ldb : (s.trans_b ? s.k : s.n);
+  const int64_t ldc = s.ldc ? s.ldc : s.n;
+  const std::array<int64_t, 4> align{alignment(a), alignment(b), alignment(c), 0};
+  const Key key{s.m, s.n, s.k, s.trans_a, s.trans_b, lda, ldb, ldc, s.batch, s.stride_a, s.stride_b,
+                s.stride_c, static_cast<int64_t>(epilogue), dev.tf32(), beta != 0.0f, align[0], align[1],
+                align[2], dev.device().index};
+  // Plans per device (keyed by the device index), created on first use; the map is used by the
+  // device's one thread, guarded for the rare case of two devices driven from two threads.
+  static std::mutex mu;
+  static std::map<Key, std::unique_ptr<Plan>> plans;
+  Plan* plan;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = plans.find(key);
+    if (it == plans.end()) it = plans.emplace(key, make_plan(dev, s, lda, ldb, ldc, epilogue, align)).first;
+    plan = it->second.get();
+  }
+  if (has_bias)
+    check(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias),
+          "bias pointer");
+  const float alpha = 1.0f;
+  check(cublasLtMatmul(static_cast<cublasLtHandle_t>(dev.blas_handle()), plan->desc, &alpha, b, plan->a, a,
+                       plan->b, &beta, c, plan->c, c, plan->c, &plan->algo, dev.workspace(),
+                       dev.workspace_bytes(), static_cast<cudaStream_t>(dev.stream())),
+        "cublasLtMatmul");
+}
+
+}  // namespace pw::exec::cuda

@@ -1,0 +1,39 @@
+// fp32 matrix products through cuBLASLt, in row-major terms:
+//
+//   C[m, n] = op(A)[m, k] · op(B)[k, n] + beta · C  (+ bias[n] on every row) (then GELU)
+//
+// op(A) = A stored [m, k] (lda >= k) or, with trans_a, A stored [k, m] (lda >= m); likewise B
+// ([k, n], or [n, k] with trans_b); C stored [m, n] (ldc >= n). Leading dimensions default to
+// the packed ones (0). batch > 1: `batch` independent products at the given element strides.
+//
+// Epilogues run inside the GEMM: bias (a [n] vector), gelu (tanh approximation, as the gelu
+// layer) and bias_gelu (bias, then GELU). beta must be 0 with a GELU epilogue.
+//
+// Precision: full fp32 unless the device's tf32() is on (CUBLAS_COMPUTE_32F_FAST_TF32).
+// Determinism: one algorithm per shape (the heuristic's first choice, cached), so the same call
+// gives the same bits every time on the same GPU.
+//
+// Work is queued on the device's compute stream. Thread-safety: as CudaDevice (one thread per
+// device at a time).
+#pragma once
+
+#include <cstdint>
+
+#include "exec/cuda/cuda_device.h"
+
+namespace pw::exec::cuda {
+
+enum class Epilogue { none, bias, gelu, bias_gelu };
+
+struct GemmShape {
+  int64_t m = 0, n = 0, k = 0;
+  bool trans_a = false, trans_b = false;
+  int64_t lda = 0, ldb = 0, ldc = 0;  // 0: packed
+  int64_t batch = 1;
+  int64_t stride_a = 0, stride_b = 0, stride_c = 0;  // elements between batch members
+};
+
+void gemm(CudaDevice& dev, const GemmShape& shape, const float* a, const float* b, float* c,
+          float beta = 0.0f, Epilogue epilogue = Epilogue::none, const float* bias = nullptr);
+
+}  // namespace pw::exec::cuda

@@ -1,0 +1,92 @@
+#include "exec/cuda/gemm.h"
+#include "exec/cuda/kernels.h"
+#include "exec/cuda/layers/layers.h"
+#include "models/error.h"
+
+namespace pw::exec::cuda {
+
+CudaLinear::CudaLinear(std::unique_ptr<Layer> twin, CudaDevice& dev, int64_t in, int64_t out, bool bias)
+    : CudaLayer(std::move(twin), dev), in_(in), out_(out), bias_(bias) {
+  PW_CHECK(params_.size() == (bias ? 2u : 1u), "linear twin parameters");
+  w_ = &params_[0];
+  gw_ = &grads_[0];
+}
+
+Tensor CudaLinear::forward(Inputs in, Context& ctx) {
+  ctx.clear();
+  check_inputs(in);
+  const Tensor& x = *in[0];
+  std::vector<int64_t> shape = x.shape();
+  shape.back() = out_;
+  Tensor y = make(shape);
+  GemmShape s;
+  s.m = x.numel() / in_;
+  s.n = out_;
+  s.k = in_;
+  s.trans_b = true;  // W stored [out, in]
+  gemm(dev_, s, x.data(), w_->data(), y.data(), 0.0f, bias_ ? Epilogue::bias : Epilogue::none,
+       bias_ ? params_[1].data() : nullptr);
+  ctx.batch = x.dim(0);
+  return y;
+}
+
+std::vector<Tensor> CudaLinear::backward_input(Inputs in, Context&, const Tensor& grad_out) {
+  const Tensor& x = *in[0];
+  Tensor dx = make(x.shape());
+  GemmShape s;
+  s.m = x.numel() / in_;
+  s.n = in_;
+  s.k = out_;
+  gemm(dev_, s, grad_out.data(), w_->data(), dx.data());
+  std::vector<Tensor> r;
+  r.push_back(std::move(dx));
+  return r;
+}
+
+void CudaLinear::backward_weight(Inputs in, Context&, const Tensor& grad_out) {
+  const Tensor& x = *in[0];
+  const int64_t rows = x.numel() / in_;
+  GemmShape s;
+  s.m = out_;
+  s.n = in_;
+  s.k = rows;
+  s.trans_a = true;  // dy stored [rows, out]
+  gemm(dev_, s, grad_out.data(), x.data(), gw_->data(), 1.0f);
+  if (bias_) kernels::add_column_sums(grad_out.data(), rows, out_, grads_[1].data(), stream());
+}
+
+std::vector<Tensor*> CudaLinear::parameters() {
+  std::vector<Tensor*> p;
+  if (!tied_) p.push_back(&params_[0]);
+  if (bias_) p.push_back(&params_[1]);
+  return p;
+}
+
+std::vector<Tensor*> CudaLinear::gradients() {
+  std::vector<Tensor*> g;
+  if (!tied_) g.push_back(&grads_[0]);
+  if (bias_) g.push_back(&grads_[1]);
+  return g;
+}
+
+void CudaLinear::init_parameters(uint64_t seed) {
+  if (!tied_) {
+    CudaLayer::init_parameters(seed);
+    return;
+  }
+  twin_->init_parameters(seed);  // a tied head's only parameter is the bias, if any
+  if (bias_) upload(twin_->parameters().back()->data(), params_[1]);
+}
+
+void CudaLinear::share_weight(Tensor* weight, Tensor* grad) {
+  PW_CHECK(weight->shape() == (std::vector<int64_t>{out_, in_}), "tied weight shape mismatch");
+  PW_CHECK(weight->device() == dev_.device() && grad->device() == dev_.device(),
+           "tied weight on another device");
+  w_ = weight;
+  gw_ = grad;
+  tied_ = true;
+  params_[0] = Tensor();
+  grads_[0] = Tensor();
+}
+
+}  // namespace pw::exec::cuda

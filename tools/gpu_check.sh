@@ -1,0 +1,235 @@
+#!/usr/bin/env bash
+# The prepared device check of the CUDA backend: one bounded run (at most 8 minutes on an
+# H100/H200 machine with CUDA, CMake, ninja, python3 + PyTorch, none of our Debian packages and
+# no network) that builds Pipewright with the backend, runs its GPU tests and the benchmarks,
+# and writes OUTDIR/summary.json and OUTDIR/log.txt; a short table is printed last.
+#   bash tools/gpu_check.sh OUTDIR [--no-gpu]
+# Dependencies: the .debs that tools/gpu_debs.sh downloaded into .debs/ (or $PW_DEBS_DIR) are
+# unpacked into a prefix (dpkg -x, or ar + tar where dpkg is missing) and found through
+# CMAKE_PREFIX_PATH and PKG_CONFIG_SYSROOT_DIR (hwloc.pc says prefix=/usr). Without .debs the
+# system's packages are used (and MPI where mpicxx is found).
+# --no-gpu (automatic where nvidia-smi sees no GPU): build and run everything except the
+# device parts, which must then report themselves skipped; the script checks that they do, so
+# a broken script is found before GPU time is spent. Exit status: 0 when every step passed
+# (skips expected in --no-gpu mode), 1 otherwise, 2 for bad usage.
+# Environment: PW_GPU_WORK (build and prefix, default /tmp/pw-gpu-check), PW_GPU_BUILD_DIR
+# (default $PW_GPU_WORK/build; one level inside a worktree shares its ccache hits), PW_GPU_ARCH (CUDA
+# architectures; default: the GPU's, or 90 without one), PW_GPU_JOBS (default: nproc),
+# PW_GPU_BUILD_TIMEOUT (seconds for the build step, default 360; a shared build machine without
+# a compiler cache needs far more).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+repo="$PWD"
+
+usage() { echo "usage: bash tools/gpu_check.sh OUTDIR [--no-gpu]" >&2; exit 2; }
+[ $# -ge 1 ] && [ $# -le 2 ] || usage
+out="$1"
+force_no_gpu=0
+case "${2:-}" in
+  "") ;;
+  --no-gpu) force_no_gpu=1 ;;
+  *) echo "gpu_check: unknown argument '$2' (expected --no-gpu)" >&2; exit 2 ;;
+esac
+mkdir -p "$out" && out="$(cd "$out" && pwd)"
+log="$out/log.txt"
+: > "$log"
+work="${PW_GPU_WORK:-/tmp/pw-gpu-check}"
+jobs="${PW_GPU_JOBS:-$(nproc)}"
+t_start=$(date +%s)
+
+say() { echo "gpu_check: $*" | tee -a "$log" >&2; }
+# step NAME TIMEOUT_S CMD...: runs CMD with its output in the log; records status and seconds.
+declare -a step_names=() step_status=() step_secs=() step_notes=()
+step() {
+  local name="$1" limit="$2"
+  shift 2
+  local t0 rc
+  t0=$(date +%s)
+  echo "===== $name: $*" >> "$log"
+  if declare -F "$1" >/dev/null; then
+    "$@" >> "$log" 2>&1  # a function of this script (timeout runs programs only)
+  else
+    timeout "$limit" "$@" >> "$log" 2>&1
+  fi
+  rc=$?
+  step_names+=("$name")
+  step_secs+=("$(( $(date +%s) - t0 ))")
+  step_status+=("$rc")
+  step_notes+=("")
+  echo "===== $name: exit $rc after $(( $(date +%s) - t0 )) s" >> "$log"
+  return $rc
+}
+note() { step_notes[$(( ${#step_notes[@]} - 1 ))]="$1"; }
+# Marks the last step: pass | fail | skipped (expected) | skipped-unexpected.
+declare -a step_verdict=()
+verdict() { step_verdict[$(( ${#step_names[@]} - 1 ))]="$1"; }
+
+# ---------------------------------------------------------------- mode
+gpu_name="none"
+mode=gpu
+if [ "$force_no_gpu" = 1 ] || ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
+  mode=no-gpu
+else
+  gpu_name="$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)"
+fi
+arch="${PW_GPU_ARCH:-}"
+if [ -z "$arch" ]; then
+  arch=90
+  if [ "$mode" = gpu ]; then
+    cap="$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d ' .')"
+    [ -n "$cap" ] && arch="$cap"
+  fi
+fi
+say "mode $mode, GPU: $gpu_name, architectures $arch, $jobs jobs, work in $work"
+
+# ---------------------------------------------------------------- dependencies
+debs="${PW_DEBS_DIR:-$repo/.debs}"
+prefix=""
+cmake_deps=()
+if ls "$debs"/*.deb >/dev/null 2>&1; then
+  prefix="$work/prefix"
+  rm -rf "$prefix" && mkdir -p "$prefix"
+  unpack() {
+    for d in "$debs"/*.deb; do
+      if command -v dpkg >/dev/null; then
+        dpkg -x "$d" "$prefix" || return 1
+      else
+        local tmp
+        tmp="$(mktemp -d)"
+        (cd "$tmp" && ar x "$d" && tar -xf data.tar.* -C "$prefix") || return 1
+        rm -rf "$tmp"
+      fi
+    done
+  }
+  step "unpack .debs" 120 unpack
+  if [ "${step_status[-1]}" = 0 ]; then verdict pass; else verdict fail; fi
+  note "$(ls "$debs"/*.deb | wc -l) packages from $debs"
+  multiarch="$(gcc -dumpmachine 2>/dev/null || echo x86_64-linux-gnu)"
+  export PKG_CONFIG_SYSROOT_DIR="$prefix"
+  export PKG_CONFIG_PATH="$prefix/usr/lib/$multiarch/pkgconfig:$prefix/usr/share/pkgconfig"
+  export LD_LIBRARY_PATH="$prefix/usr/lib/$multiarch${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  cmake_deps=(-DCMAKE_PREFIX_PATH="$prefix/usr")
+else
+  say "no .debs in $debs: using the system's packages"
+fi
+
+# ---------------------------------------------------------------- build
+build="${PW_GPU_BUILD_DIR:-$work/build}"
+cuda_opt=AUTO
+command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ] && cuda_opt=ON
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+# MPI only where the system has it and no prefix is used (never on the GPU machine).
+mpi=OFF
+[ -z "$prefix" ] && command -v mpicxx >/dev/null && mpi=ON
+step configure 120 cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPW_WITH_CUDA=$cuda_opt \
+  -DPW_WITH_MPI=$mpi -DPW_BUILD_BENCH=OFF -DCMAKE_CUDA_ARCHITECTURES="$arch" "${cmake_deps[@]}" "${launcher[@]}"
+if [ "${step_status[-1]}" = 0 ]; then verdict pass; else verdict fail; fi
+cuda_on=0
+grep -q "CUDA backend: on" "$log" && cuda_on=1
+note "CUDA backend $([ $cuda_on = 1 ] && echo on || echo off)"
+
+targets=(pipewright)
+[ $cuda_on = 1 ] && targets+=(pw_tests_exec_cuda pw_tests_exec_cuda_gpu pw_bench_gpu_gemm)
+step build "${PW_GPU_BUILD_TIMEOUT:-360}" cmake --build "$build" -j"$jobs" --target "${targets[@]}"
+if [ "${step_status[-1]}" = 0 ]; then verdict pass; else verdict fail; fi
+built=$([ "${step_status[-1]}" = 0 ] && echo 1 || echo 0)
+
+# ---------------------------------------------------------------- tests
+if [ "$built" = 1 ] && [ $cuda_on = 1 ]; then
+  step "host tests (allocator policy)" 120 ctest --test-dir "$build" -R "^pw_tests_exec_cuda:" --output-on-failure
+  if [ "${step_status[-1]}" = 0 ]; then verdict pass; else verdict fail; fi
+  note "$(grep -Eo '[0-9]+ tests? passed|[0-9]+% tests passed, [0-9]+ tests failed out of [0-9]+' "$log" | tail -1)"
+
+  step "GPU tests (layers, GEMM)" 240 "$build/tests/exec/cuda/pw_tests_exec_cuda_gpu"
+  rc="${step_status[-1]}"
+  if [ "$rc" = 0 ] && [ "$mode" = gpu ]; then verdict pass
+  elif [ "$rc" = 77 ] && [ "$mode" = no-gpu ]; then verdict "skipped (expected)"
+  elif [ "$rc" = 77 ]; then verdict "skipped-unexpected"
+  else verdict fail; fi
+  note "$(grep -E '^\[doctest\] test cases|^SKIPPED' "$log" | tail -1)"
+fi
+
+if [ "$built" = 1 ]; then
+  step "train --device cuda" 120 "$build/pipewright" train --model mlp --steps 2 --device cuda
+  rc="${step_status[-1]}"
+  msg="$(grep -E '^pipewright: error: ' "$log" | tail -1)"
+  if [ "$rc" = 2 ] && [ "$(grep -c '' <<<"$msg")" = 1 ]; then verdict "refused (expected)"; else verdict fail; fi
+  note "${msg#pipewright: error: }"
+fi
+
+# ---------------------------------------------------------------- benchmarks
+gemm_json="$out/gemm_pipewright.json"
+torch_json="$out/torch_gpt.json"
+if [ "$built" = 1 ] && [ $cuda_on = 1 ]; then
+  step "GEMM benchmark (Pipewright)" 120 sh -c "\"$build/bench/gpu/pw_bench_gpu_gemm\" > \"$gemm_json.tmp\""
+  rc="${step_status[-1]}"
+  if [ "$rc" = 0 ]; then mv "$gemm_json.tmp" "$gemm_json"; verdict pass
+  elif [ "$rc" = 77 ] && [ "$mode" = no-gpu ]; then verdict "skipped (expected)"; cat "$gemm_json.tmp" >> "$log"
+  else verdict fail; fi
+  rm -f "$gemm_json.tmp"
+fi
+have_torch=0
+python3 -c "import torch" >/dev/null 2>&1 && have_torch=1
+step "torch script parses" 30 python3 -c "import ast,sys; ast.parse(open(sys.argv[1]).read())" "$repo/bench/gpu/torch_gpt.py"
+if [ "${step_status[-1]}" = 0 ]; then verdict pass; else verdict fail; fi
+if [ "$mode" = gpu ] && [ $have_torch = 1 ]; then
+  step "PyTorch GPT-2 small (eager fp32, tf32, compile)" 300 python3 "$repo/bench/gpu/torch_gpt.py" --json "$torch_json"
+  if [ "${step_status[-1]}" = 0 ]; then verdict pass; else verdict fail; fi
+elif [ $have_torch = 1 ]; then
+  step "PyTorch script, dry run on the CPU" 120 python3 "$repo/bench/gpu/torch_gpt.py" --dry-run --json "$torch_json"
+  if [ "${step_status[-1]}" = 0 ]; then verdict pass; else verdict fail; fi
+else
+  step_names+=("PyTorch benchmark"); step_status+=("-"); step_secs+=(0); step_notes+=("python3 has no torch")
+  if [ "$mode" = gpu ]; then verdict fail; else verdict "skipped (expected)"; fi
+fi
+say "Pipewright GPT step: not measured: the GPU trainer does not exist yet (see train --device cuda)"
+
+# ---------------------------------------------------------------- summary
+total=$(( $(date +%s) - t_start ))
+steps_file="$work/steps.tsv"
+mkdir -p "$work"
+: > "$steps_file"
+for i in "${!step_names[@]}"; do
+  printf '%s\t%s\t%s\t%s\t%s\n' "${step_names[$i]}" "${step_status[$i]}" "${step_secs[$i]}" \
+    "${step_verdict[$i]:-fail}" "${step_notes[$i]}" >> "$steps_file"
+done
+python3 - "$steps_file" "$out" "$mode" "$gpu_name" "$arch" "$total" <<'PY'
+import json, os, sys
+steps_file, out, mode, gpu, arch, total = sys.argv[1:]
+steps = []
+for line in open(steps_file):
+    name, status, secs, verdict, note = line.rstrip("\n").split("\t")
+    steps.append({"step": name, "exit": status, "seconds": int(secs), "verdict": verdict, "note": note})
+def load(name):
+    p = os.path.join(out, name)
+    return json.load(open(p)) if os.path.exists(p) else None
+summary = {"format": "pipewright.gpu-check/1", "mode": mode, "gpu": gpu, "cuda_architectures": arch,
+           "seconds": int(total), "steps": steps, "gemm_pipewright": load("gemm_pipewright.json"),
+           "torch_gpt": load("torch_gpt.json"),
+           "pipewright_gpt_step_ms": None,
+           "pipewright_gpt_note": "not measured: the GPU trainer does not exist yet"}
+ok = all(s["verdict"] in ("pass", "skipped (expected)", "refused (expected)") for s in steps)
+summary["ok"] = ok
+tmp = os.path.join(out, "summary.json.tmp")
+with open(tmp, "w") as f:
+    json.dump(summary, f, indent=1)
+os.replace(tmp, os.path.join(out, "summary.json"))
+# The table, last.
+print(f"\n{'step':<48} {'verdict':<20} {'s':>4}  note")
+for s in steps:
+    print(f"{s['step']:<48} {s['verdict']:<20} {s['seconds']:>4}  {s['note'][:70]}")
+g, t = summary["gemm_pipewright"], summary["torch_gpt"]
+if g and t and t.get("gemm"):
+    tm = {(x["name"], x["tf32"]): x for x in t["gemm"]}
+    print(f"\n{'GEMM':<10} {'tf32':<5} {'ours ms':>8} {'torch ms':>9} {'ratio':>6}")
+    for x in g["gemm"]:
+        y = tm.get((x["name"], x["tf32"]))
+        if y:
+            print(f"{x['name']:<10} {str(x['tf32']):<5} {x['ms']:>8.3f} {y['ms']:>9.3f} {y['ms'] / x['ms']:>6.2f}")
+if t:
+    for m in t["modes"]:
+        print(f"torch {m['mode']:<8} {m['step_ms']:9.1f} ms/step")
+print(f"\n{mode} run, {total} s, {'OK' if ok else 'FAILED'}; summary.json and log.txt in {out}")
+sys.exit(0 if ok else 1)
+PY
