@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -176,6 +177,26 @@ void add_optimizer_state(std::vector<std::pair<std::string, Tensor*>> state, Sta
   for (auto& [name, t] : state) s.tensors.emplace_back("opt/" + name, t);
 }
 
+namespace {
+
+// Checksum of the data loader's position, tied to the step and to the stage files it goes
+// with: an edited rng_state or batch count, or a data block copied from another checkpoint,
+// no longer matches.
+std::string data_checksum(const DataState& data, int64_t step, const std::vector<std::string>& stage_hashes) {
+  std::string text = hex64(data.rng) + ":" + std::to_string(data.batches) + ":" + std::to_string(step);
+  for (const std::string& h : stage_hashes) text += ":" + h;
+  return hex64(fnv1a(kFnvOffset, text.data(), text.size()));
+}
+
+// Index of the first NaN or infinity among n floats, or -1.
+int64_t first_non_finite(const float* v, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    if (!std::isfinite(v[i])) return i;
+  return -1;
+}
+
+}  // namespace
+
 std::string model_hash(const models::Model& model) {
   Json j;
   to_json(j, model);
@@ -200,6 +221,7 @@ void save_checkpoint(const std::string& dir, const Json& identity, int64_t step,
     if (std::regex_match(e.path().filename().string(), kTemp)) fs::remove(e.path(), ec);
 
   Json files = Json::array();
+  std::vector<std::string> stage_hashes;
   std::set<std::string> keep{kManifest};
   for (size_t s = 0; s < stages.size(); ++s) {
     const StageState& st = stages[s];
@@ -222,12 +244,16 @@ void save_checkpoint(const std::string& dir, const Json& identity, int64_t step,
     w.put_value<uint64_t>(h);
     w.commit();
     files.push_back({{"stage", s}, {"file", name}, {"bytes", w.bytes()}, {"fnv1a64", hex64(h)}});
+    stage_hashes.push_back(hex64(h));
     keep.insert(name);
   }
   Json m{{"format", format_tag("checkpoint", 1)},
          {"step", step},
          {"identity", identity},
-         {"data", {{"rng_state", hex64(data.rng)}, {"batches", data.batches}}},
+         {"data",
+          {{"rng_state", hex64(data.rng)},
+           {"batches", data.batches},
+           {"fnv1a64", data_checksum(data, step, stage_hashes)}}},
          {"stages", files}};
   try {
     save_json_file((fs::path(dir) / kManifest).string(), m);
@@ -263,6 +289,7 @@ CheckpointInfo open_checkpoint(const std::string& dir, const Json& identity, int
     const Json& d = require_field(m, "data", "");
     info.data.rng = parse_hex64(get_string(d, "rng_state", "/data"), "/data/rng_state");
     info.data.batches = get_int(d, "batches", "/data", 0);
+    const std::string data_sum = get_string(d, "fnv1a64", "/data");
     const Json& st = require_array(m, "stages", "");
     for (size_t i = 0; i < st.size(); ++i) {
       const std::string p = join_path("/stages", i);
@@ -277,6 +304,11 @@ CheckpointInfo open_checkpoint(const std::string& dir, const Json& identity, int
                          stage_file_name(static_cast<int>(i), info.step) + "\"");
       info.stages.push_back(f);
     }
+    std::vector<std::string> stage_hashes;
+    for (const CheckpointStageFile& f : info.stages) stage_hashes.push_back(f.fnv1a64);
+    if (data_sum != data_checksum(info.data, info.step, stage_hashes))
+      throw InputError("/data: rng_state and batches do not match their checksum /data/fnv1a64 (edited, or from "
+                       "another checkpoint)");
   } catch (const InputError& e) {
     const std::string msg = e.what();
     throw InputError(at + ": " + (msg.rfind(mpath.string(), 0) == 0 ? msg : mpath.string() + ": " + msg));
@@ -346,6 +378,9 @@ void load_stage(const std::string& dir, const CheckpointInfo& info, int stage, S
     if (dims != t->shape())
       throw InputError(at + ": tensor \"" + name + "\" is " + shape_str(dims) + ", expected " + shape_str(t->shape()));
     need(t->data(), static_cast<size_t>(t->bytes()), "tensor values");
+    if (const int64_t bad = first_non_finite(t->data(), t->numel()); bad >= 0)
+      throw InputError(at + ": tensor \"" + name + "\" holds " + (std::isnan(t->data()[bad]) ? "NaN" : "an infinity") +
+                       " at element " + std::to_string(bad) + " (a checkpoint holds finite values only)");
   }
   const uint64_t computed = h;
   uint64_t stored = 0;

@@ -12,7 +12,8 @@
 #   step line, the banner saying 2 MPI ranks) and 3 ranks are refused as in mismatch.
 # nan: rank 1 (stage 1 of 2) writes a NaN into its weight gradient at BW(1,3)
 #   (PW_TEST_INJECT_FAULT=1:BW(1,3):nan). Pass when mpirun (every rank) exits 4 with exactly one
-#   "pipewright: numerical fault:" line naming rank 1, the op (step), step 1 and stage 1.
+#   "pipewright: numerical fault:" line naming rank 1, the op (step), step 1 and stage 1, and no
+#   banner before it.
 # nan-replicated: 4 ranks, 2 stages x 2 replicas (stage 1 on ranks 2, 3); rank 3's NaN reaches
 #   rank 2 through the all-reduce, both find it at their step, and the job reports one of them
 #   (the lower when both are seen within the agreement window): exit 4, one line naming rank 2
@@ -103,7 +104,9 @@ case $mode in
 
     grep -Eq "^pipewright: numerical fault: rank $rank, op step: step 1, stage 1, layer \".+\": weight gradient is NaN; no checkpoint\$" <<<"$out" ||
       fail "no line naming rank $rank, op step, step 1 and stage 1"
-    grep -q '^step 1/3' <<<"$out" && fail "a step was reported after the fault" ;;
+    grep -q '^step 1/3' <<<"$out" && fail "a step was reported after the fault"
+    # The banner goes out with the first step's line: a fault in step 1 is the only line.
+    grep -q '^run: ' <<<"$out" && fail "the banner was printed before the fault line" ;;
   compare)
     [ "$rc" -eq 0 ] || fail "mpirun exited $rc, expected 0"
     [ "$(grep -c '^compare: measuring a profile of ' <<<"$out")" -eq 1 ] || fail "expected exactly one measurement (rank 0's)"
