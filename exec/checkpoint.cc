@@ -12,6 +12,7 @@
 #include <set>
 
 #include "models/error.h"
+#include "models/limits.h"
 
 namespace pw::exec {
 
@@ -22,6 +23,8 @@ namespace {
 constexpr char kMagic[8] = {'P', 'W', 'C', 'K', 'P', 'T', '0', '1'};
 constexpr const char* kManifest = "manifest.json";
 constexpr int64_t kManifestMaxBytes = 4 << 20;
+// Steps a run can complete: its steps and warm-up steps (models/limits.h).
+constexpr int64_t kMaxCheckpointStep = models::limits::kSteps.max + models::limits::kWarmupSteps.max;
 constexpr uint64_t kFnvOffset = 0xcbf29ce484222325ull;
 constexpr uint64_t kFnvPrime = 0x100000001b3ull;
 
@@ -284,7 +287,7 @@ CheckpointInfo open_checkpoint(const std::string& dir, const Json& identity, int
   try {
     const Json m = load_json_file(mpath.string());
     check_format(m, "checkpoint", 1, "");
-    info.step = get_int(m, "step", "", 0);
+    info.step = models::get_limited(m, "step", "", {0, kMaxCheckpointStep});
     info.identity = require_field(m, "identity", "");
     const Json& d = require_field(m, "data", "");
     info.data.rng = parse_hex64(get_string(d, "rng_state", "/data"), "/data/rng_state");
@@ -294,9 +297,9 @@ CheckpointInfo open_checkpoint(const std::string& dir, const Json& identity, int
     for (size_t i = 0; i < st.size(); ++i) {
       const std::string p = join_path("/stages", i);
       CheckpointStageFile f;
-      f.stage = static_cast<int>(get_int(st[i], "stage", p, 0));
+      f.stage = models::get_limited_int(st[i], "stage", p, {0, models::limits::kStages.max - 1});
       f.file = get_string(st[i], "file", p);
-      f.bytes = get_int(st[i], "bytes", p, 0);
+      f.bytes = models::get_limited(st[i], "bytes", p, models::limits::kBytes);
       f.fnv1a64 = get_string(st[i], "fnv1a64", p);
       parse_hex64(f.fnv1a64, p + "/fnv1a64");
       if (f.stage != static_cast<int>(i) || f.file != stage_file_name(f.stage, info.step))

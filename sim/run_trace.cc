@@ -114,7 +114,12 @@ RunTrace run_trace_from_json(const Json& j) {
     r.has_predicted = true;
   }
   if (j.contains("iterations")) r.iterations = summaries_from_json(j);
-  r.trace = trace_from_json(require_field(j, "trace", ""));
+  try {
+    r.trace = trace_from_json(require_field(j, "trace", ""));
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    throw InputError(what.rfind('/', 0) == 0 ? "/trace" + what : what);
+  }
   return r;
 }
 
