@@ -45,10 +45,11 @@ whole = p["stages"][0]
 whole.pop("layers", None)
 last, cut = p["stages"][-1]["end_layer"], 5  # input fc0 relu0 fc1 relu1 | fc2 relu2 fc3 loss
 second = copy.deepcopy(whole)
-whole.update(first_layer=0, end_layer=cut, devices=[0, 1])
-second.update(first_layer=cut, end_layer=last, devices=[2, 3])
+whole.update(first_layer=0, end_layer=cut, devices=[0, 1], replicas=2)
+second.update(first_layer=cut, end_layer=last, devices=[2, 3], replicas=2)
 p["stages"] = [whole, second]
 p["num_devices_used"] = 4
+p.get("inputs", {}).pop("cluster", None)  # planned on 2 devices: its cluster does not hold these 4
 p["schedule"] = "1f1b"
 p["num_micro_batches"], p["micro_batch_size"] = 4, p["batch"] // 4
 p["batch"] = 4 * p["micro_batch_size"]
@@ -68,7 +69,7 @@ import json, sys
 p = json.load(open(sys.argv[1]))
 last = p["stages"][-1]["end_layer"]
 p["stages"] = p["stages"][:1]
-p["stages"][0].update(first_layer=0, end_layer=last, devices=[0, 1])
+p["stages"][0].update(first_layer=0, end_layer=last, devices=[0, 1], replicas=2)
 p["stages"][0].pop("layers", None)
 p["num_micro_batches"], p["micro_batch_size"] = 2, p["batch"] // 2  # one micro-batch per replica
 p["batch"] = 2 * p["micro_batch_size"]
