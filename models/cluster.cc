@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "models/error.h"
+#include "models/limits.h"
 
 namespace pw::models {
 
@@ -19,7 +20,8 @@ Cluster::Cluster(std::string name, DeviceSpec device, std::vector<Level> levels)
       throw InputError(at + ": bandwidth_bytes_per_s must be a positive number");
     if (l.latency_ns < 0) throw InputError(at + ": latency_ns must be >= 0");
     n *= l.count;
-    if (n > (1 << 24)) throw InputError(at + ": more than 16M devices");
+    if (n > limits::kDevices.max)
+      throw InputError(at + ": more than " + std::to_string(limits::kDevices.max) + " devices in all");
   }
   num_devices_ = static_cast<int>(n);
 }
@@ -78,9 +80,9 @@ Cluster cluster_from_json(const Json& j) {
     require_object(arr[k], at);
     Level l;
     l.name = get_string_or(arr[k], "name", at, "level" + std::to_string(k));
-    l.count = static_cast<int>(get_int(arr[k], "count", at, 1));
+    l.count = get_limited_int(arr[k], "count", at, limits::kDevices);
     l.bandwidth_bytes_per_s = get_number(arr[k], "bandwidth_bytes_per_s", at, 1e-300);
-    l.latency_ns = get_int_or(arr[k], "latency_ns", at, 0);
+    l.latency_ns = get_limited_or(arr[k], "latency_ns", at, 0, limits::kDurationNs);
     levels.push_back(l);
   }
   return Cluster(name, device, levels);

@@ -2,6 +2,7 @@
 
 #include "models/error.h"
 #include "models/error_text.h"
+#include "models/limits.h"
 
 namespace pw::models {
 
@@ -95,7 +96,7 @@ DeviceSpec device_from_json(const Json& j, const std::string& path) {
   d.peak_fp32_flops = get_number(j, "peak_fp32_flops", path, 0.0);
   d.peak_bf16_flops = get_number_or(j, "peak_bf16_flops", path, d.peak_fp32_flops, 0.0);
   d.memory_bandwidth_bytes_per_s = get_number(j, "memory_bandwidth_bytes_per_s", path, 0.0);
-  d.memory_bytes = get_int(j, "memory_bytes", path, 1);
+  d.memory_bytes = get_limited(j, "memory_bytes", path, limits::kMemoryBytes);
   return d;
 }
 

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "models/error.h"
+#include "models/limits.h"
 
 namespace pw::models {
 
@@ -177,8 +178,10 @@ Model model_from_json(const Json& j) {
   require_object(j, "");
   check_format(j, "model", 1, "");
   std::string name = get_string(j, "name", "");
-  int64_t batch = get_int_or(j, "batch", "", 1, 1);
+  int64_t batch = get_limited_or(j, "batch", "", 1, limits::kBatch);
   const Json& arr = require_array(j, "layers", "");
+  if (static_cast<int64_t>(arr.size()) > limits::kLayers.max)
+    throw InputError("/layers: more than " + std::to_string(limits::kLayers.max) + " layers");
   std::vector<LayerSpec> layers;
   for (size_t i = 0; i < arr.size(); ++i) {
     const std::string at = join_path("/layers", i);

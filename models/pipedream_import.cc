@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "models/error.h"
+#include "models/error_text.h"
 #include "models/input_file.h"
 #include "models/json_util.h"
 
@@ -295,5 +296,22 @@ PipeDreamGraph read_pipedream_graph(const std::string& file) {
 }
 
 Profile import_pipedream_graph(const std::string& file) { return read_pipedream_graph(file).profile; }
+
+Profile load_any_profile_file(const std::string& file) {
+  const std::string text = read_text_file(file);
+  const size_t first = text.find_first_not_of(" \t\r\n");
+  if (first != std::string::npos && text[first] == '{') {
+    const std::string name = escape_for_message(file, 200);
+    const Json j = parse_json_text(text, name);
+    try {
+      return profile_from_json(j);
+    } catch (const InputError& e) {
+      throw InputError(name + ": " + e.what());
+    } catch (const Json::exception& e) {
+      throw InputError(name + ": " + e.what());
+    }
+  }
+  return parse_pipedream_graph(text, file).profile;
+}
 
 }  // namespace pw::models

@@ -43,6 +43,11 @@ PipeDreamGraph parse_pipedream_graph(std::string_view text, const std::string& f
 PipeDreamGraph read_pipedream_graph(const std::string& file);
 Profile import_pipedream_graph(const std::string& file);
 
+// The one reader of a profile file, for every command that takes --profile: a pipewright.profile/1
+// JSON document (its text starts with "{"), else a PipeDream graph.txt (imported as above).
+// Errors as load_profile_file / import_pipedream_graph.
+Profile load_any_profile_file(const std::string& file);
+
 // The mini-batch a PipeDream profile was measured at, inferred as described above; 0 when it
 // cannot be inferred (GNMT, test graphs: import_pipedream_graph then sets micro_batch = 1).
 int64_t infer_pipedream_batch(const Profile& p);

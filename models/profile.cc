@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "models/error.h"
+#include "models/limits.h"
 #include "models/profile_points.h"
 
 namespace pw::models {
@@ -103,28 +104,30 @@ Profile profile_from_json(const Json& j) {
   const Json& dev = require_field(j, "device", "");
   require_object(dev, "/device");
   p.device.name = get_string(dev, "name", "/device");
-  p.device.cores = static_cast<int>(get_int_or(dev, "cores", "/device", 0));
-  p.device.threads = static_cast<int>(get_int_or(dev, "threads", "/device", 0));
-  p.micro_batch = get_int(j, "micro_batch", "", 1);
+  p.device.cores = get_limited_int_or(dev, "cores", "/device", 0, limits::kThreads);
+  p.device.threads = get_limited_int_or(dev, "threads", "/device", 0, limits::kThreads);
+  p.micro_batch = get_limited(j, "micro_batch", "", limits::kMicroBatchSize);
   const Json& arr = require_array(j, "layers", "");
   if (arr.empty()) throw InputError("/layers: the profile has no layers");
+  if (static_cast<int64_t>(arr.size()) > limits::kLayers.max)
+    throw InputError("/layers: more than " + std::to_string(limits::kLayers.max) + " layers");
   for (size_t i = 0; i < arr.size(); ++i) {
     const std::string at = join_path("/layers", i);
     require_object(arr[i], at);
     LayerProfile l;
     l.name = get_string(arr[i], "name", at);
     l.kind = get_string(arr[i], "kind", at);
-    l.forward_ns = get_int(arr[i], "forward_ns", at);
-    l.backward_input_ns = get_int(arr[i], "backward_input_ns", at);
-    l.backward_weight_ns = get_int(arr[i], "backward_weight_ns", at);
-    l.output_bytes = get_int(arr[i], "output_bytes", at);
-    l.stash_bytes = get_int(arr[i], "stash_bytes", at);
-    l.parameter_bytes = get_int(arr[i], "parameter_bytes", at);
-    l.optimizer_bytes = get_int_or(arr[i], "optimizer_bytes", at, 0);
-    l.workspace_bytes = get_int_or(arr[i], "workspace_bytes", at, 0);
-    l.weight_pending_bytes = get_int_or(arr[i], "weight_pending_bytes", at, 0);
+    l.forward_ns = get_limited(arr[i], "forward_ns", at, limits::kDurationNs);
+    l.backward_input_ns = get_limited(arr[i], "backward_input_ns", at, limits::kDurationNs);
+    l.backward_weight_ns = get_limited(arr[i], "backward_weight_ns", at, limits::kDurationNs);
+    l.output_bytes = get_limited(arr[i], "output_bytes", at, limits::kBytes);
+    l.stash_bytes = get_limited(arr[i], "stash_bytes", at, limits::kBytes);
+    l.parameter_bytes = get_limited(arr[i], "parameter_bytes", at, limits::kBytes);
+    l.optimizer_bytes = get_limited_or(arr[i], "optimizer_bytes", at, 0, limits::kBytes);
+    l.workspace_bytes = get_limited_or(arr[i], "workspace_bytes", at, 0, limits::kBytes);
+    l.weight_pending_bytes = get_limited_or(arr[i], "weight_pending_bytes", at, 0, limits::kBytes);
     l.is_data_loading = get_bool_or(arr[i], "is_data_loading", at, false);
-    l.step_ns = get_int_or(arr[i], "step_ns", at, 0);
+    l.step_ns = get_limited_or(arr[i], "step_ns", at, 0, limits::kDurationNs);
     if (arr[i].contains("module")) l.module = get_string(arr[i], "module", at);
     p.layers.push_back(std::move(l));
   }

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "models/error.h"
+#include "models/limits.h"
 
 namespace pw::models {
 
@@ -137,9 +138,8 @@ void measurement_from_json(const Json& j, Profile& p) {
     pm.context = get_string(m, "context", "/measurement");
     if (pm.context != "in-context" && pm.context != "isolated")
       throw InputError("/measurement/context: expected \"in-context\" or \"isolated\", got \"" + pm.context + "\"");
-    pm.co_run_workers = static_cast<int>(get_int_or(m, "co_run_workers", "/measurement", 1));
-    if (pm.co_run_workers < 1) throw InputError("/measurement/co_run_workers: expected an integer >= 1");
-    pm.reps = static_cast<int>(get_int_or(m, "reps", "/measurement", 0));
+    pm.co_run_workers = get_limited_int_or(m, "co_run_workers", "/measurement", 1, limits::kStages);
+    pm.reps = get_limited_int_or(m, "reps", "/measurement", 0, {0, 1000000});
     p.measurement = pm;
   }
   if (!j.contains("points")) return;
@@ -148,9 +148,9 @@ void measurement_from_json(const Json& j, Profile& p) {
     const std::string at = join_path("/points", k);
     require_object(arr[k], at);
     ProfilePoint pt;
-    pt.micro_batch = get_int(arr[k], "micro_batch", at, 1);
-    pt.threads = static_cast<int>(get_int(arr[k], "threads", at, 1));
-    pt.co_run_workers = static_cast<int>(get_int_or(arr[k], "co_run_workers", at, 1));
+    pt.micro_batch = get_limited(arr[k], "micro_batch", at, limits::kMicroBatchSize);
+    pt.threads = get_limited_int(arr[k], "threads", at, {1, limits::kThreads.max});
+    pt.co_run_workers = get_limited_int_or(arr[k], "co_run_workers", at, 1, limits::kStages);
     const Json& layers = require_array(arr[k], "layers", at);
     if (layers.size() != p.layers.size())
       throw InputError(at + "/layers: expected " + std::to_string(p.layers.size()) + " entries (one per layer), got " +
@@ -161,11 +161,7 @@ void measurement_from_json(const Json& j, Profile& p) {
       if (!e.is_array() || e.size() != 4)
         throw InputError(li + ": expected [forward_ns, backward_input_ns, backward_weight_ns, step_ns]");
       int64_t v[4];
-      for (int f = 0; f < 4; ++f) {
-        if (!e[f].is_number_integer() || e[f].get<int64_t>() < 0)
-          throw InputError(join_path(li, static_cast<size_t>(f)) + ": expected an integer >= 0");
-        v[f] = e[f].get<int64_t>();
-      }
+      for (int f = 0; f < 4; ++f) v[f] = limited_value(e[f], join_path(li, static_cast<size_t>(f)), limits::kDurationNs);
       pt.layers.push_back({v[0], v[1], v[2], v[3]});
     }
     p.points.push_back(std::move(pt));

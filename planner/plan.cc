@@ -1,10 +1,73 @@
 #include "planner/plan.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <map>
+#include <set>
 
+#include "models/cluster.h"
 #include "models/error.h"
+#include "models/limits.h"
 
 namespace pw::planner {
+
+namespace lim = models::limits;
+using models::get_limited;
+using models::get_limited_int;
+using models::get_limited_int_or;
+using models::get_limited_or;
+
+void check_plan_batch(const Plan& p) {
+  const std::string sizes = " (micro_batch_size " + std::to_string(p.micro_batch_size) + " x num_micro_batches " +
+                            std::to_string(p.num_micro_batches) + " = " +
+                            std::to_string(p.micro_batch_size * p.num_micro_batches) + ")";
+  if (p.remainder_rule == "none") {
+    if (p.batch != p.micro_batch_size * p.num_micro_batches)
+      throw InputError("/batch: " + std::to_string(p.batch) + " is not micro_batch_size x num_micro_batches" + sizes +
+                       " with remainder_rule \"none\"");
+  } else if (p.remainder_rule == "last-smaller") {
+    if (p.batch >= p.micro_batch_size * p.num_micro_batches ||
+        p.batch <= p.micro_batch_size * (p.num_micro_batches - 1))
+      throw InputError("/batch: " + std::to_string(p.batch) +
+                       " does not leave a smaller last micro-batch (remainder_rule \"last-smaller\")" + sizes);
+  } else {
+    throw InputError("/remainder_rule: expected \"none\" or \"last-smaller\", got \"" + p.remainder_rule + "\"");
+  }
+}
+
+void check_stage_devices(const Plan& p) {
+  if (p.chunks > 1) {
+    // Interleaved: virtual stage k runs on pipeline device k mod (stages / chunks).
+    const int pipeline = p.num_stages() / p.chunks;
+    for (int k = pipeline; k < p.num_stages(); ++k)
+      if (p.stages[k].devices != p.stages[k % pipeline].devices)
+        throw InputError("/stages/" + std::to_string(k) + "/devices: with chunks = " + std::to_string(p.chunks) +
+                         ", expected the devices of stage " + std::to_string(k % pipeline));
+    return;
+  }
+  std::map<int, int> stage_of;
+  for (int k = 0; k < p.num_stages(); ++k)
+    for (int d : p.stages[k].devices) {
+      auto [it, fresh] = stage_of.emplace(d, k);
+      if (!fresh)
+        throw InputError("/stages/" + std::to_string(k) + "/devices: device " + std::to_string(d) +
+                         " is also stage " + std::to_string(it->second) + "'s (a device runs one stage)");
+    }
+}
+
+void check_plan_on_cluster(const Plan& p, int cluster_devices, const std::string& cluster_name) {
+  const int k = std::max(1, p.threads_per_stage);
+  for (int s = 0; s < p.num_stages(); ++s)
+    for (size_t i = 0; i < p.stages[s].devices.size(); ++i) {
+      const int64_t last = static_cast<int64_t>(p.stages[s].devices[i]) + k - 1;
+      if (last >= cluster_devices)
+        throw InputError("/stages/" + std::to_string(s) + "/devices/" + std::to_string(i) + ": device " +
+                         std::to_string(p.stages[s].devices[i]) +
+                         (k > 1 ? " with threads_per_stage " + std::to_string(k) : std::string()) + " is not in " +
+                         cluster_name + " (" + std::to_string(cluster_devices) + " devices, 0.." +
+                         std::to_string(cluster_devices - 1) + ")");
+    }
+}
 
 std::string content_hash(const Json& j) {
   uint64_t h = 1469598103934665603ULL;
@@ -102,16 +165,16 @@ Plan plan_from_json(const Json& j) {
     throw InputError("/objective: expected \"sync\", \"async\" or \"pipedream\", got \"" + p.objective + "\"");
   p.partitioner = get_string_or(j, "partitioner", "", "dp");
   p.schedule = parse_schedule_kind(get_string(j, "schedule", ""), "/schedule");
-  p.chunks = static_cast<int>(get_int_or(j, "chunks", "", 1, 1));
-  p.batch = get_int(j, "batch", "", 1);
-  p.micro_batch_size = get_int(j, "micro_batch_size", "", 1);
-  p.num_micro_batches = static_cast<int>(get_int(j, "num_micro_batches", "", 1));
+  p.chunks = get_limited_int_or(j, "chunks", "", 1, lim::kChunks);
+  p.batch = get_limited(j, "batch", "", lim::kBatch);
+  p.micro_batch_size = get_limited(j, "micro_batch_size", "", lim::kMicroBatchSize);
+  p.num_micro_batches = get_limited_int(j, "num_micro_batches", "", lim::kMicroBatches);
   p.remainder_rule = get_string_or(j, "remainder_rule", "", "none");
   p.cut_family = get_string_or(j, "cut_family", "", "topological-order");
-  p.threads_per_stage = static_cast<int>(get_int_or(j, "threads_per_stage", "", 0));
+  p.threads_per_stage = get_limited_int_or(j, "threads_per_stage", "", 0, lim::kThreads);
   p.extrapolated = get_bool_or(j, "extrapolated", "", false);
   p.extrapolation_note = get_string_or(j, "extrapolation_note", "", "");
-  p.predicted_step_ns = get_int_or(j, "predicted_step_ns", "", 0);
+  p.predicted_step_ns = get_limited_or(j, "predicted_step_ns", "", 0, lim::kDurationNs);
   if (j.contains("inputs")) {
     // Documents are checked where they are used (their own readers); here only that each is
     // an object and that the embedded profile and cluster are the ones the hashes name.
@@ -134,25 +197,25 @@ Plan plan_from_json(const Json& j) {
   }
   if (j.contains("layer_order")) {
     const Json& lo = require_array(j, "layer_order", "");
-    for (size_t k = 0; k < lo.size(); ++k) {
-      if (!lo[k].is_number_integer() || lo[k].get<int64_t>() < 0)
-        throw InputError(join_path("/layer_order", k) + ": expected a non-negative integer");
-      p.layer_order.push_back(lo[k].get<int>());
-    }
+    if (static_cast<int64_t>(lo.size()) > lim::kLayers.max)
+      throw InputError("/layer_order: more than " + std::to_string(lim::kLayers.max) + " layers");
+    for (size_t k = 0; k < lo.size(); ++k)
+      p.layer_order.push_back(
+          static_cast<int>(models::limited_value(lo[k], join_path("/layer_order", k), {0, lim::kLayers.max - 1})));
   }
-  if (p.num_micro_batches > p.batch)
-    throw InputError("/num_micro_batches: " + std::to_string(p.num_micro_batches) +
-                     " micro-batches need a batch of at least that many samples (batch " + std::to_string(p.batch) + ")");
+  check_plan_batch(p);
   const Json& arr = require_array(j, "stages", "");
   if (arr.empty()) throw InputError("/stages: the plan has no stages");
+  if (static_cast<int64_t>(arr.size()) > lim::kStages.max)
+    throw InputError("/stages: more than " + std::to_string(lim::kStages.max) + " stages");
   int expect_first = 0;
   int max_device = -1;
   for (size_t k = 0; k < arr.size(); ++k) {
     const std::string at = join_path("/stages", k);
     const Json& sj = require_object(arr[k], at);
     StagePlan s;
-    s.first_layer = static_cast<int>(get_int(sj, "first_layer", at));
-    s.end_layer = static_cast<int>(get_int(sj, "end_layer", at));
+    s.first_layer = get_limited_int(sj, "first_layer", at, {0, lim::kLayers.max - 1});
+    s.end_layer = get_limited_int(sj, "end_layer", at, {1, lim::kLayers.max});
     if (s.first_layer != expect_first)
       throw InputError(at + "/first_layer: expected " + std::to_string(expect_first) +
                        " (stages must cover the layers contiguously), got " + std::to_string(s.first_layer));
@@ -170,34 +233,58 @@ Plan plan_from_json(const Json& j) {
     }
     const Json& devs = require_array(sj, "devices", at);
     if (devs.empty()) throw InputError(join_path(at, "devices") + ": a stage needs at least one device");
+    if (static_cast<int64_t>(devs.size()) > lim::kDevices.max)
+      throw InputError(join_path(at, "devices") + ": more than " + std::to_string(lim::kDevices.max) + " devices");
+    std::set<int> distinct;
     for (size_t i = 0; i < devs.size(); ++i) {
-      Json w = {{"d", devs[i]}};
-      int d = static_cast<int>(get_int(w, "d", join_path(at, "devices") + "/" + std::to_string(i), 0));
+      const std::string di = join_path(join_path(at, "devices"), i);
+      const int d = static_cast<int>(models::limited_value(devs[i], di, {0, lim::kDevices.max - 1}));
+      if (!distinct.insert(d).second) throw InputError(di + ": device " + std::to_string(d) + " appears twice in the stage");
       s.devices.push_back(d);
       max_device = std::max(max_device, d);
+    }
+    if (sj.contains("replicas")) {
+      const int64_t r = get_limited(sj, "replicas", at, lim::kDevices);
+      if (r != s.replicas())
+        throw InputError(join_path(at, "replicas") + ": " + std::to_string(r) + ", but the stage lists " +
+                         std::to_string(s.replicas()) + " device" + (s.replicas() == 1 ? "" : "s") +
+                         " (a replica per device)");
     }
     s.recompute = get_bool_or(sj, "recompute", at, false);
     if (sj.contains("predicted")) {
       const Json& q = require_object(sj["predicted"], join_path(at, "predicted"));
       const std::string qt = join_path(at, "predicted");
-      s.predicted.forward_ns = get_int_or(q, "forward_ns", qt, 0);
-      s.predicted.backward_ns = get_int_or(q, "backward_ns", qt, 0);
-      s.predicted.comm_ns = get_int_or(q, "comm_ns", qt, 0);
-      s.predicted.allreduce_ns = get_int_or(q, "allreduce_ns", qt, 0);
-      s.predicted.memory_bytes = get_int_or(q, "memory_bytes", qt, 0);
-      s.predicted.weights_optimizer_bytes = get_int_or(q, "weights_optimizer_bytes", qt, 0);
-      s.predicted.activation_bytes = get_int_or(q, "activation_bytes", qt, 0);
+      s.predicted.forward_ns = get_limited_or(q, "forward_ns", qt, 0, lim::kDurationNs);
+      s.predicted.backward_ns = get_limited_or(q, "backward_ns", qt, 0, lim::kDurationNs);
+      s.predicted.comm_ns = get_limited_or(q, "comm_ns", qt, 0, lim::kDurationNs);
+      s.predicted.allreduce_ns = get_limited_or(q, "allreduce_ns", qt, 0, lim::kDurationNs);
+      s.predicted.memory_bytes = get_limited_or(q, "memory_bytes", qt, 0, lim::kBytes);
+      s.predicted.weights_optimizer_bytes = get_limited_or(q, "weights_optimizer_bytes", qt, 0, lim::kBytes);
+      s.predicted.activation_bytes = get_limited_or(q, "activation_bytes", qt, 0, lim::kBytes);
     }
     p.stages.push_back(std::move(s));
   }
-  p.num_devices_used = static_cast<int>(get_int_or(j, "num_devices_used", "", max_device + 1, 1));
+  p.num_devices_used = get_limited_int_or(j, "num_devices_used", "", max_device + 1, lim::kDevices);
+  check_stage_devices(p);
+  if (!p.inputs.cluster.is_null()) {
+    // The cluster the plan was made for: its devices are the ones the stages may name.
+    models::Cluster cluster = [&] {
+      try {
+        return models::cluster_from_json(p.inputs.cluster);
+      } catch (const InputError& e) {
+        const std::string what = e.what();
+        throw InputError("/inputs/cluster" + (what.rfind('/', 0) == 0 ? "" : std::string(": ")) + what);
+      }
+    }();
+    check_plan_on_cluster(p, cluster.num_devices(), "its cluster \"" + cluster.name() + "\"");
+  }
   if (j.contains("predicted")) {
     const Json& q = require_object(j["predicted"], "/predicted");
     p.predicted.iteration_time_s = get_number_or(q, "iteration_time_s", "/predicted", 0);
     p.predicted.bottleneck_time_s = get_number_or(q, "bottleneck_time_s", "/predicted", 0);
     p.predicted.throughput_samples_per_s = get_number_or(q, "throughput_samples_per_s", "/predicted", 0);
     p.predicted.bubble_rate = get_number_or(q, "bubble_rate", "/predicted", 0);
-    p.predicted.peak_memory_bytes = get_int_or(q, "peak_memory_bytes", "/predicted", 0);
+    p.predicted.peak_memory_bytes = get_limited_or(q, "peak_memory_bytes", "/predicted", 0, lim::kBytes);
     p.predicted.schedule_bubble = get_number_or(q, "schedule_bubble", "/predicted", 0);
     p.predicted.stage_imbalance = get_number_or(q, "stage_imbalance", "/predicted", 0);
     p.predicted.idle_share = get_number_or(q, "idle_share", "/predicted", 0);

@@ -100,6 +100,20 @@ struct Plan {
   int num_stages() const { return static_cast<int>(stages.size()); }
 };
 
+// The plan's own consistency, checked by plan_from_json, so that every command reading a plan
+// (`simulate`, `schedule export/import`, `run`, `whatif`) accepts and refuses the same ones:
+// check_plan_batch: batch == micro_batch_size x num_micro_batches under remainder_rule "none";
+// (m - 1) x size < batch < m x size under "last-smaller"; no other rule.
+// check_stage_devices: with chunks = 1 no device runs two stages; with chunks v > 1 virtual
+// stage k runs on the devices of stage k mod (stages / v).
+// InputError naming the JSON path.
+void check_plan_batch(const Plan& p);
+void check_stage_devices(const Plan& p);
+// Every device of every stage (with threads_per_stage k > 1: devices d .. d + k - 1) is one of
+// the `cluster_devices` devices of the cluster the plan is simulated or run on. InputError
+// naming the stage's JSON path, the device and the cluster.
+void check_plan_on_cluster(const Plan& p, int cluster_devices, const std::string& cluster_name);
+
 void to_json(Json& j, const Plan& p);
 // {"format": "pipewright.plan/1", ...}; checks stage ranges are contiguous and non-empty.
 Plan plan_from_json(const Json& j);

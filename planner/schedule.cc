@@ -2,8 +2,11 @@
 
 #include "models/error.h"
 #include "models/error_text.h"
+#include "models/limits.h"
 
 namespace pw::planner {
+
+namespace lim = models::limits;
 
 namespace {
 constexpr std::pair<ScheduleKind, std::string_view> kScheduleNames[] = {
@@ -89,17 +92,15 @@ Schedule schedule_from_json(const Json& j) {
   check_format(j, "schedule", 1, "");
   Schedule s;
   s.kind = parse_schedule_kind(get_string(j, "kind", ""), "/kind");
-  s.num_devices = static_cast<int>(get_int(j, "num_devices", "", 1));
-  s.num_stages = static_cast<int>(get_int(j, "num_stages", "", 1));
-  s.num_micro_batches = static_cast<int>(get_int(j, "num_micro_batches", "", 1));
+  s.num_devices = models::get_limited_int(j, "num_devices", "", lim::kDevices);
+  s.num_stages = models::get_limited_int(j, "num_stages", "", lim::kStages);
+  s.num_micro_batches = models::get_limited_int(j, "num_micro_batches", "", lim::kMicroBatches);
+  const models::Limit device{0, s.num_devices - 1};
   const Json& sd = require_array(j, "stage_device", "");
   if (static_cast<int>(sd.size()) != s.num_stages)
     throw InputError("/stage_device: expected " + std::to_string(s.num_stages) + " entries");
   for (size_t k = 0; k < sd.size(); ++k) {
-    Json w = {{"d", sd[k]}};
-    int d = static_cast<int>(get_int(w, "d", "/stage_device/" + std::to_string(k), 0));
-    if (d >= s.num_devices) throw InputError("/stage_device/" + std::to_string(k) + ": device out of range");
-    s.stage_device.push_back(d);
+    s.stage_device.push_back(static_cast<int>(models::limited_value(sd[k], join_path("/stage_device", k), device)));
   }
   const Json& devs = require_array(j, "device_ops", "");
   if (static_cast<int>(devs.size()) != s.num_devices)
@@ -113,12 +114,10 @@ Schedule schedule_from_json(const Json& j) {
       const Json& o = devs[d][k];
       Op op;
       op.kind = parse_op_kind(get_string(o, "op", ot), ot + "/op");
-      op.stage = static_cast<int>(get_int(o, "stage", ot, -1));
-      op.micro_batch = static_cast<int>(get_int(o, "micro_batch", ot, -1));
-      op.peer = static_cast<int>(get_int_or(o, "peer", ot, -1, -1));
-      op.bytes = get_int_or(o, "bytes", ot, 0);
-      if (op.stage >= s.num_stages) throw InputError(ot + "/stage: out of range");
-      if (op.micro_batch >= s.num_micro_batches) throw InputError(ot + "/micro_batch: out of range");
+      op.stage = models::get_limited_int(o, "stage", ot, {-1, s.num_stages - 1});
+      op.micro_batch = models::get_limited_int(o, "micro_batch", ot, {-1, s.num_micro_batches - 1});
+      op.peer = models::get_limited_int_or(o, "peer", ot, -1, {-1, s.num_devices - 1});
+      op.bytes = models::get_limited_or(o, "bytes", ot, 0, lim::kBytes);
       ops.push_back(op);
     }
     s.device_ops.push_back(std::move(ops));
@@ -132,10 +131,7 @@ Schedule schedule_from_json(const Json& j) {
       if (!sr[k].is_array() || sr[k].empty()) throw InputError(at + ": expected a non-empty array of devices");
       std::vector<int> devs;
       for (size_t i = 0; i < sr[k].size(); ++i) {
-        Json w = {{"d", sr[k][i]}};
-        const int d = static_cast<int>(get_int(w, "d", at + "/" + std::to_string(i), 0));
-        if (d >= s.num_devices) throw InputError(at + "/" + std::to_string(i) + ": device out of range");
-        devs.push_back(d);
+        devs.push_back(static_cast<int>(models::limited_value(sr[k][i], join_path(at, i), device)));
       }
       s.stage_replicas.push_back(std::move(devs));
     }

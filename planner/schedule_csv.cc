@@ -7,6 +7,7 @@
 
 #include "models/error.h"
 #include "models/json_util.h"
+#include "models/limits.h"
 
 namespace pw::planner {
 
@@ -84,7 +85,10 @@ Parsed parse_action(const std::string& cell, const std::string& at) {
   else throw InputError(at + ": unknown action type \"" + type + "\" in \"" + cell + "\"" + expected);
   if (mb.empty()) throw InputError(at + ": \"" + cell + "\" has no micro-batch index" + expected);
   if (!all_digits(mb)) throw InputError(at + ": \"" + cell + "\" has a malformed micro-batch index" + expected);
-  return {kind, std::stoi(stage), std::stoi(mb)};
+  const int st = std::stoi(stage), m = std::stoi(mb);
+  models::check_limit(st, {0, models::limits::kStages.max - 1}, at + ": stage index of \"" + cell + "\"");
+  models::check_limit(m, {0, models::limits::kMicroBatches.max - 1}, at + ": micro-batch index of \"" + cell + "\"");
+  return {kind, st, m};
 }
 
 }  // namespace
@@ -121,6 +125,8 @@ Schedule schedule_from_csv(std::string_view text, const std::string& where, std:
   std::map<int, std::pair<int, std::string>> stage_rank;  // stage -> (rank, where first seen)
   std::set<std::tuple<OpKind, int, int>> seen;
   int max_stage = -1, max_mb = -1;
+  std::string max_mb_at;
+  size_t actions = 0;
   bool split = false;
   for (size_t r = 0; r < rows.size(); ++r) {
     for (size_t c = 0; c < rows[r].size(); ++c) {
@@ -137,11 +143,21 @@ Schedule schedule_from_csv(std::string_view text, const std::string& where, std:
         throw InputError(at + ": \"" + cell + "\" appears twice");
       split = split || p.kind == OpKind::B || p.kind == OpKind::W;
       max_stage = std::max(max_stage, p.stage);
-      max_mb = std::max(max_mb, p.micro_batch);
+      if (p.micro_batch > max_mb) max_mb = p.micro_batch, max_mb_at = at;
+      ++actions;
       s.device_ops[r].push_back({p.kind, p.stage, p.micro_batch});
     }
   }
   if (max_stage < 0) throw InputError(where + ": no actions (expected one row of actions per rank)");
+  // Every stage runs every micro-batch: an index beyond the number of actions leaves gaps, and
+  // would size what is allocated after this by the index rather than by the file.
+  if (static_cast<size_t>(max_mb) >= actions)
+    throw InputError(max_mb_at + ": micro-batch index " + std::to_string(max_mb) + " in a CSV of " +
+                     std::to_string(actions) + " actions (expected micro-batches 0, 1, ... on every stage)");
+  if (static_cast<size_t>(max_stage) >= actions)
+    throw InputError(where + ": stage index " + std::to_string(max_stage) + " in a CSV of " + std::to_string(actions) +
+                     " actions (expected stages 0, 1, ...)");
+  models::check_schedule_size(max_stage + 1, max_mb + 1, where);
   s.num_stages = max_stage + 1;
   s.num_micro_batches = max_mb + 1;
   std::set<int> ranks_with_many;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "models/error.h"
+#include "models/limits.h"
 
 namespace pw::planner {
 
@@ -105,8 +106,7 @@ Schedule make_schedule(ScheduleKind kind, int num_devices, int num_micro_batches
   if (kind == ScheduleKind::interleaved_1f1b && chunks > 1 && num_micro_batches % num_devices != 0)
     throw InputError("interleaved-1f1b schedule: micro-batches (" + std::to_string(num_micro_batches) +
                      ") must be a multiple of the number of stages (" + std::to_string(num_devices) + ")");
-  if (static_cast<int64_t>(num_devices) * chunks * num_micro_batches > (int64_t{1} << 31) / 4)
-    throw InputError(name + " schedule: stages x chunks x micro-batches too large");
+  models::check_schedule_size(static_cast<int64_t>(num_devices) * chunks, num_micro_batches, name + " schedule");
   const int p = num_devices, m = num_micro_batches;
   Schedule s;
   s.kind = kind;

@@ -207,4 +207,21 @@ Network network_for_plan(const planner::Plan& plan, const models::Cluster* clust
   return Network::from_cluster(*cluster, std::move(device_of));
 }
 
+void check_schedule_on_plan(const planner::Schedule& schedule, const planner::Plan& plan) {
+  if (replicated(plan))
+    throw InputError("the plan has replicated stages; a schedule of one rank per stage cannot run it");
+  const int p = pipeline_devices(plan);
+  if (schedule.num_stages != plan.num_stages())
+    throw InputError(std::to_string(schedule.num_stages) + " stages, but the plan has " +
+                     std::to_string(plan.num_stages()));
+  if (schedule.num_devices != p)
+    throw InputError(std::to_string(schedule.num_devices) + " ranks, but the plan runs on " + std::to_string(p) +
+                     " pipeline devices");
+  for (int k = 0; k < schedule.num_stages; ++k)
+    if (schedule.stage_device.at(k) != k % p)
+      throw InputError("stage " + std::to_string(k) + " is on rank " + std::to_string(schedule.stage_device[k]) +
+                       ", but the plan puts it on pipeline device " + std::to_string(k % p) + " (device " +
+                       std::to_string(plan.stages[k].devices.at(0)) + ")");
+}
+
 }  // namespace pw::sim

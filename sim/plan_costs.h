@@ -67,4 +67,10 @@ planner::Schedule schedule_for_plan(const planner::Plan& plan, const StageCosts&
 // schedule_for_plan numbers them); free transfers without a cluster.
 Network network_for_plan(const planner::Plan& plan, const models::Cluster* cluster);
 
+// A schedule read from elsewhere (a PyTorch CSV) priced with a plan's costs and network: its
+// ranks must be the plan's pipeline devices, rank r running the virtual stages the plan puts
+// on pipeline device r (stage k on k mod (stages / chunks)), one device per stage. InputError
+// naming the first difference.
+void check_schedule_on_plan(const planner::Schedule& schedule, const planner::Plan& plan);
+
 }  // namespace pw::sim

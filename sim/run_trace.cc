@@ -4,9 +4,16 @@
 #include <limits>
 
 #include "models/error.h"
+#include "models/limits.h"
 #include "sim/trace_io.h"
 
 namespace pw::sim {
+
+namespace lim = models::limits;
+using models::get_limited;
+using models::get_limited_int;
+using models::get_limited_int_or;
+using models::get_limited_or;
 
 void keep_last_iterations(RunTrace& r, int keep) {
   TrimmedTrace t = trim_trace(r.trace, keep);
@@ -31,9 +38,9 @@ std::vector<IterationSummary> summaries_from_json(const Json& j) {
     const std::string path = join_path("/iterations", i);
     require_object(a[i], path);
     IterationSummary s;
-    s.iteration = static_cast<int>(get_int(a[i], "iteration", path, 0));
-    s.start_ns = get_int(a[i], "start_ns", path, 0);
-    s.end_ns = get_int(a[i], "end_ns", path, s.start_ns);
+    s.iteration = get_limited_int(a[i], "iteration", path, {0, std::numeric_limits<int>::max()});
+    s.start_ns = get_limited(a[i], "start_ns", path, lim::kTimestampNs);
+    s.end_ns = get_limited(a[i], "end_ns", path, {s.start_ns, lim::kTimestampNs.max});
     if (!out.empty() && s.iteration <= out.back().iteration)
       throw InputError(join_path(path, "iteration") + ": expected iterations in ascending order, got " +
                        std::to_string(s.iteration) + " after " + std::to_string(out.back().iteration));
@@ -75,22 +82,25 @@ RunTrace run_trace_from_json(const Json& j) {
   check_format(j, "run-trace", 1, "");
   RunTrace r;
   r.schedule = planner::parse_schedule_kind(get_string(j, "schedule", ""), "/schedule");
-  r.stages = static_cast<int>(get_int(j, "stages", "", 1));
-  r.chunks = static_cast<int>(get_int_or(j, "chunks", "", 1, 1));
-  r.micro_batches = static_cast<int>(get_int(j, "micro_batches", "", 1));
-  r.warmup_iterations = static_cast<int>(get_int_or(j, "warmup_iterations", "", 0));
-  r.handoff_ns = get_int_or(j, "handoff_ns", "", 0, 0);
+  r.stages = get_limited_int(j, "stages", "", lim::kStages);
+  r.chunks = get_limited_int_or(j, "chunks", "", 1, lim::kChunks);
+  r.micro_batches = get_limited_int(j, "micro_batches", "", lim::kMicroBatches);
+  if (r.stages % r.chunks != 0)
+    throw InputError("/stages: " + std::to_string(r.stages) + " is not a multiple of /chunks (" +
+                     std::to_string(r.chunks) + ")");
+  models::check_schedule_size(r.stages, r.micro_batches, "/stages, /micro_batches");
+  r.warmup_iterations = get_limited_int_or(j, "warmup_iterations", "", 0, lim::kWarmupSteps);
+  r.handoff_ns = get_limited_or(j, "handoff_ns", "", 0, lim::kDurationNs);
   if (j.contains("predicted")) {
     const Json& p = require_field(j, "predicted", "");
     require_object(p, "/predicted");
     auto vec = [&](const char* key, size_t want) {
       const Json& a = require_array(p, key, "/predicted");
       std::vector<int64_t> v;
-      for (size_t i = 0; i < a.size(); ++i) {
-        if (!a[i].is_number_integer() || a[i].get<int64_t>() < 0)
-          throw InputError(join_path(join_path("/predicted", key), i) + ": expected an integer >= 0");
-        v.push_back(a[i].get<int64_t>());
-      }
+      if (a.size() > static_cast<size_t>(lim::kDevices.max))
+        throw InputError(join_path("/predicted", key) + ": more than " + std::to_string(lim::kDevices.max) + " entries");
+      for (size_t i = 0; i < a.size(); ++i)
+        v.push_back(models::limited_value(a[i], join_path(join_path("/predicted", key), i), lim::kDurationNs));
       if (want > 0 && v.size() != want)
         throw InputError(join_path("/predicted", key) + ": expected " + std::to_string(want) + " entries");
       return v;
@@ -104,7 +114,12 @@ RunTrace run_trace_from_json(const Json& j) {
     r.has_predicted = true;
   }
   if (j.contains("iterations")) r.iterations = summaries_from_json(j);
-  r.trace = trace_from_json(require_field(j, "trace", ""));
+  try {
+    r.trace = trace_from_json(require_field(j, "trace", ""));
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    throw InputError(what.rfind('/', 0) == 0 ? "/trace" + what : what);
+  }
   return r;
 }
 

@@ -2,11 +2,18 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 #include <map>
 
 #include "models/error.h"
+#include "models/limits.h"
 
 namespace pw::sim {
+
+namespace lim = models::limits;
+using models::get_limited;
+using models::get_limited_int;
+using models::get_limited_or;
 
 using planner::OpKind;
 
@@ -37,26 +44,26 @@ Trace trace_from_json(const Json& j) {
   check_format(j, "trace", 1, "");
   Trace t;
   t.source = get_string(j, "source", "");
-  t.num_devices = static_cast<int>(get_int(j, "num_devices", "", 1));
+  t.num_devices = get_limited_int(j, "num_devices", "", lim::kDevices);
+  const models::Limit device{0, t.num_devices - 1};
   const Json& events = require_array(j, "events", "");
   for (size_t k = 0; k < events.size(); ++k) {
     const std::string at = join_path("/events", k);
     const Json& o = events[k];
     require_object(o, at);
     TraceEvent e;
-    e.device = static_cast<int>(get_int(o, "device", at));
-    if (e.device >= t.num_devices) throw InputError(at + "/device: out of range");
+    e.device = static_cast<int>(get_limited(o, "device", at, device));
     e.kind = planner::parse_op_kind(get_string(o, "op", at), at + "/op");
-    e.stage = static_cast<int>(get_int(o, "stage", at, -1));
-    e.micro_batch = static_cast<int>(get_int(o, "micro_batch", at, -1));
-    e.iteration = static_cast<int>(get_int(o, "iteration", at));
-    e.start_ns = get_int(o, "start_ns", at);
-    e.end_ns = get_int(o, "end_ns", at);
+    e.stage = get_limited_int(o, "stage", at, {-1, lim::kStages.max - 1});
+    e.micro_batch = get_limited_int(o, "micro_batch", at, {-1, lim::kMicroBatches.max - 1});
+    e.iteration = get_limited_int(o, "iteration", at, {0, std::numeric_limits<int>::max()});
+    e.start_ns = get_limited(o, "start_ns", at, lim::kTimestampNs);
+    e.end_ns = get_limited(o, "end_ns", at, lim::kTimestampNs);
     if (e.end_ns < e.start_ns) throw InputError(at + "/end_ns: before start_ns");
     e.is_transfer = get_bool_or(o, "transfer", at, false);
     if (e.is_transfer) {
-      e.dst_device = static_cast<int>(get_int(o, "dst_device", at));
-      e.bytes = get_int_or(o, "bytes", at, 0);
+      e.dst_device = static_cast<int>(get_limited(o, "dst_device", at, device));
+      e.bytes = get_limited_or(o, "bytes", at, 0, lim::kBytes);
     }
     t.events.push_back(e);
   }
@@ -64,10 +71,10 @@ Trace trace_from_json(const Json& j) {
   for (size_t k = 0; k < memory.size(); ++k) {
     const std::string at = join_path("/memory", k);
     const Json& m = memory[k];
-    if (!m.is_array() || m.size() != 3 || !m[0].is_number_integer() || !m[1].is_number_integer() ||
-        !m[2].is_number_integer())
-      throw InputError(at + ": expected [device, time_ns, bytes]");
-    t.memory.push_back({m[0].get<int>(), m[1].get<int64_t>(), m[2].get<int64_t>()});
+    if (!m.is_array() || m.size() != 3) throw InputError(at + ": expected [device, time_ns, bytes]");
+    t.memory.push_back({static_cast<int>(models::limited_value(m[0], join_path(at, size_t{0}), device)),
+                        models::limited_value(m[1], join_path(at, size_t{1}), lim::kTimestampNs),
+                        models::limited_value(m[2], join_path(at, size_t{2}), lim::kBytes)});
   }
   return t;
 }

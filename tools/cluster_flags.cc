@@ -48,13 +48,21 @@ void add_cluster_options(CLI::App* sub, ClusterFlags& f) {
 models::Cluster build_cluster(const ClusterFlags& f, const CLI::App& sub) {
   const int forms = !f.cluster.empty() + (f.devices >= 0) + !f.levels.empty();
   if (forms > 1) throw InputError("--cluster, --devices and --levels: give only one of them");
-  if (!f.cluster.empty()) return models::load_cluster_file(f.cluster);
+  if (!f.cluster.empty()) {
+    for (const char* flag : {"--memory", "--intra-node", "--interconnect", "--devices-per-node", "--bandwidth",
+                             "--bandwidths"})
+      if (sub.count(flag) > 0) throw InputError(std::string(flag) + ": not used with --cluster (the file gives it)");
+    return models::load_cluster_file(f.cluster);
+  }
   models::DeviceSpec dev;
   if (!f.device.empty()) dev = resolve_device(f.device, "--device");
   else dev.name = "generic";
   if (f.memory > 0) dev.memory_bytes = f.memory;
   else if (dev.memory_bytes <= 0) dev.memory_bytes = int64_t{16} << 30;
   if (!f.levels.empty()) {
+    for (const char* flag : {"--intra-node", "--interconnect", "--devices-per-node", "--bandwidth"})
+      if (sub.count(flag) > 0)
+        throw InputError(std::string(flag) + ": not used with --levels (give each level's rate with --bandwidths)");
     auto counts = parse_list<int>(f.levels, "--levels");
     auto bws = f.bandwidths.empty() ? std::vector<double>(counts.size(), 1e9) : parse_list<double>(f.bandwidths, "--bandwidths");
     if (bws.size() != counts.size())

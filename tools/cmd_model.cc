@@ -27,6 +27,7 @@ void run(const ModelArgs& a, const CLI::App& sub) {
       throw pw::InputError(std::string(flag) + ": sizing options apply to a zoo family (gpt, mlp, vgg16, "
                            "resnet50), not to \"" + a.spec + "\"");
   }
+  if (pw::tools::is_zoo_name(a.spec) && a.spec != "default") pw::tools::check_size_flags_for_family(a.spec, sub);
   pw::tools::ModelSource src = pw::tools::resolve_model(a.spec, a.zoo, "MODEL");
   // Everything the summary needs is computed before any output, so bad input prints nothing.
   pw::Json summary = pw::tools::model_summary_json(src);

@@ -70,24 +70,20 @@ std::vector<int64_t> divisors(int64_t batch) {
   return out;
 }
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // A zoo or file --model also sets the default batch: the model's own (PipeDream graphs and
 // profiles carry theirs).
 pw::models::Profile load_profile(PlanArgs& a, const CLI::App& sub) {
   if (!a.profile.empty() && !a.model.empty())
     throw pw::InputError("--profile and --model: give one of them");
   if (!a.profile.empty()) {
-    if (ends_with(a.profile, ".txt")) return pw::models::import_pipedream_graph(a.profile);
-    return pw::models::load_profile_file(a.profile);
+    return pw::models::load_any_profile_file(a.profile);
   }
   if (a.model.empty()) throw pw::InputError("plan: expected --profile FILE or --model M --device D");
   if (a.device.empty()) throw pw::InputError("--model: needs --device");
   if (const char* flag = pw::tools::first_size_flag_given(sub);
       flag != nullptr && (!pw::tools::is_zoo_name(a.model) || a.model == "default"))
     throw pw::InputError(std::string(flag) + ": sizing options apply to a zoo family, not to \"" + a.model + "\"");
+  if (pw::tools::is_zoo_name(a.model) && a.model != "default") pw::tools::check_size_flags_for_family(a.model, sub);
   pw::models::ZooOptions zo = a.zoo;
   if (a.req.batch > 0) zo.batch = a.req.batch;
   auto src = pw::tools::resolve_model(a.model, zo, "--model");

@@ -104,6 +104,7 @@ pw::models::Profile make_profile(ProfileArgs& a, const CLI::App& sub) {
   if (const char* flag = pw::tools::first_size_flag_given(sub);
       flag != nullptr && (!pw::tools::is_zoo_name(a.model) || a.model == "default"))
     throw pw::InputError(std::string(flag) + ": sizing options apply to a zoo family, not to \"" + a.model + "\"");
+  if (pw::tools::is_zoo_name(a.model) && a.model != "default") pw::tools::check_size_flags_for_family(a.model, sub);
   pw::tools::ModelSource src = pw::tools::resolve_model(a.model, a.zoo, "--model");
 #ifdef PW_HAVE_EXEC
   if (a.measure) {

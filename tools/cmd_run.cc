@@ -167,6 +167,7 @@ Prepared prepare(const RunArgs& a, const CLI::App& sub) {
   if (a.model.empty() && plan.model == pw::models::default_model().name()) model_spec = "default";
   pw::models::ZooOptions z = a.zoo;
   if (pw::tools::is_zoo_name(model_spec) && model_spec != "default") {
+    pw::tools::check_size_flags_for_family(model_spec, sub);
     z = pw::tools::with_unset_sizes_from(z, pw::tools::small_zoo_options(), sub);
     z.batch = pw::tools::small_zoo_batch(model_spec);
   }
@@ -230,7 +231,10 @@ Prepared prepare(const RunArgs& a, const CLI::App& sub) {
     throw pw::InputError("--vertical-sync: applies to pipedream-async / 2bw only");
   o.threads_per_worker = a.threads;
   // A plan made for this machine says how many cores each stage owns.
-  if (a.threads == 0 && plan.threads_per_stage > 0) o.threads_per_worker = plan.threads_per_stage;
+  if (a.threads == 0 && plan.threads_per_stage > 0) {
+    pw::tools::check_thread_count(plan.threads_per_stage, a.plan + ": /threads_per_stage");
+    o.threads_per_worker = plan.threads_per_stage;
+  }
   if (!a.checkpoint.empty()) pw::check_output_directory("--checkpoint", a.checkpoint);
   o.checkpoint_dir = a.checkpoint;
   o.checkpoint_every = a.checkpoint_every;
@@ -255,15 +259,21 @@ void execute(const RunArgs& a, Prepared& p, World* world, pw::OutputSet* outputs
   int devices = 0;  // the schedule's devices: every replica of a replicated stage is one
   for (const auto& st : plan.stages) devices += st.replicas();
   if (plan.chunks > 1) devices = plan.num_stages() / plan.chunks;
+  // The banner goes out with the first step's line: a run that fails before any step (a
+  // numerical fault in step 1, a signal) prints only its one line.
+  std::string banner;
   o.on_start = [&] {
-    std::fprintf(stderr, "run: %s, %d stages on %d %s, %s, %d micro-batches of %lld%s\n", model.name().c_str(),
-                 plan.num_stages(), devices, world ? "MPI ranks" : "workers", std::string(pw::planner::to_string(plan.schedule)).c_str(),
-                 plan.num_micro_batches, static_cast<long long>(plan.micro_batch_size),
-                 std::any_of(plan.stages.begin(), plan.stages.end(), [](auto& s) { return s.recompute; })
-                     ? ", recompute"
-                     : "");
+    char buf[512];
+    std::snprintf(buf, sizeof buf, "run: %s, %d stages on %d %s, %s, %d micro-batches of %lld%s\n", model.name().c_str(),
+                  plan.num_stages(), devices, world ? "MPI ranks" : "workers", std::string(pw::planner::to_string(plan.schedule)).c_str(),
+                  plan.num_micro_batches, static_cast<long long>(plan.micro_batch_size),
+                  std::any_of(plan.stages.begin(), plan.stages.end(), [](auto& s) { return s.recompute; })
+                      ? ", recompute"
+                      : "");
+    banner = buf;
   };
-  auto progress = [](const pw::exec::StepReport& s) {
+  auto progress = [&banner](const pw::exec::StepReport& s) {
+    if (!banner.empty()) std::fputs(banner.c_str(), stderr), banner.clear();
     std::fprintf(stderr, "step %d/%d  loss %.4f  %.1f samples/s  %.2f ms\n", s.step, s.steps, s.loss,
                  s.samples_per_s, static_cast<double>(s.iteration_ns) / 1e6);
     std::fflush(stderr);

@@ -101,10 +101,12 @@ void run_import(const ImportArgs& a, CLI::App* sub) {
     const planner::Plan plan = planner::load_plan_file(a.plan);
     const PlanCosts pc = plan_costs(plan, a.plan, a.profile, "");
     costs = pc.costs;
+    try {
+      sim::check_schedule_on_plan(s, plan);
+    } catch (const InputError& e) {
+      throw InputError(a.csv + " with " + a.plan + ": " + e.what());
+    }
     if (!sub->count("--t-comm")) net = sim::network_for_plan(plan, pc.cluster_ptr());  // as simulate --plan
-    if (costs.num_stages() != s.num_stages)
-      throw InputError(a.csv + ": " + std::to_string(s.num_stages) + " stages, but " + a.plan + " has " +
-                       std::to_string(costs.num_stages()));
   } else {
     if (!a.profile.empty()) throw InputError("--profile: only used with --plan");
     costs = sim::StageCosts::uniform(s.num_stages, ms_to_ns(a.t_f, "--t-f"), ms_to_ns(a.t_b, "--t-b"),

@@ -99,6 +99,7 @@ void run(const TrainArgs& a, const CLI::App& sub) {
     throw pw::InputError("--batch: expected >= 1, got " + std::to_string(a.batch));
   pw::models::ZooOptions z = a.zoo;
   if (zoo) {
+    pw::tools::check_size_flags_for_family(a.model, sub);
     z = pw::tools::with_unset_sizes_from(z, pw::tools::small_zoo_options(), sub);
     z.batch = sub.count("--batch") > 0 ? a.batch : pw::tools::small_zoo_batch(a.model);
   }

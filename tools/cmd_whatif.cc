@@ -16,6 +16,7 @@
 #include "models/error.h"
 #include "models/json_util.h"
 #include "models/output_set.h"
+#include "models/pipedream_import.h"
 #include "models/profile.h"
 #include "tools/cmd_whatif_best.h"
 #include "whatif/charts.h"
@@ -206,7 +207,7 @@ void run_throughput(ThroughputArgs& a) {
   }
   pw::models::Profile measured;
   if (!a.profile.empty()) {
-    measured = pw::models::load_profile_file(a.profile);
+    measured = pw::models::load_any_profile_file(a.profile);
     req.profile = &measured;
   }
   std::vector<pw::whatif::ThroughputCell> cells = pw::whatif::throughput_grid(c, req);

@@ -14,6 +14,7 @@
 #include "models/cost.h"
 #include "models/error.h"
 #include "models/error_text.h"
+#include "models/limits.h"
 
 namespace pw::tools {
 namespace {
@@ -27,24 +28,35 @@ struct Bound {
   FlagUnit unit = FlagUnit::number;
 };
 
-// Ranges of the numeric flags of every command. Sizes that the executor allocates or the cost
-// model multiplies are capped so that their products stay far inside int64: a GPT of d-model
-// 2^17, ffn 2^19, seq 2^20, vocab 2^24 is beyond anything this toolkit targets.
+// Ranges of the numeric flags of every command. A flag that sets a quantity a file also holds
+// takes its range from models/limits.h, the one table the readers use too. Sizes that the
+// executor allocates or the cost model multiplies are capped so that their products stay far
+// inside int64: a GPT of d-model 2^17, ffn 2^19, seq 2^20, vocab 2^24 is beyond anything this
+// toolkit targets.
+namespace lim = models::limits;
+constexpr double lo(const models::Limit& l) { return static_cast<double>(l.min); }
+constexpr double hi(const models::Limit& l) { return static_cast<double>(l.max); }
+constexpr double kMaxMs = hi(lim::kDurationNs) / 1e6;  // the --t-* flags are in ms
 constexpr Bound kBounds[] = {
-    {"--layers", 1, 1 << 20},       {"--d-model", 1, 1 << 17},       {"--heads", 1, 1 << 14},
+    {"--layers", 1, hi(lim::kLayers)}, {"--d-model", 1, 1 << 17},     {"--heads", 1, 1 << 14},
     {"--ffn", 0, 1 << 19},          {"--seq", 1, 1 << 20},           {"--vocab", 1, 1 << 24},
-    {"--depth", 1, 1 << 20},        {"--width", 1, 1 << 20},         {"--image", 1, 1 << 14},
-    {"--width-divisor", 1, 1 << 14}, {"--classes", 1, 1 << 24},      {"--batch", 1, 1e12},
-    {"--micro-batch", 0, 1e12},     {"--micro-batch-size", 1, 1 << 30},
-    {"--micro-batches", 1, 1 << 20}, {"--stages", 1, 1 << 16},       {"--chunks", 1, 1 << 10},
-    {"--steps", 1, 1e9},            {"--warmup-steps", -1, 1e9},     {"--iterations", 1, 1e6},
+    {"--depth", 1, hi(lim::kLayers)}, {"--width", 1, 1 << 20},       {"--image", 1, 1 << 14},
+    {"--width-divisor", 1, 1 << 14}, {"--classes", 1, 1 << 24},      {"--batch", lo(lim::kBatch), hi(lim::kBatch)},
+    {"--micro-batch", 0, hi(lim::kMicroBatchSize)},
+    {"--micro-batch-size", lo(lim::kMicroBatchSize), hi(lim::kMicroBatchSize)},
+    {"--micro-batches", lo(lim::kMicroBatches), hi(lim::kMicroBatches)},
+    {"--stages", lo(lim::kStages), hi(lim::kStages)}, {"--chunks", lo(lim::kChunks), hi(lim::kChunks)},
+    {"--steps", lo(lim::kSteps), hi(lim::kSteps)}, {"--warmup-steps", -1, hi(lim::kWarmupSteps)},
+    {"--iterations", lo(lim::kIterations), hi(lim::kIterations)},
     {"--prefetch", 0, 64},          {"--trace-keep", 1, 1e9},
-    {"--reps", 1, 1e6},             {"--warmup", 0, 1e6},            {"--devices", 1, 1 << 24},
-    {"--devices-per-node", 1, 1 << 16}, {"--max-layers", 1, 1 << 20}, {"--levels", 1, 1 << 20},
+    {"--reps", 1, 1e6},             {"--warmup", 0, 1e6},            {"--devices", lo(lim::kDevices), hi(lim::kDevices)},
+    {"--devices-per-node", lo(lim::kDevicesPerNode), hi(lim::kDevicesPerNode)},
+    {"--max-layers", 1, hi(lim::kLayers)}, {"--levels", 1, hi(lim::kDevices)},
     {"--efficiency", 1e-9, 1},      {"--lr", 0, 1e6},                {"--weight-decay", 0, 1e6},
-    {"--t-f", 0, 1e9},              {"--t-b", 0, 1e9},               {"--t-w", 0, 1e9},
-    {"--t-comm", 0, 1e9},           {"--seed", 0, 18446744073709551616.0},
-    {"--memory", 1, 1e18, FlagUnit::bytes},          {"--memory-limit", 0, 1e18, FlagUnit::bytes},
+    {"--t-f", 0, kMaxMs},           {"--t-b", 0, kMaxMs},            {"--t-w", 0, kMaxMs},
+    {"--t-comm", 0, kMaxMs},        {"--seed", 0, 18446744073709551616.0},
+    {"--memory", lo(lim::kMemoryBytes), hi(lim::kMemoryBytes), FlagUnit::bytes},
+    {"--memory-limit", 0, hi(lim::kBytes), FlagUnit::bytes},
     {"--bandwidth", 1, 1e18, FlagUnit::bytes_per_s}, {"--bandwidths", 1, 1e18, FlagUnit::bytes_per_s},
 };
 
@@ -98,6 +110,10 @@ double parse_flag_number(const std::string& flag, const std::string& text, FlagU
   t = t.substr(lead);
   const std::string shown = "\"" + escape_for_message(text) + "\"";
   if (t.empty()) throw InputError(flag + ": expected " + expected_text(unit) + ", got an empty value");
+  // strtod also reads hexadecimal ("0x10", "0x1p4"): a flag takes decimal numbers only.
+  const size_t digits = t[0] == '+' || t[0] == '-' ? 1 : 0;
+  if (t.size() > digits + 1 && t[digits] == '0' && (t[digits + 1] == 'x' || t[digits + 1] == 'X'))
+    throw InputError(flag + ": expected " + expected_text(unit) + " in decimal, got " + shown);
   errno = 0;
   char* end = nullptr;
   const double v = std::strtod(t.c_str(), &end);
@@ -135,7 +151,7 @@ std::string check_value(const std::string& flag, const std::string& type, std::s
   double lo = type == "UINT" ? 0 : -kNoMax, hi = kNoMax;
   if (integer && type != "FLOAT") lo = std::max(lo, type == "UINT" ? 0.0 : -kI64), hi = std::min(hi, type == "UINT" ? 18446744073709551616.0 : kI64);
   if (b) lo = std::max(lo, b->min), hi = std::min(hi, b->max);
-  if (flag == "--threads") lo = 0, hi = 4.0 * machine_cores();
+  if (flag == "--threads") lo = 0, hi = max_threads();
   double v = 0;
   try {
     v = parse_flag_number(flag, text, unit);
@@ -146,10 +162,12 @@ std::string check_value(const std::string& flag, const std::string& type, std::s
   const bool want_integer = integer && unit == FlagUnit::number && type != "FLOAT";
   if (want_integer && v != std::floor(v))
     return "expected an integer, got \"" + escape_for_message(text) + "\"";
+  if (unit == FlagUnit::bytes && v != std::floor(v))
+    return "expected a whole number of bytes, got \"" + escape_for_message(text) + "\"";
   if (v < lo || v > hi) {
     std::string range = "[" + format_number(lo) + ", " + format_number(hi) + "]";
     if (flag == "--threads")
-      return "expected at most " + format_number(hi) + " threads (4 x this machine's " +
+      return "expected at most " + std::to_string(max_threads()) + " threads (4 x this machine's " +
              std::to_string(machine_cores()) + " cores), got \"" + escape_for_message(text) + "\"";
     return std::string("expected ") + (want_integer ? "an integer" : "a value") + " in " + range + ", got \"" +
            escape_for_message(text) + "\"";
@@ -201,6 +219,14 @@ void install_flag_checks(CLI::App& app) { install_on(&app); }
 int machine_cores() {
   const unsigned n = std::thread::hardware_concurrency();
   return n == 0 ? 1 : static_cast<int>(n);
+}
+
+int max_threads() { return 4 * machine_cores(); }
+
+void check_thread_count(int64_t threads, const std::string& where) {
+  if (threads < 0 || threads > max_threads())
+    throw InputError(where + ": expected at most " + std::to_string(max_threads()) + " threads (4 x this machine's " +
+                     std::to_string(machine_cores()) + " cores), got " + std::to_string(threads));
 }
 
 uint64_t machine_memory_bytes() {

@@ -36,6 +36,11 @@ double parse_flag_number(const std::string& flag, const std::string& text, FlagU
 void install_flag_checks(CLI::App& app);
 
 int machine_cores();
+// Threads per worker this machine can run: at most 4 x its cores (--threads, a plan's
+// threads_per_stage). InputError("<where>: expected at most N threads (4 x this machine's C
+// cores), got V") beyond that or below 0.
+int max_threads();
+void check_thread_count(int64_t threads, const std::string& where);
 uint64_t machine_memory_bytes();  // physical memory of this machine
 
 // Estimated peak bytes of training `model` at `micro_batch` samples with `in_flight`

@@ -7,6 +7,7 @@
 #include "models/error_text.h"
 #include "tools/flag_checks.h"
 #include "tools/command_registry.h"
+#include "tools/notes.h"
 #include "tools/signals.h"
 #ifdef PW_HAVE_EXEC
 #include <unistd.h>
@@ -89,5 +90,6 @@ int main(int argc, char** argv) {
     std::cerr << "pipewright: internal error: " << pw::one_line_message(e.what()) << "\n";
     return 70;
   }
+  pw::tools::print_deferred_notes();  // only after success: a failure prints one line
   return 0;
 }

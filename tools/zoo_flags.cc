@@ -2,29 +2,42 @@
 
 #include <string>
 
+#include "models/error.h"
+
 namespace pw::tools {
 
 namespace {
+// `families`: the zoo families the flag sizes ("conv": vgg16, resnet50, densenet121).
 struct SizeFlag {
   const char* flag;
   int64_t models::ZooOptions::*field;
   const char* help;
+  const char* families;
 };
 constexpr SizeFlag kSizeFlags[] = {
-    {"--layers", &models::ZooOptions::layers, "gpt: transformer blocks"},
-    {"--d-model", &models::ZooOptions::d_model, "gpt: hidden size"},
-    {"--heads", &models::ZooOptions::heads, "gpt: attention heads"},
-    {"--ffn", &models::ZooOptions::ffn, "gpt: MLP hidden size (0 = 4 * d-model)"},
-    {"--seq", &models::ZooOptions::seq, "gpt: sequence length"},
-    {"--vocab", &models::ZooOptions::vocab, "gpt: vocabulary size"},
-    {"--depth", &models::ZooOptions::depth, "mlp: linear layers"},
-    {"--width", &models::ZooOptions::width, "mlp: layer width"},
-    {"--image", &models::ZooOptions::image, "conv nets: image side in pixels"},
-    {"--width-divisor", &models::ZooOptions::width_divisor, "conv nets: divide every channel count"},
-    {"--classes", &models::ZooOptions::classes, "conv nets: output classes"},
-    {"--dropout-permille", &models::ZooOptions::dropout_permille, "vgg16: dropout after fc6, fc7 (1/1000)"},
+    {"--layers", &models::ZooOptions::layers, "gpt: transformer blocks", "gpt"},
+    {"--d-model", &models::ZooOptions::d_model, "gpt: hidden size", "gpt"},
+    {"--heads", &models::ZooOptions::heads, "gpt: attention heads", "gpt"},
+    {"--ffn", &models::ZooOptions::ffn, "gpt: MLP hidden size (0 = 4 * d-model)", "gpt"},
+    {"--seq", &models::ZooOptions::seq, "gpt: sequence length", "gpt"},
+    {"--vocab", &models::ZooOptions::vocab, "gpt: vocabulary size", "gpt"},
+    {"--depth", &models::ZooOptions::depth, "mlp: linear layers", "mlp"},
+    {"--width", &models::ZooOptions::width, "mlp: layer width", "mlp"},
+    {"--image", &models::ZooOptions::image, "conv nets: image side in pixels", "conv"},
+    {"--width-divisor", &models::ZooOptions::width_divisor, "conv nets: divide every channel count", "conv"},
+    {"--classes", &models::ZooOptions::classes, "conv nets: output classes", "conv"},
+    {"--dropout-permille", &models::ZooOptions::dropout_permille, "vgg16: dropout after fc6, fc7 (1/1000)", "vgg16"},
 };
-constexpr const char* kTiedFlag = "--tied-embeddings";
+constexpr const char* kTiedFlag = "--tied-embeddings";  // gpt
+
+bool sizes(const std::string& families, const std::string& family) {
+  if (families == "conv") return family == "vgg16" || family == "resnet50" || family == "densenet121";
+  return families == family;
+}
+
+std::string family_text(const std::string& families) {
+  return families == "conv" ? "the conv nets (vgg16, resnet50, densenet121)" : families;
+}
 }  // namespace
 
 models::ZooOptions small_zoo_options() {
@@ -64,6 +77,14 @@ const char* first_size_flag_given(const CLI::App& sub) {
   for (const SizeFlag& f : kSizeFlags)
     if (sub.count(f.flag) > 0) return f.flag;
   return sub.count(kTiedFlag) > 0 ? kTiedFlag : nullptr;
+}
+
+void check_size_flags_for_family(const std::string& family, const CLI::App& sub) {
+  for (const SizeFlag& f : kSizeFlags)
+    if (sub.count(f.flag) > 0 && !sizes(f.families, family))
+      throw InputError(std::string(f.flag) + ": sizes " + family_text(f.families) + ", not " + family);
+  if (sub.count(kTiedFlag) > 0 && family != "gpt")
+    throw InputError(std::string(kTiedFlag) + ": sizes gpt, not " + family);
 }
 
 }  // namespace pw::tools

@@ -30,4 +30,8 @@ models::ZooOptions with_unset_sizes_from(const models::ZooOptions& given, const 
 // The first sizing flag given on `sub`, or nullptr (to reject sizes given with a model file).
 const char* first_size_flag_given(const CLI::App& sub);
 
+// InputError("<flag>: sizes <families>, not <family>") for a sizing flag given on `sub` that
+// the zoo family `family` does not use (e.g. --depth with gpt): it would be ignored.
+void check_size_flags_for_family(const std::string& family, const CLI::App& sub);
+
 }  // namespace pw::tools

@@ -6,6 +6,7 @@
 
 #include "models/device.h"
 #include "models/error.h"
+#include "models/limits.h"
 #include "models/error_text.h"
 #include "models/optimizer_memory.h"
 #include "models/zoo.h"
@@ -79,30 +80,31 @@ bool is_whatif_setting(std::string_view name) {
 }
 
 void apply_setting(WhatifConfig& c, std::string_view name, const Json& v, const std::string& path) {
-  constexpr int64_t kIntMax = std::numeric_limits<int>::max();
+  namespace lim = models::limits;
   if (name == "family") c.family = as_string(v, path);
-  else if (name == "layers") c.layers = as_int(v, path, 1);
+  else if (name == "layers") c.layers = as_int(v, path, lim::kLayers.min, lim::kLayers.max);
   else if (name == "d_model") c.d_model = as_int(v, path, 1);
   else if (name == "heads") c.heads = as_int(v, path, 1);
   else if (name == "ffn") c.ffn = as_int(v, path, 0);
   else if (name == "seq") c.seq = as_int(v, path, 1);
   else if (name == "vocab") c.vocab = as_int(v, path, 1);
-  else if (name == "depth") c.depth = as_int(v, path, 1);
+  else if (name == "depth") c.depth = as_int(v, path, lim::kLayers.min, lim::kLayers.max);
   else if (name == "width") c.width = as_int(v, path, 1);
   else if (name == "image") c.image = as_int(v, path, 1);
   else if (name == "width_divisor") c.width_divisor = as_int(v, path, 1);
   else if (name == "classes") c.classes = as_int(v, path, 1);
   else if (name == "tied_embeddings") c.tied_embeddings = as_bool(v, path);
-  else if (name == "devices") c.devices = static_cast<int>(as_int(v, path, 1, kIntMax));
+  else if (name == "devices") c.devices = static_cast<int>(as_int(v, path, lim::kDevices.min, lim::kDevices.max));
   else if (name == "device") c.device = as_string(v, path);
-  else if (name == "devices_per_node") c.devices_per_node = static_cast<int>(as_int(v, path, 1, kIntMax));
+  else if (name == "devices_per_node")
+    c.devices_per_node = static_cast<int>(as_int(v, path, lim::kDevicesPerNode.min, lim::kDevicesPerNode.max));
   else if (name == "intra_node") c.intra_node = as_string(v, path);
   else if (name == "interconnect") c.interconnect = as_string(v, path);
   else if (name == "free_transfers") c.free_transfers = as_bool(v, path);
   else if (name == "batch") c.batch = as_int(v, path, 1, int64_t{1} << 22);  // 4M samples: simulated in seconds
   else if (name == "micro_batches") {
     if (v.is_string() && v.get<std::string>() == "auto") c.micro_batches = "auto";
-    else if (v.is_number()) c.micro_batches = std::to_string(as_int(v, path, 1, kIntMax));
+    else if (v.is_number()) c.micro_batches = std::to_string(as_int(v, path, lim::kMicroBatches.min, lim::kMicroBatches.max));
     else bad(path, "\"auto\" or an integer >= 1", v);
   } else if (name == "schedule") c.schedule = as_string(v, path);
   else if (name == "recompute") {

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -11,6 +12,7 @@
 #include <set>
 
 #include "models/error.h"
+#include "models/limits.h"
 #include "models/temp_registry.h"
 
 namespace pw::exec {
@@ -22,6 +24,8 @@ namespace {
 constexpr char kMagic[8] = {'P', 'W', 'C', 'K', 'P', 'T', '0', '1'};
 constexpr const char* kManifest = "manifest.json";
 constexpr int64_t kManifestMaxBytes = 4 << 20;
+// Steps a run can complete: its steps and warm-up steps (models/limits.h).
+constexpr int64_t kMaxCheckpointStep = models::limits::kSteps.max + models::limits::kWarmupSteps.max;
 constexpr uint64_t kFnvOffset = 0xcbf29ce484222325ull;
 constexpr uint64_t kFnvPrime = 0x100000001b3ull;
 
@@ -184,6 +188,26 @@ void add_optimizer_state(std::vector<std::pair<std::string, Tensor*>> state, Sta
   for (auto& [name, t] : state) s.tensors.emplace_back("opt/" + name, t);
 }
 
+namespace {
+
+// Checksum of the data loader's position, tied to the step and to the stage files it goes
+// with: an edited rng_state or batch count, or a data block copied from another checkpoint,
+// no longer matches.
+std::string data_checksum(const DataState& data, int64_t step, const std::vector<std::string>& stage_hashes) {
+  std::string text = hex64(data.rng) + ":" + std::to_string(data.batches) + ":" + std::to_string(step);
+  for (const std::string& h : stage_hashes) text += ":" + h;
+  return hex64(fnv1a(kFnvOffset, text.data(), text.size()));
+}
+
+// Index of the first NaN or infinity among n floats, or -1.
+int64_t first_non_finite(const float* v, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    if (!std::isfinite(v[i])) return i;
+  return -1;
+}
+
+}  // namespace
+
 std::string model_hash(const models::Model& model) {
   Json j;
   to_json(j, model);
@@ -208,6 +232,7 @@ void save_checkpoint(const std::string& dir, const Json& identity, int64_t step,
     if (std::regex_match(e.path().filename().string(), kTemp)) fs::remove(e.path(), ec);
 
   Json files = Json::array();
+  std::vector<std::string> stage_hashes;
   std::set<std::string> keep{kManifest};
   for (size_t s = 0; s < stages.size(); ++s) {
     const StageState& st = stages[s];
@@ -230,12 +255,16 @@ void save_checkpoint(const std::string& dir, const Json& identity, int64_t step,
     w.put_value<uint64_t>(h);
     w.commit();
     files.push_back({{"stage", s}, {"file", name}, {"bytes", w.bytes()}, {"fnv1a64", hex64(h)}});
+    stage_hashes.push_back(hex64(h));
     keep.insert(name);
   }
   Json m{{"format", format_tag("checkpoint", 1)},
          {"step", step},
          {"identity", identity},
-         {"data", {{"rng_state", hex64(data.rng)}, {"batches", data.batches}}},
+         {"data",
+          {{"rng_state", hex64(data.rng)},
+           {"batches", data.batches},
+           {"fnv1a64", data_checksum(data, step, stage_hashes)}}},
          {"stages", files}};
   try {
     save_json_file((fs::path(dir) / kManifest).string(), m);
@@ -266,18 +295,19 @@ CheckpointInfo open_checkpoint(const std::string& dir, const Json& identity, int
   try {
     const Json m = load_json_file(mpath.string());
     check_format(m, "checkpoint", 1, "");
-    info.step = get_int(m, "step", "", 0);
+    info.step = models::get_limited(m, "step", "", {0, kMaxCheckpointStep});
     info.identity = require_field(m, "identity", "");
     const Json& d = require_field(m, "data", "");
     info.data.rng = parse_hex64(get_string(d, "rng_state", "/data"), "/data/rng_state");
     info.data.batches = get_int(d, "batches", "/data", 0);
+    const std::string data_sum = get_string(d, "fnv1a64", "/data");
     const Json& st = require_array(m, "stages", "");
     for (size_t i = 0; i < st.size(); ++i) {
       const std::string p = join_path("/stages", i);
       CheckpointStageFile f;
-      f.stage = static_cast<int>(get_int(st[i], "stage", p, 0));
+      f.stage = models::get_limited_int(st[i], "stage", p, {0, models::limits::kStages.max - 1});
       f.file = get_string(st[i], "file", p);
-      f.bytes = get_int(st[i], "bytes", p, 0);
+      f.bytes = models::get_limited(st[i], "bytes", p, models::limits::kBytes);
       f.fnv1a64 = get_string(st[i], "fnv1a64", p);
       parse_hex64(f.fnv1a64, p + "/fnv1a64");
       if (f.stage != static_cast<int>(i) || f.file != stage_file_name(f.stage, info.step))
@@ -285,6 +315,11 @@ CheckpointInfo open_checkpoint(const std::string& dir, const Json& identity, int
                          stage_file_name(static_cast<int>(i), info.step) + "\"");
       info.stages.push_back(f);
     }
+    std::vector<std::string> stage_hashes;
+    for (const CheckpointStageFile& f : info.stages) stage_hashes.push_back(f.fnv1a64);
+    if (data_sum != data_checksum(info.data, info.step, stage_hashes))
+      throw InputError("/data: rng_state and batches do not match their checksum /data/fnv1a64 (edited, or from "
+                       "another checkpoint)");
   } catch (const InputError& e) {
     const std::string msg = e.what();
     throw InputError(at + ": " + (msg.rfind(mpath.string(), 0) == 0 ? msg : mpath.string() + ": " + msg));
@@ -354,6 +389,9 @@ void load_stage(const std::string& dir, const CheckpointInfo& info, int stage, S
     if (dims != t->shape())
       throw InputError(at + ": tensor \"" + name + "\" is " + shape_str(dims) + ", expected " + shape_str(t->shape()));
     need(t->data(), static_cast<size_t>(t->bytes()), "tensor values");
+    if (const int64_t bad = first_non_finite(t->data(), t->numel()); bad >= 0)
+      throw InputError(at + ": tensor \"" + name + "\" holds " + (std::isnan(t->data()[bad]) ? "NaN" : "an infinity") +
+                       " at element " + std::to_string(bad) + " (a checkpoint holds finite values only)");
   }
   const uint64_t computed = h;
   uint64_t stored = 0;

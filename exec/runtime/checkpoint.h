@@ -9,7 +9,9 @@
 // model's JSON description), the layout (command, stages with their layer ranges, schedule,
 // micro-batching, batch) and the options that change the numbers (optimizer and its
 // hyper-parameters, seed, data source). `data` is the data loader's position (RNG state as a
-// hex string, batches drawn); in-process all stages share one loader.
+// hex string, batches drawn) and "fnv1a64", the FNV-1a 64 of that position, the step and the
+// stage files' checksums (an edited position is refused on load); in-process all stages share
+// one loader.
 //
 // Stage file (little-endian): magic "PWCKPT01", u32 stage, u32 tensor count, i64 step,
 // i64 optimizer steps, i64 weight version; per tensor: u32 name length, name, u32 rank,
@@ -23,7 +25,9 @@
 //
 // Loading first checks that the file has exactly the size the receiving tensors imply (so a
 // truncated or padded file is rejected before anything is read, and no allocation is sized
-// from file contents), then the header, every tensor's name and shape, and the checksum.
+// from file contents), then the header, every tensor's name and shape, that every value is
+// finite (a NaN or infinity, e.g. in an Adam moment, is refused even under a valid checksum),
+// and the checksum.
 // Errors are InputError, one line, naming the flag, the file and what differs; after a failed
 // load the receiving tensors may hold part of the file (the caller abandons the run).
 // Not thread-safe: call from the controlling thread at a step boundary.

@@ -5,6 +5,8 @@
 
 #include <doctest/doctest.h>
 
+#include <functional>
+
 #include <set>
 
 #include "models/error.h"
@@ -122,6 +124,30 @@ TEST_CASE("run trace JSON: summaries round-trip, old files without them read, ba
   bad = j;
   bad["iterations"][0] = 7;
   CHECK_THROWS_WITH_AS(run_trace_from_json(bad), doctest::Contains("/iterations/0"), InputError);
+}
+
+TEST_CASE("run trace JSON: counts and times beyond the limits are refused, never narrowed") {
+  const planner::Schedule s = planner::make_schedule(planner::ScheduleKind::gpipe, 2, 4, 1);
+  const Json j = run_trace_to_json(run_of(s, 2, 0));
+  CHECK(run_trace_from_json(j).stages == 2);
+  auto message = [&](const std::function<void(Json&)>& edit) {
+    Json bad = j;
+    edit(bad);
+    try {
+      run_trace_from_json(bad);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK(message([](Json& b) { b["stages"] = 4294967298LL; }) == "/stages: expected an integer in [1, 65536], got 4294967298");
+  CHECK(message([](Json& b) { b["micro_batches"] = 1e9; }).find("/micro_batches: expected an integer in [1, 1048576], got 1") ==
+        0);
+  CHECK(message([](Json& b) { b["handoff_ns"] = 9223372036854775807LL; }) ==
+        "/handoff_ns: expected an integer in [0, 1000000000000000], got 9223372036854775807");
+  CHECK(message([](Json& b) { b["stages"] = 3; b["chunks"] = 2; }) == "/stages: 3 is not a multiple of /chunks (2)");
+  CHECK(message([](Json& b) { b["trace"]["events"][0]["device"] = 2; }) ==
+        "/trace/events/0/device: expected an integer in [0, 1], got 2");
 }
 
 }  // namespace pw::sim

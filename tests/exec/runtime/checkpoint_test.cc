@@ -8,6 +8,7 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "exec/runtime/checkpoint.h"
@@ -253,6 +254,58 @@ TEST_CASE("resume: a truncated, padded or corrupt stage file and a torn manifest
   fs::remove(dir.sub("c/manifest.json"));
   CHECK(message_of([&] { train(mlp(), o); }).find("no checkpoint there") != std::string::npos);
   CHECK(checkpoint_step(dir.sub("c")) == -1);
+}
+
+TEST_CASE("load: a non-finite value under a valid checksum and an edited rng_state are refused") {
+  TempDir dir;
+  const std::string c = dir.sub("c");
+  const Json identity = {{"run", "finite"}};
+  Tensor w = Tensor::zeros({2, 3}), m = Tensor::zeros({4});
+  w.data()[4] = 0.5f;
+  StageState st;
+  st.tensors = {{"fc0/0", &w}, {"opt/m", &m}};
+  const DataState data{0x1234abcdULL, 7};
+  auto load = [&] {
+    const CheckpointInfo info = open_checkpoint(c, identity, 1);
+    Tensor w2 = Tensor::zeros({2, 3}), m2 = Tensor::zeros({4});
+    StageState into;
+    into.tensors = {{"fc0/0", &w2}, {"opt/m", &m2}};
+    load_stage(c, info, 0, into);
+    CHECK(w2.data()[4] == 0.5f);
+    CHECK(info.data.rng == data.rng);
+    CHECK(info.data.batches == 7);
+  };
+  save_checkpoint(c, identity, 3, data, {st});
+  load();  // finite: loads
+
+  // An Adam moment overflowed to infinity: saved with a valid checksum, refused on load.
+  m.data()[2] = std::numeric_limits<float>::infinity();
+  save_checkpoint(c, identity, 3, data, {st});
+  std::string msg = message_of(load);
+  CHECK(msg.find("stage-0.step-3.bin: tensor \"opt/m\" holds an infinity at element 2") != std::string::npos);
+  m.data()[2] = std::numeric_limits<float>::quiet_NaN();
+  save_checkpoint(c, identity, 3, data, {st});
+  CHECK(message_of(load).find("tensor \"opt/m\" holds NaN at element 2") != std::string::npos);
+
+  // The data loader's position edited in the manifest: refused before any stage is read.
+  m.data()[2] = 0;
+  save_checkpoint(c, identity, 3, data, {st});
+  const std::string manifest = slurp(c + "/manifest.json");
+  Json j = Json::parse(manifest);
+  j["data"]["rng_state"] = "000000001234abce";
+  std::ofstream(c + "/manifest.json", std::ios::binary | std::ios::trunc) << j.dump(2);
+  msg = message_of([&] { open_checkpoint(c, identity, 1); });
+  CHECK(msg.find("/data: rng_state and batches do not match their checksum") != std::string::npos);
+  j = Json::parse(manifest);
+  j["data"]["batches"] = 8;
+  std::ofstream(c + "/manifest.json", std::ios::binary | std::ios::trunc) << j.dump(2);
+  CHECK(message_of([&] { open_checkpoint(c, identity, 1); }).find("/data: rng_state and batches") != std::string::npos);
+  j = Json::parse(manifest);
+  j["data"].erase("fnv1a64");
+  std::ofstream(c + "/manifest.json", std::ios::binary | std::ios::trunc) << j.dump(2);
+  CHECK(message_of([&] { open_checkpoint(c, identity, 1); }).find("/data/fnv1a64: missing") != std::string::npos);
+  std::ofstream(c + "/manifest.json", std::ios::binary | std::ios::trunc) << manifest;
+  load();
 }
 
 TEST_CASE("save_checkpoint: the manifest names the new files, older stage files and stray temporaries go") {

@@ -12,7 +12,8 @@
 #   step line, the banner saying 2 MPI ranks) and 3 ranks are refused as in mismatch.
 # nan: rank 1 (stage 1 of 2) writes a NaN into its weight gradient at BW(1,3)
 #   (PW_TEST_INJECT_FAULT=1:BW(1,3):nan). Pass when mpirun (every rank) exits 4 with exactly one
-#   "pipewright: numerical fault:" line naming rank 1, the op (step), step 1 and stage 1.
+#   "pipewright: numerical fault:" line naming rank 1, the op (step), step 1 and stage 1, and no
+#   banner before it.
 # nan-replicated: 4 ranks, 2 stages x 2 replicas (stage 1 on ranks 2, 3); rank 3's NaN reaches
 #   rank 2 through the all-reduce, both find it at their step, and the job reports one of them
 #   (the lower when both are seen within the agreement window): exit 4, one line naming rank 2
@@ -44,10 +45,11 @@ whole = p["stages"][0]
 whole.pop("layers", None)
 last, cut = p["stages"][-1]["end_layer"], 5  # input fc0 relu0 fc1 relu1 | fc2 relu2 fc3 loss
 second = copy.deepcopy(whole)
-whole.update(first_layer=0, end_layer=cut, devices=[0, 1])
-second.update(first_layer=cut, end_layer=last, devices=[2, 3])
+whole.update(first_layer=0, end_layer=cut, devices=[0, 1], replicas=2)
+second.update(first_layer=cut, end_layer=last, devices=[2, 3], replicas=2)
 p["stages"] = [whole, second]
 p["num_devices_used"] = 4
+p.get("inputs", {}).pop("cluster", None)  # planned on 2 devices: its cluster does not hold these 4
 p["schedule"] = "1f1b"
 p["num_micro_batches"], p["micro_batch_size"] = 4, p["batch"] // 4
 p["batch"] = 4 * p["micro_batch_size"]
@@ -67,7 +69,7 @@ import json, sys
 p = json.load(open(sys.argv[1]))
 last = p["stages"][-1]["end_layer"]
 p["stages"] = p["stages"][:1]
-p["stages"][0].update(first_layer=0, end_layer=last, devices=[0, 1])
+p["stages"][0].update(first_layer=0, end_layer=last, devices=[0, 1], replicas=2)
 p["stages"][0].pop("layers", None)
 p["num_micro_batches"], p["micro_batch_size"] = 2, p["batch"] // 2  # one micro-batch per replica
 p["batch"] = 2 * p["micro_batch_size"]
@@ -103,7 +105,9 @@ case $mode in
 
     grep -Eq "^pipewright: numerical fault: rank $rank, op step: step 1, stage 1, layer \".+\": weight gradient is NaN; no checkpoint\$" <<<"$out" ||
       fail "no line naming rank $rank, op step, step 1 and stage 1"
-    grep -q '^step 1/3' <<<"$out" && fail "a step was reported after the fault" ;;
+    grep -q '^step 1/3' <<<"$out" && fail "a step was reported after the fault"
+    # The banner goes out with the first step's line: a fault in step 1 is the only line.
+    grep -q '^run: ' <<<"$out" && fail "the banner was printed before the fault line" ;;
   compare)
     [ "$rc" -eq 0 ] || fail "mpirun exited $rc, expected 0"
     [ "$(grep -c '^compare: measuring a profile of ' <<<"$out")" -eq 1 ] || fail "expected exactly one measurement (rank 0's)"
