@@ -33,7 +33,7 @@ start=$(date +%s)
 # -O2 for the executions per second, -g1 (line tables) for the compile time.
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" \
   -DCMAKE_CXX_COMPILER=clang++-14 \
-  -DPW_FUZZ=ON -DPW_SANITIZE=address,undefined -DPW_WITH_DNNL=OFF -DPW_WITH_MPI=OFF \
+  -DPW_FUZZ=ON -DPW_SANITIZE=address,undefined -DPW_WITH_DNNL=OFF -DPW_WITH_MPI=OFF -DPW_WITH_CUDA=OFF \
   -DPW_BUILD_TESTS=OFF -DPW_BUILD_BENCH=OFF "${launcher[@]}" >/dev/null
 readers=(model profile cluster plan sweep trace pipedream)
 cmake --build build-fuzz -j"$jobs" --target "${readers[@]/#/fuzz_}"

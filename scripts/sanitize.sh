@@ -21,7 +21,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_WAIT_POLICY
 # of -O2 -g (models/profile.cc under ASan+UBSan: 16.8 s against 38.9 s of CPU, bench/RESULTS.md).
 configure() {  # dir sanitizers
   cmake -S . -B "$1" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
-    -DCMAKE_CXX_COMPILER="$cxx" -DPW_SANITIZE="$2" -DPW_BUILD_BENCH=OFF "${launcher[@]}" >/dev/null
+    -DCMAKE_CXX_COMPILER="$cxx" -DPW_SANITIZE="$2" -DPW_BUILD_BENCH=OFF -DPW_WITH_CUDA=OFF "${launcher[@]}" >/dev/null
 }
 
 if [ "$mode" = all ] || [ "$mode" = asan ]; then

@@ -77,7 +77,7 @@ TEST_CASE("cuda dropout: the CPU's masks") {
                 floats({{7, 50}}), {true}, 8, 3);
 }
 
-TEST_CASE("cuda factory: a kind without a CUDA layer is refused by name; inputs on the host are refused") {
+TEST_CASE("cuda factory: a kind without a CUDA layer is refused by name, and inputs on the host are refused") {
   CHECK_THROWS_WITH_AS(make_layer(spec("c", LayerKind::conv2d, {"x"}, {2, 4, 4},
                                        {{"in_c", 1}, {"out_c", 2}, {"kernel", 3}, {"pad", 1}, {"in_h", 4}, {"in_w", 4}}),
                                   {{1, 4, 4}}, Device::cuda(0)),
