@@ -17,8 +17,8 @@ command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_WAIT_POLICY=passive
 
 # -O1 -g1: the sanitizers' usual optimization, and line tables (function, file and line in every
-# report) instead of full debug information: a translation unit compiles in 40-45% of the time
-# of -O2 -g (models/profile.cc under ASan+UBSan: 16.8 s against 38.9 s of CPU, bench/RESULTS.md).
+# report) instead of full debug information (models/profile.cc under ASan+UBSan: 16.8 s against
+# 38.9 s of CPU at -O2 -g; the whole build's figures are in bench/RESULTS.md).
 configure() {  # dir sanitizers
   cmake -S . -B "$1" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
     -DCMAKE_CXX_COMPILER="$cxx" -DPW_SANITIZE="$2" -DPW_BUILD_BENCH=OFF -DPW_WITH_CUDA=OFF "${launcher[@]}" >/dev/null
