@@ -94,34 +94,8 @@ class Child {
     return false;
   }
   void signal(int sig) { ::kill(pid_, sig); }
-  // Waits (polling every millisecond, at most 300 s) until the child's main thread sleeps in
-  // a pipe write: its stderr pipe is full, and it stays there until the test reads.
-  void wait_until_blocked_writing() {
-    for (int i = 0; i < 300000; ++i) {
-      std::ifstream wchan("/proc/" + std::to_string(pid_) + "/wchan");
-      std::string where;
-      std::getline(wchan, where);
-      if (where.find("pipe_write") != std::string::npos) return;
-      ::usleep(1000);
-    }
-    FAIL("the child did not block on its stderr pipe within 300 s");
-  }
-  // Waits (as above) until `sig` is no longer pending for the child: its handler has run.
-  // (Two signals sent back to back while the first is pending merge into one.)
-  void wait_until_delivered(int sig) {
-    const unsigned long long bit = 1ull << (sig - 1);
-    for (int i = 0; i < 300000; ++i) {
-      std::ifstream status("/proc/" + std::to_string(pid_) + "/status");
-      std::string line;
-      unsigned long long pending = 0;
-      while (std::getline(status, line))
-        if (line.rfind("ShdPnd:", 0) == 0 || line.rfind("SigPnd:", 0) == 0)
-          pending |= std::stoull(line.substr(7), nullptr, 16);
-      if ((pending & bit) == 0) return;
-      ::usleep(1000);
-    }
-    FAIL("signal " << sig << " still pending after 300 s");
-  }
+  void wait_until_blocked_writing() { pw::test::wait_until_blocked_writing(pid_, "stderr"); }
+  void wait_until_delivered(int sig) { pw::test::wait_until_delivered(pid_, sig); }
   // Drains stderr to EOF and returns the exit code (128 + signal when killed).
   int wait() {
     std::string line;

@@ -71,33 +71,8 @@ class BlockedChild {
     }
     close_pipe();
   }
-  // Waits (polling every millisecond, at most 300 s) until the child's main thread sleeps in a
-  // pipe write: its stdout pipe is full.
-  void wait_until_blocked_writing() {
-    for (int i = 0; i < 300000; ++i) {
-      std::ifstream wchan("/proc/" + std::to_string(pid_) + "/wchan");
-      std::string where;
-      std::getline(wchan, where);
-      if (where.find("pipe_write") != std::string::npos) return;
-      ::usleep(1000);
-    }
-    FAIL("the child did not block on its stdout pipe within 300 s");
-  }
-  // Waits until `sig` is no longer pending for the child: its handler has run.
-  void wait_until_delivered(int sig) {
-    const unsigned long long bit = 1ull << (sig - 1);
-    for (int i = 0; i < 300000; ++i) {
-      std::ifstream status("/proc/" + std::to_string(pid_) + "/status");
-      std::string line;
-      unsigned long long pending = 0;
-      while (std::getline(status, line))
-        if (line.rfind("ShdPnd:", 0) == 0 || line.rfind("SigPnd:", 0) == 0)
-          pending |= std::stoull(line.substr(7), nullptr, 16);
-      if ((pending & bit) == 0) return;
-      ::usleep(1000);
-    }
-    FAIL("signal " << sig << " still pending after 300 s");
-  }
+  void wait_until_blocked_writing() { pw::test::wait_until_blocked_writing(pid_, "stdout"); }
+  void wait_until_delivered(int sig) { pw::test::wait_until_delivered(pid_, sig); }
   void signal(int sig) { ::kill(pid_, sig); }
   void close_pipe() {
     if (read_fd_ >= 0) ::close(read_fd_);

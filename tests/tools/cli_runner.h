@@ -126,4 +126,35 @@ inline void expect_rejected(const CliResult& r, int rc, const std::vector<std::s
   if (dir != nullptr) CHECK(dir->entries() == keep);
 }
 
+// Waits (polling every millisecond, at most 300 s) until process `pid`'s main thread sleeps in a
+// pipe write (a pipe of its, `which` in the failure message, is full and stays so until the test
+// reads it).
+inline void wait_until_blocked_writing(pid_t pid, const char* which) {
+  for (int i = 0; i < 300000; ++i) {
+    std::ifstream wchan("/proc/" + std::to_string(pid) + "/wchan");
+    std::string where;
+    std::getline(wchan, where);
+    if (where.find("pipe_write") != std::string::npos) return;
+    ::usleep(1000);
+  }
+  FAIL("the child did not block on its " << which << " pipe within 300 s");
+}
+
+// Waits (as above) until `sig` is no longer pending for process `pid`: its handler has run.
+// (Two signals sent back to back while the first is pending merge into one.)
+inline void wait_until_delivered(pid_t pid, int sig) {
+  const unsigned long long bit = 1ull << (sig - 1);
+  for (int i = 0; i < 300000; ++i) {
+    std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+    std::string line;
+    unsigned long long pending = 0;
+    while (std::getline(status, line))
+      if (line.rfind("ShdPnd:", 0) == 0 || line.rfind("SigPnd:", 0) == 0)
+        pending |= std::stoull(line.substr(7), nullptr, 16);
+    if ((pending & bit) == 0) return;
+    ::usleep(1000);
+  }
+  FAIL("signal " << sig << " still pending after 300 s");
+}
+
 }  // namespace pw::test
