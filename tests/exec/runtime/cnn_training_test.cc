@@ -28,6 +28,13 @@
 //   state: measured within 2.5e-7 over all 36 steps, while dropping one micro-batch's weight
 //   gradient on stage 0 puts the updates 0.69 or more apart. lr (1e-4 resnet50, 1e-3
 //   densenet121) moves the median tensor by 3% (resnet50) and 0.3% (densenet121) in 3 steps.
+//   Against the whole-batch run the tolerance is mixed (training_util.h max_mixed_difference:
+//   per tensor, relative to its largest value plus the model's largest), not per tensor alone:
+//   where oneDNN runs AVX2 (no AVX-512: CI's machines, AMD EPYC), densenet121's bn0 scale
+//   gradient nearly cancels (8.7e-5 beside 0.3 to 1.7 elsewhere), and batch 8 against 4 + 4
+//   leaves it 1.5e-2 of itself (1.3e-6 absolute) apart from bitwise-equal forwards. Mixed, the
+//   two one-device references are 2.4e-7 apart after one step, and with half the gradient
+//   dropped 0.23. Against the accumulated run every check stays bitwise, on every ISA.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -176,12 +183,13 @@ void check_family(const FamilyCheck& c) {
             TrainState& want = ref.states[i + 1];
             // The momentum buffer is the update over -lr: it compares the step itself, which
             // the weights (mostly W itself when lr is small) would not.
-            CHECK(max_relative_difference(pointers(got.velocities), pointers(want.velocities)) < 1e-5);
-            CHECK(max_relative_difference(pointers(got.weights), pointers(want.weights)) < 1e-5);
             if (pass == 0) {  // the same reductions in the same order: equal to the bit
               CHECK(comp.loss(i) == ref.losses[i]);
               CHECK(max_relative_difference(pointers(got.velocities), pointers(want.velocities)) == 0.0);
               CHECK(max_relative_difference(pointers(got.weights), pointers(want.weights)) == 0.0);
+            } else {  // batch 8 against 4 + 4: other reduction orders (see the header)
+              CHECK(max_mixed_difference(pointers(got.velocities), pointers(want.velocities)) < 1e-5);
+              CHECK(max_mixed_difference(pointers(got.weights), pointers(want.weights)) < 1e-5);
             }
           }
         }
