@@ -479,6 +479,8 @@ PlanOutcome plan_replicated(const models::Profile& p, const models::Cluster& c, 
 PlanOutcome make_plan(const models::Profile& profile, const models::Cluster& cluster, const PlanRequest& req) {
   if (cluster.num_devices() < 1) throw InputError("cluster: expected at least one device");
   if (req.batch < 0) throw InputError("--batch: expected a positive integer");
+  if (req.chunks != 0)
+    throw InputError("--chunks: only with --schedule interleaved-1f1b, which sim::plan_with_prediction plans");
   if (req.objective != "sync" && req.objective != "async" && req.objective != "pipedream")
     throw InputError("--objective: expected sync, async or pipedream, got \"" + req.objective + "\"");
   if (req.partitioner != "dp" && req.partitioner != "gpipe-greedy" && req.partitioner != "even")

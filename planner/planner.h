@@ -48,7 +48,9 @@ namespace pw::planner {
 struct PlanRequest {
   int64_t batch = 0;                     // 0 => profile.micro_batch
   std::string micro_batches = "auto";    // or a number
-  std::string schedule = "auto";         // auto|gpipe|1f1b|zb-h1|pipedream-async
+  // auto|gpipe|1f1b|zb-h1|pipedream-async; sim::plan_with_prediction also zb-h2 and
+  // interleaved-1f1b (sim/plan_prediction.h)
+  std::string schedule = "auto";
   std::string objective = "sync";        // sync|async|pipedream
   std::string recompute = "auto";        // auto|on|off
   std::string partitioner = "dp";        // dp|gpipe-greedy|even
@@ -59,6 +61,9 @@ struct PlanRequest {
   // Sync "dp": always run the DP, also where repeated identical layers have the exact fast
   // solver (planner/uniform_sync.h); for tests and benchmarks that compare the two.
   bool exact_partitioning = false;
+  // interleaved-1f1b (sim::plan_with_prediction): virtual stages per device, 0 => 2; make_plan
+  // refuses any other value than 0.
+  int chunks = 0;
 };
 
 // One (threads per stage, micro-batch count) of the joint search over measured points, with

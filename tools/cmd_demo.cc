@@ -15,8 +15,7 @@
 #include "models/error.h"
 #include "models/output_set.h"
 #include "planner/planner.h"
-#include "sim/engine.h"
-#include "sim/plan_costs.h"
+#include "sim/plan_prediction.h"
 #include "sim/report.h"
 #include "sim/trace_io.h"
 #include "tools/command_registry.h"
@@ -60,17 +59,9 @@ void describe(const DemoArgs& a, const pw::tools::ModelSource& src) {
 }
 
 #ifdef PW_HAVE_EXEC
-void plan_simulate_run(const DemoArgs& a, const pw::models::Model& model) {
-  namespace exec = pw::exec;
-  // The prediction assumes the cores to ourselves: read the load others put on them before we
-  // start and after we finish, and say so when the comparison was taken on a busy machine.
-  const exec::MachineLoad load_before = exec::sample_machine_load();
-  const int cores = exec::Machine::instance().num_cores();
-  const int devices = a.stages > 0 ? a.stages : std::max(2, cores);
-  const int threads = std::max(1, cores / devices);
-  exec::set_num_threads(threads);
-  exec::OptimizerOptions opt;  // SGD with momentum, as `run`
+namespace exec = pw::exec;
 
+pw::models::Profile measure_on_this_cpu(const DemoArgs& a, const pw::models::Model& model, int threads) {
   std::cout << "\n== 3. Measured profile on this CPU (micro-batch " << a.micro_batch << ", " << threads
             << " thread" << (threads > 1 ? "s" : "") << ") ==\n";
   exec::MeasureOptions mo;
@@ -78,40 +69,47 @@ void plan_simulate_run(const DemoArgs& a, const pw::models::Model& model) {
   mo.reps = 7;
   mo.threads = threads;
   mo.optimizer = "sgd-momentum";
-  const pw::models::Profile measured = exec::measure_profile(model, mo);
+  pw::models::Profile measured = exec::measure_profile(model, mo);
   pw::tools::print_profile(std::cout, measured);
+  return measured;
+}
 
-  // The workers are this machine's cores; in-process channels hand buffers over without a copy,
-  // so a transfer costs about the runtime's per-message latency (bench/RESULTS.md).
-  pw::models::DeviceSpec core = pw::models::find_device("cpu-core-avx2");
-  const pw::models::Cluster cluster = pw::models::make_flat_cluster(core, devices, 20e9, 10'000);
+// The workers are this machine's cores; in-process channels hand buffers over without a copy,
+// so a transfer costs about the runtime's per-message latency (bench/RESULTS.md).
+pw::models::Cluster this_cpu_cluster(int devices) {
+  return pw::models::make_flat_cluster(pw::models::find_device("cpu-core-avx2"), devices, 20e9, 10'000);
+}
+
+pw::planner::Plan plan_on_cores(const pw::models::Profile& measured, const pw::models::Cluster& cluster,
+                                const pw::models::Model& model) {
   pw::planner::PlanRequest req;
   req.batch = model.batch();
   req.schedule = "1f1b";
   req.optimizer = "sgd-momentum";
-  const pw::planner::PlanOutcome out = pw::planner::make_plan(measured, cluster, req);
+  const pw::planner::PlanOutcome out = pw::sim::plan_with_prediction(measured, cluster, req);
   if (!out.feasible) throw pw::Infeasible("the default model does not fit this machine: " + out.reason);
   pw::planner::Plan plan = out.plan;
   pw::planner::set_plan_inputs(plan, measured, cluster, /*embed=*/false);  // plan.json names its inputs
-  std::cout << "\n== 4. Plan for " << devices << " workers (batch " << plan.batch << ") ==\n"
+  std::cout << "\n== 4. Plan for " << cluster.num_devices() << " workers (batch " << plan.batch << ") ==\n"
             << pw::planner::format_plan_table(plan);
+  return plan;
+}
 
-  const pw::sim::StageCosts costs = pw::sim::stage_costs_from_plan(plan, measured, &cluster);
-  pw::sim::SimOptions so;
-  so.record_trace = !a.out_dir.empty();
-  so.schedule_bubble = true;
-  const pw::sim::SimResult predicted =
-      pw::sim::simulate(pw::sim::schedule_for_plan(plan, costs), costs, pw::sim::network_for_plan(plan, &cluster), so);
-  std::cout << "\n== 5. Simulation of the plan ==\n" << pw::sim::format_report(predicted.report);
+struct TrainedRun {
+  exec::PipelineRunResult run;
+  exec::Prediction prediction;  // measured in rounds between the run's steps, as `run --compare`
+  int recorded_steps = 0;       // warm-up and timed steps in run.trace
+};
 
+TrainedRun train_beside_prediction(const DemoArgs& a, const pw::models::Model& model, const pw::planner::Plan& plan,
+                                   int threads) {
   std::cout << "\n== 6. Training it as a real pipeline (" << a.steps << " steps) ==\n";
+  exec::OptimizerOptions opt;  // SGD with momentum, as `run`
   exec::PipelineRunOptions ro;
   ro.steps = a.steps;
   ro.warmup_steps = 10;  // the machine warms up over the first steps; they train but are not timed
   ro.optimizer = opt;
   ro.threads_per_worker = threads;
-  // The prediction the run is set beside (as `run --compare`): its profile measured in rounds
-  // between the run's steps and after it (exec/runtime/run_compare.h).
   std::unique_ptr<exec::PredictionMeasurement> measurement;
   const auto start_measurement = [&]() -> exec::PredictionMeasurement& {
     if (!measurement)
@@ -120,13 +118,20 @@ void plan_simulate_run(const DemoArgs& a, const pw::models::Model& model) {
     return *measurement;
   };
   ro.between_steps = exec::compare_rounds_between_steps(ro.warmup_steps, ro.steps, start_measurement);
-  const exec::PipelineRunResult run = exec::run_pipeline(model, plan, ro, [](const exec::StepReport& s) {
+  TrainedRun t;
+  t.run = exec::run_pipeline(model, plan, ro, [](const exec::StepReport& s) {
     std::printf("step %d/%d  loss %.4f  %.1f samples/s\n", s.step, s.steps, s.loss, s.samples_per_s);
     std::fflush(stdout);
   });
-  if (!run.warning.empty()) std::fprintf(stderr, "%s\n", run.warning.c_str());
+  if (!t.run.warning.empty()) std::fprintf(stderr, "%s\n", t.run.warning.c_str());
+  t.prediction = start_measurement().predict();
+  t.recorded_steps = ro.warmup_steps + a.steps;
+  return t;
+}
 
-  const exec::Prediction pred = start_measurement().predict();
+void print_comparison(const DemoArgs& a, const TrainedRun& t, const exec::MachineLoad& load_before) {
+  const exec::Prediction& pred = t.prediction;
+  const exec::PipelineRunResult& run = t.run;
   std::cout << "\n== 7. Predicted vs measured ==\n";
   std::printf("iteration: predicted %.2f ms, measured %.2f ms (median of %d steps, %+.1f%%)\n", pred.iteration_ms,
               run.median_iteration_ms, a.steps, 100.0 * (run.median_iteration_ms / pred.iteration_ms - 1.0));
@@ -142,18 +147,41 @@ void plan_simulate_run(const DemoArgs& a, const pw::models::Model& model) {
   if (exec::is_busy(load_before) || exec::is_busy(load_after))
     std::printf("note: the machine was busy with other work, so the measured times include waiting for the CPU; "
                 "the prediction assumes the cores to ourselves: compare on a quiet machine\n");
+}
 
-  if (!a.out_dir.empty()) {
-    pw::models::save_profile_file(out_path(a, "profile.json"), measured);
-    pw::planner::save_plan_file(out_path(a, "plan.json"), plan);
-    pw::sim::write_timeline_files(predicted.trace, predicted.report, "predicted: default model",
-                                  out_path(a, "predicted.trace.json"), out_path(a, "predicted.svg"));
-    const pw::sim::Report measured_report =
-        pw::sim::summarize(run.trace, pw::sim::run_info_for_plan(plan, ro.warmup_steps + a.steps));
-    pw::sim::write_timeline_files(run.trace, measured_report, "measured: default model",
-                                  out_path(a, "measured.trace.json"), out_path(a, "measured.svg"));
-    std::cout << "wrote profile.json, plan.json, predicted/measured .trace.json and .svg to " << a.out_dir << "\n";
-  }
+void write_outputs(const DemoArgs& a, const pw::models::Profile& measured, const pw::planner::Plan& plan,
+                   const pw::sim::SimResult& predicted, const TrainedRun& t) {
+  pw::models::save_profile_file(out_path(a, "profile.json"), measured);
+  pw::planner::save_plan_file(out_path(a, "plan.json"), plan);
+  pw::sim::write_timeline_files(predicted.trace, predicted.report, "predicted: default model",
+                                out_path(a, "predicted.trace.json"), out_path(a, "predicted.svg"));
+  const pw::sim::Report measured_report = pw::sim::summarize(t.run.trace, pw::sim::run_info_for_plan(plan, t.recorded_steps));
+  pw::sim::write_timeline_files(t.run.trace, measured_report, "measured: default model",
+                                out_path(a, "measured.trace.json"), out_path(a, "measured.svg"));
+  std::cout << "wrote profile.json, plan.json, predicted/measured .trace.json and .svg to " << a.out_dir << "\n";
+}
+
+void plan_simulate_run(const DemoArgs& a, const pw::models::Model& model) {
+  // The prediction assumes the cores to ourselves: read the load others put on them before we
+  // start and after we finish, and say so when the comparison was taken on a busy machine.
+  const exec::MachineLoad load_before = exec::sample_machine_load();
+  const int cores = exec::Machine::instance().num_cores();
+  const int devices = a.stages > 0 ? a.stages : std::max(2, cores);
+  const int threads = std::max(1, cores / devices);
+  exec::set_num_threads(threads);
+  const pw::models::Profile measured = measure_on_this_cpu(a, model, threads);
+  const pw::models::Cluster cluster = this_cpu_cluster(devices);
+  const pw::planner::Plan plan = plan_on_cores(measured, cluster, model);
+
+  pw::sim::SimOptions so;
+  so.record_trace = !a.out_dir.empty();
+  so.schedule_bubble = true;
+  const pw::sim::SimResult predicted = pw::sim::simulate_plan(plan, measured, &cluster, so);
+  std::cout << "\n== 5. Simulation of the plan ==\n" << pw::sim::format_report(predicted.report);
+
+  const TrainedRun t = train_beside_prediction(a, model, plan, threads);
+  print_comparison(a, t, load_before);
+  if (!a.out_dir.empty()) write_outputs(a, measured, plan, predicted, t);
 }
 #endif
 

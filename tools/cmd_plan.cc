@@ -4,7 +4,6 @@
 #include <iostream>
 #include <memory>
 #include <sstream>
-#include <tuple>
 #include <utility>
 
 #include "models/cluster.h"
@@ -15,12 +14,10 @@
 #include "models/median.h"
 #include "models/pipedream_import.h"
 #include "models/profile.h"
-#include "planner/interleave.h"
 #include "planner/plan_formats.h"
 #include "planner/planner.h"
 #include "planner/schedule.h"
-#include "sim/engine.h"
-#include "sim/plan_costs.h"
+#include "sim/plan_prediction.h"
 #include "tools/cluster_flags.h"
 #include "tools/command_registry.h"
 #include "tools/model_report.h"
@@ -148,35 +145,7 @@ std::pair<pw::models::Profile, pw::models::Cluster> measure_here(PlanArgs& a) {
 }
 #endif
 
-// The DP searches with its closed-form costs; the plan it picked is then simulated once (the
-// same engine and inputs `simulate --plan` uses), and the plan's iteration, throughput, peak
-// memory and figures are the simulation's, so that what the plan says is what simulate says.
-// Per-stage predictions and the bottleneck stay the closed form's (they justify the choice).
-// Returns each pipeline device's simulated peak memory.
-// `costs_out` (may be null) receives the stage costs simulated.
-std::vector<int64_t> predict_by_simulation(pw::planner::Plan& plan, const pw::models::Profile& profile,
-                                           const pw::models::Cluster& cluster,
-                                           pw::sim::StageCosts* costs_out = nullptr) {
-  const pw::sim::StageCosts costs = pw::sim::stage_costs_from_plan(plan, profile, &cluster);
-  if (costs_out) *costs_out = costs;
-  pw::sim::SimOptions so;
-  so.schedule_bubble = true;
-  const pw::sim::SimResult r = pw::sim::simulate(pw::sim::schedule_for_plan(plan, costs), costs,
-                                                 pw::sim::network_for_plan(plan, &cluster), so);
-  pw::planner::PlanPrediction& q = plan.predicted;
-  q.iteration_time_s = static_cast<double>(r.report.iteration_ns) * 1e-9;
-  q.throughput_samples_per_s = q.iteration_time_s > 0 ? static_cast<double>(plan.batch) / q.iteration_time_s : 0;
-  q.peak_memory_bytes = r.report.peak_memory_bytes;
-  q.bubble_rate = r.report.bubble_rate;
-  q.schedule_bubble = r.report.schedule_bubble;
-  q.stage_imbalance = r.report.stage_imbalance;
-  q.idle_share = r.report.idle_share;
-  std::vector<int64_t> peaks;
-  for (const auto& d : r.report.devices) peaks.push_back(d.peak_memory_bytes);
-  return peaks;
-}
-
-void run(PlanArgs a, const CLI::App& sub) {
+void check_flags(const PlanArgs& a, const CLI::App& sub) {
   if (!a.format.empty() && a.json) throw pw::InputError("--format and --json: give one of them");
   if (sub.count("--trials") > 0 && !a.measure) throw pw::InputError("--trials: only with --measure");
   if (a.trials < 0) throw pw::InputError("--trials: expected rounds >= 0, got " + std::to_string(a.trials));
@@ -185,120 +154,95 @@ void run(PlanArgs a, const CLI::App& sub) {
   if (sub.count("--trial-seconds") > 0 && !a.measure) throw pw::InputError("--trial-seconds: only with --measure");
   if (!(a.trial_seconds >= 0))
     throw pw::InputError("--trial-seconds: expected seconds >= 0, got " + std::to_string(a.trial_seconds));
-  const pw::planner::PlanFormat format =
-      a.format.empty() ? pw::planner::PlanFormat::torch : pw::planner::parse_plan_format(a.format, "--format");
-  pw::models::Profile profile;
-  pw::models::Cluster cluster;
+}
+
+// What the plan is made from: this machine measured (--measure), or a profile and a cluster.
+std::pair<pw::models::Profile, pw::models::Cluster> load_inputs(PlanArgs& a, const CLI::App& sub) {
   if (a.measure) {
 #ifdef PW_HAVE_EXEC
-    std::tie(profile, cluster) = measure_here(a);
+    return measure_here(a);
 #else
     throw pw::InputError("--measure: this pipewright was built without the executor (oneDNN)");
 #endif
-  } else {
-    profile = load_profile(a, sub);
-    a.cl.device = a.device;
-    cluster = pw::tools::build_cluster(a.cl, sub);
   }
-  // zb-h2 has no closed form in the DP: it plans zb-h1's partition (the same B/W split), and
-  // the simulation of zb-h2 on that partition is the prediction and the memory check (zb-h2
-  // keeps more micro-batches in flight).
-  // interleaved-1f1b likewise: the 1F1B plan's devices and micro-batches, the model re-cut into
-  // p x chunks balanced virtual stages (planner/interleave.h), then simulated.
-  const bool zb_h2 = a.req.schedule == "zb-h2";
-  const bool interleaved = a.req.schedule == "interleaved-1f1b";
-  if ((zb_h2 || interleaved) && a.req.objective != "sync")
-    throw pw::InputError("--schedule " + a.req.schedule + ": planned by the sync objective only, got --objective " +
-                         a.req.objective);
-  if (a.chunks != 0 && !interleaved) throw pw::InputError("--chunks: only with --schedule interleaved-1f1b");
-  const int chunks = a.chunks != 0 ? a.chunks : 2;
-  if (interleaved && chunks < 2)
-    throw pw::InputError("--chunks: interleaved-1f1b needs at least 2 chunks per device, got " + std::to_string(chunks));
-  const std::string requested_schedule = a.req.schedule;
-  if (zb_h2) a.req.schedule = "zb-h1";
-  if (interleaved) a.req.schedule = "1f1b";
-  const pw::planner::PlanOutcome out = pw::planner::make_plan(profile, cluster, a.req);
-  a.req.schedule = requested_schedule;
-  if (!out.feasible) {
-    // In GiB, with the nearest changes that would fit as flags to pass.
-    const int64_t have = a.req.memory_limit_bytes > 0 ? a.req.memory_limit_bytes : cluster.device().memory_bytes;
-    std::ostringstream msg;
-    msg << "nothing fits in " << pw::tools::human_bytes(static_cast<double>(have)) << " per device ("
-        << out.reason << "); smallest per-device memory that would fit: ";
-    if (out.min_memory_bytes_to_fit > 0)
-      msg << pw::tools::human_bytes(static_cast<double>(out.min_memory_bytes_to_fit)) << " (--memory-limit "
-          << out.min_memory_bytes_to_fit << ")";
-    else
-      msg << "none (no partition exists)";
-    msg << "; largest batch that fits now: " << out.max_batch_that_fits;
-    if (out.max_batch_that_fits > 0) msg << " (--batch " << out.max_batch_that_fits << ")";
-    throw pw::Infeasible(msg.str());
-  }
-  // The plan carries what it was made from, so simulate --plan / run --plan reproduce it alone.
-  pw::planner::Plan plan = out.plan;
-  pw::Json trials_record;  // --measure: the trial runs, for the record (inputs.options.trials)
-  pw::Json candidates_record;  // --measure: every candidate priced (inputs.options.candidates)
+  pw::models::Profile profile = load_profile(a, sub);
+  a.cl.device = a.device;
+  return {std::move(profile), pw::tools::build_cluster(a.cl, sub)};
+}
+
+// Exit 3, in GiB, with the nearest changes that would fit as flags to pass.
+[[noreturn]] void throw_infeasible(const pw::planner::PlanOutcome& out, const PlanArgs& a,
+                                   const pw::models::Cluster& cluster) {
+  if (out.max_batch_that_fits < 0) throw pw::Infeasible(out.reason);  // a simulated schedule over memory
+  const int64_t have = a.req.memory_limit_bytes > 0 ? a.req.memory_limit_bytes : cluster.device().memory_bytes;
+  std::ostringstream msg;
+  msg << "nothing fits in " << pw::tools::human_bytes(static_cast<double>(have)) << " per device (" << out.reason
+      << "); smallest per-device memory that would fit: ";
+  if (out.min_memory_bytes_to_fit > 0)
+    msg << pw::tools::human_bytes(static_cast<double>(out.min_memory_bytes_to_fit)) << " (--memory-limit "
+        << out.min_memory_bytes_to_fit << ")";
+  else
+    msg << "none (no partition exists)";
+  msg << "; largest batch that fits now: " << out.max_batch_that_fits;
+  if (out.max_batch_that_fits > 0) msg << " (--batch " << out.max_batch_that_fits << ")";
+  throw pw::Infeasible(msg.str());
+}
+
+// --measure's record of its choice (inputs.options.candidates and .trials).
+struct TrialRecords {
+  pw::Json candidates, trials;
+};
+
 #ifdef PW_HAVE_EXEC
-  if (a.measure && a.req.objective == "sync" && !zb_h2 && !interleaved) {
-    // Every (cores per stage, micro-batch count) the search priced, fastest first: what the
-    // trials below chose from, printed and recorded so a user sees what was left out and why.
-    candidates_record = pw::Json::array();
-    for (const auto& c : out.candidates) {
-      const int64_t size = (a.req.batch + c.micro_batches - 1) / c.micro_batches;
-      std::fprintf(stderr, "candidate: %d stage%s x %d thread%s, %d x %lld: predicted %.3f ms\n", c.stages,
-                   c.stages == 1 ? "" : "s", c.threads_per_stage, c.threads_per_stage == 1 ? "" : "s", c.micro_batches,
-                   static_cast<long long>(size), c.predicted_s * 1e3);
-      candidates_record.push_back({{"stages", c.stages},
-                                   {"threads_per_stage", c.threads_per_stage},
-                                   {"micro_batches", c.micro_batches},
-                                   {"micro_batch_size", size},
-                                   {"predicted_ms", c.predicted_s * 1e3}});
-    }
-    const pw::tools::TrialReport tr =
-        pw::tools::run_trials(*a.measured_model, profile, cluster, a.req, out.candidates, a.trials, a.trial_band,
-                              a.trial_seconds);
-    if (tr.chosen >= 0) {
-      plan = tr.entries[tr.chosen].plan;
-      trials_record = pw::Json::array();
-      for (const auto& e : tr.entries)
-        trials_record.push_back({{"configuration", pw::tools::describe_configuration(e.plan)},
-                                 {"threads_per_stage", e.candidate.threads_per_stage},
-                                 {"stages", e.plan.num_stages()},
-                                 {"micro_batches", e.plan.num_micro_batches},
-                                 {"predicted_ms", e.plan.predicted.iteration_time_s * 1e3},
-                                 {"measured_ms", e.measured_ms},
-                                 {"median_ms", pw::models::median_of(e.measured_ms)}});
-      std::fprintf(stderr, "trials: chose %s (median %.3f ms; predicted fastest: %s; %d rounds, %s)\n",
-                   pw::tools::describe_configuration(plan).c_str(),
-                   pw::models::median_of(tr.entries[tr.chosen].measured_ms),
-                   pw::tools::describe_configuration(tr.entries[0].plan).c_str(), tr.rounds,
-                   tr.settled ? "settled" : "a near tie when they ended");
-    }
+// Every (cores per stage, micro-batch count) the search priced, fastest first: what the trials
+// chose from, printed and recorded so a user sees what was left out and why.
+pw::Json print_candidates(const std::vector<pw::planner::PlanCandidate>& candidates, int64_t batch) {
+  pw::Json record = pw::Json::array();
+  for (const auto& c : candidates) {
+    const int64_t size = (batch + c.micro_batches - 1) / c.micro_batches;
+    std::fprintf(stderr, "candidate: %d stage%s x %d thread%s, %d x %lld: predicted %.3f ms\n", c.stages,
+                 c.stages == 1 ? "" : "s", c.threads_per_stage, c.threads_per_stage == 1 ? "" : "s", c.micro_batches,
+                 static_cast<long long>(size), c.predicted_s * 1e3);
+    record.push_back({{"stages", c.stages},
+                      {"threads_per_stage", c.threads_per_stage},
+                      {"micro_batches", c.micro_batches},
+                      {"micro_batch_size", size},
+                      {"predicted_ms", c.predicted_s * 1e3}});
   }
+  return record;
+}
+
+// --measure (sync, a schedule with a closed form): trial runs of the near ties choose the plan.
+pw::sim::PlanChooser trial_chooser(const PlanArgs& a, const pw::models::Profile& profile,
+                                   const pw::models::Cluster& cluster, TrialRecords& records) {
+  return [&a, &profile, &cluster, &records](const pw::planner::PlanOutcome& out) {
+    records.candidates = print_candidates(out.candidates, a.req.batch);
+    const pw::tools::TrialReport tr = pw::tools::run_trials(*a.measured_model, profile, cluster, a.req, out.candidates,
+                                                            a.trials, a.trial_band, a.trial_seconds);
+    if (tr.chosen < 0) return out.plan;
+    records.trials = pw::Json::array();
+    for (const auto& e : tr.entries)
+      records.trials.push_back({{"configuration", pw::tools::describe_configuration(e.plan)},
+                                {"threads_per_stage", e.candidate.threads_per_stage},
+                                {"stages", e.plan.num_stages()},
+                                {"micro_batches", e.plan.num_micro_batches},
+                                {"predicted_ms", e.plan.predicted.iteration_time_s * 1e3},
+                                {"measured_ms", e.measured_ms},
+                                {"median_ms", pw::models::median_of(e.measured_ms)}});
+    const pw::planner::Plan& chosen = tr.entries[tr.chosen].plan;
+    std::fprintf(stderr, "trials: chose %s (median %.3f ms; predicted fastest: %s; %d rounds, %s)\n",
+                 pw::tools::describe_configuration(chosen).c_str(),
+                 pw::models::median_of(tr.entries[tr.chosen].measured_ms),
+                 pw::tools::describe_configuration(tr.entries[0].plan).c_str(), tr.rounds,
+                 tr.settled ? "settled" : "a near tie when they ended");
+    return chosen;
+  };
+}
 #endif
-  if (zb_h2) plan.schedule = pw::planner::ScheduleKind::zb_h2;
-  if (interleaved) plan = pw::planner::interleave_plan(out.plan, profile, chunks);
-  if (plan.objective == "sync" && pw::planner::is_synchronous(plan.schedule)) {
-    pw::sim::StageCosts costs;
-    const std::vector<int64_t> device_peaks = predict_by_simulation(plan, profile, cluster, &costs);
-    if (zb_h2 || interleaved) {
-      const int p = plan.num_stages() / plan.chunks;
-      for (int s = 0; s < plan.num_stages(); ++s) {
-        plan.stages[s].predicted.memory_bytes = device_peaks.at(s % p);
-        if (interleaved) {  // the simulated virtual stage's costs (no closed form behind them)
-          plan.stages[s].predicted.forward_ns = costs.forward_ns.at(s);
-          plan.stages[s].predicted.backward_ns = costs.backward_input_ns.at(s) + costs.backward_weight_ns.at(s) +
-                                                 (plan.stages[s].recompute ? costs.forward_ns.at(s) : 0);
-        }
-      }
-      const int64_t have = a.req.memory_limit_bytes > 0 ? a.req.memory_limit_bytes : cluster.device().memory_bytes;
-      if (plan.predicted.peak_memory_bytes > have)
-        throw pw::Infeasible(std::string(zb_h2 ? "zb-h2 on the zb-h1 partition" : "interleaved-1f1b") + " needs " +
-                             pw::tools::human_bytes(static_cast<double>(plan.predicted.peak_memory_bytes)) +
-                             " per device, more than " + pw::tools::human_bytes(static_cast<double>(have)) + "; try " +
-                             (zb_h2 ? "--schedule zb-h1" : "--schedule 1f1b") + " or fewer --micro-batches");
-    }
-  }
+
+// The plan carries what it was made from, so simulate --plan / run --plan reproduce it alone.
+void record_inputs(pw::planner::Plan& plan, const PlanArgs& a, const pw::models::Profile& profile,
+                   const pw::models::Cluster& cluster, const TrialRecords& records) {
   pw::planner::set_plan_inputs(plan, profile, cluster, /*embed=*/true);
   plan.inputs.model = a.model_json;
   plan.inputs.options = {{"dtype", a.dtype_used},     {"optimizer", a.req.optimizer},
@@ -307,9 +251,27 @@ void run(PlanArgs a, const CLI::App& sub) {
                          {"objective", a.req.objective}, {"recompute", a.req.recompute},
                          {"partitioner", a.req.partitioner}, {"memory_limit_bytes", a.req.memory_limit_bytes},
                          {"measured_here", a.measure}};
-  if (interleaved) plan.inputs.options["chunks"] = chunks;
-  if (!trials_record.is_null()) plan.inputs.options["trials"] = trials_record;
-  if (!candidates_record.is_null()) plan.inputs.options["candidates"] = candidates_record;
+  if (a.req.schedule == "interleaved-1f1b") plan.inputs.options["chunks"] = a.req.chunks != 0 ? a.req.chunks : 2;
+  if (!records.trials.is_null()) plan.inputs.options["trials"] = records.trials;
+  if (!records.candidates.is_null()) plan.inputs.options["candidates"] = records.candidates;
+}
+
+void run(PlanArgs a, const CLI::App& sub) {
+  check_flags(a, sub);
+  const pw::planner::PlanFormat format =
+      a.format.empty() ? pw::planner::PlanFormat::torch : pw::planner::parse_plan_format(a.format, "--format");
+  const auto [profile, cluster] = load_inputs(a, sub);
+  a.req.chunks = a.chunks;
+  TrialRecords records;
+  pw::sim::PlanningOptions options;
+#ifdef PW_HAVE_EXEC
+  const bool closed_form = a.req.schedule != "zb-h2" && a.req.schedule != "interleaved-1f1b";
+  if (a.measure && a.req.objective == "sync" && closed_form) options.choose = trial_chooser(a, profile, cluster, records);
+#endif
+  pw::planner::PlanOutcome out = pw::sim::plan_with_prediction(profile, cluster, a.req, options);
+  if (!out.feasible) throw_infeasible(out, a, cluster);
+  pw::planner::Plan& plan = out.plan;
+  record_inputs(plan, a, profile, cluster, records);
   if (!a.format.empty())
     std::cout << pw::planner::format_plan_for(plan, profile, format);
   else if (a.json)

@@ -144,16 +144,6 @@ std::string human_count(double n) {
   return printf_str(fmt, n) + prefixes[k];
 }
 
-std::string human_bytes(double bytes) {
-  static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  int k = 0;
-  while (bytes >= 1024 && k < 5) {
-    bytes /= 1024;
-    ++k;
-  }
-  return k == 0 ? printf_str("%.0f B", bytes) : printf_str("%.2f ", bytes) + units[k];
-}
-
 void print_model_summary(std::ostream& os, const ModelSource& src) {
   const models::Model& m = src.model;
   const int64_t params = models::model_parameter_count(m);

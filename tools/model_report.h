@@ -7,6 +7,7 @@
 #include <string>
 
 #include "models/device.h"
+#include "models/human_units.h"
 #include "models/json_util.h"
 #include "models/layer_graph.h"
 #include "models/profile.h"
@@ -37,9 +38,9 @@ ModelSource model_from_document(const Json& doc, const std::string& where);
 // Errors are prefixed with `flag`.
 models::DeviceSpec resolve_device(const std::string& spec, const std::string& flag);
 
-// "1.23 G"-style counts (SI prefixes, 3 significant digits) and "12.5 MiB"-style sizes.
+// "1.23 G"-style counts (SI prefixes, 3 significant digits); sizes: models/human_units.h.
 std::string human_count(double n);
-std::string human_bytes(double bytes);
+using models::human_bytes;
 
 // Summary lines (name, family, batch, layers, parameters, FLOPs per sample) and a per-layer table.
 void print_model_summary(std::ostream& os, const ModelSource& src);

@@ -5,7 +5,7 @@
 // Cell (K, M, schedule): the config with devices = K, micro_batches = M, schedule; the planner
 // partitions the model (with the "gpipe-greedy" or "even" partitioner it uses exactly K stages;
 // "dp" may choose fewer when that is faster: stages_used says), then the plan is simulated
-// (whatif/simulate.h) for 2 iterations. A cell that does not fit is a row with
+// (sim/plan_prediction.h) for 2 iterations. A cell that does not fit is a row with
 // feasible = false and its reason. normalized = throughput / throughput of the baseline cell
 // (null when the baseline does not fit).
 //
