@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "exec/optimizer_update.h"
 #include "exec/parallel.h"
 #include "models/error.h"
 
@@ -60,15 +61,7 @@ void Optimizer::step() {
       const float mu = static_cast<float>(opt_.momentum);
       float* v = m_.empty() ? nullptr : m_[i].data();
       parallel_for(n, [&](int64_t b, int64_t e) {
-        for (int64_t k = b; k < e; ++k) {
-          const float d = g[k] + wd * p[k];
-          if (v) {
-            v[k] = mu * v[k] + d;
-            p[k] -= lr * v[k];
-          } else {
-            p[k] -= lr * d;
-          }
-        }
+        for (int64_t k = b; k < e; ++k) sgd_update(p[k], g[k], v ? v + k : nullptr, lr, mu, wd);
       }, 4096);
     } else {
       const float b1 = static_cast<float>(opt_.beta1), b2 = static_cast<float>(opt_.beta2);
@@ -78,11 +71,7 @@ void Optimizer::step() {
       float* m = m_[i].data();
       float* v = v_[i].data();
       parallel_for(n, [&](int64_t b, int64_t e) {
-        for (int64_t k = b; k < e; ++k) {
-          m[k] = b1 * m[k] + (1 - b1) * g[k];
-          v[k] = b2 * v[k] + (1 - b2) * g[k] * g[k];
-          p[k] -= lr * ((m[k] * c1) / (std::sqrt(v[k] * c2) + eps) + wd * p[k]);
-        }
+        for (int64_t k = b; k < e; ++k) adam_update(p[k], g[k], m[k], v[k], lr, b1, b2, c1, c2, eps, wd);
       }, 4096);
     }
   }

@@ -269,4 +269,11 @@ void write_output(const std::string& file, std::string_view content) {
   end_commit();
 }
 
+void run_with_output(const std::string& flag, const std::string& path, const std::function<void()>& work) {
+  OutputSet outputs;
+  outputs.add(flag, path);
+  work();
+  outputs.commit();
+}
+
 }  // namespace pw

@@ -24,6 +24,7 @@
 //   add() and commit() on the thread that made it; write_output from any thread.
 #pragma once
 
+#include <functional>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -39,6 +40,12 @@ void check_output_file(const std::string& flag, const std::string& path);
 // Throws InputError("<flag> <dir>: <why>") unless `dir` is a writable directory, or absent
 // with its nearest existing ancestor a writable directory (so it can be created).
 void check_output_directory(const std::string& flag, const std::string& dir);
+
+class OutputSet;
+
+// Runs `work` with one output, `path` of `flag` (empty: none), registered in a fresh OutputSet:
+// checked before the work, renamed into place after it, never half-written on failure.
+void run_with_output(const std::string& flag, const std::string& path, const std::function<void()>& work);
 
 class OutputSet {
  public:

@@ -2,7 +2,8 @@
 # Sanitizer runs of the test suite.
 #   bash scripts/sanitize.sh [all|asan|tsan]
 #   asan: the whole suite built with AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/)
-#   tsan: the runtime and transport tests (the threaded code) under ThreadSanitizer (build-tsan/)
+#   tsan: the runtime and transport tests (the threaded code: pw_tests_exec_threads, only what
+#         they need built) under ThreadSanitizer (build-tsan/)
 # Any report fails the run (halt_on_error, -fno-sanitize-recover=all). Environment: PW_SANITIZE_CXX
 # (default g++), PW_JOBS (default nproc). Uses ccache when installed.
 set -euo pipefail
@@ -41,7 +42,7 @@ fi
 if [ "$mode" = all ] || [ "$mode" = tsan ]; then
   start=$(date +%s)
   configure build-tsan thread
-  cmake --build build-tsan -j"$jobs" --target pw_tests_exec
+  cmake --build build-tsan -j"$jobs" --target pw_tests_exec_threads
   echo "sanitize: tsan build took $(( $(date +%s) - start )) s"
   start=$(date +%s)
   # libgomp is not built with TSan, so its barriers are invisible to it and every OpenMP
@@ -49,7 +50,6 @@ if [ "$mode" = all ] || [ "$mode" = tsan ]; then
   # OpenMP runtime out of the picture; the pipeline's own std::threads, queues and transports
   # (what these tests exercise) stay fully checked. tsan.supp says what else is suppressed.
   OMP_NUM_THREADS=1 TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$supp/tsan.supp" \
-    build-tsan/tests/exec/pw_tests_exec -sf="*runtime*,*transport*,*handoff*,*pinning*" \
-      -sfe="*trainer_test*,*checkpoint_test*"
+    build-tsan/tests/exec/pw_tests_exec_threads
   echo "sanitize: tsan runtime tests clean in $(( $(date +%s) - start )) s"
 fi

@@ -110,12 +110,7 @@ pw::tools::CommandRegistrar reg("cluster", [](CLI::App& app) {
   sub->add_flag("--list", a->list, "list the catalog's devices and links");
   sub->add_flag("--json", a->json, "print the cluster JSON instead of a description");
   sub->add_option("-o,--output", a->output, "write the cluster (pipewright.cluster/1) to this file");
-  sub->callback([a, sub] {
-    pw::OutputSet outputs;
-    outputs.add("-o", a->output);
-    run(*a, *sub);
-    outputs.commit();
-  });
+  sub->callback([a, sub] { pw::run_with_output("-o", a->output, [&] { run(*a, *sub); }); });
 });
 
 }  // namespace

@@ -42,12 +42,7 @@ pw::tools::CommandRegistrar reg("import", [](CLI::App& app) {
   sub->add_option("file", a->file, "the graph.txt file")->required();
   sub->add_flag("--json", a->json, "print the profile JSON instead of a summary");
   sub->add_option("-o,--output", a->output, "write the profile (pipewright.profile/1) to this file");
-  sub->callback([a] {
-    pw::OutputSet outputs;
-    outputs.add("-o", a->output);
-    run(*a);
-    outputs.commit();
-  });
+  sub->callback([a] { pw::run_with_output("-o", a->output, [&] { run(*a); }); });
 });
 
 }  // namespace

@@ -50,12 +50,7 @@ pw::tools::CommandRegistrar reg("model", [](CLI::App& app) {
   sub->add_option("--batch", z.batch, "samples per mini-batch")->capture_default_str();
   sub->add_flag("--json", args->json, "print the summary as JSON");
   sub->add_option("-o,--output", args->output, "write the model (pipewright.model/1) to this file");
-  sub->callback([args, sub] {
-    pw::OutputSet outputs;
-    outputs.add("-o", args->output);
-    run(*args, *sub);
-    outputs.commit();
-  });
+  sub->callback([args, sub] { pw::run_with_output("-o", args->output, [&] { run(*args, *sub); }); });
 });
 
 }  // namespace

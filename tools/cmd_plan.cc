@@ -328,12 +328,7 @@ pw::tools::CommandRegistrar reg("plan", [](CLI::App& app) {
   sub->add_option("--format", a->format, "print the plan for megatron | deepspeed | torch instead of a table");
   sub->add_option("-o,--output", a->output, "write the plan (pipewright.plan/1) to this file");
   pw::tools::add_zoo_size_options(sub, a->zoo, pw::models::ZooOptions{});
-  sub->callback([a, sub] {
-    pw::OutputSet outputs;
-    outputs.add("-o", a->output);
-    run(*a, *sub);
-    outputs.commit();
-  });
+  sub->callback([a, sub] { pw::run_with_output("-o", a->output, [&] { run(*a, *sub); }); });
 });
 
 }  // namespace

@@ -180,12 +180,7 @@ pw::tools::CommandRegistrar reg("profile", [](CLI::App& app) {
   pw::tools::add_zoo_size_options(sub, a->zoo, pw::models::ZooOptions{});
   sub->add_flag("--json", a->json, "print the profile (pipewright.profile/1) instead of a table");
   sub->add_option("-o,--output", a->output, "write the profile (pipewright.profile/1) to this file");
-  sub->callback([a, sub] {
-    pw::OutputSet outputs;
-    outputs.add("-o", a->output);
-    run(*a, *sub);
-    outputs.commit();
-  });
+  sub->callback([a, sub] { pw::run_with_output("-o", a->output, [&] { run(*a, *sub); }); });
 });
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include "exec/cuda/kernel_util.cuh"
 #include "exec/cuda/kernels.h"
+#include "exec/optimizer_update.h"
 
 namespace pw::exec::cuda::kernels {
 
@@ -181,24 +182,13 @@ __global__ void mse_backward_k(const float* x, const float* t, const float* grad
 }
 
 __global__ void sgd_k(float* p, const float* g, float* v, int64_t n, float lr, float mu, float wd) {
-  for (int64_t k = global_index(); k < n; k += global_stride()) {
-    const float d = g[k] + wd * p[k];
-    if (v) {
-      v[k] = mu * v[k] + d;
-      p[k] -= lr * v[k];
-    } else {
-      p[k] -= lr * d;
-    }
-  }
+  for (int64_t k = global_index(); k < n; k += global_stride()) sgd_update(p[k], g[k], v ? v + k : nullptr, lr, mu, wd);
 }
 
 __global__ void adam_k(float* p, const float* g, float* m, float* v, int64_t n, float lr, float b1,
                        float b2, float c1, float c2, float eps, float wd) {
-  for (int64_t k = global_index(); k < n; k += global_stride()) {
-    m[k] = b1 * m[k] + (1 - b1) * g[k];
-    v[k] = b2 * v[k] + (1 - b2) * g[k] * g[k];
-    p[k] -= lr * ((m[k] * c1) / (sqrtf(v[k] * c2) + eps) + wd * p[k]);
-  }
+  for (int64_t k = global_index(); k < n; k += global_stride())
+    adam_update(p[k], g[k], m[k], v[k], lr, b1, b2, c1, c2, eps, wd);
 }
 
 }  // namespace

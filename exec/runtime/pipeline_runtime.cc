@@ -8,6 +8,21 @@
 
 namespace pw::exec {
 
+WorkerConfig worker_config(const RuntimeOptions& options, int device, const planner::Schedule* schedule,
+                           StageCompute* compute, Transport* transport, Transport::Clock::time_point t0) {
+  WorkerConfig cfg;
+  cfg.device = device;
+  cfg.schedule = schedule;
+  cfg.compute = compute;
+  cfg.transport = transport;
+  cfg.vertical_sync = options.vertical_sync;
+  cfg.overlap_allreduce = options.overlap_allreduce;
+  cfg.bucket_bytes = options.allreduce_bucket_bytes;
+  cfg.record_trace = options.record_trace;
+  cfg.t0 = t0;
+  return cfg;
+}
+
 PipelineRuntime::PipelineRuntime(planner::Schedule schedule, StageCompute& compute, RuntimeOptions options)
     : PipelineRuntime(std::move(schedule), std::vector<StageCompute*>{&compute}, std::move(options)) {}
 
@@ -42,19 +57,9 @@ PipelineRuntime::PipelineRuntime(planner::Schedule schedule, std::vector<StageCo
   } else {
     placement_.assign(D, CoreSet{});
   }
-  for (int d = 0; d < D; ++d) {
-    WorkerConfig cfg;
-    cfg.device = d;
-    cfg.schedule = &schedule_;
-    cfg.compute = computes_[d];
-    cfg.transport = &transport_;
-    cfg.vertical_sync = options_.vertical_sync;
-    cfg.overlap_allreduce = options_.overlap_allreduce;
-    cfg.bucket_bytes = options_.allreduce_bucket_bytes;
-    cfg.record_trace = options_.record_trace;
-    cfg.t0 = t0_;
-    workers_.push_back(std::make_unique<StageWorker>(cfg));
-  }
+  for (int d = 0; d < D; ++d)
+    workers_.push_back(
+        std::make_unique<StageWorker>(worker_config(options_, d, &schedule_, computes_[d], &transport_, t0_)));
   errors_.assign(D, nullptr);
   pin_errors_.assign(D, "");
   remaining_ = D;

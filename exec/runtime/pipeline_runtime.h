@@ -59,6 +59,11 @@ struct RuntimeOptions {
   std::function<void(int device, int iteration)> at_iteration_start;
 };
 
+// The settings of the worker of `device` under these options (the runtime owns the schedule,
+// compute and transport it points to).
+WorkerConfig worker_config(const RuntimeOptions& options, int device, const planner::Schedule* schedule,
+                           StageCompute* compute, Transport* transport, Transport::Clock::time_point t0);
+
 class PipelineRuntime {
  public:
   using Clock = Transport::Clock;

@@ -87,17 +87,7 @@ RankRuntime::RankRuntime(planner::Schedule schedule, StageCompute& compute, mpi:
   world_.barrier(deadline(), "the start barrier");
   t0_ = Clock::now();
   transport_.set_epoch(t0_);
-  WorkerConfig cfg;
-  cfg.device = world_.rank();
-  cfg.schedule = &schedule_;
-  cfg.compute = &compute;
-  cfg.transport = &transport_;
-  cfg.vertical_sync = options_.vertical_sync;
-  cfg.overlap_allreduce = options_.overlap_allreduce;
-  cfg.bucket_bytes = options_.allreduce_bucket_bytes;
-  cfg.record_trace = options_.record_trace;
-  cfg.t0 = t0_;
-  worker_ = std::make_unique<StageWorker>(cfg);
+  worker_ = std::make_unique<StageWorker>(worker_config(options_, world_.rank(), &schedule_, &compute, &transport_, t0_));
 }
 
 int64_t RankRuntime::run_iteration() {
