@@ -9,6 +9,7 @@
 #include "tools/command_registry.h"
 #include "tools/notes.h"
 #include "tools/signals.h"
+#include "tools/suggest.h"
 #ifdef PW_HAVE_EXEC
 #include <unistd.h>
 
@@ -45,6 +46,23 @@ void choose_openmp_wait_policy(int argc, char** argv) {
 }  // namespace
 #endif
 
+namespace {
+// Unexpected "--flags" of the command given, each with the nearest flag it has (tools/suggest.h).
+std::string flag_hint(CLI::App& app, const CLI::ParseError& e, int argc, char** argv) {
+  if (dynamic_cast<const CLI::ExtrasError*>(&e) == nullptr || argc < 2) return "";
+  CLI::App* sub = nullptr;
+  try {
+    sub = app.get_subcommand_ptr(argv[1]).get();
+  } catch (const CLI::Error&) {
+  }
+  if (sub == nullptr) return "";
+  std::vector<std::string> flags;
+  for (const CLI::Option* o : sub->get_options())
+    for (const std::string& n : o->get_lnames()) flags.push_back("--" + n);
+  return pw::tools::unknown_flag_hint(std::vector<std::string>(argv + 2, argv + argc), flags);
+}
+}  // namespace
+
 namespace pw::tools {
 std::vector<CommandEntry>& command_registry() {
   static std::vector<CommandEntry> registry;
@@ -65,6 +83,13 @@ int main(int argc, char** argv) {
   std::sort(registry.begin(), registry.end(),
             [](const auto& a, const auto& b) { return a.name < b.name; });
   for (auto& entry : registry) entry.setup(app);
+  std::vector<std::string> names;
+  for (const auto& entry : registry) names.push_back(entry.name);
+  if (argc >= 2 && argv[1][0] != '-' && std::find(names.begin(), names.end(), argv[1]) == names.end()) {
+    std::cerr << "pipewright: error: " << pw::one_line_message(pw::tools::unknown_command_message(argv[1], names))
+              << "\n";
+    return 2;
+  }
   pw::tools::install_flag_checks(app);  // every numeric flag: bounded, finite, units
   try {
     app.parse(argc, argv);
@@ -75,7 +100,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "pipewright: error: " << pw::one_line_message(e.what()) << " (see --help)\n";
+    std::cerr << "pipewright: error: " << pw::one_line_message(e.what() + flag_hint(app, e, argc, argv))
+              << " (see --help)\n";
     return 2;
   } catch (const pw::tools::CommandExit& e) {
     if (*e.what() != '\0') std::cerr << e.what() << "\n";
