@@ -150,7 +150,7 @@ std::string format_report(const Report& r) {
     out += " (round-robin over micro-batches; " + std::to_string(r.num_devices) + " devices)\n";
   }
   std::snprintf(buf, sizeof buf,
-                "makespan %.3f ms  iteration %.3f ms  cost %.3f ms (device %d)  bubble_rate %.2f%%  "
+                "makespan %.3f ms  iteration %.3f ms  longest span %.3f ms (device %d, idle %.2f%% of it)  "
                 "throughput %.1f samples/s  peak memory %.1f MiB\n",
                 ms(r.makespan_ns), ms(r.iteration_ns), ms(r.cost_ns), r.bottleneck_device, 100.0 * r.bubble_rate,
                 r.throughput_samples_per_s, static_cast<double>(r.peak_memory_bytes) / (1 << 20));

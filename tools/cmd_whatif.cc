@@ -219,7 +219,7 @@ void run_throughput(ThroughputArgs& a) {
     std::cout << rows_json("throughput", t).dump(2) << "\n";
   } else {
     pw::whatif::Table v;
-    v.columns = {"K", "M", "schedule", "stages", "iteration s", "samples/s", "normalized", "bubble", "peak GiB",
+    v.columns = {"K", "M", "schedule", "stages", "iteration s", "samples/s", "normalized", "idle share", "peak GiB",
                  "note"};
     for (const auto& cell : cells) {
       if (!cell.feasible) {
@@ -230,7 +230,7 @@ void run_throughput(ThroughputArgs& a) {
       v.rows.push_back({cell.stages, cell.micro_batches, cell.schedule, cell.stages_used,
                         round_to(cell.iteration_s, 4), round_to(cell.throughput_samples_per_s, 1),
                         cell.normalized >= 0 ? Json(round_to(cell.normalized, 3)) : Json(nullptr),
-                        round_to(cell.bubble_rate, 3), round_to(cell.peak_memory_bytes / double(1LL << 30), 2),
+                        round_to(cell.idle_share, 3), round_to(cell.peak_memory_bytes / double(1LL << 30), 2),
                         cell.peak_memory_bytes > cell.device_memory_bytes
                             ? Json("simulated peak exceeds the device's " + gib(cell.device_memory_bytes) + " GiB")
                             : Json(nullptr)});

@@ -72,6 +72,7 @@ std::vector<ThroughputCell> throughput_grid(const WhatifConfig& config, const Th
         cell.iteration_s = static_cast<double>(e.report.iteration_ns) * 1e-9;
         cell.throughput_samples_per_s = cell.iteration_s > 0 ? static_cast<double>(p.batch) / cell.iteration_s : 0;
         cell.bubble_rate = e.report.bubble_rate;
+        cell.idle_share = e.report.idle_share;
         cell.peak_memory_bytes = e.report.peak_memory_bytes;
         cell.device_memory_bytes = build_whatif_cluster(configs[i]).device().memory_bytes;
         for (int s = 0; s < p.num_stages(); ++s) {
@@ -97,7 +98,7 @@ Table throughput_table(const std::vector<ThroughputCell>& cells) {
   Table t;
   t.columns = {"stages", "micro_batches", "schedule", "feasible", "stages_used", "micro_batch_size", "parameters",
                "flops_per_iteration", "iteration_s", "throughput_samples_per_s", "normalized", "bubble_rate",
-               "peak_memory_bytes", "device_memory_bytes", "stage_peak_memory_bytes", "reason"};
+               "idle_share", "peak_memory_bytes", "device_memory_bytes", "stage_peak_memory_bytes", "reason"};
   for (const ThroughputCell& c : cells) {
     Json r{{"stages", c.stages}, {"micro_batches", c.micro_batches}, {"schedule", c.schedule}, {"feasible", c.feasible}};
     if (c.feasible) {
@@ -110,6 +111,7 @@ Table throughput_table(const std::vector<ThroughputCell>& cells) {
       r["throughput_samples_per_s"] = c.throughput_samples_per_s;
       if (c.normalized >= 0) r["normalized"] = c.normalized;
       r["bubble_rate"] = c.bubble_rate;
+      r["idle_share"] = c.idle_share;
       r["peak_memory_bytes"] = c.peak_memory_bytes;
       r["device_memory_bytes"] = c.device_memory_bytes;
     } else {

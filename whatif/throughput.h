@@ -51,7 +51,8 @@ struct ThroughputCell {
   double iteration_s = 0;               // simulated steady-state iteration
   double throughput_samples_per_s = 0;
   double normalized = 0;                // < 0 when the baseline does not fit
-  double bubble_rate = 0;               // simulated
+  double bubble_rate = 0;               // simulated (sim/report.h: idle of the longest-span device)
+  double idle_share = 0;                // simulated: 1 - mean busy / (devices x iteration)
   int64_t peak_memory_bytes = 0;        // simulated, largest over devices
   int64_t device_memory_bytes = 0;      // capacity (the simulated peak may exceed it: the
                                         // planner's memory model is not the simulator's)
@@ -64,7 +65,7 @@ std::vector<ThroughputCell> throughput_grid(const WhatifConfig& config, const Th
 
 // Columns: stages, micro_batches, schedule, feasible, stages_used, micro_batch_size,
 // parameters, flops_per_iteration, iteration_s, throughput_samples_per_s, normalized,
-// bubble_rate, peak_memory_bytes, device_memory_bytes, stage_peak_memory_bytes (array), reason.
+// bubble_rate, idle_share, peak_memory_bytes, device_memory_bytes, stage_peak_memory_bytes (array), reason.
 Table throughput_table(const std::vector<ThroughputCell>& cells);
 
 }  // namespace pw::whatif
