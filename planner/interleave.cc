@@ -90,10 +90,20 @@ Plan interleave_plan(const Plan& base, const models::Profile& profile, int chunk
   for (const StagePlan& s : base.stages)
     if (s.replicas() != 1) throw InputError("interleaved-1f1b: replicated stages are not interleaved");
   if (base.num_micro_batches % p != 0) {
-    const int lo = base.num_micro_batches / p * p, hi = lo + p;
-    throw InputError("interleaved-1f1b: " + std::to_string(base.num_micro_batches) + " micro-batches are not a multiple of the " +
-                     std::to_string(p) + " devices; try --micro-batches " + (lo > 0 ? std::to_string(lo) + " or " : "") +
-                     std::to_string(hi));
+    // The nearest counts below and above that are multiples of p and divide the batch.
+    const int64_t m = base.num_micro_batches;
+    int64_t lo = m / p * p, hi = lo + p;
+    while (lo > 0 && base.batch % lo != 0) lo -= p;
+    while (hi <= base.batch && base.batch % hi != 0) hi += p;
+    std::string fix = "no count that is a multiple of " + std::to_string(p) + " divides the batch of " +
+                      std::to_string(base.batch) + "; try another --batch";
+    if (lo > 0 || hi <= base.batch) {
+      fix = "try --micro-batches ";
+      if (lo > 0) fix += std::to_string(lo);
+      if (hi <= base.batch) fix += (lo > 0 ? " or " : "") + std::to_string(hi);
+    }
+    throw InputError("interleaved-1f1b: " + std::to_string(m) + " micro-batches are not a multiple of the " +
+                     std::to_string(p) + " devices; " + fix);
   }
   const int n = static_cast<int>(profile.layers.size());
   if (n < p * chunks)

@@ -114,6 +114,13 @@ std::vector<int> parse_micro_batches(const std::string& s, int64_t batch) {
   if (v > batch)
     throw InputError("--micro-batches: " + s + " micro-batches need a batch of at least " + s +
                      " samples (batch is " + std::to_string(batch) + ")");
+  if (batch % v != 0) {
+    std::string divisors;
+    for (int64_t d = 1, shown = 0; d <= batch && d <= 1 << 20 && shown < 16; ++d)
+      if (batch % d == 0) divisors += (shown++ ? ", " : "") + std::to_string(d);
+    throw InputError("--micro-batches: " + s + " does not divide the batch of " + std::to_string(batch) +
+                     " samples (counts that do: " + divisors + ")");
+  }
   ms.push_back(static_cast<int>(v));
   return ms;
 }

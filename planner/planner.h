@@ -4,8 +4,8 @@
 // - "sync": synchronous pipeline (gpipe / 1f1b / zb-h1), one device per stage, minimizing the
 //   fill-drain iteration time of planner/sync_dp.h over the number of stages, per-stage
 //   re-materialization and the micro-batch count (divisors of the batch when "auto"; a given
-//   count that does not divide the batch uses ceil(batch / m) samples per micro-batch, the last
-//   one smaller: remainder_rule "last-smaller", costed conservatively as full).
+//   count must divide the batch, so that every micro-batch has the same size and the plan's
+//   batch is the user's: InputError naming the counts that do).
 // - "async": replicated asynchronous pipeline (PipeDream 1F1B, weight stashing) under our
 //   corrected cost model (planner/replicated_dp.h), cuts at prefixes of the layer order, levels
 //   from the cluster solved bottom-up.

@@ -141,13 +141,12 @@ TEST_CASE("sync objective equals exhaustive search on random instances") {
     req.batch = std::vector<int64_t>{1, 4, 6, 8, 12}[pick(0, 4)];
     const bool fixed_m = pick(0, 3) == 0;
     std::vector<int> ms;
-    if (fixed_m) {
-      const int m = pick(1, static_cast<int>(req.batch));
+    for (int d = 1; d <= req.batch; ++d)
+      if (req.batch % d == 0) ms.push_back(d);
+    if (fixed_m) {  // a given count divides the batch (make_plan refuses one that does not)
+      const int m = ms[pick(0, static_cast<int>(ms.size()) - 1)];
       req.micro_batches = std::to_string(m);
       ms = {m};
-    } else {
-      for (int d = 1; d <= req.batch; ++d)
-        if (req.batch % d == 0) ms.push_back(d);
     }
     Setting s;
     s.gpipe = pick(0, 1) == 0;

@@ -269,10 +269,17 @@ TEST_CASE("plan --schedule interleaved-1f1b: 1F1B's devices and micro-batches, p
   CliResult sim = run_cli({"simulate", "--plan", dir.file("il.json"), "--json"});
   REQUIRE(sim.rc == 0);
   CHECK(Json::parse(sim.out).at("makespan_ns").get<int64_t>() == std::llround(il.predicted.iteration_time_s * 1e9));
-  std::vector<std::string> odd = gpt;
-  odd[odd.size() - 1] = "18";
-  odd.insert(odd.end(), {"--schedule", "interleaved-1f1b", "-o", dir.file("odd.json")});
-  pw::test::expect_rejected(run_cli(odd), 2, {"not a multiple of the 4 devices", "--micro-batches 16 or 20"});
+  // 6 micro-batches of 16 on 4 devices: the counts suggested are multiples of 4 that divide 96.
+  const std::vector<std::string> odd = {"plan", "--model", "gpt", "--layers", "12", "--device", "a100-80g",
+                                        "--devices", "4", "--batch", "96", "--micro-batches", "6",
+                                        "--schedule", "interleaved-1f1b", "-o", dir.file("odd.json")};
+  pw::test::expect_rejected(run_cli(odd), 2, {"6 micro-batches are not a multiple of the 4 devices",
+                                              "try --micro-batches 4 or 8"});
+  // A count that does not divide the batch is refused before any planning.
+  std::vector<std::string> uneven = gpt;
+  uneven[uneven.size() - 1] = "18";
+  pw::test::expect_rejected(run_cli(uneven), 2, {"--micro-batches: 18 does not divide the batch of 64 samples",
+                                                 "counts that do: 1, 2, 4, 8, 16, 32, 64"});
   CHECK(!dir.exists("odd.json"));
   std::vector<std::string> chunks_alone = gpt;
   chunks_alone.insert(chunks_alone.end(), {"--chunks", "3"});
