@@ -1,5 +1,5 @@
 // `pipewright train --model M [sizes] [--steps N] [--batch B] [--micro-batch U] [--lr X]
-//  [--optimizer sgd|adam] [--weight-decay W] [--data FILE] [--seed S] [--threads T] [--json]
+//  [--optimizer sgd|sgd-momentum|adam] [--weight-decay W] [--data FILE] [--seed S] [--threads T] [--json]
 //  [--checkpoint DIR [--checkpoint-every K]] [--resume DIR] [--log-every N] [--device cpu|cuda[:N]]`:
 // single-device training with the oneDNN executor. --device cuda asks for the CUDA backend;
 // where this build has none or no GPU can be used, that is one line and exit 2, before

@@ -1,6 +1,7 @@
 #include "tools/training_flags.h"
 
 #include "models/error.h"
+#include "models/optimizer_memory.h"
 #include "models/output_set.h"
 #include "tools/flag_checks.h"
 
@@ -8,8 +9,10 @@ namespace pw::tools {
 
 void add_training_flags(CLI::App* sub, TrainingFlags& f, const TrainingFlagHelp& help) {
   sub->add_option("--steps", f.steps, help.steps)->capture_default_str();
-  sub->add_option("--lr", f.lr, "learning rate (default: adam 0.003, sgd 0.05)");
-  sub->add_option("--optimizer", f.optimizer, "sgd (momentum 0.9) | adam")->capture_default_str();
+  sub->add_option("--lr", f.lr, "learning rate (default: adam 0.003, sgd and sgd-momentum 0.05)");
+  sub->add_option("--optimizer", f.optimizer,
+                  models::optimizer_names(" | ", true) + " (sgd: no momentum; sgd-momentum: 0.9)")
+      ->capture_default_str();
   sub->add_option("--seed", f.seed, "seed of initialization and data")->capture_default_str();
   sub->add_option("--threads", f.threads, help.threads);
   sub->add_option("--data", f.data, "text file for gpt (default /usr/share/common-licenses/GPL-3)");
@@ -22,6 +25,7 @@ void add_training_flags(CLI::App* sub, TrainingFlags& f, const TrainingFlagHelp&
 }
 
 void check_training_flags(const TrainingFlags& f, const CLI::App& sub) {
+  (void)models::find_cpu_trainable_optimizer(f.optimizer, "--optimizer");
   if (f.steps < 1) throw InputError("--steps: expected >= 1, got " + std::to_string(f.steps));
   if (sub.count("--lr") > 0 && !(f.lr > 0)) throw InputError("--lr: expected a value > 0");
   if (f.prefetch < 0) throw InputError("--prefetch: expected >= 0, got " + std::to_string(f.prefetch));
@@ -36,8 +40,10 @@ void check_training_flags(const TrainingFlags& f, const CLI::App& sub) {
 }
 
 exec::OptimizerOptions training_optimizer(const TrainingFlags& f) {
+  const std::string& name = models::find_cpu_trainable_optimizer(f.optimizer, "--optimizer").name;
   exec::OptimizerOptions o;
-  o.kind = exec::parse_optimizer_kind(f.optimizer, "--optimizer");
+  o.kind = name == "adam" ? exec::OptimizerKind::adam : exec::OptimizerKind::sgd;
+  o.momentum = name == "sgd-momentum" ? 0.9 : 0.0;
   o.lr = f.lr > 0 ? f.lr : exec::default_learning_rate(o.kind);
   return o;
 }

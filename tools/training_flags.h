@@ -43,13 +43,14 @@ struct TrainingFlagHelp {
 void add_training_flags(CLI::App* sub, TrainingFlags& f, const TrainingFlagHelp& help);
 
 // Checks what can be checked without the model, before anything is read or allocated:
-// --steps >= 1, --lr > 0 when given, --prefetch >= 0, --threads in [1, 4 x cores] when given,
-// --checkpoint a directory that can be written, --checkpoint-every >= 0 and only with
-// --checkpoint. Throws InputError naming the flag.
+// --optimizer one the CPU executor trains, --steps >= 1, --lr > 0 when given, --prefetch >= 0,
+// --threads in [1, 4 x cores] when given, --checkpoint a directory that can be written,
+// --checkpoint-every >= 0 and only with --checkpoint. Throws InputError naming the flag.
 void check_training_flags(const TrainingFlags& f, const CLI::App& sub);
 
-// The optimizer the flags ask for (--optimizer, --lr or its default). Throws InputError naming
-// --optimizer for a name the executor cannot train.
+// The optimizer the flags ask for (--optimizer, --lr or its default), by the one vocabulary of
+// models/optimizer_memory.h: sgd (momentum 0), sgd-momentum (0.9), adam. Throws InputError naming
+// --optimizer for a name the executor cannot train (rmsprop, adam-mixed) or does not know.
 exec::OptimizerOptions training_optimizer(const TrainingFlags& f);
 
 }  // namespace pw::tools
