@@ -15,7 +15,9 @@ void add_training_flags(CLI::App* sub, TrainingFlags& f, const TrainingFlagHelp&
       ->capture_default_str();
   sub->add_option("--seed", f.seed, "seed of initialization and data")->capture_default_str();
   sub->add_option("--threads", f.threads, help.threads);
-  sub->add_option("--data", f.data, "text file for gpt (default /usr/share/common-licenses/GPL-3)");
+  sub->add_option("--data", f.data,
+                  "text file for gpt (default /usr/share/common-licenses/GPL-3); other models: INPUTS.npy,TARGETS.npy "
+                  "or CIFAR-10 batches A.bin[,B.bin...] (default: synthetic data)");
   sub->add_option("--prefetch", f.prefetch, help.prefetch)->capture_default_str();
   sub->add_flag("--json", f.json, help.json);
   sub->add_option("--checkpoint", f.checkpoint,
