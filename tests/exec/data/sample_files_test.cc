@@ -108,7 +108,7 @@ TEST_CASE("npy pair: deterministic from the seed, sample-sequential, restorable"
   CHECK(!std::equal(d.data.data(), d.data.data() + d.data.numel(), all.data.data()));
 }
 
-TEST_CASE("npy pair: uint8 inputs scaled to [0, 1]; regression targets for an mse_loss model") {
+TEST_CASE("npy pair: uint8 inputs scaled to [0, 1], regression targets for an mse_loss model") {
   SampleFilesDir dir;
   const models::Model mlp = zoo("mlp");  // input [6], prediction [6]
   const std::string x = dir.write("x.npy", npy_bytes<uint8_t>("|u1", {2, 6}, std::vector<uint8_t>(12, 255)));
