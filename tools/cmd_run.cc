@@ -7,7 +7,9 @@
 //                  (PyTorch's CSV action format, planner/schedule_csv.h: the CSV's own op order
 //                  on an even split of the layers into its stages, each on the rank whose row
 //                  holds it; exec/runtime/run_imported.h. Not with --compare or --run-trace.)
-// Progress goes to stderr, one line per step; the summary to stdout (text, or JSON with --json).
+// Progress goes to stderr as for `train` (on a terminal rewritten in place; otherwise about every
+// 10% once the run has lasted 10 s, or every --log-every N steps); the summary to stdout (text,
+// or JSON with --json).
 // --checkpoint DIR [--checkpoint-every K] / --resume DIR: exec/checkpoint.h. SIGINT / SIGTERM
 // finish the step on every worker, checkpoint, write the trace, SVG and summary of the steps
 // done and exit 130 / 143; a NaN or Inf exits 4 (tools/signals.h).
@@ -26,6 +28,8 @@
 // summary gives the median step time and the end-to-end samples/s (data included), with a note
 // when waiting for data took more than 10% of the wall time (exec/data/loader.h).
 #ifdef PW_HAVE_EXEC
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
@@ -67,6 +71,7 @@
 #include "tools/command_registry.h"
 #include "tools/flag_checks.h"
 #include "tools/model_report.h"
+#include "tools/run_summary.h"
 #include "tools/signals.h"
 #include "tools/training_flags.h"
 #include "tools/zoo_flags.h"
@@ -282,13 +287,14 @@ int device_count(const pw::planner::Plan& plan) {
   return devices;
 }
 
-// The banner goes out with the first step's line: a run that fails before any step (a
-// numerical fault in step 1, a signal) prints only its one line. Then one line per step.
-std::function<void(const pw::exec::StepReport&)> banner_and_progress(Prepared& p, int devices, bool ranks) {
-  auto banner = std::make_shared<std::string>();
+// The banner goes out with the first progress line (tools/training_flags.h: ProgressLines
+// decides which go out): a run that fails before any line (a numerical fault in step 1, a
+// signal) prints only its one line.
+std::function<void(const pw::exec::StepReport&)> banner_and_progress(Prepared& p, int devices, bool ranks,
+                                                                     pw::tools::ProgressLines& lines) {
   const pw::planner::Plan& plan = p.plan;
   const std::string name = p.src.model.name();
-  p.o.on_start = [banner, &plan, name, devices, ranks] {
+  p.o.on_start = [&lines, &plan, name, devices, ranks] {
     char buf[512];
     std::snprintf(buf, sizeof buf, "run: %s, %d stages on %d %s, %s, %d micro-batches of %lld%s\n", name.c_str(),
                   plan.num_stages(), devices, ranks ? "MPI ranks" : "workers",
@@ -297,13 +303,14 @@ std::function<void(const pw::exec::StepReport&)> banner_and_progress(Prepared& p
                   std::any_of(plan.stages.begin(), plan.stages.end(), [](auto& s) { return s.recompute; })
                       ? ", recompute"
                       : "");
-    *banner = buf;
+    lines.set_banner(buf);
   };
-  return [banner](const pw::exec::StepReport& s) {
-    if (!banner->empty()) std::fputs(banner->c_str(), stderr), banner->clear();
-    std::fprintf(stderr, "step %d/%d  loss %.4f  %.1f samples/s  %.2f ms\n", s.step, s.steps, s.loss,
-                 s.samples_per_s, static_cast<double>(s.iteration_ns) / 1e6);
-    std::fflush(stderr);
+  const auto start = std::chrono::steady_clock::now();
+  return [&lines, start](const pw::exec::StepReport& s) {
+    char line[160];
+    std::snprintf(line, sizeof line, "step %d/%d  loss %.4f  %.1f samples/s  %.2f ms", s.step, s.steps, s.loss,
+                  s.samples_per_s, static_cast<double>(s.iteration_ns) / 1e6);
+    lines.step(s.step, s.steps, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), line);
   };
 }
 
@@ -356,32 +363,6 @@ void measure_between_steps(const RunArgs& a, Prepared& p, int devices, bool rank
                                                                [&cmp]() -> pw::exec::PredictionMeasurement& { return cmp.get(); });
 }
 
-// A numerical fault: exit 4, naming the last good checkpoint.
-[[noreturn]] void exit_numerical_fault(const RunArgs& a, const pw::exec::NumericalFault& e) {
-  const std::string& ck = a.t.checkpoint;
-  const int64_t kept = ck.empty() ? -1 : pw::exec::checkpoint_step(ck);
-  throw pw::tools::CommandExit(pw::tools::kExitNumericalFault,
-                               std::string("pipewright: numerical fault: ") + e.what() +
-                                   (kept >= 0 ? "; last good checkpoint: " + ck + " (step " + std::to_string(kept) + ")"
-                                              : std::string("; no checkpoint")));
-}
-
-// Exit 130 / 143 after a stop, naming the checkpoint to resume from.
-[[noreturn]] void exit_stopped(const RunArgs& a, const pw::exec::PipelineRunOptions& o,
-                               const pw::exec::PipelineRunResult& r) {
-  const int sig = pw::tools::StopSignals::received();
-  const int done = r.first_step + r.iterations_run;
-  const int total = o.warmup_steps + static_cast<int>(a.t.steps);
-  const std::string& ck = a.t.checkpoint;
-  throw pw::tools::CommandExit(
-      pw::tools::exit_code_for_signal(sig),
-      "pipewright: stopped by " + pw::tools::StopSignals::name(sig) + " after step " + std::to_string(done) + " of " +
-          std::to_string(total) + "; " +
-          (r.checkpoint_step >= 0 ? "checkpoint: " + ck + " (step " + std::to_string(r.checkpoint_step) +
-                                        "; continue with --resume " + ck + ")"
-                                  : std::string("no checkpoint (--checkpoint DIR not given)")));
-}
-
 // The files of the run (temporaries until the OutputSet commits them). The trace holds the
 // warm-up steps too (those this call ran).
 void write_run_outputs(const RunArgs& a, const Prepared& p, const pw::exec::PipelineRunResult& r,
@@ -399,72 +380,6 @@ void write_run_outputs(const RunArgs& a, const Prepared& p, const pw::exec::Pipe
                                   "measured: " + p.src.model.name() + ", " + info.schedule + ", " +
                                       std::to_string(devices) + " workers",
                                   "", a.svg);
-}
-
-void print_run_json(const RunArgs& a, const Prepared& p, const pw::exec::PipelineRunResult& r,
-                    const pw::exec::Prediction* cmp, int devices) {
-  const pw::planner::Plan& plan = p.plan;
-  pw::Json stages = pw::Json::array();
-  for (int d = 0; d < devices; ++d) {
-    pw::Json s{{"device", d}, {"cores", r.placement[d]}, {"peak_memory_bytes", r.peak_memory_bytes[d]}};
-    if (cmp) s["predicted_peak_memory_bytes"] = cmp->peak_memory_bytes.at(d);
-    stages.push_back(s);
-  }
-  pw::Json j{{"format", "pipewright.run-result/1"},
-             {"model", p.src.model.name()},
-             {"schedule", pw::sim::run_info_for_plan(plan, std::max(1, r.iterations_run)).schedule},
-             {"stages", plan.num_stages()},
-             {"workers", devices},
-             {"micro_batches", plan.num_micro_batches},
-             {"micro_batch_size", plan.micro_batch_size},
-             {"batch", plan.batch},
-             {"steps", a.t.steps},
-             {"warmup_steps", p.o.warmup_steps},
-             {"losses", r.losses},
-             {"samples_per_s", r.samples_per_s},
-             {"iteration_ms", r.median_iteration_ms},
-             {"peak_memory_bytes", r.peak_memory_bytes},
-             {"per_stage", stages}};
-  std::vector<double> its;
-  for (int64_t ns : r.iteration_ns) its.push_back(static_cast<double>(ns) / 1e6);
-  j["iteration_ms_per_step"] = its;
-  j["wall_s"] = r.wall_s;
-  j["end_to_end_samples_per_s"] = r.end_to_end_samples_per_s;
-  j["data_wait_s"] = r.data_wait_s;
-  j["data_bound"] = r.data_bound;
-  j["prefetch"] = p.o.prefetch;
-  j["first_step"] = r.first_step;
-  j["completed_steps"] = r.first_step + r.iterations_run;
-  j["stopped"] = r.stopped;
-  if (r.checkpoint_step >= 0) j["checkpoint"] = {{"dir", a.t.checkpoint}, {"step", r.checkpoint_step}};
-  if (cmp) {
-    j["predicted_iteration_ms"] = cmp->iteration_ms;
-    j["predicted_peak_memory_bytes"] = cmp->peak_memory_bytes;
-  }
-  if (!r.warning.empty()) j["warning"] = r.warning;
-  j["transport_spin_us"] = static_cast<double>(r.transport_spin_ns) / 1e3;  // exec/machine_load.h
-  std::cout << j.dump(2) << "\n";
-}
-
-void print_run_text(const RunArgs& a, const Prepared& p, const pw::exec::PipelineRunResult& r,
-                    const pw::exec::Prediction* cmp, int devices) {
-  const pw::planner::Plan& plan = p.plan;
-  std::printf("model %s, %s, %d workers, %lld steps of batch %lld\n", p.src.model.name().c_str(),
-              pw::sim::run_info_for_plan(plan, std::max(1, r.iterations_run)).schedule.c_str(), devices,
-              static_cast<long long>(a.t.steps), static_cast<long long>(plan.batch));
-  if (!r.losses.empty()) std::printf("loss %.4f -> %.4f\n", r.losses.front(), r.losses.back());
-  std::printf("iteration %.2f ms (median), %.1f samples/s\n", r.median_iteration_ms, r.samples_per_s);
-  std::printf("end to end %.1f samples/s (%zu steps in %.2f s, data included; waited %.2f s for data)\n",
-              r.end_to_end_samples_per_s, r.iteration_ns.size(), r.wall_s, r.data_wait_s);
-  if (cmp)
-    std::printf("predicted iteration %.2f ms, measured %.2f ms (%+.1f%%)\n", cmp->iteration_ms, r.median_iteration_ms,
-                100.0 * (r.median_iteration_ms / cmp->iteration_ms - 1.0));
-  for (int d = 0; d < devices; ++d) {
-    std::printf("worker %d (%s): peak memory %s", d, r.placement[d].c_str(),
-                pw::tools::human_bytes(double(r.peak_memory_bytes[d])).c_str());
-    if (cmp) std::printf(", predicted %s", pw::tools::human_bytes(double(cmp->peak_memory_bytes.at(d))).c_str());
-    std::printf("\n");
-  }
 }
 
 // Rank 0 (or the threaded run) predicts with --compare; under mpirun a failure ends the job,
@@ -486,7 +401,8 @@ pw::exec::Prediction predict(CompareMeasurement& cmp, World* world) {
 void execute(const RunArgs& a, Prepared& p, World* world, pw::OutputSet* outputs) {
   pw::tools::StopSignals signals;
   const int devices = device_count(p.plan);
-  const auto progress = banner_and_progress(p, devices, world != nullptr);
+  pw::tools::ProgressLines lines(a.t.log_every, p.o.steps, isatty(fileno(stderr)) != 0);
+  const auto progress = banner_and_progress(p, devices, world != nullptr, lines);
   CompareMeasurement measurement(p, devices, world != nullptr);
   measure_between_steps(a, p, devices, world != nullptr, measurement);
   pw::exec::PipelineRunResult r;
@@ -494,8 +410,10 @@ void execute(const RunArgs& a, Prepared& p, World* world, pw::OutputSet* outputs
     r = world ? run_on_ranks(p.src.model, p.plan, p.o, *world, progress)
               : pw::exec::run_pipeline(p.src.model, p.plan, p.o, progress);
   } catch (const pw::exec::NumericalFault& e) {
-    exit_numerical_fault(a, e);
+    lines.finish();
+    pw::tools::exit_numerical_fault(e.what(), a.t.checkpoint);
   }
+  lines.finish();
   const bool compared = a.compare && !r.stopped;  // a stopped run is not compared
   // --compare under mpirun: the other ranks wait (sleeping) until rank 0 has measured.
   const auto compare_barrier = [&] {
@@ -518,12 +436,16 @@ void execute(const RunArgs& a, Prepared& p, World* world, pw::OutputSet* outputs
   // Outputs last: temporaries, renamed into place once the summary is out.
   const pw::exec::Prediction* c = cmp ? &*cmp : nullptr;
   write_run_outputs(a, p, r, c, devices);
-  if (a.t.json) print_run_json(a, p, r, c, devices);
-  else print_run_text(a, p, r, c, devices);
+  const pw::tools::RunSummary summary{p.plan, p.src.model.name(), devices, a.t.steps, p.o.warmup_steps,
+                                      p.o.prefetch, a.t.checkpoint};
+  if (a.t.json) pw::tools::print_run_json(summary, r, c);
+  else pw::tools::print_run_text(summary, r, c);
   std::cout.flush();
   std::fflush(stdout);
   if (outputs != nullptr) outputs->commit();
-  if (r.stopped) exit_stopped(a, p.o, r);
+  if (r.stopped)
+    pw::tools::exit_stopped(r.first_step + r.iterations_run, p.o.warmup_steps + a.t.steps, a.t.checkpoint,
+                            r.checkpoint_step);
 }
 
 #ifdef PW_HAVE_MPI

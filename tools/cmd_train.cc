@@ -51,7 +51,6 @@ struct TrainArgs {
   int64_t batch = 0;
   int64_t micro_batch = 0;
   double weight_decay = 0;
-  int64_t log_every = 0;
   std::string device = "cpu";
 };
 
@@ -114,7 +113,6 @@ std::pair<pw::tools::ModelSource, pw::exec::TrainOptions> prepare(const TrainArg
   o.seed = a.t.seed;
   o.prefetch = a.t.prefetch;
   if (sub.count("--threads") > 0) pw::exec::set_num_threads(a.t.threads);
-  if (a.log_every < 0) throw pw::InputError("--log-every: expected >= 1");
 
   pw::tools::check_fits_in_memory(src.model, o.micro_batch > 0 ? o.micro_batch : o.batch, 1,
                                   sub.count("--batch") > 0 ? "--batch" : "the model's sizes");
@@ -125,31 +123,14 @@ std::pair<pw::tools::ModelSource, pw::exec::TrainOptions> prepare(const TrainArg
   return {std::move(src), std::move(o)};
 }
 
-// Progress on stderr: rewritten in place on a terminal; otherwise every --log-every steps when
-// asked, else lines only once the run has lasted 10 s (then every ~10% or 10 s), so a short run
-// leaves a quiet stderr.
-std::function<void(const pw::exec::StepProgress&)> progress_printer(int64_t log_every, int64_t steps, bool tty) {
-  const int64_t every = log_every > 0 ? log_every : std::max<int64_t>(1, steps / 10);
-  auto last = std::make_shared<std::chrono::steady_clock::time_point>(std::chrono::steady_clock::now());
-  return [=](const pw::exec::StepProgress& p) {
-    const auto now = std::chrono::steady_clock::now();
-    const double since = std::chrono::duration<double>(now - *last).count();
-    const bool final = p.step == p.steps;
+// The step's progress line (tools/training_flags.h: ProgressLines decides which go out).
+std::function<void(const pw::exec::StepProgress&)> progress_printer(pw::tools::ProgressLines& lines) {
+  return [&lines](const pw::exec::StepProgress& p) {
     char line[160];
     std::snprintf(line, sizeof line, "step %lld/%lld  loss %.4f  %.1f samples/s  ETA %s",
                   static_cast<long long>(p.step), static_cast<long long>(p.steps), p.loss, p.samples_per_s,
                   fmt_time(p.eta_s).c_str());
-    if (tty) {
-      if (since >= 0.1 || final) {
-        std::fprintf(stderr, "\r\033[K%s%s", line, final ? "\n" : "");
-        *last = now;
-      }
-    } else if (log_every > 0 ? (p.step % log_every == 0 || final)
-                             : (p.elapsed_s >= 10.0 && (p.step % every == 0 || final || since >= 10.0))) {
-      std::fprintf(stderr, "%s\n", line);
-      *last = now;
-    }
-    std::fflush(stderr);
+    lines.step(p.step, p.steps, p.elapsed_s, line);
   };
 }
 
@@ -197,39 +178,20 @@ void print_text(const pw::tools::ModelSource& src, const pw::exec::TrainOptions&
               r.step_samples_per_s, r.data_wait_s);
 }
 
-// Exit 130 / 143 after a stop, naming the checkpoint to resume from.
-[[noreturn]] void exit_stopped(const TrainArgs& a, const pw::exec::TrainOptions& o, const pw::exec::TrainResult& r) {
-  const int sig = pw::tools::StopSignals::received();
-  const int64_t done = r.first_step + static_cast<int64_t>(r.losses.size());
-  const std::string& ck = a.t.checkpoint;
-  throw pw::tools::CommandExit(
-      pw::tools::exit_code_for_signal(sig),
-      "pipewright: stopped by " + pw::tools::StopSignals::name(sig) + " after step " + std::to_string(done) + " of " +
-          std::to_string(o.steps) + "; " +
-          (r.checkpoint_step >= 0 ? "checkpoint: " + ck + " (step " + std::to_string(r.checkpoint_step) +
-                                        "; continue with --resume " + ck + ")"
-                                  : std::string("no checkpoint (--checkpoint DIR not given)")));
-}
 
 void run(const TrainArgs& a, const CLI::App& sub) {
   auto [src, o] = prepare(a, sub);
   pw::tools::StopSignals signals;
   o.stop_requested = [] { return pw::tools::StopSignals::stop_requested(); };
-  const bool tty = isatty(fileno(stderr)) != 0;
+  pw::tools::ProgressLines lines(a.t.log_every, o.steps, isatty(fileno(stderr)) != 0);
   pw::exec::TrainResult r;
   try {
-    r = pw::exec::train(src.model, o, progress_printer(a.log_every, o.steps, tty));
+    r = pw::exec::train(src.model, o, progress_printer(lines));
   } catch (const pw::exec::NumericalFault& e) {
-    if (tty) std::fprintf(stderr, "\n");
-    const std::string& ck = a.t.checkpoint;
-    const int64_t kept = ck.empty() ? -1 : pw::exec::checkpoint_step(ck);
-    throw pw::tools::CommandExit(
-        pw::tools::kExitNumericalFault,
-        std::string("pipewright: numerical fault: ") + e.what() +
-            (kept >= 0 ? "; last good checkpoint: " + ck + " (step " + std::to_string(kept) + ")"
-                       : std::string("; no checkpoint")));
+    lines.finish();
+    pw::tools::exit_numerical_fault(e.what(), a.t.checkpoint);
   }
-  if (r.stopped && tty) std::fprintf(stderr, "\n");
+  lines.finish();
   if (r.data_bound)
     std::fprintf(stderr, "note: data loading is the bottleneck: the steps waited %.2f s of %.2f s for data (--prefetch %d)\n",
                  r.data_wait_s, r.seconds, a.t.prefetch);
@@ -237,7 +199,9 @@ void run(const TrainArgs& a, const CLI::App& sub) {
   else print_text(src, o, r);
   std::cout.flush();
   std::fflush(stdout);
-  if (r.stopped) exit_stopped(a, o, r);
+  if (r.stopped)
+    pw::tools::exit_stopped(r.first_step + static_cast<int64_t>(r.losses.size()), o.steps, a.t.checkpoint,
+                            r.checkpoint_step);
 }
 
 pw::tools::CommandRegistrar reg("train", [](CLI::App& app) {
@@ -256,7 +220,6 @@ pw::tools::CommandRegistrar reg("train", [](CLI::App& app) {
        "print a JSON summary (losses, samples_per_s, peak_memory_bytes, ...)",
        "steps between checkpoints (0: only at the end)",
        "continue from the checkpoint in DIR (same model, layout and options)"});
-  sub->add_option("--log-every", a->log_every, "progress line every N steps when stderr is not a terminal (default: 10%)");
   sub->add_option("--device", a->device, "where to train: cpu | cuda | cuda:N (the CUDA backend)")->capture_default_str();
   sub->callback([a, sub] { run(*a, *sub); });
 });
