@@ -144,3 +144,24 @@ TEST_CASE("train and run: malformed data files, one line naming the file, exit 2
                    "not a .npy file (bad magic");
   }
 }
+
+TEST_CASE("train: --resume on a .npy pair draws the samples the uninterrupted run draws, across epochs") {
+  SampleFilesDir dir;
+  const std::string data = mlp_pair(dir);  // 256 samples: 8 steps of batch 32 an epoch
+  const std::vector<std::string> base{"train", "--model", "mlp", "--depth", "2", "--width", "16", "--threads", "1",
+                                      "--data", data, "--json"};
+  auto with = [&](std::vector<std::string> more) {
+    std::vector<std::string> a = base;
+    a.insert(a.end(), more.begin(), more.end());
+    return run_cli(a);
+  };
+  const auto full = with({"--steps", "20"});
+  REQUIRE(full.rc == 0);
+  REQUIRE(with({"--steps", "11", "--checkpoint", dir.file("ck")}).rc == 0);
+  const auto rest = with({"--steps", "20", "--resume", dir.file("ck")});
+  REQUIRE(rest.rc == 0);
+  const std::vector<double> all = Json::parse(full.out).at("losses").get<std::vector<double>>();
+  const Json j = Json::parse(rest.out);
+  CHECK(j.at("first_step") == 11);
+  CHECK(j.at("losses").get<std::vector<double>>() == std::vector<double>(all.begin() + 11, all.end()));
+}
