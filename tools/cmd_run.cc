@@ -41,7 +41,6 @@
 
 #include <chrono>
 
-#include "exec/runtime/checkpoint.h"
 #include "exec/layers/network.h"
 #include "exec/numerics.h"
 #include "exec/optimizer.h"

@@ -22,7 +22,6 @@
 #include <memory>
 
 #include "exec/layer.h"
-#include "exec/runtime/checkpoint.h"
 #include "exec/numerics.h"
 #include "exec/data/data.h"
 #include "exec/data/loader.h"
