@@ -1,12 +1,15 @@
-// Optimizer memory catalog: persistent bytes per parameter for the weights, their gradient
-// buffer and the optimizer state.
+// The optimizer vocabulary of every command, one table: each name, what it means, its
+// persistent bytes per parameter (weights, their gradient buffer, the optimizer state), and
+// whether the CPU executor (exec/optimizer.h: SGD with or without momentum, Adam) trains with it.
+// `plan` and `whatif` accept every name (they size memory); `train` and `run` only those the
+// executor trains.
 //
-//   name           weights  gradients  state                          total
-//   sgd            4        4          0                              8
-//   sgd-momentum   4        4          4  (momentum)                  12
-//   rmsprop        4        4          4  (mean square)               12   (GPipe, Table 1)
-//   adam           4        4          8  (m, v)                      16
-//   adam-mixed     2 bf16   4 fp32     12 (fp32 master, m, v)         18   (Adam's 16 + a bf16 copy)
+//   name           weights  gradients  state                          total  CPU executor
+//   sgd            4        4          0                              8      yes (momentum 0)
+//   sgd-momentum   4        4          4  (momentum)                  12     yes (momentum 0.9)
+//   rmsprop        4        4          4  (mean square)               12     no   (GPipe, Table 1)
+//   adam           4        4          8  (m, v)                      16     yes
+//   adam-mixed     2 bf16   4 fp32     12 (fp32 master, m, v)         18     no   (Adam's 16 + a bf16 copy)
 //
 // adam-mixed keeps fp32 gradients because a pipeline accumulates them over micro-batches.
 // How a Profile carries these (see models/cost.h): parameter_bytes = params * weight_bytes and
@@ -26,11 +29,20 @@ struct OptimizerMemory {
   double weight_bytes = 0;    // per parameter
   double gradient_bytes = 0;  // per parameter
   double state_bytes = 0;     // per parameter (moments, master copies)
+  std::string meaning;        // one line for help texts and messages
+  bool cpu_executor = false;  // exec/optimizer.h trains with it
   double total() const { return weight_bytes + gradient_bytes + state_bytes; }
 };
 
 const std::vector<OptimizerMemory>& optimizer_catalog();
 // Throws InputError("unknown optimizer \"x\" (known: sgd, ...)").
 const OptimizerMemory& find_optimizer(std::string_view name);
+
+// The names joined by `separator` ("sgd | sgd-momentum | ..." for a help text); only those the
+// CPU executor trains when `cpu_executor_only`.
+std::string optimizer_names(std::string_view separator, bool cpu_executor_only = false);
+// find_optimizer for a command that trains on the CPU executor: InputError("<flag>: ...")
+// naming the unknown name or the optimizer it cannot train, with the names it trains.
+const OptimizerMemory& find_cpu_trainable_optimizer(std::string_view name, const std::string& flag);
 
 }  // namespace pw::models

@@ -7,7 +7,9 @@
 //                  (PyTorch's CSV action format, planner/schedule_csv.h: the CSV's own op order
 //                  on an even split of the layers into its stages, each on the rank whose row
 //                  holds it; exec/runtime/run_imported.h. Not with --compare or --run-trace.)
-// Progress goes to stderr, one line per step; the summary to stdout (text, or JSON with --json).
+// Progress goes to stderr as for `train` (on a terminal rewritten in place; otherwise about every
+// 10% once the run has lasted 10 s, or every --log-every N steps); the summary to stdout (text,
+// or JSON with --json).
 // --checkpoint DIR [--checkpoint-every K] / --resume DIR: exec/checkpoint.h. SIGINT / SIGTERM
 // finish the step on every worker, checkpoint, write the trace, SVG and summary of the steps
 // done and exit 130 / 143; a NaN or Inf exits 4 (tools/signals.h).
@@ -26,6 +28,8 @@
 // summary gives the median step time and the end-to-end samples/s (data included), with a note
 // when waiting for data took more than 10% of the wall time (exec/data/loader.h).
 #ifdef PW_HAVE_EXEC
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
@@ -37,7 +41,6 @@
 
 #include <chrono>
 
-#include "exec/runtime/checkpoint.h"
 #include "exec/layers/network.h"
 #include "exec/numerics.h"
 #include "exec/optimizer.h"
@@ -67,7 +70,9 @@
 #include "tools/command_registry.h"
 #include "tools/flag_checks.h"
 #include "tools/model_report.h"
+#include "tools/run_summary.h"
 #include "tools/signals.h"
+#include "tools/training_flags.h"
 #include "tools/zoo_flags.h"
 
 namespace {
@@ -76,21 +81,21 @@ namespace {
 constexpr int kDefaultTraceKeep = 20;
 
 struct RunArgs {
-  std::string plan, model, data, trace, svg, schedule = "1f1b", optimizer = pw::models::kDefaultOptimizer;
-  std::string checkpoint, resume;
-  int checkpoint_every = 0;
+  std::string plan, model, trace, svg, schedule = "1f1b";
   std::string run_trace;  // --run-trace: the measured run for `simulate --replay`
   std::string schedule_csv;  // --schedule-csv: run a schedule imported from PyTorch's CSV format
   pw::models::ZooOptions zoo;
-  int stages = 0, micro_batches = 0, chunks = 0, steps = 10, threads = 0;
-  int prefetch = pw::exec::kDefaultPrefetch;
+  pw::tools::TrainingFlags t = [] {
+    pw::tools::TrainingFlags f;
+    f.steps = 10;
+    return f;
+  }();
+  int stages = 0, micro_batches = 0, chunks = 0;
   int trace_keep = kDefaultTraceKeep;
   bool trace_all = false;
   int warmup_steps = -1;  // -1: 10 with --compare (timings are compared), else 0
   int64_t micro_batch_size = 0;
-  double lr = -1;  // -1: exec::default_learning_rate of the optimizer
-  uint64_t seed = 1;
-  bool recompute = false, compare = false, json = false, vertical_sync = false;
+  bool recompute = false, compare = false, vertical_sync = false;
 };
 
 #ifdef PW_HAVE_MPI
@@ -146,7 +151,8 @@ void check_imported_flags(const RunArgs& a, const CLI::App& sub) {
     throw pw::InputError("--run-trace: not supported with --schedule-csv (replay rebuilds the schedule from its kind)");
 }
 
-Prepared prepare(const RunArgs& a, const CLI::App& sub) {
+// The flags that pick the run's form (plan, quick, CSV) and the trace's, checked first.
+void check_run_flags(const RunArgs& a, const CLI::App& sub) {
   const bool imported = !a.schedule_csv.empty();
   if (imported) check_imported_flags(a, sub);
   const bool quick = !sub.get_option("--stages")->empty();
@@ -154,14 +160,19 @@ Prepared prepare(const RunArgs& a, const CLI::App& sub) {
     throw pw::InputError("run: expected --plan FILE, --model M --stages S --micro-batches M, or --model M --schedule-csv F");
   if (!a.plan.empty() && quick) throw pw::InputError("--stages: give either --plan or the quick form, not both");
   if (quick && a.model.empty()) throw pw::InputError("--stages: the quick form needs --model");
-  if (a.steps < 1) throw pw::InputError("--steps: expected >= 1, got " + std::to_string(a.steps));
+  pw::tools::check_training_flags(a.t, sub);
+  if (a.t.steps > std::numeric_limits<int>::max())
+    throw pw::InputError("--steps: expected at most " + std::to_string(std::numeric_limits<int>::max()) + ", got " +
+                         std::to_string(a.t.steps));
+  if (a.t.checkpoint_every > std::numeric_limits<int>::max())
+    throw pw::InputError("--checkpoint-every: expected at most " + std::to_string(std::numeric_limits<int>::max()));
   if (a.trace_keep < 1) throw pw::InputError("--trace-keep: expected >= 1, got " + std::to_string(a.trace_keep));
   if (a.trace_all && sub.count("--trace-keep") > 0)
     throw pw::InputError("--trace-all: give either --trace-all or --trace-keep K, not both");
-  if (a.prefetch < 0) throw pw::InputError("--prefetch: expected >= 0, got " + std::to_string(a.prefetch));
+}
 
-  pw::planner::Plan plan;
-  if (!a.plan.empty()) plan = pw::planner::load_plan_file(a.plan);
+// The model: --model, the plan's embedded model, or the zoo / default model the plan names.
+pw::tools::ModelSource resolve_run_model(const RunArgs& a, const CLI::App& sub, const pw::planner::Plan& plan) {
   // A plan names its model; the built-in default model is found by that name, others need --model.
   std::string model_spec = !a.model.empty() ? a.model : plan.model;
   if (a.model.empty() && plan.model == pw::models::default_model().name()) model_spec = "default";
@@ -175,71 +186,90 @@ Prepared prepare(const RunArgs& a, const CLI::App& sub) {
   const bool embedded = a.model.empty() && !plan.inputs.model.is_null();
   if (embedded && pw::tools::first_size_flag_given(sub) != nullptr)
     throw pw::InputError(std::string(pw::tools::first_size_flag_given(sub)) + ": " + a.plan + " carries its model; drop the sizes");
-  const pw::tools::ModelSource src =
-      embedded ? pw::tools::model_from_document(plan.inputs.model, a.plan + ": /inputs/model")
-               : pw::tools::resolve_model(model_spec, z, a.model.empty() ? a.plan + ": /model" : "--model");
-  const pw::models::Model& model = src.model;
+  return embedded ? pw::tools::model_from_document(plan.inputs.model, a.plan + ": /inputs/model")
+                  : pw::tools::resolve_model(model_spec, z, a.model.empty() ? a.plan + ": /model" : "--model");
+}
 
-  if (quick) {
-    if (a.stages < 1) throw pw::InputError("--stages: expected >= 1, got " + std::to_string(a.stages));
-    if (a.micro_batches < 1) throw pw::InputError("--micro-batches: expected >= 1");
-    const auto kind = pw::planner::parse_schedule_kind(a.schedule, "--schedule");
-    const int chunks = a.chunks > 0 ? a.chunks : (kind == pw::planner::ScheduleKind::interleaved_1f1b ? 2 : 1);
-    const int64_t mbs = a.micro_batch_size > 0 ? a.micro_batch_size
-                                               : std::max<int64_t>(1, model.batch() / a.micro_batches);
-    plan = pw::exec::even_plan(model, a.stages, a.micro_batches, mbs, kind, a.recompute, chunks);
-    try {
-      pw::planner::make_schedule(kind, a.stages, a.micro_batches, chunks);
-    } catch (const pw::InputError& e) {
-      throw pw::InputError(std::string("--schedule: ") + e.what());
-    }
+// The quick form's even plan.
+pw::planner::Plan quick_plan(const RunArgs& a, const pw::models::Model& model) {
+  if (a.stages < 1) throw pw::InputError("--stages: expected >= 1, got " + std::to_string(a.stages));
+  if (a.micro_batches < 1) throw pw::InputError("--micro-batches: expected >= 1");
+  const auto kind = pw::planner::parse_schedule_kind(a.schedule, "--schedule");
+  const int chunks = a.chunks > 0 ? a.chunks : (kind == pw::planner::ScheduleKind::interleaved_1f1b ? 2 : 1);
+  const int64_t mbs = a.micro_batch_size > 0 ? a.micro_batch_size
+                                             : std::max<int64_t>(1, model.batch() / a.micro_batches);
+  pw::planner::Plan plan = pw::exec::even_plan(model, a.stages, a.micro_batches, mbs, kind, a.recompute, chunks);
+  try {
+    pw::planner::make_schedule(kind, a.stages, a.micro_batches, chunks);
+  } catch (const pw::InputError& e) {
+    throw pw::InputError(std::string("--schedule: ") + e.what());
   }
-  std::optional<pw::planner::Schedule> imported_schedule;
-  if (imported) {
-    pw::planner::Schedule sched = pw::planner::load_schedule_csv(a.schedule_csv);
-    try {
-      pw::planner::validate_schedule(sched);
-    } catch (const pw::InputError& e) {
-      throw pw::InputError(a.schedule_csv + ": " + e.what());
-    }
-    const int64_t mbs = a.micro_batch_size > 0 ? a.micro_batch_size
-                                               : std::max<int64_t>(1, model.batch() / sched.num_micro_batches);
-    plan = pw::exec::even_plan_for_schedule(model, sched, mbs, a.recompute, a.schedule_csv);
-    imported_schedule = std::move(sched);
+  return plan;
+}
+
+// --schedule-csv: the schedule read and checked, and the even plan it runs on.
+pw::planner::Schedule imported_plan(const RunArgs& a, const pw::models::Model& model, pw::planner::Plan& plan) {
+  pw::planner::Schedule sched = pw::planner::load_schedule_csv(a.schedule_csv);
+  try {
+    pw::planner::validate_schedule(sched);
+  } catch (const pw::InputError& e) {
+    throw pw::InputError(a.schedule_csv + ": " + e.what());
   }
-  plan = pw::exec::plan_for_run(plan);  // asynchronous replicas: whole round-robin periods
-  pw::exec::check_plan_for_model(plan, model, imported_schedule ? &*imported_schedule : nullptr);
+  const int64_t mbs = a.micro_batch_size > 0 ? a.micro_batch_size
+                                             : std::max<int64_t>(1, model.batch() / sched.num_micro_batches);
+  plan = pw::exec::even_plan_for_schedule(model, sched, mbs, a.recompute, a.schedule_csv);
+  return sched;
+}
+
+// What replicated stages cannot do yet.
+void check_replicated(const RunArgs& a, const pw::planner::Plan& plan) {
   const bool replicated = std::any_of(plan.stages.begin(), plan.stages.end(), [](auto& st) { return st.replicas() > 1; });
-  if (replicated && a.compare) throw pw::InputError("--compare: not supported with replicated stages yet");
-  if (replicated && (!a.checkpoint.empty() || !a.resume.empty()))
-    throw pw::InputError(std::string(a.resume.empty() ? "--checkpoint" : "--resume") +
+  if (!replicated) return;
+  if (a.compare) throw pw::InputError("--compare: not supported with replicated stages yet");
+  if (!a.t.checkpoint.empty() || !a.t.resume.empty())
+    throw pw::InputError(std::string(a.t.resume.empty() ? "--checkpoint" : "--resume") +
                          ": not supported with replicated stages yet (only one replica's state would be saved)");
-  if (replicated && a.vertical_sync) throw pw::InputError("--vertical-sync: not supported with replicated stages yet");
+  if (a.vertical_sync) throw pw::InputError("--vertical-sync: not supported with replicated stages yet");
+}
 
+pw::exec::PipelineRunOptions run_options(const RunArgs& a, const pw::planner::Plan& plan) {
   pw::exec::PipelineRunOptions o;
-  o.schedule = std::move(imported_schedule);
-  o.steps = a.steps;
+  o.steps = static_cast<int>(a.t.steps);
   o.warmup_steps = a.warmup_steps >= 0 ? a.warmup_steps : (a.compare ? 10 : 0);
-  o.data_file = a.data;
-  o.prefetch = a.prefetch;
-  o.seed = a.seed;
-  o.optimizer.kind = pw::exec::parse_optimizer_kind(a.optimizer, "--optimizer");
-  if (sub.count("--lr") > 0 && !(a.lr > 0)) throw pw::InputError("--lr: expected a value > 0");
-  o.optimizer.lr = a.lr > 0 ? a.lr : pw::exec::default_learning_rate(o.optimizer.kind);
+  o.data_file = a.t.data;
+  o.prefetch = a.t.prefetch;
+  o.seed = a.t.seed;
+  o.optimizer = pw::tools::training_optimizer(a.t);
   o.vertical_sync = a.vertical_sync;
   if (a.vertical_sync && pw::planner::is_synchronous(plan.schedule))
     throw pw::InputError("--vertical-sync: applies to pipedream-async / 2bw only");
-  o.threads_per_worker = a.threads;
+  o.threads_per_worker = a.t.threads;
   // A plan made for this machine says how many cores each stage owns.
-  if (a.threads == 0 && plan.threads_per_stage > 0) {
+  if (a.t.threads == 0 && plan.threads_per_stage > 0) {
     pw::tools::check_thread_count(plan.threads_per_stage, a.plan + ": /threads_per_stage");
     o.threads_per_worker = plan.threads_per_stage;
   }
-  if (!a.checkpoint.empty()) pw::check_output_directory("--checkpoint", a.checkpoint);
-  o.checkpoint_dir = a.checkpoint;
-  o.checkpoint_every = a.checkpoint_every;
-  o.resume_dir = a.resume;
+  o.checkpoint_dir = a.t.checkpoint;
+  o.checkpoint_every = static_cast<int>(a.t.checkpoint_every);
+  o.resume_dir = a.t.resume;
   o.stop_requested = [] { return pw::tools::StopSignals::stop_requested(); };
+  return o;
+}
+
+Prepared prepare(const RunArgs& a, const CLI::App& sub) {
+  check_run_flags(a, sub);
+  pw::planner::Plan plan;
+  if (!a.plan.empty()) plan = pw::planner::load_plan_file(a.plan);
+  const pw::tools::ModelSource src = resolve_run_model(a, sub, plan);
+  const pw::models::Model& model = src.model;
+  if (!sub.get_option("--stages")->empty()) plan = quick_plan(a, model);
+  std::optional<pw::planner::Schedule> imported_schedule;
+  if (!a.schedule_csv.empty()) imported_schedule = imported_plan(a, model, plan);
+  plan = pw::exec::plan_for_run(plan);  // asynchronous replicas: whole round-robin periods
+  pw::exec::check_plan_for_model(plan, model, imported_schedule ? &*imported_schedule : nullptr);
+  check_replicated(a, plan);
+  pw::exec::PipelineRunOptions o = run_options(a, plan);
+  o.schedule = std::move(imported_schedule);
 
   // Validated before the banner and before anything is allocated (tools/flag_checks.h).
   pw::tools::check_fits_in_memory(model, plan.micro_batch_size, plan.num_micro_batches,
@@ -248,77 +278,145 @@ Prepared prepare(const RunArgs& a, const CLI::App& sub) {
   return Prepared{std::move(plan), src, std::move(o)};
 }
 
-// Runs a prepared plan: on threads in this process (world == nullptr), or as one rank of an
-// MPI job (exec/runtime/run_ranks.h), where rank 0 alone prints and writes the outputs (into
-// `outputs`, which it commits; the other ranks pass nullptr).
-void execute(const RunArgs& a, Prepared& p, World* world, pw::OutputSet* outputs) {
-  const pw::planner::Plan& plan = p.plan;
-  const pw::models::Model& model = p.src.model;
-  pw::exec::PipelineRunOptions& o = p.o;
-  pw::tools::StopSignals signals;
-  int devices = 0;  // the schedule's devices: every replica of a replicated stage is one
+// The schedule's devices: every replica of a replicated stage is one.
+int device_count(const pw::planner::Plan& plan) {
+  int devices = 0;
   for (const auto& st : plan.stages) devices += st.replicas();
   if (plan.chunks > 1) devices = plan.num_stages() / plan.chunks;
-  // The banner goes out with the first step's line: a run that fails before any step (a
-  // numerical fault in step 1, a signal) prints only its one line.
-  std::string banner;
-  o.on_start = [&] {
+  return devices;
+}
+
+// The banner goes out with the first progress line (tools/training_flags.h: ProgressLines
+// decides which go out): a run that fails before any line (a numerical fault in step 1, a
+// signal) prints only its one line.
+std::function<void(const pw::exec::StepReport&)> banner_and_progress(Prepared& p, int devices, bool ranks,
+                                                                     pw::tools::ProgressLines& lines) {
+  const pw::planner::Plan& plan = p.plan;
+  const std::string name = p.src.model.name();
+  p.o.on_start = [&lines, &plan, name, devices, ranks] {
     char buf[512];
-    std::snprintf(buf, sizeof buf, "run: %s, %d stages on %d %s, %s, %d micro-batches of %lld%s\n", model.name().c_str(),
-                  plan.num_stages(), devices, world ? "MPI ranks" : "workers", std::string(pw::planner::to_string(plan.schedule)).c_str(),
-                  plan.num_micro_batches, static_cast<long long>(plan.micro_batch_size),
+    std::snprintf(buf, sizeof buf, "run: %s, %d stages on %d %s, %s, %d micro-batches of %lld%s\n", name.c_str(),
+                  plan.num_stages(), devices, ranks ? "MPI ranks" : "workers",
+                  std::string(pw::planner::to_string(plan.schedule)).c_str(), plan.num_micro_batches,
+                  static_cast<long long>(plan.micro_batch_size),
                   std::any_of(plan.stages.begin(), plan.stages.end(), [](auto& s) { return s.recompute; })
                       ? ", recompute"
                       : "");
-    banner = buf;
+    lines.set_banner(buf);
   };
-  auto progress = [&banner](const pw::exec::StepReport& s) {
-    if (!banner.empty()) std::fputs(banner.c_str(), stderr), banner.clear();
-    std::fprintf(stderr, "step %d/%d  loss %.4f  %.1f samples/s  %.2f ms\n", s.step, s.steps, s.loss,
-                 s.samples_per_s, static_cast<double>(s.iteration_ns) / 1e6);
-    std::fflush(stderr);
+  const auto start = std::chrono::steady_clock::now();
+  return [&lines, start](const pw::exec::StepReport& s) {
+    char line[160];
+    std::snprintf(line, sizeof line, "step %d/%d  loss %.4f  %.1f samples/s  %.2f ms", s.step, s.steps, s.loss,
+                  s.samples_per_s, static_cast<double>(s.iteration_ns) / 1e6);
+    lines.step(s.step, s.steps, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), line);
   };
-  // --compare on threads: the prediction's profile is measured in rounds between the run's
-  // steps (exec/runtime/run_compare.h), so that it samples the machine in the same minutes as the
-  // timed steps; the rounds still missing run after the run. Under mpirun rank 0 measures it all
-  // after the run (the other ranks would go on computing). Between the steps the run's tensors
-  // and the profile's copies are live at once: only when both fit in half of memory.
-  const int cores = pw::exec::Machine::instance().num_cores();
-  const int cmp_threads = o.threads_per_worker > 0 ? o.threads_per_worker : std::max(1, cores / devices);
-  std::unique_ptr<pw::exec::PredictionMeasurement> measurement;
-  const auto start_measurement = [&]() -> pw::exec::PredictionMeasurement& {
-    if (measurement) return *measurement;
-    pw::exec::set_num_threads(cmp_threads);
-    std::fprintf(stderr, "compare: measuring a profile of %s at micro-batch %lld%s\n", model.name().c_str(),
+}
+
+// --compare's profile measurement, started on first use: between the run's steps (threaded
+// runs, when the run's tensors and the profile's copies fit in half of memory together), or
+// after the run.
+class CompareMeasurement {
+ public:
+  CompareMeasurement(const Prepared& p, int devices, bool ranks) : p_(p), ranks_(ranks) {
+    const int cores = pw::exec::Machine::instance().num_cores();
+    threads_ = p.o.threads_per_worker > 0 ? p.o.threads_per_worker : std::max(1, cores / devices);
+  }
+  pw::exec::PredictionMeasurement& get() {
+    if (measurement_) return *measurement_;
+    const pw::planner::Plan& plan = p_.plan;
+    const pw::exec::PipelineRunOptions& o = p_.o;
+    pw::exec::set_num_threads(threads_);
+    std::fprintf(stderr, "compare: measuring a profile of %s at micro-batch %lld%s\n", p_.src.model.name().c_str(),
                  static_cast<long long>(plan.micro_batch_size), o.between_steps ? ", in rounds between the steps" : "");
     // Threaded runs draw their data on a background loader that shares a worker's cores
     // (exec/runtime/run_pipeline.h); MPI ranks each draw on their own, not modelled.
     const int64_t draw_ns =
-        o.prefetch > 0 && !world ? pw::exec::measure_draw_ns(model, o.data_file, o.seed, plan.batch) : 0;
-    measurement = std::make_unique<pw::exec::PredictionMeasurement>(model, plan, cmp_threads, o.optimizer, draw_ns);
-    return *measurement;
-  };
+        o.prefetch > 0 && !ranks_ ? pw::exec::measure_draw_ns(p_.src.model, o.data_file, o.seed, plan.batch) : 0;
+    measurement_ = std::make_unique<pw::exec::PredictionMeasurement>(p_.src.model, plan, threads_, o.optimizer, draw_ns);
+    return *measurement_;
+  }
+
+ private:
+  const Prepared& p_;
+  bool ranks_;
+  int threads_ = 1;
+  std::unique_ptr<pw::exec::PredictionMeasurement> measurement_;
+};
+
+// --compare on threads: the prediction's profile is measured in rounds between the run's
+// steps (exec/runtime/run_compare.h), so that it samples the machine in the same minutes as the
+// timed steps; the rounds still missing run after the run. Under mpirun rank 0 measures it all
+// after the run (the other ranks would go on computing). Between the steps the run's tensors
+// and the profile's copies are live at once: only when both fit in half of memory.
+void measure_between_steps(const RunArgs& a, Prepared& p, int devices, bool ranks, CompareMeasurement& cmp) {
+  const pw::planner::Plan& plan = p.plan;
+  const pw::models::Model& model = p.src.model;
   const double run_bytes = pw::tools::estimated_training_bytes(model, plan.micro_batch_size, plan.num_micro_batches);
   // The copies hold one micro-batch of the whole model each, or (worker_passes) what the run's
   // workers hold: the larger of the two.
   const double copies_bytes =
       std::max(devices * pw::tools::estimated_training_bytes(model, plan.micro_batch_size, 1), run_bytes);
-  if (a.compare && !world && run_bytes + copies_bytes <= 0.5 * static_cast<double>(pw::tools::machine_memory_bytes()))
-    o.between_steps = pw::exec::compare_rounds_between_steps(o.warmup_steps, o.steps, start_measurement);
+  if (a.compare && !ranks && run_bytes + copies_bytes <= 0.5 * static_cast<double>(pw::tools::machine_memory_bytes()))
+    p.o.between_steps = pw::exec::compare_rounds_between_steps(p.o.warmup_steps, p.o.steps,
+                                                               [&cmp]() -> pw::exec::PredictionMeasurement& { return cmp.get(); });
+}
+
+// The files of the run (temporaries until the OutputSet commits them). The trace holds the
+// warm-up steps too (those this call ran).
+void write_run_outputs(const RunArgs& a, const Prepared& p, const pw::exec::PipelineRunResult& r,
+                       const pw::exec::Prediction* cmp, int devices) {
+  const pw::planner::Plan& plan = p.plan;
+  const pw::sim::RunInfo info = pw::sim::run_info_for_plan(plan, std::max(1, r.iterations_run));
+  const int trace_keep = a.trace_all ? std::numeric_limits<int>::max() : a.trace_keep;
+  if (!a.run_trace.empty()) pw::exec::write_run_trace(a.run_trace, plan, r.trace, p.o.warmup_steps, cmp, trace_keep);
+  if (cmp && !a.svg.empty())
+    pw::exec::write_compare_svg(a.svg, plan, *cmp, r.trace, p.o.warmup_steps, p.src.model.name());
+  if (!a.trace.empty())
+    pw::write_file_atomic(a.trace, pw::sim::chrome_trace_json(pw::sim::trim_trace(r.trace, trace_keep)).dump() + "\n");
+  if (!a.svg.empty() && !cmp)
+    pw::sim::write_timeline_files(r.trace, pw::sim::summarize(r.trace, info),
+                                  "measured: " + p.src.model.name() + ", " + info.schedule + ", " +
+                                      std::to_string(devices) + " workers",
+                                  "", a.svg);
+}
+
+// Rank 0 (or the threaded run) predicts with --compare; under mpirun a failure ends the job,
+// since the other ranks wait in the compare barrier.
+pw::exec::Prediction predict(CompareMeasurement& cmp, World* world) {
+  try {
+    return cmp.get().predict();
+  } catch (const std::exception& e) {
+    if (!world) throw;
+    std::fprintf(stderr, "pipewright: error: --compare: %s\n", pw::one_line_message(e.what()).c_str());
+    std::fflush(stderr);
+    world->abort(1);
+  }
+}
+
+// Runs a prepared plan: on threads in this process (world == nullptr), or as one rank of an
+// MPI job (exec/runtime/run_ranks.h), where rank 0 alone prints and writes the outputs (into
+// `outputs`, which it commits; the other ranks pass nullptr).
+void execute(const RunArgs& a, Prepared& p, World* world, pw::OutputSet* outputs) {
+  pw::tools::StopSignals signals;
+  const int devices = device_count(p.plan);
+  pw::tools::ProgressLines lines(a.t.log_every, p.o.steps, isatty(fileno(stderr)) != 0);
+  const auto progress = banner_and_progress(p, devices, world != nullptr, lines);
+  CompareMeasurement measurement(p, devices, world != nullptr);
+  measure_between_steps(a, p, devices, world != nullptr, measurement);
   pw::exec::PipelineRunResult r;
   try {
-    r = world ? run_on_ranks(model, plan, o, *world, progress) : pw::exec::run_pipeline(model, plan, o, progress);
+    r = world ? run_on_ranks(p.src.model, p.plan, p.o, *world, progress)
+              : pw::exec::run_pipeline(p.src.model, p.plan, p.o, progress);
   } catch (const pw::exec::NumericalFault& e) {
-    const int64_t kept = a.checkpoint.empty() ? -1 : pw::exec::checkpoint_step(a.checkpoint);
-    throw pw::tools::CommandExit(
-        pw::tools::kExitNumericalFault,
-        std::string("pipewright: numerical fault: ") + e.what() +
-            (kept >= 0 ? "; last good checkpoint: " + a.checkpoint + " (step " + std::to_string(kept) + ")"
-                       : std::string("; no checkpoint")));
+    lines.finish();
+    pw::tools::exit_numerical_fault(e.what(), a.t.checkpoint);
   }
+  lines.finish();
+  const bool compared = a.compare && !r.stopped;  // a stopped run is not compared
   // --compare under mpirun: the other ranks wait (sleeping) until rank 0 has measured.
   const auto compare_barrier = [&] {
-    if (world && a.compare && !r.stopped)
+    if (world && compared)
       world->barrier(std::chrono::steady_clock::now() + std::chrono::hours(1), "waiting for rank 0's --compare measurement");
   };
   if (world && world->rank() != 0) {
@@ -329,114 +427,24 @@ void execute(const RunArgs& a, Prepared& p, World* world, pw::OutputSet* outputs
   if (!r.warning.empty()) std::fprintf(stderr, "%s\n", r.warning.c_str());
   if (r.data_bound)
     std::fprintf(stderr, "note: data loading is the bottleneck: the steps waited %.2f s of %.2f s for mini-batches (--prefetch %d)\n",
-                 r.data_wait_s, r.wall_s, o.prefetch);
-
-  pw::exec::Prediction cmp;
-  if (a.compare && !r.stopped) {
-    try {
-      cmp = start_measurement().predict();
-    } catch (const std::exception& e) {
-      if (!world) throw;
-      // The other ranks wait in compare_barrier: end the job (every rank exits non-zero).
-      std::fprintf(stderr, "pipewright: error: --compare: %s\n", pw::one_line_message(e.what()).c_str());
-      std::fflush(stderr);
-      world->abort(1);
-    }
-  }
+                 r.data_wait_s, r.wall_s, p.o.prefetch);
+  std::optional<pw::exec::Prediction> cmp;
+  if (compared) cmp = predict(measurement, world);
   compare_barrier();
 
   // Outputs last: temporaries, renamed into place once the summary is out.
-  // The trace holds the warm-up steps too (those this call ran).
-  const pw::sim::RunInfo info = pw::sim::run_info_for_plan(plan, std::max(1, r.iterations_run));
-  const bool compared = a.compare && !r.stopped;  // a stopped run is not compared
-  const int trace_keep = a.trace_all ? std::numeric_limits<int>::max() : a.trace_keep;
-  if (!a.run_trace.empty())
-    pw::exec::write_run_trace(a.run_trace, plan, r.trace, o.warmup_steps, compared ? &cmp : nullptr, trace_keep);
-  if (compared && !a.svg.empty())
-    pw::exec::write_compare_svg(a.svg, plan, cmp, r.trace, o.warmup_steps, model.name());
-  if (!a.trace.empty())
-    pw::write_file_atomic(
-        a.trace,
-        pw::sim::chrome_trace_json(pw::sim::trim_trace(r.trace, trace_keep)).dump() + "\n");
-  if (!a.svg.empty() && !compared)
-    pw::sim::write_timeline_files(r.trace, pw::sim::summarize(r.trace, info),
-                                  "measured: " + model.name() + ", " + info.schedule + ", " + std::to_string(devices) +
-                                      " workers",
-                                  "", a.svg);
-  if (a.json) {
-    pw::Json stages = pw::Json::array();
-    for (int d = 0; d < devices; ++d) {
-      pw::Json s{{"device", d}, {"cores", r.placement[d]}, {"peak_memory_bytes", r.peak_memory_bytes[d]}};
-      if (a.compare && !r.stopped) s["predicted_peak_memory_bytes"] = cmp.peak_memory_bytes.at(d);
-      stages.push_back(s);
-    }
-    pw::Json j{{"format", "pipewright.run-result/1"},
-               {"model", model.name()},
-               {"schedule", info.schedule},
-               {"stages", plan.num_stages()},
-               {"workers", devices},
-               {"micro_batches", plan.num_micro_batches},
-               {"micro_batch_size", plan.micro_batch_size},
-               {"batch", plan.batch},
-               {"steps", a.steps},
-               {"warmup_steps", o.warmup_steps},
-               {"losses", r.losses},
-               {"samples_per_s", r.samples_per_s},
-               {"iteration_ms", r.median_iteration_ms},
-               {"peak_memory_bytes", r.peak_memory_bytes},
-               {"per_stage", stages}};
-    std::vector<double> its;
-    for (int64_t ns : r.iteration_ns) its.push_back(static_cast<double>(ns) / 1e6);
-    j["iteration_ms_per_step"] = its;
-    j["wall_s"] = r.wall_s;
-    j["end_to_end_samples_per_s"] = r.end_to_end_samples_per_s;
-    j["data_wait_s"] = r.data_wait_s;
-    j["data_bound"] = r.data_bound;
-    j["prefetch"] = o.prefetch;
-    j["first_step"] = r.first_step;
-    j["completed_steps"] = r.first_step + r.iterations_run;
-    j["stopped"] = r.stopped;
-    if (r.checkpoint_step >= 0) j["checkpoint"] = {{"dir", a.checkpoint}, {"step", r.checkpoint_step}};
-    if (a.compare && !r.stopped) {
-      j["predicted_iteration_ms"] = cmp.iteration_ms;
-      j["predicted_peak_memory_bytes"] = cmp.peak_memory_bytes;
-    }
-    if (!r.warning.empty()) j["warning"] = r.warning;
-    j["transport_spin_us"] = static_cast<double>(r.transport_spin_ns) / 1e3;  // exec/machine_load.h
-    std::cout << j.dump(2) << "\n";
-  } else {
-    std::printf("model %s, %s, %d workers, %d steps of batch %lld\n", model.name().c_str(), info.schedule.c_str(),
-                devices, a.steps, static_cast<long long>(plan.batch));
-    if (!r.losses.empty()) std::printf("loss %.4f -> %.4f\n", r.losses.front(), r.losses.back());
-    std::printf("iteration %.2f ms (median), %.1f samples/s\n", r.median_iteration_ms, r.samples_per_s);
-    std::printf("end to end %.1f samples/s (%zu steps in %.2f s, data included; waited %.2f s for data)\n",
-                r.end_to_end_samples_per_s, r.iteration_ns.size(), r.wall_s, r.data_wait_s);
-    if (a.compare && !r.stopped)
-      std::printf("predicted iteration %.2f ms, measured %.2f ms (%+.1f%%)\n", cmp.iteration_ms,
-                  r.median_iteration_ms, 100.0 * (r.median_iteration_ms / cmp.iteration_ms - 1.0));
-    for (int d = 0; d < devices; ++d) {
-      std::printf("worker %d (%s): peak memory %s", d, r.placement[d].c_str(),
-                  pw::tools::human_bytes(double(r.peak_memory_bytes[d])).c_str());
-      if (a.compare && !r.stopped)
-        std::printf(", predicted %s", pw::tools::human_bytes(double(cmp.peak_memory_bytes.at(d))).c_str());
-      std::printf("\n");
-    }
-  }
+  const pw::exec::Prediction* c = cmp ? &*cmp : nullptr;
+  write_run_outputs(a, p, r, c, devices);
+  const pw::tools::RunSummary summary{p.plan, p.src.model.name(), devices, a.t.steps, p.o.warmup_steps,
+                                      p.o.prefetch, a.t.checkpoint};
+  if (a.t.json) pw::tools::print_run_json(summary, r, c);
+  else pw::tools::print_run_text(summary, r, c);
   std::cout.flush();
   std::fflush(stdout);
   if (outputs != nullptr) outputs->commit();
-  if (r.stopped) {
-    const int sig = pw::tools::StopSignals::received();
-    const int done = r.first_step + r.iterations_run;
-    const int total = o.warmup_steps + a.steps;
-    throw pw::tools::CommandExit(
-        pw::tools::exit_code_for_signal(sig),
-        "pipewright: stopped by " + pw::tools::StopSignals::name(sig) + " after step " + std::to_string(done) + " of " +
-            std::to_string(total) + "; " +
-            (r.checkpoint_step >= 0 ? "checkpoint: " + a.checkpoint + " (step " + std::to_string(r.checkpoint_step) +
-                                          "; continue with --resume " + a.checkpoint + ")"
-                                    : std::string("no checkpoint (--checkpoint DIR not given)")));
-  }
+  if (r.stopped)
+    pw::tools::exit_stopped(r.first_step + r.iterations_run, p.o.warmup_steps + a.t.steps, a.t.checkpoint,
+                            r.checkpoint_step);
 }
 
 #ifdef PW_HAVE_MPI
@@ -497,49 +505,51 @@ void run(const RunArgs& a, const CLI::App& sub) {
   execute(a, p, nullptr, &outputs);
 }
 
+// The pipeline's flags: the plan or the quick form's layout, --schedule-csv.
+void add_layout_flags(CLI::App* sub, RunArgs& a) {
+  sub->add_option("--plan", a.plan, "plan JSON (pipewright.plan/1)");
+  sub->add_option("--model", a.model, "gpt | mlp | default | a model JSON (quick form; with --plan: the plan's model)");
+  sub->add_option("--stages", a.stages, "quick form: pipeline stages (an even split of the layers)");
+  sub->add_option("--micro-batches", a.micro_batches, "quick form: micro-batches per step");
+  sub->add_option("--micro-batch,--micro-batch-size", a.micro_batch_size,
+                  "quick form: samples per micro-batch (default batch / M)");
+  sub->add_option("--schedule", a.schedule, "quick form: gpipe | 1f1b | zb-h1 | zb-h2 | interleaved-1f1b | pipedream-async | 2bw")
+      ->capture_default_str();
+  sub->add_option("--chunks", a.chunks, "quick form: model chunks per worker (interleaved; default 2)");
+  sub->add_option("--schedule-csv", a.schedule_csv,
+                  "run a schedule in PyTorch's CSV action format (row r = rank r; 0F1, 1I1, 1W1, 0B1) on an even "
+                  "split of --model's layers");
+  sub->add_flag("--recompute", a.recompute, "quick form: re-materialize activations in every stage");
+}
+
+// What a run writes and compares: traces, SVG, --compare.
+void add_output_flags(CLI::App* sub, RunArgs& a) {
+  sub->add_option("--trace", a.trace, "write the measured timeline as Chrome trace-event JSON");
+  sub->add_option("--svg", a.svg, "write the measured timeline as SVG (with --compare: predicted and measured side by side)");
+  sub->add_option("--trace-keep", a.trace_keep,
+                  "--trace and --run-trace keep the last K iterations in full, plus one summary per iteration")
+      ->capture_default_str();
+  sub->add_flag("--trace-all", a.trace_all, "--trace and --run-trace keep every iteration in full");
+  sub->add_option("--run-trace", a.run_trace, "write the measured run (and, with --compare, the prediction) for simulate --replay");
+  sub->add_flag("--compare", a.compare, "measure a profile, simulate the plan, print predicted vs measured");
+}
+
 pw::tools::CommandRegistrar reg("run", [](CLI::App& app) {
   auto a = std::make_shared<RunArgs>();
   auto* sub = app.add_subcommand("run", "Train a model as a pipeline on this machine (one pinned worker per stage)");
-  sub->add_option("--plan", a->plan, "plan JSON (pipewright.plan/1)");
-  sub->add_option("--model", a->model, "gpt | mlp | default | a model JSON (quick form; with --plan: the plan's model)");
-  sub->add_option("--stages", a->stages, "quick form: pipeline stages (an even split of the layers)");
-  sub->add_option("--micro-batches", a->micro_batches, "quick form: micro-batches per step");
-  sub->add_option("--micro-batch,--micro-batch-size", a->micro_batch_size,
-                  "quick form: samples per micro-batch (default batch / M)");
-  sub->add_option("--schedule", a->schedule, "quick form: gpipe | 1f1b | zb-h1 | zb-h2 | interleaved-1f1b | pipedream-async | 2bw")
-      ->capture_default_str();
-  sub->add_option("--chunks", a->chunks, "quick form: model chunks per worker (interleaved; default 2)");
-  sub->add_option("--schedule-csv", a->schedule_csv,
-                  "run a schedule in PyTorch's CSV action format (row r = rank r; 0F1, 1I1, 1W1, 0B1) on an even "
-                  "split of --model's layers");
-  sub->add_flag("--recompute", a->recompute, "quick form: re-materialize activations in every stage");
+  add_layout_flags(sub, *a);
   pw::tools::add_zoo_size_options(sub, a->zoo, pw::tools::small_zoo_options());
-  sub->add_option("--steps", a->steps, "optimizer steps (mini-batches)")->capture_default_str();
+  pw::tools::add_training_flags(
+      sub, a->t,
+      {"optimizer steps (mini-batches)", "OpenMP threads per worker (default: its cores)",
+       "mini-batches drawn ahead in the background (0: draw before each step; when the workers own every core, the "
+       "last stage's worker draws the next one as each step starts)",
+       "print a JSON summary", "steps between checkpoints, warm-up steps counted (0: only at the end)",
+       "continue from the checkpoint in DIR (same model, plan and options)"});
   sub->add_option("--warmup-steps", a->warmup_steps,
                   "extra steps first, trained but not timed or reported (default: 10 with --compare, else 0)");
-  sub->add_option("--data", a->data, "text file for gpt (default /usr/share/common-licenses/GPL-3)");
-  sub->add_option("--prefetch", a->prefetch, "mini-batches drawn ahead in the background (0: draw before each step; when the workers own every core, the last stage's worker draws the next one as each step starts)")
-      ->capture_default_str();
-  sub->add_option("--optimizer", a->optimizer, "sgd (momentum 0.9) | adam")->capture_default_str();
-  sub->add_option("--lr", a->lr, "learning rate (default: adam 0.003, sgd 0.05)");
-  sub->add_option("--seed", a->seed, "seed of initialization and data")->capture_default_str();
-  sub->add_option("--threads", a->threads, "OpenMP threads per worker (default: its cores)");
   sub->add_flag("--vertical-sync", a->vertical_sync, "pipedream-async: PipeDream vertical sync of weight versions");
-  sub->add_option("--trace", a->trace, "write the measured timeline as Chrome trace-event JSON");
-  sub->add_option("--svg", a->svg, "write the measured timeline as SVG (with --compare: predicted and measured side by side)");
-  sub->add_option("--trace-keep", a->trace_keep,
-                  "--trace and --run-trace keep the last K iterations in full, plus one summary per iteration")
-      ->capture_default_str();
-  sub->add_flag("--trace-all", a->trace_all, "--trace and --run-trace keep every iteration in full");
-  sub->add_option("--run-trace", a->run_trace, "write the measured run (and, with --compare, the prediction) for simulate --replay");
-  sub->add_flag("--compare", a->compare, "measure a profile, simulate the plan, print predicted vs measured");
-  sub->add_flag("--json", a->json, "print a JSON summary");
-  sub->add_option("--checkpoint", a->checkpoint,
-                  "write checkpoints into DIR (at the end, on SIGINT/SIGTERM, and every --checkpoint-every steps)");
-  sub->add_option("--checkpoint-every", a->checkpoint_every,
-                  "steps between checkpoints, warm-up steps counted (0: only at the end)")
-      ->capture_default_str();
-  sub->add_option("--resume", a->resume, "continue from the checkpoint in DIR (same model, plan and options)");
+  add_output_flags(sub, *a);
   sub->callback([a, sub] { run(*a, *sub); });
 });
 

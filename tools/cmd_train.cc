@@ -1,5 +1,5 @@
 // `pipewright train --model M [sizes] [--steps N] [--batch B] [--micro-batch U] [--lr X]
-//  [--optimizer sgd|adam] [--weight-decay W] [--data FILE] [--seed S] [--threads T] [--json]
+//  [--optimizer sgd|sgd-momentum|adam] [--weight-decay W] [--data FILE] [--seed S] [--threads T] [--json]
 //  [--checkpoint DIR [--checkpoint-every K]] [--resume DIR] [--log-every N] [--device cpu|cuda[:N]]`:
 // single-device training with the oneDNN executor. --device cuda asks for the CUDA backend;
 // where this build has none or no GPU can be used, that is one line and exit 2, before
@@ -17,11 +17,11 @@
 
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <iostream>
 #include <memory>
 
 #include "exec/layer.h"
-#include "exec/runtime/checkpoint.h"
 #include "exec/numerics.h"
 #include "exec/data/data.h"
 #include "exec/data/loader.h"
@@ -34,6 +34,7 @@
 #include "tools/flag_checks.h"
 #include "tools/model_report.h"
 #include "tools/signals.h"
+#include "tools/training_flags.h"
 #include "tools/zoo_flags.h"
 
 namespace {
@@ -41,20 +42,14 @@ namespace {
 struct TrainArgs {
   std::string model;
   pw::models::ZooOptions zoo;
-  int64_t steps = 100;
+  pw::tools::TrainingFlags t = [] {
+    pw::tools::TrainingFlags f;
+    f.steps = 100;
+    return f;
+  }();
   int64_t batch = 0;
   int64_t micro_batch = 0;
-  double lr = -1;
-  std::string optimizer = pw::models::kDefaultOptimizer;
   double weight_decay = 0;
-  std::string data;
-  uint64_t seed = 1;
-  int threads = 0;
-  int prefetch = pw::exec::kDefaultPrefetch;
-  bool json = false;
-  std::string checkpoint, resume;
-  int64_t checkpoint_every = 0;
-  int64_t log_every = 0;
   std::string device = "cpu";
 };
 
@@ -89,8 +84,11 @@ std::string fmt_time(double s) {
   return buf;
 }
 
-void run(const TrainArgs& a, const CLI::App& sub) {
+// The model (with the small zoo sizes unless given) and the training options, every flag
+// checked before anything is allocated or printed.
+std::pair<pw::tools::ModelSource, pw::exec::TrainOptions> prepare(const TrainArgs& a, const CLI::App& sub) {
   check_train_device(parse_train_device(a.device));
+  pw::tools::check_training_flags(a.t, sub);
   const bool zoo = pw::tools::is_zoo_name(a.model) && a.model != "default";
   if (const char* flag = pw::tools::first_size_flag_given(sub); !zoo && flag != nullptr)
     throw pw::InputError(std::string(flag) + ": sizing options apply to a zoo family (gpt, mlp, vgg16), not to \"" +
@@ -105,156 +103,122 @@ void run(const TrainArgs& a, const CLI::App& sub) {
   }
   pw::tools::ModelSource src = pw::tools::resolve_model(a.model, z, "--model");
   pw::exec::TrainOptions o;
-  o.steps = a.steps;
+  o.steps = a.t.steps;
   o.batch = sub.count("--batch") > 0 ? a.batch : src.model.batch();
   o.micro_batch = a.micro_batch;
-  o.optimizer.kind = pw::exec::parse_optimizer_kind(a.optimizer, "--optimizer");
-  o.optimizer.lr = a.lr >= 0 ? a.lr : pw::exec::default_learning_rate(o.optimizer.kind);
-  if (sub.count("--lr") > 0 && !(a.lr > 0)) throw pw::InputError("--lr: expected a value > 0");
+  o.optimizer = pw::tools::training_optimizer(a.t);
   o.optimizer.weight_decay = a.weight_decay;
-  o.data_file = a.data;
-  o.seed = a.seed;
-  if (a.prefetch < 0) throw pw::InputError("--prefetch: expected >= 0, got " + std::to_string(a.prefetch));
-  o.prefetch = a.prefetch;
-  if (sub.count("--threads") > 0) {
-    if (a.threads < 1) throw pw::InputError("--threads: expected >= 1");
-    pw::exec::set_num_threads(a.threads);
-  }
+  o.data_file = a.t.data;
+  o.seed = a.t.seed;
+  o.prefetch = a.t.prefetch;
+  if (sub.count("--threads") > 0) pw::exec::set_num_threads(a.t.threads);
 
-  // Validated before anything is allocated or printed (tools/flag_checks.h).
   pw::tools::check_fits_in_memory(src.model, o.micro_batch > 0 ? o.micro_batch : o.batch, 1,
                                   sub.count("--batch") > 0 ? "--batch" : "the model's sizes");
   (void)pw::exec::make_data_source(src.model, o.data_file, o.seed, "--data");
-  if (!a.checkpoint.empty()) pw::check_output_directory("--checkpoint", a.checkpoint);
-  o.checkpoint_dir = a.checkpoint;
-  o.checkpoint_every = a.checkpoint_every;
-  o.resume_dir = a.resume;
-  if (a.log_every < 0) throw pw::InputError("--log-every: expected >= 1");
-  pw::tools::StopSignals signals;
-  o.stop_requested = [] { return pw::tools::StopSignals::stop_requested(); };
+  o.checkpoint_dir = a.t.checkpoint;
+  o.checkpoint_every = a.t.checkpoint_every;
+  o.resume_dir = a.t.resume;
+  return {std::move(src), std::move(o)};
+}
 
-  const bool tty = isatty(fileno(stderr)) != 0;
-  const int64_t every = a.log_every > 0 ? a.log_every : std::max<int64_t>(1, o.steps / 10);
-  auto last = std::chrono::steady_clock::now();
-  auto progress = [&](const pw::exec::StepProgress& p) {
-    const auto now = std::chrono::steady_clock::now();
-    const double since = std::chrono::duration<double>(now - last).count();
-    const bool final = p.step == p.steps;
+// The step's progress line (tools/training_flags.h: ProgressLines decides which go out).
+std::function<void(const pw::exec::StepProgress&)> progress_printer(pw::tools::ProgressLines& lines) {
+  return [&lines](const pw::exec::StepProgress& p) {
     char line[160];
     std::snprintf(line, sizeof line, "step %lld/%lld  loss %.4f  %.1f samples/s  ETA %s",
                   static_cast<long long>(p.step), static_cast<long long>(p.steps), p.loss, p.samples_per_s,
                   fmt_time(p.eta_s).c_str());
-    if (tty) {
-      if (since >= 0.1 || final) {
-        std::fprintf(stderr, "\r\033[K%s%s", line, final ? "\n" : "");
-        last = now;
-      }
-    } else if (a.log_every > 0 ? (p.step % a.log_every == 0 || final)
-                               : (p.elapsed_s >= 10.0 && (p.step % every == 0 || final || since >= 10.0))) {
-      // Not a terminal: every --log-every steps when asked; otherwise lines only once the run
-      // has lasted 10 s (then every ~10% or 10 s), so a short run leaves a quiet stderr.
-      std::fprintf(stderr, "%s\n", line);
-      last = now;
-    }
-    std::fflush(stderr);
+    lines.step(p.step, p.steps, p.elapsed_s, line);
   };
+}
+
+void print_json(const TrainArgs& a, const pw::tools::ModelSource& src, const pw::exec::TrainOptions& o,
+                const pw::exec::TrainResult& r) {
+  pw::Json j{{"format", "pipewright.train-result/1"},
+             {"model", src.model.name()},
+             {"steps", o.steps},
+             {"batch", o.batch},
+             {"micro_batch", o.micro_batch == 0 ? o.batch : o.micro_batch},
+             {"optimizer", a.t.optimizer},
+             {"lr", o.optimizer.lr},
+             {"seed", o.seed},
+             {"threads", pw::exec::max_threads()},
+             {"data", r.data},
+             {"losses", r.losses},
+             {"samples_per_s", r.samples_per_s},
+             {"seconds", r.seconds},
+             {"end_to_end_samples_per_s", r.end_to_end_samples_per_s},
+             {"step_ms", r.step_ms},
+             {"step_samples_per_s", r.step_samples_per_s},
+             {"data_wait_s", r.data_wait_s},
+             {"data_bound", r.data_bound},
+             {"prefetch", o.prefetch},
+             {"peak_memory_bytes", r.peak_memory_bytes},
+             {"parameter_bytes", r.parameter_bytes},
+             {"optimizer_bytes", r.optimizer_bytes},
+             {"first_step", r.first_step},
+             {"completed_steps", r.first_step + static_cast<int64_t>(r.losses.size())},
+             {"stopped", r.stopped}};
+  if (r.checkpoint_step >= 0) j["checkpoint"] = {{"dir", a.t.checkpoint}, {"step", r.checkpoint_step}};
+  std::cout << j.dump(2) << "\n";
+}
+
+void print_text(const pw::tools::ModelSource& src, const pw::exec::TrainOptions& o, const pw::exec::TrainResult& r) {
+  std::printf("model %s, %lld steps of batch %lld on %s\n", src.model.name().c_str(),
+              static_cast<long long>(o.steps), static_cast<long long>(o.batch), r.data.c_str());
+  std::printf("loss %.4f -> %.4f (%.1f%% lower)\n", r.losses.front(), r.losses.back(),
+              100.0 * (1.0 - r.losses.back() / r.losses.front()));
+  std::printf("%.1f samples/s end to end, %s, peak memory %s (parameters %s, optimizer state %s)\n",
+              r.samples_per_s, fmt_time(r.seconds).c_str(), pw::tools::human_bytes(double(r.peak_memory_bytes)).c_str(),
+              pw::tools::human_bytes(double(r.parameter_bytes)).c_str(),
+              pw::tools::human_bytes(double(r.optimizer_bytes)).c_str());
+  std::printf("step %.2f ms (median, data waits excluded), %.1f samples/s; waited %.2f s for data\n", r.step_ms,
+              r.step_samples_per_s, r.data_wait_s);
+}
+
+
+void run(const TrainArgs& a, const CLI::App& sub) {
+  auto [src, o] = prepare(a, sub);
+  pw::tools::StopSignals signals;
+  o.stop_requested = [] { return pw::tools::StopSignals::stop_requested(); };
+  pw::tools::ProgressLines lines(a.t.log_every, o.steps, isatty(fileno(stderr)) != 0);
   pw::exec::TrainResult r;
   try {
-    r = pw::exec::train(src.model, o, progress);
+    r = pw::exec::train(src.model, o, progress_printer(lines));
   } catch (const pw::exec::NumericalFault& e) {
-    if (tty) std::fprintf(stderr, "\n");
-    const int64_t kept = a.checkpoint.empty() ? -1 : pw::exec::checkpoint_step(a.checkpoint);
-    throw pw::tools::CommandExit(
-        pw::tools::kExitNumericalFault,
-        std::string("pipewright: numerical fault: ") + e.what() +
-            (kept >= 0 ? "; last good checkpoint: " + a.checkpoint + " (step " + std::to_string(kept) + ")"
-                       : std::string("; no checkpoint")));
+    lines.finish();
+    pw::tools::exit_numerical_fault(e.what(), a.t.checkpoint);
   }
-  if (r.stopped && tty) std::fprintf(stderr, "\n");
+  lines.finish();
   if (r.data_bound)
     std::fprintf(stderr, "note: data loading is the bottleneck: the steps waited %.2f s of %.2f s for data (--prefetch %d)\n",
-                 r.data_wait_s, r.seconds, a.prefetch);
-
-  if (a.json) {
-    pw::Json j{{"format", "pipewright.train-result/1"},
-               {"model", src.model.name()},
-               {"steps", o.steps},
-               {"batch", o.batch},
-               {"micro_batch", o.micro_batch == 0 ? o.batch : o.micro_batch},
-               {"optimizer", a.optimizer},
-               {"lr", o.optimizer.lr},
-               {"seed", o.seed},
-               {"threads", pw::exec::max_threads()},
-               {"data", r.data},
-               {"losses", r.losses},
-               {"samples_per_s", r.samples_per_s},
-               {"seconds", r.seconds},
-               {"end_to_end_samples_per_s", r.end_to_end_samples_per_s},
-               {"step_ms", r.step_ms},
-               {"step_samples_per_s", r.step_samples_per_s},
-               {"data_wait_s", r.data_wait_s},
-               {"data_bound", r.data_bound},
-               {"prefetch", o.prefetch},
-               {"peak_memory_bytes", r.peak_memory_bytes},
-               {"parameter_bytes", r.parameter_bytes},
-               {"optimizer_bytes", r.optimizer_bytes},
-               {"first_step", r.first_step},
-               {"completed_steps", r.first_step + static_cast<int64_t>(r.losses.size())},
-               {"stopped", r.stopped}};
-    if (r.checkpoint_step >= 0) j["checkpoint"] = {{"dir", a.checkpoint}, {"step", r.checkpoint_step}};
-    std::cout << j.dump(2) << "\n";
-  } else {
-    std::printf("model %s, %lld steps of batch %lld on %s\n", src.model.name().c_str(),
-                static_cast<long long>(o.steps), static_cast<long long>(o.batch), r.data.c_str());
-    std::printf("loss %.4f -> %.4f (%.1f%% lower)\n", r.losses.front(), r.losses.back(),
-                100.0 * (1.0 - r.losses.back() / r.losses.front()));
-    std::printf("%.1f samples/s end to end, %s, peak memory %s (parameters %s, optimizer state %s)\n",
-                r.samples_per_s, fmt_time(r.seconds).c_str(), pw::tools::human_bytes(double(r.peak_memory_bytes)).c_str(),
-                pw::tools::human_bytes(double(r.parameter_bytes)).c_str(),
-                pw::tools::human_bytes(double(r.optimizer_bytes)).c_str());
-    std::printf("step %.2f ms (median, data waits excluded), %.1f samples/s; waited %.2f s for data\n", r.step_ms,
-                r.step_samples_per_s, r.data_wait_s);
-  }
+                 r.data_wait_s, r.seconds, a.t.prefetch);
+  if (a.t.json) print_json(a, src, o, r);
+  else print_text(src, o, r);
   std::cout.flush();
   std::fflush(stdout);
-  if (r.stopped) {
-    const int sig = pw::tools::StopSignals::received();
-    const int64_t done = r.first_step + static_cast<int64_t>(r.losses.size());
-    throw pw::tools::CommandExit(
-        pw::tools::exit_code_for_signal(sig),
-        "pipewright: stopped by " + pw::tools::StopSignals::name(sig) + " after step " + std::to_string(done) + " of " +
-            std::to_string(o.steps) + "; " +
-            (r.checkpoint_step >= 0 ? "checkpoint: " + a.checkpoint + " (step " + std::to_string(r.checkpoint_step) +
-                                          "; continue with --resume " + a.checkpoint + ")"
-                                    : std::string("no checkpoint (--checkpoint DIR not given)")));
-  }
+  if (r.stopped)
+    pw::tools::exit_stopped(r.first_step + static_cast<int64_t>(r.losses.size()), o.steps, a.t.checkpoint,
+                            r.checkpoint_step);
 }
 
 pw::tools::CommandRegistrar reg("train", [](CLI::App& app) {
   auto a = std::make_shared<TrainArgs>();
   auto* sub = app.add_subcommand("train", "Train a model on this machine (oneDNN executor, one device)");
   sub->add_option("--model", a->model, "gpt | mlp | vgg16 | default | a model JSON file")->required();
-  auto& z = a->zoo;
-  pw::tools::add_zoo_size_options(sub, z, pw::tools::small_zoo_options());
-  sub->add_option("--steps", a->steps, "optimizer steps")->capture_default_str();
+  pw::tools::add_zoo_size_options(sub, a->zoo, pw::tools::small_zoo_options());
   sub->add_option("--batch", a->batch, "samples per step (default: gpt 16, mlp 32, vgg16 8, a file: its batch)");
   sub->add_option("--micro-batch", a->micro_batch, "samples per forward/backward (gradient accumulation); 0 = batch")
       ->capture_default_str();
-  sub->add_option("--lr", a->lr, "learning rate (default: adam 0.003, sgd 0.05)");
-  sub->add_option("--optimizer", a->optimizer, "sgd (momentum 0.9) | adam")->capture_default_str();
   sub->add_option("--weight-decay", a->weight_decay, "weight decay (adam: decoupled)")->capture_default_str();
-  sub->add_option("--data", a->data, "text file for gpt (default /usr/share/common-licenses/GPL-3)");
-  sub->add_option("--prefetch", a->prefetch, "mini-batches drawn ahead in the background (0: draw in the step)")
-      ->capture_default_str();
-  sub->add_option("--seed", a->seed, "seed of initialization and data")->capture_default_str();
-  sub->add_option("--threads", a->threads, "OpenMP threads (default: all)");
-  sub->add_flag("--json", a->json, "print a JSON summary (losses, samples_per_s, peak_memory_bytes, ...)");
-  sub->add_option("--checkpoint", a->checkpoint,
-                  "write checkpoints into DIR (at the end, on SIGINT/SIGTERM, and every --checkpoint-every steps)");
-  sub->add_option("--checkpoint-every", a->checkpoint_every, "steps between checkpoints (0: only at the end)")
-      ->capture_default_str();
-  sub->add_option("--resume", a->resume, "continue from the checkpoint in DIR (same model, layout and options)");
-  sub->add_option("--log-every", a->log_every, "progress line every N steps when stderr is not a terminal (default: 10%)");
+  pw::tools::add_training_flags(
+      sub, a->t,
+      {"optimizer steps", "OpenMP threads (default: all)",
+       "mini-batches drawn ahead in the background (0: draw in the step)",
+       "print a JSON summary (losses, samples_per_s, peak_memory_bytes, ...)",
+       "steps between checkpoints (0: only at the end)",
+       "continue from the checkpoint in DIR (same model, layout and options)"});
   sub->add_option("--device", a->device, "where to train: cpu | cuda | cuda:N (the CUDA backend)")->capture_default_str();
   sub->callback([a, sub] { run(*a, *sub); });
 });

@@ -5,9 +5,12 @@
 #include <fstream>
 #include <iterator>
 
+#include "exec/data/cifar.h"
 #include "exec/data/data_images.h"
 #include "exec/data/fast_normal.h"
 #include "exec/data/fast_tanh.h"
+#include "exec/data/npy_samples.h"
+#include "exec/data/sample_source.h"
 #include "exec/data/seeded_source.h"
 #include "exec/layers/common.h"
 #include "models/error.h"
@@ -125,6 +128,47 @@ std::string read_text(const std::string& file, const std::string& flag) {
   }
 }
 
+std::vector<std::string> split_files(const std::string& data) {
+  std::vector<std::string> files;
+  size_t start = 0;
+  for (size_t comma; (comma = data.find(',', start)) != std::string::npos; start = comma + 1)
+    files.push_back(data.substr(start, comma - start));
+  files.push_back(data.substr(start));
+  return files;
+}
+
+// --data for a model without an embedding: "INPUTS.npy,TARGETS.npy" or "A.bin[,B.bin...]"
+// (CIFAR-10 batches). Every error names `flag` and the file.
+std::unique_ptr<DataSource> open_sample_files(const models::Model& model, const models::LayerSpec& input,
+                                              const models::LayerSpec& loss, const models::LayerSpec& pred,
+                                              const std::string& data, uint64_t seed, const std::string& flag) {
+  SampleSpec spec;
+  spec.model = model.name();
+  spec.input_shape = input.output_shape;
+  if (loss.kind == LayerKind::softmax_xent) {
+    if (loss.attr_or("rows", 1) != 1)
+      throw InputError(flag + ": layer \"" + loss.name + "\": training from files needs rows = 1 (one class per sample)");
+    spec.classes = loss.attr("classes");
+  } else {
+    spec.target_shape = pred.output_shape;
+  }
+  const std::vector<std::string> files = split_files(data);
+  const auto all_end_with = [&](const std::string& ext) {
+    return std::all_of(files.begin(), files.end(), [&](const std::string& f) {
+      return f.size() > ext.size() && f.compare(f.size() - ext.size(), ext.size(), ext) == 0;
+    });
+  };
+  try {
+    if (files.size() == 2 && all_end_with(".npy"))
+      return make_sample_source(open_npy_samples(files[0], files[1], spec), spec, seed);
+    if (!files.empty() && all_end_with(".bin")) return make_sample_source(open_cifar_samples(files, spec), spec, seed);
+  } catch (const InputError& e) {
+    throw InputError(flag + ": " + e.what());
+  }
+  throw InputError(flag + ": expected INPUTS.npy,TARGETS.npy or CIFAR-10 batches FILE.bin[,FILE.bin...] for model \"" +
+                   model.name() + "\", got \"" + data + "\" (a text file applies to models with an embedding)");
+}
+
 }  // namespace
 
 std::unique_ptr<DataSource> make_data_source(const models::Model& model, const std::string& text_file,
@@ -149,9 +193,7 @@ std::unique_ptr<DataSource> make_data_source(const models::Model& model, const s
                        " bytes, fewer than the sequence length + 2 (" + std::to_string(seq + 2) + ")");
     return std::make_unique<TextSource>(file, std::move(bytes), seq, embedding->attr("vocab"), seed);
   }
-  if (!text_file.empty())
-    throw InputError(flag + ": model \"" + model.name() +
-                     "\" trains on synthetic data; a text file applies to models with an embedding");
+  if (!text_file.empty()) return open_sample_files(model, *input, *loss, pred, text_file, seed, flag);
   if (loss->kind == LayerKind::softmax_xent) {
     if (loss->attr_or("rows", 1) != 1)
       throw InputError("layer \"" + loss->name + "\": synthetic classification needs rows = 1");

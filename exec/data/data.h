@@ -12,6 +12,9 @@
 //   low-rank linear teacher over the flattened input.
 // - Synthetic regression (mse_loss, e.g. mlp): inputs approximately N(0, 1); targets =
 //   tanh(teacher · x) with a fixed random low-rank teacher, so the loss can fall.
+// - Files of samples, for models without an embedding (--data): a pair "INPUTS.npy,TARGETS.npy"
+//   (exec/data/npy_samples.h) or CIFAR-10 binary batches "A.bin[,B.bin...]" (exec/data/cifar.h),
+//   drawn in seeded epochs and read as the batches need them (exec/data/sample_source.h).
 // The synthetic sources cost O(input + output) per sample (mlp 8x1024, batch 256: ~7 ms of CPU
 // a mini-batch on the 2-core CI machine, was ~200 ms; bench/RESULTS.md), the text source a
 // copy of the window.
@@ -54,10 +57,12 @@ class DataSource {
   virtual void restore(const DataState& s) = 0;
 };
 
-// Picks the source for the model. `text_file` empty = the default file (text models only; for
-// other models a non-empty text_file is an InputError). Throws InputError when the file is
-// missing, unreadable, empty or shorter than seq + 1 bytes (naming `flag` and the file), or
-// when the model has no input or no loss layer.
+// Picks the source for the model. `text_file` empty = the default file for text models,
+// synthetic data for the others; for the others a non-empty `text_file` names sample files
+// ("INPUTS.npy,TARGETS.npy" or "A.bin[,B.bin...]"). Throws InputError naming `flag` and the file
+// when a file is missing, unreadable or malformed, when a text file is empty or shorter than
+// seq + 1 bytes, when sample files do not fit the model (shapes, N, class ids), or when the
+// model has no input or no loss layer.
 std::unique_ptr<DataSource> make_data_source(const models::Model& model, const std::string& text_file,
                                              uint64_t seed, const std::string& flag = "--data");
 

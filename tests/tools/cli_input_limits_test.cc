@@ -261,7 +261,7 @@ TEST_CASE("run: the banner goes out with the first step's line, never alone befo
   // This run diverges at step 3 (a fault in step 1 prints the fault line alone: the MPI case
   // of tests/exec/runtime/mpi_cli_test.sh).
   const CliResult r = run_cli({"run", "--model", "mlp", "--stages", "2", "--micro-batches", "2", "--steps", "5",
-                               "--lr", "1e6", "--optimizer", "sgd", "--threads", "1"});
+                               "--lr", "1e6", "--optimizer", "sgd", "--threads", "1", "--log-every", "1"});
   CAPTURE(r.err);
   REQUIRE(r.rc == 4);
   const size_t banner = r.err.find("run: ");

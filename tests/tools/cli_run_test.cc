@@ -51,8 +51,8 @@ TEST_CASE("run quick form: JSON summary, progress lines, trace and SVG files") {
   ScratchDir dir;
   const CliResult r = run_cli({"run", "--model", "gpt", "--layers", "2", "--d-model", "16", "--heads", "2", "--ffn",
                                "32", "--seq", "8", "--vocab", "64", "--stages", "2", "--micro-batches", "4",
-                               "--schedule", "1f1b", "--steps", "3", "--json", "--trace", dir.file("t.json"), "--svg",
-                               dir.file("t.svg")});
+                               "--schedule", "1f1b", "--steps", "3", "--log-every", "1", "--json", "--trace",
+                               dir.file("t.json"), "--svg", dir.file("t.svg")});
   CAPTURE(r.err);
   REQUIRE(r.rc == 0);
   const Json j = Json::parse(r.out);
@@ -106,8 +106,8 @@ TEST_CASE("run --plan: a replicated stage runs on threads, one worker per replic
     p.stages[1].devices = {2};
     p.num_devices_used = 3;
     const std::string plan = plan_file(dir, p);
-    const CliResult r = run_cli({"run", "--plan", plan, "--depth", "2", "--width", "8", "--steps", "2", "--json",
-                                 "--trace", dir.file("t.json")});
+    const CliResult r = run_cli({"run", "--plan", plan, "--depth", "2", "--width", "8", "--steps", "2", "--log-every",
+                                 "1", "--json", "--trace", dir.file("t.json")});
     CAPTURE(r.err);
     REQUIRE(r.rc == 0);
     const Json j = Json::parse(r.out);
@@ -238,4 +238,41 @@ TEST_CASE("run --schedule-csv: a PyTorch CSV schedule trains, and conflicting fl
   const std::string uneven = dir.write("uneven.csv", "0F0,2F0,2B0,0B0\n1F0,1B0\n");
   expect_bad_run(run_cli({"run", "--model", "mlp", "--schedule-csv", uneven}), "do not divide among 2 ranks", dir,
                  {"bad.csv", "t.json", "uneven.csv", "zb.csv"});
+}
+
+namespace {
+// Lines of `err` that start with `prefix`.
+int count_lines(const std::string& err, const std::string& prefix) {
+  int n = 0;
+  for (size_t at = 0; at < err.size(); at = err.find('\n', at) + 1) {
+    if (err.compare(at, prefix.size(), prefix) == 0) ++n;
+    if (err.find('\n', at) == std::string::npos) break;
+  }
+  return n;
+}
+}  // namespace
+
+TEST_CASE("run: progress lines as train's, every --log-every N steps, none for a short run by default") {
+  const std::vector<std::string> quick = {"run", "--model", "mlp", "--width", "32", "--stages", "2",
+                                          "--micro-batches", "2", "--threads", "1", "--steps", "20"};
+  const CliResult quiet = run_cli(quick);
+  CAPTURE(quiet.err);
+  REQUIRE(quiet.rc == 0);
+  CHECK(count_lines(quiet.err, "step ") == 0);  // under 10 s: a quiet stderr, as train's
+  CHECK(count_lines(quiet.err, "run: ") == 0);  // the banner goes out with the first line only
+  std::vector<std::string> every7 = quick;
+  every7.insert(every7.end(), {"--log-every", "7"});
+  const CliResult r = run_cli(every7);
+  CAPTURE(r.err);
+  REQUIRE(r.rc == 0);
+  CHECK(count_lines(r.err, "step ") == 3);  // steps 7, 14 and the last, 20
+  CHECK(r.err.find("\nstep 7/20  loss ") == r.err.find('\n'));  // after the banner
+  CHECK(r.err.find("\nstep 14/20  loss ") != std::string::npos);
+  CHECK(r.err.find("\nstep 20/20  loss ") != std::string::npos);
+  CHECK(count_lines(r.err, "run: mlp") == 1);
+  std::vector<std::string> bad = quick;
+  bad.insert(bad.end(), {"--log-every", "-1"});
+  const CliResult b = run_cli(bad);
+  CHECK(b.rc == 2);
+  CHECK(b.err == "pipewright: error: --log-every: expected >= 1\n");
 }

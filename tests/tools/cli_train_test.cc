@@ -2,6 +2,9 @@
 // with its JSON summary, and bad input (exit 2, one line, nothing written).
 #include <doctest/doctest.h>
 
+#include <string>
+#include <vector>
+
 #include "models/json_util.h"
 #include "tests/tools/cli_runner.h"
 
@@ -105,6 +108,32 @@ TEST_CASE("profile --measure writes a measured profile, bad micro-batch writes n
                            "-o", dir.file("q.json")});
   CHECK(bad.rc == 2);
   CHECK_FALSE(dir.exists("q.json"));
+}
+
+TEST_CASE("train: progress lines every --log-every N steps and the last, none for a short run by default") {
+  // Progress lines only: a note on data loading may follow them (it depends on the timing).
+  const auto step_lines = [](const std::string& err) {
+    std::vector<std::string> lines;
+    for (size_t at = 0; at < err.size();) {
+      const size_t nl = err.find('\n', at);
+      const std::string line = err.substr(at, nl == std::string::npos ? std::string::npos : nl - at);
+      if (line.rfind("step ", 0) == 0) lines.push_back(line.substr(0, line.find("  loss ")));
+      if (nl == std::string::npos) break;
+      at = nl + 1;
+    }
+    return lines;
+  };
+  const std::vector<std::string> base = {"train", "--model", "mlp", "--width", "32", "--threads", "1", "--steps", "20"};
+  const CliResult quiet = run_cli(base);
+  REQUIRE(quiet.rc == 0);
+  CHECK(step_lines(quiet.err).empty());
+  std::vector<std::string> every7 = base;
+  every7.insert(every7.end(), {"--log-every", "7"});
+  const CliResult r = run_cli(every7);
+  CAPTURE(r.err);
+  REQUIRE(r.rc == 0);
+  CHECK(step_lines(r.err) == std::vector<std::string>{"step 7/20", "step 14/20", "step 20/20"});
+  CHECK(r.err.rfind("step 7/20  loss ", 0) == 0);
 }
 
 }  // namespace

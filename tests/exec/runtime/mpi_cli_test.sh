@@ -28,7 +28,7 @@ shift 2
 fail() { echo "FAIL: $*"; exit 1; }
 fault=''
 np=2
-run_args=(--model mlp --stages 2 --micro-batches 4 --steps 3 --threads 1)
+run_args=(--model mlp --stages 2 --micro-batches 4 --steps 3 --threads 1 --log-every 1)
 case $mode in
   nan) fault='1:BW(1,3):nan' ;;
   nan-replicated)
@@ -54,7 +54,7 @@ p["schedule"] = "1f1b"
 p["num_micro_batches"], p["micro_batch_size"] = 4, p["batch"] // 4
 p["batch"] = 4 * p["micro_batch_size"]
 json.dump(p, open(sys.argv[1], "w"))' "$dir/plan.json" || fail "could not write the 2 x 2 plan"
-    run_args=(--plan "$dir/plan.json" --model mlp --steps 3 --threads 1) ;;
+    run_args=(--plan "$dir/plan.json" --model mlp --steps 3 --threads 1 --log-every 1) ;;
   throw) fault='1:BW(1,3)' ;;
   kill) fault='1:F(1,2):kill' ;;
   mismatch) run_args=(--model mlp --stages 3 --micro-batches 3 --steps 1) ;;
@@ -74,7 +74,7 @@ p["stages"][0].pop("layers", None)
 p["num_micro_batches"], p["micro_batch_size"] = 2, p["batch"] // 2  # one micro-batch per replica
 p["batch"] = 2 * p["micro_batch_size"]
 json.dump(p, open(sys.argv[1], "w"))' "$dir/plan.json" || fail "could not write the replicated plan"
-    run_args=(--plan "$dir/plan.json" --model mlp --steps 1) ;;
+    run_args=(--plan "$dir/plan.json" --model mlp --steps 1 --log-every 1) ;;
   *) echo "usage: $0 throw|kill|mismatch|replicated|nan|nan-replicated|compare <pipewright> <mpiexec> [flags...]"; exit 2 ;;
 esac
 out=$(PW_TEST_INJECT_FAULT=$fault "$@" -np $np "$pipewright" run "${run_args[@]}" 2>&1)

@@ -1,0 +1,106 @@
+#include "tools/training_flags.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "exec/runtime/checkpoint.h"
+#include "models/error.h"
+#include "models/optimizer_memory.h"
+#include "models/output_set.h"
+#include "tools/flag_checks.h"
+#include "tools/signals.h"
+
+namespace pw::tools {
+
+void add_training_flags(CLI::App* sub, TrainingFlags& f, const TrainingFlagHelp& help) {
+  sub->add_option("--steps", f.steps, help.steps)->capture_default_str();
+  sub->add_option("--lr", f.lr, "learning rate (default: adam 0.003, sgd and sgd-momentum 0.05)");
+  sub->add_option("--optimizer", f.optimizer,
+                  models::optimizer_names(" | ", true) + " (sgd: no momentum; sgd-momentum: 0.9)")
+      ->capture_default_str();
+  sub->add_option("--seed", f.seed, "seed of initialization and data")->capture_default_str();
+  sub->add_option("--threads", f.threads, help.threads);
+  sub->add_option("--data", f.data,
+                  "text file for gpt (default /usr/share/common-licenses/GPL-3); other models: INPUTS.npy,TARGETS.npy "
+                  "or CIFAR-10 batches A.bin[,B.bin...] (default: synthetic data)");
+  sub->add_option("--prefetch", f.prefetch, help.prefetch)->capture_default_str();
+  sub->add_flag("--json", f.json, help.json);
+  sub->add_option("--checkpoint", f.checkpoint,
+                  "write checkpoints into DIR (at the end, on SIGINT/SIGTERM, and every --checkpoint-every steps)");
+  sub->add_option("--checkpoint-every", f.checkpoint_every, help.checkpoint_every)->capture_default_str();
+  sub->add_option("--resume", f.resume, help.resume);
+  sub->add_option("--log-every", f.log_every,
+                  "progress line every N steps when stderr is not a terminal (default: 10%)");
+}
+
+void check_training_flags(const TrainingFlags& f, const CLI::App& sub) {
+  (void)models::find_cpu_trainable_optimizer(f.optimizer, "--optimizer");
+  if (f.steps < 1) throw InputError("--steps: expected >= 1, got " + std::to_string(f.steps));
+  if (sub.count("--lr") > 0 && !(f.lr > 0)) throw InputError("--lr: expected a value > 0");
+  if (f.prefetch < 0) throw InputError("--prefetch: expected >= 0, got " + std::to_string(f.prefetch));
+  if (sub.count("--threads") > 0) {
+    if (f.threads < 1) throw InputError("--threads: expected >= 1, got " + std::to_string(f.threads));
+    check_thread_count(f.threads, "--threads");
+  }
+  if (!f.checkpoint.empty()) check_output_directory("--checkpoint", f.checkpoint);
+  if (f.checkpoint_every < 0)
+    throw InputError("--checkpoint-every: expected >= 0, got " + std::to_string(f.checkpoint_every));
+  if (f.checkpoint_every > 0 && f.checkpoint.empty()) throw InputError("--checkpoint-every: needs --checkpoint DIR");
+  if (f.log_every < 0) throw InputError("--log-every: expected >= 1");
+}
+
+exec::OptimizerOptions training_optimizer(const TrainingFlags& f) {
+  const std::string& name = models::find_cpu_trainable_optimizer(f.optimizer, "--optimizer").name;
+  exec::OptimizerOptions o;
+  o.kind = name == "adam" ? exec::OptimizerKind::adam : exec::OptimizerKind::sgd;
+  o.momentum = name == "sgd-momentum" ? 0.9 : 0.0;
+  o.lr = f.lr > 0 ? f.lr : exec::default_learning_rate(o.kind);
+  return o;
+}
+
+void exit_numerical_fault(const std::string& what, const std::string& checkpoint_dir) {
+  const int64_t kept = checkpoint_dir.empty() ? -1 : exec::checkpoint_step(checkpoint_dir);
+  throw CommandExit(kExitNumericalFault,
+                    "pipewright: numerical fault: " + what +
+                        (kept >= 0 ? "; last good checkpoint: " + checkpoint_dir + " (step " + std::to_string(kept) + ")"
+                                   : std::string("; no checkpoint")));
+}
+
+void exit_stopped(int64_t done, int64_t total, const std::string& checkpoint_dir, int64_t checkpoint_step) {
+  const int sig = StopSignals::received();
+  throw CommandExit(exit_code_for_signal(sig),
+                    "pipewright: stopped by " + StopSignals::name(sig) + " after step " + std::to_string(done) +
+                        " of " + std::to_string(total) + "; " +
+                        (checkpoint_step >= 0 ? "checkpoint: " + checkpoint_dir + " (step " +
+                                                    std::to_string(checkpoint_step) + "; continue with --resume " +
+                                                    checkpoint_dir + ")"
+                                              : std::string("no checkpoint (--checkpoint DIR not given)")));
+}
+
+ProgressLines::ProgressLines(int64_t log_every, int64_t steps, bool tty)
+    : log_every_(log_every), every_(log_every > 0 ? log_every : std::max<int64_t>(1, steps / 10)), tty_(tty) {}
+
+void ProgressLines::step(int64_t step, int64_t steps, double elapsed_s, const std::string& line) {
+  const bool final = step == steps;
+  const double since = elapsed_s - last_s_;
+  const bool print = tty_ ? since >= 0.1 || final
+                          : log_every_ > 0 ? step % log_every_ == 0 || final
+                                           : elapsed_s >= 10.0 && (step % every_ == 0 || final || since >= 10.0);
+  if (!print) return;
+  if (!banner_.empty()) {
+    std::fputs(banner_.c_str(), stderr);
+    banner_.clear();
+  }
+  if (tty_) std::fprintf(stderr, "\r\033[K%s%s", line.c_str(), final ? "\n" : "");
+  else std::fprintf(stderr, "%s\n", line.c_str());
+  open_ = tty_ && !final;
+  last_s_ = elapsed_s;
+  std::fflush(stderr);
+}
+
+void ProgressLines::finish() {
+  if (open_) std::fputc('\n', stderr);
+  open_ = false;
+}
+
+}  // namespace pw::tools

@@ -1,0 +1,86 @@
+// The flags `run` (a pipeline) and `train` (one process) share: --steps --lr --optimizer --seed
+// --threads --data --prefetch --json --checkpoint --checkpoint-every --resume --log-every,
+// declared and checked here once, and the progress lines both print (ProgressLines). Where the two commands mean a flag slightly differently (threads per
+// worker or per process, warm-up steps counted by checkpoints), each gives its own help text
+// through TrainingFlagHelp; the checks and defaults other than --steps are the same.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "exec/data/loader.h"
+#include "exec/optimizer.h"
+#include "models/defaults.h"
+
+namespace pw::tools {
+
+struct TrainingFlags {
+  int64_t steps = 0;  // the command's default, set before add_training_flags
+  double lr = -1;     // -1: the optimizer's default (exec::default_learning_rate)
+  std::string optimizer = models::kDefaultOptimizer;
+  uint64_t seed = 1;
+  int threads = 0;  // 0: not given (each command's own default)
+  std::string data;
+  int prefetch = exec::kDefaultPrefetch;
+  bool json = false;
+  std::string checkpoint, resume;
+  int64_t checkpoint_every = 0;
+  int64_t log_every = 0;  // 0: ProgressLines' default
+};
+
+// The help texts that differ between the commands.
+struct TrainingFlagHelp {
+  const char* steps;
+  const char* threads;
+  const char* prefetch;
+  const char* json;
+  const char* checkpoint_every;
+  const char* resume;
+};
+
+// Registers the shared flags on `sub`, bound to `f` (--help shows f's values as the defaults).
+void add_training_flags(CLI::App* sub, TrainingFlags& f, const TrainingFlagHelp& help);
+
+// Checks what can be checked without the model, before anything is read or allocated:
+// --optimizer one the CPU executor trains, --steps >= 1, --lr > 0 when given, --prefetch >= 0,
+// --threads in [1, 4 x cores] when given, --checkpoint a directory that can be written,
+// --checkpoint-every >= 0 and only with --checkpoint, --log-every >= 0. Throws InputError naming
+// the flag.
+void check_training_flags(const TrainingFlags& f, const CLI::App& sub);
+
+// The optimizer the flags ask for (--optimizer, --lr or its default), by the one vocabulary of
+// models/optimizer_memory.h: sgd (momentum 0), sgd-momentum (0.9), adam. Throws InputError naming
+// --optimizer for a name the executor cannot train (rmsprop, adam-mixed) or does not know.
+exec::OptimizerOptions training_optimizer(const TrainingFlags& f);
+
+// The exits both commands take, thrown as CommandExit (tools/signals.h): a NaN or Inf (exit 4,
+// naming the last good checkpoint in `checkpoint_dir`, if any) and a stop by SIGINT / SIGTERM
+// after `done` of `total` steps (exit 130 / 143, naming the checkpoint written at
+// `checkpoint_step`, -1 for none, and how to resume from it).
+[[noreturn]] void exit_numerical_fault(const std::string& what, const std::string& checkpoint_dir);
+[[noreturn]] void exit_stopped(int64_t done, int64_t total, const std::string& checkpoint_dir, int64_t checkpoint_step);
+
+// Progress lines on stderr, as `train` and `run` print them: on a terminal one line rewritten in
+// place (at most every 0.1 s, and the last step's); otherwise a line every --log-every steps (and
+// the last) when given, else none until the run has lasted 10 s, then one every ~10% of the
+// steps or 10 s and the last, so a short run leaves a quiet stderr. `banner` (may be empty) goes
+// out once, just before the first line that does. Not thread-safe.
+class ProgressLines {
+ public:
+  ProgressLines(int64_t log_every, int64_t steps, bool tty);
+  void set_banner(std::string banner) { banner_ = std::move(banner); }
+  // Step `step` of `steps`, `elapsed_s` seconds into the run: prints `line` or not.
+  void step(int64_t step, int64_t steps, double elapsed_s, const std::string& line);
+  // Ends a line left open on a terminal (before a stop or fault message).
+  void finish();
+
+ private:
+  int64_t log_every_, every_;
+  bool tty_, open_ = false;
+  std::string banner_;
+  double last_s_ = 0;
+};
+
+}  // namespace pw::tools
