@@ -6,6 +6,7 @@
 #include <string>
 
 #include "exec/optimizer.h"
+#include "exec/profile/in_context.h"
 #include "exec/runtime/run_pipeline.h"
 #include "models/error.h"
 #include "planner/near_ties.h"
@@ -45,9 +46,9 @@ TrialReport run_trials(const models::Model& model, const models::Profile& profil
   exec::PipelineRunOptions ro;
   ro.steps = kTrialSteps;
   ro.warmup_steps = kTrialWarmupSteps;
-  // What `run --plan` runs by default for the plan's optimizer (run knows adam and sgd).
-  ro.optimizer.kind = request.optimizer == "adam" || request.optimizer == "adam-mixed" ? exec::OptimizerKind::adam
-                                                                                        : exec::OptimizerKind::sgd;
+  // The plan's optimizer as the executor runs it (sgd without momentum, sgd-momentum 0.9, adam;
+  // models/optimizer_memory.h), at `run`'s default learning rate.
+  ro.optimizer = exec::optimizer_for_profile(request.optimizer);
   ro.optimizer.lr = exec::default_learning_rate(ro.optimizer.kind);
   ro.stop_requested = [] { return StopSignals::stop_requested(); };
   StopSignals signals;
