@@ -92,7 +92,8 @@ Profile analytic_profile(const Model& model, const DeviceSpec& device, int64_t m
 
 // analytic_profile at `micro_batch`, plus one point (models/profile_points.h; threads 1) per
 // other size in `sizes`, each costed at its own size, so that a planner using profile_at sees
-// the efficiency of each micro-batch size (with gemm_half_rows > 0) instead of linear scaling.
+// the efficiency of each micro-batch size (with gemm_half_rows > 0, or a device's GEMM curve)
+// instead of linear scaling.
 Profile analytic_profile_with_points(const Model& model, const DeviceSpec& device, int64_t micro_batch,
                                      const std::vector<int64_t>& sizes, const CostOptions& options = {});
 
