@@ -216,3 +216,28 @@ TEST_CASE("megatron: SC'21 Table 1, every row with the paper's layout, with the 
   // The rise with model size: our smallest row below our largest by at least half the paper's gap.
   CHECK(ours_last - ours_first >= 0.5 * (kSc21Table1[9].tflops - kSc21Table1[0].tflops));
 }
+
+TEST_CASE("megatron: efficiency 0 is the GEMM curve only where the device has one, at bf16") {
+  const GptShape g{4, 1024, 16, 512, 1000};
+  Layout lay;
+  lay.tp = 2;
+  lay.pp = 2;
+  lay.dp = 2;
+  Machine m = selene(8);
+  for (const char* dev : {"v100-32g", "a100-80g"})
+    for (bool bf16 : {true, false}) {
+      CAPTURE(dev);
+      CAPTURE(bf16);
+      m.device = pw::models::find_device(dev);
+      m.bf16 = bf16;
+      m.efficiency = 0;
+      const Evaluation curve = evaluate_layout(g, 8, m, lay);
+      m.efficiency = 0.5;
+      const Evaluation constant = evaluate_layout(g, 8, m, lay);
+      REQUIRE(curve.feasible);
+      if (std::string(dev) == "a100-80g" && bf16) CHECK(curve.iteration_s != constant.iteration_s);
+      else CHECK(curve.iteration_s == constant.iteration_s);
+    }
+  m.efficiency = 1.5;
+  CHECK(evaluate_layout(g, 8, m, lay).reason.find("efficiency") != std::string::npos);
+}
