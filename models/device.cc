@@ -45,6 +45,11 @@ const std::vector<DeviceSpec>& device_catalog() {
       // 132 streaming multiprocessors (NVIDIA H100 Tensor Core GPU Architecture whitepaper, SXM5).
       {"h100-80g", 67 * T, 989 * T, 3350 * G, 80 * GiB, "NVIDIA H100 datasheet (SXM5)", 792.1 / 989,
        "MAMF 792.1 TFLOP/s bf16, H100 SXM (Bekman, ml-engineering)", 132},
+      // NVIDIA H200 SXM datasheet: 67 TFLOP/s fp32, 989 bf16 dense, 4.8 TB/s HBM3e, 141 GB. The
+      // MAMF table has no H200 row; its GEMM ceiling is the table's GH200 measurement (821.0 of
+      // 989 TFLOP/s, CUDA 12.5): the same GH100 GPU with 132 multiprocessors and HBM3e.
+      {"h200-141g", 67 * T, 989 * T, 4800 * G, 141 * GiB, "NVIDIA H200 datasheet (SXM)", 821.0 / 989,
+       "MAMF 821.0 TFLOP/s bf16, GH200 (Bekman, ml-engineering), standing in for H200", 132},
       // A generic two-socket-server socket: 32 cores at 2.0 GHz with two AVX-512 FMA units
       // (32 fp32 FLOP/cycle/core) = 2.05 TFLOP/s fp32, AVX512-BF16 doubles it; 8 channels of
       // DDR4-3200 = 204.8 GB/s; 256 GiB. (Intel Xeon Gold 6338-class, Intel ARK.)

@@ -54,7 +54,7 @@ TEST_CASE("GEMM curve: measured ceiling, operand traffic and tile waves, by hand
 }
 
 TEST_CASE("GEMM curve: which catalog devices have one") {
-  for (const char* d : {"a100-40g", "a100-80g", "h100-80g"}) {
+  for (const char* d : {"a100-40g", "a100-80g", "h100-80g", "h200-141g"}) {
     CAPTURE(d);
     CHECK(find_device(d).gemm_ceiling > 0);
     CHECK(find_device(d).gemm_units > 0);
