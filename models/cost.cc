@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "models/defaults.h"
 #include "models/error.h"
+#include "models/gemm_efficiency.h"
 #include "models/optimizer_memory.h"
 
 namespace pw::models {
@@ -246,6 +248,56 @@ Work work_of(const LayerSpec& l, double B, int eb) {
   return w;
 }
 
+// The matrix products of a matmul-type layer (attrs already validated by work_of), forward,
+// input gradient (B) and weight gradient (W); empty for every other kind.
+struct LayerGemms {
+  std::vector<GemmShape> fwd, bin, bw;
+};
+
+void add_weight_gemm(LayerGemms& g, GemmShape f) {
+  g.fwd.push_back(f);
+  g.bin.push_back(input_gradient_gemm(f));
+  g.bw.push_back(weight_gradient_gemm(f));
+}
+
+LayerGemms layer_gemms(const LayerSpec& l, double B) {
+  LayerGemms g;
+  switch (l.kind) {
+    case LayerKind::linear: {
+      const double out = pos(l, "out");
+      add_weight_gemm(g, {B * double(l.output_elements()) / out, out, double(pos(l, "in"))});
+      break;
+    }
+    case LayerKind::lm_head:
+      add_weight_gemm(g, {B * pos(l, "seq"), double(pos(l, "vocab")), double(pos(l, "d_model"))});
+      break;
+    case LayerKind::attention:
+    case LayerKind::transformer_block: {
+      const double s = pos(l, "seq"), h = pos(l, "d_model"), a = pos(l, "heads"), d = h / a;
+      add_weight_gemm(g, {B * s, 3 * h, h});  // Q, K, V
+      add_weight_gemm(g, {B * s, h, h});      // output projection
+      if (l.kind == LayerKind::transformer_block) {
+        const double f = pos(l, "ffn");
+        add_weight_gemm(g, {B * s, f, h});
+        add_weight_gemm(g, {B * s, h, f});
+      }
+      g.fwd.push_back({s, s, d, B * a});      // Q K^T per head
+      g.fwd.push_back({s, d, s, B * a});      // P V
+      g.bin.push_back({s, d, s, 3 * B * a});  // dQ, dK, dV
+      g.bin.push_back({s, s, d, B * a});      // dP
+      break;
+    }
+    case LayerKind::conv2d: {  // implicit GEMM: rows = output pixels, one product per group
+      const double k = pos(l, "kernel"), groups = double(l.attr_or("groups", 1));
+      const double pixels = double(l.output_shape[1]) * double(l.output_shape[2]);
+      add_weight_gemm(g, {B * pixels, pos(l, "out_c") / groups, pos(l, "in_c") / groups * k * k, groups});
+      break;
+    }
+    default: break;
+  }
+  return g;
+}
+
 int64_t to_bytes(const LayerSpec& l, double bytes) {
   if (!(bytes < 9.0e18)) throw InputError(describe(l) + ": size too large (a count or byte size over 9e18)");
   return static_cast<int64_t>(std::llround(bytes));
@@ -320,13 +372,15 @@ Profile analytic_profile(const Model& model, const DeviceSpec& device, int64_t m
                          const CostOptions& options) {
   if (micro_batch < 1)
     throw InputError("micro-batch: expected an integer >= 1, got " + std::to_string(micro_batch));
-  if (!(options.efficiency > 0 && options.efficiency <= 1))
-    throw InputError("efficiency: expected a number in (0, 1], got " + std::to_string(options.efficiency));
+  if (!(options.efficiency >= 0 && options.efficiency <= 1))
+    throw InputError("efficiency: expected 0 (the device's GEMM curve) or a number in (0, 1], got " +
+                     std::to_string(options.efficiency));
   const OptimizerMemory& opt = find_optimizer(options.optimizer);
   const double peak = options.bf16 ? device.peak_bf16_flops : device.peak_fp32_flops;
   if (!(peak > 0) || !(device.memory_bandwidth_bytes_per_s > 0))
     throw InputError("device \"" + device.name + "\": needs positive peak FLOP/s and memory bandwidth");
-  const double flops_per_s = peak * options.efficiency;
+  const bool curve = options.efficiency == 0 && has_gemm_curve(device, options.bf16);
+  const double flops_per_s = peak * (options.efficiency > 0 ? options.efficiency : kDefaultEfficiency);
   const double bw = device.memory_bandwidth_bytes_per_s;
   const int eb = options.bf16 ? 2 : 4;
 
@@ -348,8 +402,16 @@ Profile analytic_profile(const Model& model, const DeviceSpec& device, int64_t m
     lp.workspace_bytes = c.workspace_bytes;
     lp.parameter_bytes = to_bytes(l, params * opt.weight_bytes);
     lp.optimizer_bytes = to_bytes(l, params * (opt.total() - 2 * opt.weight_bytes));
+    const LayerGemms gemms = curve ? layer_gemms(l, double(micro_batch)) : LayerGemms{};
     if (l.kind == LayerKind::input) {
       lp.is_data_loading = true;
+    } else if (!gemms.fwd.empty()) {
+      const double f = total_gemm_seconds(device, gemms.fwd, eb), bi = total_gemm_seconds(device, gemms.bin, eb);
+      const double bw_s = total_gemm_seconds(device, gemms.bw, eb);
+      lp.forward_ns = std::llround(std::max(f, c.forward_mem_bytes / bw) * 1e9);
+      const int64_t backward = std::llround(std::max(bi + bw_s, c.backward_mem_bytes / bw) * 1e9);
+      lp.backward_input_ns = std::llround(double(backward) * bi / (bi + bw_s));
+      lp.backward_weight_ns = backward - lp.backward_input_ns;
     } else {
       const double rate = flops_per_s * gemm_efficiency(c.forward_flops, params, options.gemm_half_rows);
       lp.forward_ns = roofline_ns(c.forward_flops, c.forward_mem_bytes, rate, bw);

@@ -17,7 +17,17 @@
 //
 // Times are rooflines: max(flops / (peak * efficiency), bytes / memory_bandwidth), rounded to
 // integer ns; the backward roofline is taken over B and W together and split between them in
-// proportion to their FLOPs. All functions are pure and thread-safe.
+// proportion to their FLOPs. With efficiency 0 (the default) on a device whose catalog entry
+// has a GEMM ceiling, at the bf16 rate, a matmul-type layer's arithmetic is instead the sum of
+// its own matrix products, each priced by its shape at this micro-batch
+// (models/gemm_efficiency.h): linear (rows, out, in); lm_head (B s, V, h); attention and
+// transformer_block their Q/K/V, projection and MLP products (B s rows) and, per head, the
+// score (s, s, h/a) and context (s, h/a, s) products; conv2d the implicit GEMM (B x output
+// pixels, out_c/g, in_c/g x k^2) per group g; every weight product also as its input- and
+// weight-gradient product, the attention backward products in B. The backward is split in
+// proportion to those times. Every other layer (memory bound), every device without a
+// ceiling (the CPU entries among them) and efficiency 0 at fp32 use the constant
+// kDefaultEfficiency (0.5). All functions are pure and thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -54,7 +64,8 @@ int64_t layer_parameter_count(const LayerSpec& layer);
 LayerCost layer_cost(const LayerSpec& layer, int64_t micro_batch, int element_bytes = 4);
 
 struct CostOptions {
-  double efficiency = 0.5;          // fraction of peak FLOP/s reached, in (0, 1]
+  double efficiency = 0;            // (0, 1]: fraction of peak FLOP/s for every layer (an
+                                    // override); 0: the device's GEMM curve (see above)
   bool bf16 = false;                // peak_bf16_flops and 2-byte activations
   std::string optimizer = "adam";   // models/optimizer_memory.h
   // GEMM-size efficiency: a layer with parameters runs at efficiency * r / (r + gemm_half_rows)
@@ -75,13 +86,14 @@ double default_gemm_half_rows(const DeviceSpec& device);
 // parameters * (total - 2 * weight_bytes), i.e. everything beyond the weights and one
 // same-size gradient buffer (see models/optimizer_memory.h), so 2 * parameter_bytes +
 // optimizer_bytes is the persistent memory of the parameters. Throws InputError for
-// micro_batch < 1, efficiency outside (0, 1], an unknown optimizer or an uncostable layer.
+// micro_batch < 1, efficiency outside [0, 1], an unknown optimizer or an uncostable layer.
 Profile analytic_profile(const Model& model, const DeviceSpec& device, int64_t micro_batch,
                          const CostOptions& options = {});
 
 // analytic_profile at `micro_batch`, plus one point (models/profile_points.h; threads 1) per
 // other size in `sizes`, each costed at its own size, so that a planner using profile_at sees
-// the efficiency of each micro-batch size (with gemm_half_rows > 0) instead of linear scaling.
+// the efficiency of each micro-batch size (with gemm_half_rows > 0, or a device's GEMM curve)
+// instead of linear scaling.
 Profile analytic_profile_with_points(const Model& model, const DeviceSpec& device, int64_t micro_batch,
                                      const std::vector<int64_t>& sizes, const CostOptions& options = {});
 

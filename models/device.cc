@@ -13,6 +13,9 @@ constexpr int64_t GiB = int64_t{1} << 30;
 }  // namespace
 
 const std::vector<DeviceSpec>& device_catalog() {
+  // GEMM ceilings (models/gemm_efficiency.h) are published measurements; the TPU, P100 and V100
+  // entries have none in the MAMF table or elsewhere we could cite, and the CPU entries are
+  // priced by their own GEMM-size model (models/cost.h): they keep gemm_ceiling 0.
   static const std::vector<DeviceSpec> catalog = {
       // Google Cloud TPU system architecture docs; Jouppi et al., "A Domain-Specific
       // Supercomputer for Training DNNs", CACM 2020: TPU v2 chip 46 TFLOP/s bf16, 16 GiB HBM
@@ -28,10 +31,25 @@ const std::vector<DeviceSpec>& device_catalog() {
       {"v100-32g", 15.7 * T, 125 * T, 900 * G, 32 * GiB, "NVIDIA V100 datasheet (SXM2)"},
       // NVIDIA A100 datasheet (SXM): 19.5 TFLOP/s fp32, 312 bf16 tensor, 1555 GB/s (40GB),
       // 2039 GB/s (80GB).
-      {"a100-40g", 19.5 * T, 312 * T, 1555 * G, 40 * GiB, "NVIDIA A100 datasheet (SXM4 40GB)"},
-      {"a100-80g", 19.5 * T, 312 * T, 2039 * G, 80 * GiB, "NVIDIA A100 datasheet (SXM4 80GB)"},
+      // GEMM ceiling: 267.9 of 312 TFLOP/s, the "Maximum Achievable Matmul FLOPS" of a bf16
+      // torch.matmul on an A100 SXM (best of a shape search, CUDA 12.1) in S. Bekman,
+      // "Machine Learning Engineering", compute/accelerator/README.md, MAMF comparison table
+      // (github.com/stas00/ml-engineering; benchmark: compute/accelerator/benchmarks/mamf-finder.py).
+      // 108 streaming multiprocessors (NVIDIA A100 Tensor Core GPU Architecture whitepaper).
+      {"a100-40g", 19.5 * T, 312 * T, 1555 * G, 40 * GiB, "NVIDIA A100 datasheet (SXM4 40GB)", 267.9 / 312,
+       "MAMF 267.9 TFLOP/s bf16, A100 SXM (Bekman, ml-engineering)", 108},
+      {"a100-80g", 19.5 * T, 312 * T, 2039 * G, 80 * GiB, "NVIDIA A100 datasheet (SXM4 80GB)", 267.9 / 312,
+       "MAMF 267.9 TFLOP/s bf16, A100 SXM (Bekman, ml-engineering)", 108},
       // NVIDIA H100 SXM5 datasheet: 67 TFLOP/s fp32, 989 bf16 dense, 3.35 TB/s HBM3, 80 GB.
-      {"h100-80g", 67 * T, 989 * T, 3350 * G, 80 * GiB, "NVIDIA H100 datasheet (SXM5)"},
+      // GEMM ceiling: 792.1 of 989 TFLOP/s, MAMF of an H100 SXM (CUDA 12.1), same table as A100;
+      // 132 streaming multiprocessors (NVIDIA H100 Tensor Core GPU Architecture whitepaper, SXM5).
+      {"h100-80g", 67 * T, 989 * T, 3350 * G, 80 * GiB, "NVIDIA H100 datasheet (SXM5)", 792.1 / 989,
+       "MAMF 792.1 TFLOP/s bf16, H100 SXM (Bekman, ml-engineering)", 132},
+      // NVIDIA H200 SXM datasheet: 67 TFLOP/s fp32, 989 bf16 dense, 4.8 TB/s HBM3e, 141 GB. The
+      // MAMF table has no H200 row; its GEMM ceiling is the table's GH200 measurement (821.0 of
+      // 989 TFLOP/s, CUDA 12.5): the same GH100 GPU with 132 multiprocessors and HBM3e.
+      {"h200-141g", 67 * T, 989 * T, 4800 * G, 141 * GiB, "NVIDIA H200 datasheet (SXM)", 821.0 / 989,
+       "MAMF 821.0 TFLOP/s bf16, GH200 (Bekman, ml-engineering), standing in for H200", 132},
       // A generic two-socket-server socket: 32 cores at 2.0 GHz with two AVX-512 FMA units
       // (32 fp32 FLOP/cycle/core) = 2.05 TFLOP/s fp32, AVX512-BF16 doubles it; 8 channels of
       // DDR4-3200 = 204.8 GB/s; 256 GiB. (Intel Xeon Gold 6338-class, Intel ARK.)
@@ -58,6 +76,9 @@ const std::vector<LinkSpec>& link_catalog() {
       {"nvlink4", 450 * G, 700, "NVIDIA H100 datasheet: 900 GB/s NVLink (bidirectional)"},
       // InfiniBand EDR 4x: 100 Gbit/s = 12.5 GB/s; ~1.5 us MPI latency (Mellanox ConnectX-5).
       {"ib-100g", 12.5 * G, 1500, "InfiniBand EDR 4x, Mellanox ConnectX-5 product brief"},
+      // InfiniBand HDR 4x: 200 Gbit/s = 25 GB/s (Mellanox ConnectX-6 product brief); one port per
+      // GPU on DGX A100 nodes such as Selene's.
+      {"ib-200g", 25 * G, 1500, "InfiniBand HDR 4x, Mellanox ConnectX-6 product brief"},
       // Ethernet line rates; latencies typical of TCP over a top-of-rack switch.
       {"eth-10g", 1.25 * G, 20000, "IEEE 802.3 10GBASE line rate"},
       {"eth-25g", 3.125 * G, 10000, "IEEE 802.3by 25GBASE line rate"},
@@ -97,6 +118,13 @@ DeviceSpec device_from_json(const Json& j, const std::string& path) {
   d.peak_bf16_flops = get_number_or(j, "peak_bf16_flops", path, d.peak_fp32_flops, 0.0);
   d.memory_bandwidth_bytes_per_s = get_number(j, "memory_bandwidth_bytes_per_s", path, 0.0);
   d.memory_bytes = get_limited(j, "memory_bytes", path, limits::kMemoryBytes);
+  for (const DeviceSpec& c : device_catalog())
+    if (c.name == d.name && c.peak_bf16_flops == d.peak_bf16_flops &&
+        c.memory_bandwidth_bytes_per_s == d.memory_bandwidth_bytes_per_s) {
+      d.gemm_ceiling = c.gemm_ceiling;
+      d.gemm_source = c.gemm_source;
+      d.gemm_units = c.gemm_units;
+    }
   return d;
 }
 

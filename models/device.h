@@ -21,6 +21,12 @@ struct DeviceSpec {
   double memory_bandwidth_bytes_per_s = 0;
   int64_t memory_bytes = 0;
   std::string source;                    // where the numbers come from
+  // Largest fraction of peak_bf16_flops a 16-bit matrix product was measured to reach on this
+  // device (models/gemm_efficiency.h); 0 = no published measurement: the cost model keeps its
+  // constant efficiency for this device.
+  double gemm_ceiling = 0;
+  std::string gemm_source;               // the measurement gemm_ceiling comes from
+  int gemm_units = 0;                    // streaming multiprocessors (tile waves); 0 = not modelled
 };
 
 struct LinkSpec {
@@ -38,7 +44,9 @@ const LinkSpec& find_link(std::string_view name);
 
 void to_json(Json& j, const DeviceSpec& d);
 // A catalog name or {"name", "peak_fp32_flops", ["peak_bf16_flops"], "memory_bandwidth_bytes_per_s",
-// "memory_bytes"}; rates >= 0 (0: unknown, for a profile's own device), memory >= 1 byte.
+// "memory_bytes"}; rates >= 0 (0: unknown, for a profile's own device), memory >= 1 byte. An
+// object that names a catalog device and repeats its peak and bandwidth keeps the catalog's
+// gemm_ceiling (a written-out cluster reads back with the same costs); any other has none.
 DeviceSpec device_from_json(const Json& j, const std::string& path);
 
 }  // namespace pw::models

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include "models/defaults.h"
+#include "models/gemm_efficiency.h"
 #include "planner/schedule_gen.h"
 #include "sim/engine.h"
 #include "sim/network.h"
@@ -26,6 +28,61 @@ double ring_allreduce_s(int n, double bytes, const models::LinkSpec& link) {
 // The link a group of `count` devices `stride` apart crosses (starting at a node boundary).
 const models::LinkSpec& link_of_group(const Machine& m, int64_t stride, int count) {
   return stride * count <= m.devices_per_node ? m.intra : m.inter;
+}
+
+// Per-device seconds of one transformer layer and of the logits for one micro-batch, split
+// into forward (F), input gradient (B) and weight gradient (W); compute only (the
+// tensor-parallel all-reduces are added by the caller).
+struct PassTimes {
+  double f = 0, b = 0, w = 0;
+};
+
+// The constant-efficiency model: every product at peak x efficiency, B and W each as much as F.
+PassTimes constant_layer(double flops_fwd, double rate) { return {flops_fwd / rate, flops_fwd / rate, flops_fwd / rate}; }
+
+// The device's GEMM curve (models/gemm_efficiency.h) on Megatron's products, plus the
+// memory-bound kernels at memory bandwidth (bf16, 2 bytes an element). Products per device
+// with b s tokens, t-way tensor parallelism, head dimension d = h/a and a/t local heads:
+//   QKV (bs, 3h/t, h), projection (bs, h, h/t), MLP (bs, 4h/t, h) and (bs, h, 4h/t); each
+//   also as its input gradient (B) and weight gradient (W);
+//   attention scores (s, s, d) and context (s, d, s), b a/t of each; backward (all B):
+//   dQ, dK, dV as (s, d, s) and dP as (s, s, d).
+// Memory-bound kernels of Megatron-LM (fused where SC'21's code fuses them), bytes per element
+// read + written: forward, two layer norms (2 + 2 each) and two bias-dropout-adds (2 inputs, an
+// output and a 1-byte mask: 7 each) over the s b h activations (divided by t with sequence
+// parallelism), bias-GeLU (2 + 2) over the s b 4h/t MLP activations, scale-mask-softmax
+// (2 + 2) and attention dropout (2 + 2 + 1) over the b a/t s^2 scores; backward, layer norms
+// 6 each (gradient and input read, gradient written), dropout-adds 5 each plus the residual
+// gradient sum 6 each, bias-GeLU 6, softmax 6 and dropout 5. W adds Megatron's fp32 gradient
+// accumulation: each micro-batch's bf16 weight gradient is added into an fp32 buffer (2 + 4
+// read, 4 written per parameter of the device).
+PassTimes curve_layer(const models::DeviceSpec& dev, double b, double s, double h, double a, double t, bool sp) {
+  const double tokens = b * s, d = h / a, heads = b * a / t;
+  const std::vector<models::GemmShape> weights{
+      {tokens, 3 * h / t, h}, {tokens, h, h / t}, {tokens, 4 * h / t, h}, {tokens, h, 4 * h / t}};
+  std::vector<models::GemmShape> fwd = weights, bin, bw;
+  fwd.push_back({s, s, d, heads});
+  fwd.push_back({s, d, s, heads});
+  for (const models::GemmShape& g : weights) {
+    bin.push_back(models::input_gradient_gemm(g));
+    bw.push_back(models::weight_gradient_gemm(g));
+  }
+  bin.push_back({s, d, s, 3 * heads});  // dQ, dK, dV
+  bin.push_back({s, s, d, heads});      // dP
+  const double sbh = tokens * h / (sp ? t : 1), mlp = tokens * 4 * h / t, scores = heads * s * s;
+  const double bw_bytes = dev.memory_bandwidth_bytes_per_s;
+  const double ew_fwd = (2 * 4 + 2 * 7) * sbh + 4 * mlp + (4 + 5) * scores;
+  const double ew_bwd = (2 * 6 + 2 * 5 + 2 * 6) * sbh + 6 * mlp + (6 + 5) * scores;
+  const double grad_acc = 10 * (12 * h * h + 13 * h) / t;
+  return {models::total_gemm_seconds(dev, fwd) + ew_fwd / bw_bytes, models::total_gemm_seconds(dev, bin) + ew_bwd / bw_bytes,
+          models::total_gemm_seconds(dev, bw) + grad_acc / bw_bytes};
+}
+
+// The logits (b s, V/t, h) and their gradients; W with the fp32 accumulation of V h / t.
+PassTimes curve_logits(const models::DeviceSpec& dev, double b, double s, double h, double V, double t) {
+  const models::GemmShape f{b * s, V / t, h};
+  return {models::gemm_seconds(dev, f), models::gemm_seconds(dev, models::input_gradient_gemm(f)),
+          models::gemm_seconds(dev, models::weight_gradient_gemm(f)) + 10 * V * h / t / dev.memory_bandwidth_bytes_per_s};
 }
 
 }  // namespace
@@ -57,15 +114,19 @@ Evaluation evaluate_layout(const GptShape& g, int64_t batch, const Machine& m, c
   if (batch % (static_cast<int64_t>(d) * b) != 0) return fail("d x b does not divide the batch");
   const int64_t mb = batch / (d * b);  // micro-batches per pipeline
   if (v > 1 && (p < 2 || mb % p != 0)) return fail("interleaving needs p > 1 and micro-batches % p == 0");
+  if (!(m.efficiency >= 0 && m.efficiency <= 1)) return fail("efficiency must be 0 (the device's GEMM curve) or in (0, 1]");
 
   const double s = g.seq, h = g.hidden, a = g.heads, V = g.vocab;
-  const double rate = (m.bf16 ? m.device.peak_bf16_flops : m.device.peak_fp32_flops) * m.efficiency;
+  const bool curve = m.efficiency == 0 && models::has_gemm_curve(m.device, m.bf16);
+  const double eff = m.efficiency > 0 ? m.efficiency : models::kDefaultEfficiency;
+  const double rate = (m.bf16 ? m.device.peak_bf16_flops : m.device.peak_fp32_flops) * eff;
   const int S = p * v;                        // virtual stages
   const int64_t per_stage = g.layers / S;     // layers per virtual stage
-  const double layer_f = 24 * b * s * h * h * (1 + s / (6 * h)) / t / rate;
+  const PassTimes layer = curve ? curve_layer(m.device, b, s, h, a, t, lay.sequence_parallel)
+                                : constant_layer(24 * b * s * h * h * (1 + s / (6 * h)) / t, rate);
   const double tp_bytes = b * s * h * 2;
   const double tp_ar = ring_allreduce_s(t, tp_bytes, m.intra);
-  const double logits_f = 2 * b * s * h * V / t / rate;
+  const PassTimes logits = curve ? curve_logits(m.device, b, s, h, V, t) : constant_layer(2 * b * s * h * V / t, rate);
   // Activations per layer and micro-batch (bytes), and what full recomputation keeps.
   const double act_layer = lay.sequence_parallel ? s * b * h * (34.0 / t + 5 * a * s / (h * t))
                                                  : s * b * h * (10 + 24.0 / t + 5 * a * s / (h * t));
@@ -79,14 +140,14 @@ Evaluation evaluate_layout(const GptShape& g, int64_t batch, const Machine& m, c
   const models::LinkSpec& dp_link = link_of_group(m, t, d);
   for (int st = 0; st < S; ++st) {
     const bool first = st == 0, last = st == S - 1;
-    double f = per_stage * (layer_f + 2 * tp_ar), bi = per_stage * (layer_f + 2 * tp_ar), w = per_stage * layer_f;
+    double f = per_stage * (layer.f + 2 * tp_ar), bi = per_stage * (layer.b + 2 * tp_ar), w = per_stage * layer.w;
     double params = per_stage * layer_params;
     if (first) params += (V * h) / t + s * h;
     if (last) {
       params += (V * h) / t;  // tied output embedding (a copy on the last stage)
-      f += logits_f;
-      bi += logits_f;
-      w += logits_f;
+      f += logits.f;
+      bi += logits.b;
+      w += logits.w;
     }
     c.forward_ns.push_back(to_ns(f));
     c.backward_input_ns.push_back(to_ns(bi));
@@ -150,9 +211,9 @@ Evaluation evaluate_layout(const GptShape& g, int64_t batch, const Machine& m, c
   // Time split on device 0 (it spans the whole iteration in 1F1B): its ops' parts, the rest
   // of the iteration is bubble (idle, including exposed pipeline transfers).
   const double per_mb_layers = static_cast<double>(per_stage) * v * mb;
-  e.split.compute = per_mb_layers * layer_f * (lay.recompute ? 4 : 3);
+  e.split.compute = per_mb_layers * (layer.f * (lay.recompute ? 2 : 1) + layer.b + layer.w);
   e.split.tp = per_mb_layers * tp_ar * (lay.recompute ? 6 : 4);
-  if (p == 1) e.split.compute += mb * logits_f * 3;
+  if (p == 1) e.split.compute += mb * (logits.f + logits.b + logits.w);
   double dp = 0;
   for (int st = 0; st < S; st += p) dp += c.allreduce_ns[st] * 1e-9;
   e.split.dp = dp;

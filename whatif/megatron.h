@@ -10,8 +10,13 @@
 //     F = 96 B s l h^2 (1 + s/(6h) + V/(16 l h)),                   (SC'21 eq. 3, exact)
 //   and without recomputation 72 B s l h^2 (1 + s/(6h) + V/(12 l h)) (one forward less).
 //
-// Per device, per micro-batch of b samples (times = FLOPs / (peak x efficiency), bf16 or fp32
-// peak of the device):
+// Per device, per micro-batch of b samples. Times with a constant efficiency (Machine::efficiency
+// in (0, 1]): FLOPs / (peak x efficiency), bf16 or fp32 peak of the device; with efficiency 0
+// and a device whose catalog entry has a GEMM ceiling (bf16 only), each product of the layer
+// is priced by its own shape (models/gemm_efficiency.h) and the memory-bound kernels (layer
+// norms, bias-dropout-adds, bias-GeLU, softmax, attention dropout, fp32 gradient accumulation)
+// at memory bandwidth (the byte counts are in whatif/megatron.cc); without a ceiling, 0 means
+// the default constant 0.5. Constant-efficiency FLOPs:
 //   a transformer layer: forward 24 b s h^2 (1 + s/(6h)) / t FLOPs, input gradient and weight
 //   gradient as much again each; with recompute the engine adds one more forward. Tensor
 //   parallelism adds two all-reduces of b s h x 2 bytes to the forward (and to the re-forward)
@@ -60,7 +65,8 @@ struct Machine {
   models::LinkSpec inter;       // joins nodes (per device: each device has its own port)
   int devices_per_node = 8;
   int devices = 8;
-  double efficiency = 0.5;      // fraction of the peak the matrix products reach
+  double efficiency = 0;        // (0, 1]: a constant fraction of peak for every product;
+                                // 0: the device's GEMM curve (see above)
   bool bf16 = true;
 };
 

@@ -180,7 +180,7 @@ TEST_CASE("bad cost inputs are rejected") {
   Model m = default_model();
   const DeviceSpec& d = find_device("a100-80g");
   CHECK_THROWS_WITH_AS(analytic_profile(m, d, 0), "micro-batch: expected an integer >= 1, got 0", InputError);
-  CHECK_THROWS_WITH_AS(analytic_profile(m, d, 1, {0.0, false, "adam"}), doctest::Contains("efficiency"), InputError);
+  CHECK_THROWS_WITH_AS(analytic_profile(m, d, 1, {-0.1, false, "adam"}), doctest::Contains("efficiency"), InputError);
   CHECK_THROWS_WITH_AS(analytic_profile(m, d, 1, {1.5, false, "adam"}), doctest::Contains("efficiency"), InputError);
   CHECK_THROWS_WITH_AS(analytic_profile(m, d, 1, {0.5, false, "adagrad"}), doctest::Contains("unknown optimizer"),
                        InputError);

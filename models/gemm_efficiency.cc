@@ -1,0 +1,53 @@
+#include "models/gemm_efficiency.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "models/error.h"
+
+namespace pw::models {
+
+bool has_gemm_curve(const DeviceSpec& device, bool bf16) {
+  return bf16 && device.gemm_ceiling > 0 && device.peak_bf16_flops > 0 && device.memory_bandwidth_bytes_per_s > 0;
+}
+
+double gemm_flops(const GemmShape& g) { return 2.0 * g.m * g.n * g.k * g.count; }
+
+double wave_utilization(const DeviceSpec& device, const GemmShape& g) {
+  if (device.gemm_units < 1) return 1.0;
+  auto tiles = [&](double tm, double tn) { return std::ceil(g.m / tm) * std::ceil(g.n / tn) * g.count; };
+  auto utilization = [&](double tm, double tn) {
+    const double n = tiles(tm, tn), units = device.gemm_units;
+    return (g.m * g.n * g.count) / (std::ceil(n / units) * units * tm * tn);
+  };
+  return std::max(utilization(kTileLong, kTileShort), utilization(kTileShort, kTileLong));
+}
+
+double gemm_seconds(const DeviceSpec& device, const GemmShape& g, int element_bytes) {
+  PW_CHECK(has_gemm_curve(device, true), "gemm_seconds needs a device with a GEMM ceiling");
+  PW_CHECK(g.m > 0 && g.n > 0 && g.k > 0 && g.count > 0, "GEMM dimensions must be positive");
+  const double compute = gemm_flops(g) / (device.peak_bf16_flops * device.gemm_ceiling * wave_utilization(device, g));
+  const double traffic = element_bytes * (g.m * g.k + g.k * g.n + g.m * g.n) * g.count;
+  return compute + traffic / device.memory_bandwidth_bytes_per_s;
+}
+
+double gemm_shape_efficiency(const DeviceSpec& device, const GemmShape& g, int element_bytes) {
+  return gemm_flops(g) / (gemm_seconds(device, g, element_bytes) * device.peak_bf16_flops);
+}
+
+GemmShape input_gradient_gemm(const GemmShape& f) { return {f.m, f.k, f.n, f.count}; }
+GemmShape weight_gradient_gemm(const GemmShape& f) { return {f.k, f.n, f.m, f.count}; }
+
+double total_gemm_seconds(const DeviceSpec& device, const std::vector<GemmShape>& gemms, int element_bytes) {
+  double t = 0;
+  for (const GemmShape& g : gemms) t += gemm_seconds(device, g, element_bytes);
+  return t;
+}
+
+double total_gemm_flops(const std::vector<GemmShape>& gemms) {
+  double f = 0;
+  for (const GemmShape& g : gemms) f += gemm_flops(g);
+  return f;
+}
+
+}  // namespace pw::models
