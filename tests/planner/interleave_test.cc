@@ -82,8 +82,15 @@ TEST_CASE("interleave plan: p x v virtual stages, stage k on the base plan's dev
 
 TEST_CASE("interleave plan: what it refuses, and why") {
   const models::Profile prof = profile_of({1, 1, 1, 1, 1, 1});
+  // The counts suggested are multiples of the devices that divide the batch (40: 4 and 8, not 6).
+  Plan five = base_plan(2, 5);
+  five.batch = 40;
+  CHECK_THROWS_WITH_AS(interleave_plan(five, prof, 2),
+                       "interleaved-1f1b: 5 micro-batches are not a multiple of the 2 devices; try --micro-batches 4 or 8",
+                       InputError);
   CHECK_THROWS_WITH_AS(interleave_plan(base_plan(2, 5), prof, 2),
-                       "interleaved-1f1b: 5 micro-batches are not a multiple of the 2 devices; try --micro-batches 4 or 6",
+                       "interleaved-1f1b: 5 micro-batches are not a multiple of the 2 devices; no count that is a "
+                       "multiple of 2 divides the batch of 5; try another --batch",
                        InputError);
   CHECK_THROWS_AS(interleave_plan(base_plan(2, 4), prof, 1), InputError);
   CHECK_THROWS_AS(interleave_plan(base_plan(1, 4), prof, 2), InputError);
