@@ -13,7 +13,6 @@ struct BareConv::Impl {
   dnnl::convolution_forward fwd;
   dnnl::convolution_backward_data bwd_data;
   dnnl::convolution_backward_weights bwd_weights;
-  memory m(const memory::desc& d, const float* p) { return memory(d, cpu_engine(), const_cast<float*>(p)); }
 };
 
 BareConv::BareConv(int64_t batch, int64_t in_c, int64_t out_c, int64_t k, int64_t stride, int64_t pad, int64_t h,
@@ -45,28 +44,25 @@ BareConv::~BareConv() = default;
 
 void BareConv::forward(const float* x, const float* weight, const float* bias, float* y) {
   Impl& p = *impl_;
-  p.fwd.execute(cpu_stream(), {{DNNL_ARG_SRC, p.m(p.src, x)},
-                               {DNNL_ARG_WEIGHTS, p.m(p.wei, weight)},
-                               {DNNL_ARG_BIAS, p.m(p.bias, bias)},
-                               {DNNL_ARG_DST, p.m(p.dst, y)}});
-  cpu_stream().wait();
+  run_primitive(p.fwd, {{DNNL_ARG_SRC, cpu_memory(p.src, x)},
+                        {DNNL_ARG_WEIGHTS, cpu_memory(p.wei, weight)},
+                        {DNNL_ARG_BIAS, cpu_memory(p.bias, bias)},
+                        {DNNL_ARG_DST, cpu_memory(p.dst, y)}});
 }
 
 void BareConv::backward_data(const float* dy, const float* weight, float* dx) {
   Impl& p = *impl_;
-  p.bwd_data.execute(cpu_stream(), {{DNNL_ARG_DIFF_DST, p.m(p.dst, dy)},
-                                    {DNNL_ARG_WEIGHTS, p.m(p.wei, weight)},
-                                    {DNNL_ARG_DIFF_SRC, p.m(p.src, dx)}});
-  cpu_stream().wait();
+  run_primitive(p.bwd_data, {{DNNL_ARG_DIFF_DST, cpu_memory(p.dst, dy)},
+                             {DNNL_ARG_WEIGHTS, cpu_memory(p.wei, weight)},
+                             {DNNL_ARG_DIFF_SRC, cpu_memory(p.src, dx)}});
 }
 
 void BareConv::backward_weights(const float* x, const float* dy, float* dweight, float* dbias) {
   Impl& p = *impl_;
-  p.bwd_weights.execute(cpu_stream(), {{DNNL_ARG_SRC, p.m(p.src, x)},
-                                       {DNNL_ARG_DIFF_DST, p.m(p.dst, dy)},
-                                       {DNNL_ARG_DIFF_WEIGHTS, p.m(p.wei, dweight)},
-                                       {DNNL_ARG_DIFF_BIAS, p.m(p.bias, dbias)}});
-  cpu_stream().wait();
+  run_primitive(p.bwd_weights, {{DNNL_ARG_SRC, cpu_memory(p.src, x)},
+                                {DNNL_ARG_DIFF_DST, cpu_memory(p.dst, dy)},
+                                {DNNL_ARG_DIFF_WEIGHTS, cpu_memory(p.wei, dweight)},
+                                {DNNL_ARG_DIFF_BIAS, cpu_memory(p.bias, dbias)}});
 }
 
 }  // namespace pw::exec

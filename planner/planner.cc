@@ -101,12 +101,10 @@ SyncBest best_sync(const SyncModel& model, const models::Profile& p, const PlanR
 }
 
 std::vector<int> parse_micro_batches(const std::string& s, int64_t batch) {
-  std::vector<int> ms;
-  if (s == "auto") {
-    for (int64_t d = 1; d <= batch && d <= 1 << 20; ++d)
-      if (batch % d == 0) ms.push_back(static_cast<int>(d));
-    return ms;
-  }
+  std::vector<int> divisors;
+  for (int64_t d = 1; d <= batch && d <= 1 << 20; ++d)
+    if (batch % d == 0) divisors.push_back(static_cast<int>(d));
+  if (s == "auto") return divisors;
   char* end = nullptr;
   long v = std::strtol(s.c_str(), &end, 10);
   if (s.empty() || *end != '\0' || v < 1)
@@ -115,14 +113,12 @@ std::vector<int> parse_micro_batches(const std::string& s, int64_t batch) {
     throw InputError("--micro-batches: " + s + " micro-batches need a batch of at least " + s +
                      " samples (batch is " + std::to_string(batch) + ")");
   if (batch % v != 0) {
-    std::string divisors;
-    for (int64_t d = 1, shown = 0; d <= batch && d <= 1 << 20 && shown < 16; ++d)
-      if (batch % d == 0) divisors += (shown++ ? ", " : "") + std::to_string(d);
+    std::string shown;
+    for (size_t i = 0; i < divisors.size() && i < 16; ++i) shown += (i ? ", " : "") + std::to_string(divisors[i]);
     throw InputError("--micro-batches: " + s + " does not divide the batch of " + std::to_string(batch) +
-                     " samples (counts that do: " + divisors + ")");
+                     " samples (counts that do: " + shown + ")");
   }
-  ms.push_back(static_cast<int>(v));
-  return ms;
+  return {static_cast<int>(v)};
 }
 
 // The inputs' content hashes are not set here: the tool records them where it embeds the

@@ -48,7 +48,6 @@ struct PlanArgs {
   std::string output;
   std::string format;  // --format megatron|deepspeed|torch (planner/plan_formats.h)
   bool measure = false;  // measure --model on this machine and plan for this machine
-  int chunks = 0;        // --chunks: interleaved-1f1b's virtual stages per device (0 = default 2)
   int trials = 3;        // --measure: rounds of trial runs of the near ties (tools/plan_trials.h)
   double trial_band = pw::tools::kTrialBand;  // --trial-band
   double trial_seconds = pw::tools::kTrialSeconds;  // --trial-seconds
@@ -251,7 +250,7 @@ void record_inputs(pw::planner::Plan& plan, const PlanArgs& a, const pw::models:
                          {"objective", a.req.objective}, {"recompute", a.req.recompute},
                          {"partitioner", a.req.partitioner}, {"memory_limit_bytes", a.req.memory_limit_bytes},
                          {"measured_here", a.measure}};
-  if (a.req.schedule == "interleaved-1f1b") plan.inputs.options["chunks"] = a.req.chunks != 0 ? a.req.chunks : 2;
+  if (a.req.schedule == "interleaved-1f1b") plan.inputs.options["chunks"] = plan.chunks;
   if (!records.trials.is_null()) plan.inputs.options["trials"] = records.trials;
   if (!records.candidates.is_null()) plan.inputs.options["candidates"] = records.candidates;
 }
@@ -261,7 +260,6 @@ void run(PlanArgs a, const CLI::App& sub) {
   const pw::planner::PlanFormat format =
       a.format.empty() ? pw::planner::PlanFormat::torch : pw::planner::parse_plan_format(a.format, "--format");
   const auto [profile, cluster] = load_inputs(a, sub);
-  a.req.chunks = a.chunks;
   TrialRecords records;
   pw::sim::PlanningOptions options;
 #ifdef PW_HAVE_EXEC
@@ -296,7 +294,7 @@ pw::tools::CommandRegistrar reg("plan", [](CLI::App& app) {
   sub->add_option("--micro-batches", a->req.micro_batches, "auto or a count")->capture_default_str();
   sub->add_option("--schedule", a->req.schedule, "auto | gpipe | 1f1b | zb-h1 | zb-h2 | interleaved-1f1b | pipedream-async")
       ->capture_default_str();
-  sub->add_option("--chunks", a->chunks, "interleaved-1f1b: virtual stages per device (default 2)");
+  sub->add_option("--chunks", a->req.chunks, "interleaved-1f1b: virtual stages per device (default 2)");
   sub->add_option("--objective", a->req.objective, "sync | async | pipedream (PipeDream's exact cost model)")
       ->capture_default_str();
   sub->add_option("--partitioner", a->req.partitioner, "dp | gpipe-greedy | even")->capture_default_str();
