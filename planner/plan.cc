@@ -37,7 +37,11 @@ void check_plan_batch(const Plan& p) {
 
 void check_stage_devices(const Plan& p) {
   if (p.chunks > 1) {
-    // Interleaved: virtual stage k runs on pipeline device k mod (stages / chunks).
+    // Interleaved: virtual stage k runs on pipeline device k mod (stages / chunks), so the
+    // stages must split into `chunks` whole rounds of the pipeline.
+    if (p.num_stages() % p.chunks != 0)
+      throw InputError("/chunks: " + std::to_string(p.chunks) + " chunks per device do not divide the plan's " +
+                       std::to_string(p.num_stages()) + " stages");
     const int pipeline = p.num_stages() / p.chunks;
     for (int k = pipeline; k < p.num_stages(); ++k)
       if (p.stages[k].devices != p.stages[k % pipeline].devices)

@@ -104,8 +104,8 @@ struct Plan {
 // (`simulate`, `schedule export/import`, `run`, `whatif`) accepts and refuses the same ones:
 // check_plan_batch: batch == micro_batch_size x num_micro_batches under remainder_rule "none";
 // (m - 1) x size < batch < m x size under "last-smaller"; no other rule.
-// check_stage_devices: with chunks = 1 no device runs two stages; with chunks v > 1 virtual
-// stage k runs on the devices of stage k mod (stages / v).
+// check_stage_devices: with chunks = 1 no device runs two stages; with chunks v > 1 the stages
+// are a multiple of v and virtual stage k runs on the devices of stage k mod (stages / v).
 // InputError naming the JSON path.
 void check_plan_batch(const Plan& p);
 void check_stage_devices(const Plan& p);

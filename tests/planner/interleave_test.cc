@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include "models/error.h"
+#include "planner/plan.h"
 
 namespace pw::planner {
 namespace {
@@ -98,6 +99,23 @@ TEST_CASE("interleave plan: what it refuses, and why") {
   Plan rep = base_plan(2, 4);
   rep.stages[0].devices = {1, 2};
   CHECK_THROWS_AS(interleave_plan(rep, prof, 2), InputError);
+}
+
+TEST_CASE("plan reader: an interleaved plan whose chunks do not divide its stages is refused") {
+  // Found by fuzzing: chunks larger than the stages made the device check divide by zero.
+  const models::Profile prof = profile_of({2, 2, 2, 2, 2, 2, 2, 2});
+  Plan il = interleave_plan(base_plan(2, 4), prof, 2);
+  il.num_devices_used = 2;
+  Json j;
+  to_json(j, il);
+  CHECK(plan_from_json(j).chunks == 2);
+  for (int chunks : {3, 5, 1024}) {
+    j["chunks"] = chunks;
+    CHECK_THROWS_WITH_AS(plan_from_json(j),
+                         ("/chunks: " + std::to_string(chunks) + " chunks per device do not divide the plan's 4 stages")
+                             .c_str(),
+                         InputError);
+  }
 }
 
 }  // namespace
