@@ -208,17 +208,19 @@ Evaluation evaluate_layout(const GptShape& g, int64_t batch, const Machine& m, c
   e.mfu = megatron_flops(g, batch, false) / e.iteration_s / N / peak;
   for (const auto& dr : r.devices) e.peak_memory_bytes = std::max(e.peak_memory_bytes, dr.peak_memory_bytes);
   for (int64_t wo : c.weights_optimizer_bytes) e.weights_optimizer_bytes = std::max(e.weights_optimizer_bytes, wo);
-  // Time split on device 0 (it spans the whole iteration in 1F1B): its ops' parts, the rest
-  // of the iteration is bubble (idle, including exposed pipeline transfers).
+  // Time split on device 0 (the pipeline's first device): the TP and DP all-reduces and the
+  // pipeline transfers from the layout's formulas; bubble is the simulated iteration less the
+  // device's simulated busy time (never negative); compute is the rest of its busy time
+  // (forward, backward, re-forward and the optimizer step), so the parts add up to the iteration.
   const double per_mb_layers = static_cast<double>(per_stage) * v * mb;
-  e.split.compute = per_mb_layers * (layer.f * (lay.recompute ? 2 : 1) + layer.b + layer.w);
   e.split.tp = per_mb_layers * tp_ar * (lay.recompute ? 6 : 4);
-  if (p == 1) e.split.compute += mb * (logits.f + logits.b + logits.w);
   double dp = 0;
   for (int st = 0; st < S; st += p) dp += c.allreduce_ns[st] * 1e-9;
   e.split.dp = dp;
   e.split.pp = p > 1 ? 2.0 * v * mb * net.cost(0, 1, c.activation_bytes[0]).total() * 1e-9 : 0;
-  e.split.bubble = e.iteration_s - e.split.compute - e.split.tp - e.split.dp - c.step_ns[0] * 1e-9;
+  const int64_t busy0 = r.devices.empty() ? 0 : r.devices[0].busy_ns;
+  e.split.bubble = static_cast<double>(r.iteration_ns - busy0) * 1e-9;
+  e.split.compute = static_cast<double>(busy0) * 1e-9 - e.split.tp - e.split.dp;
   if (e.peak_memory_bytes > m.device.memory_bytes) {
     e.reason = "needs " + std::to_string(e.peak_memory_bytes) + " bytes per device, the device has " +
                std::to_string(m.device.memory_bytes);

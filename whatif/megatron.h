@@ -80,7 +80,9 @@ struct Layout {
   std::string schedule() const { return chunks > 1 ? "interleaved-1f1b" : "1f1b"; }
 };
 
-struct TimeSplit {              // seconds per iteration, on the pipeline's first device
+// Seconds per iteration on the pipeline's first device: compute + bubble + tp + dp is the
+// iteration; pp (pipeline transfers, overlapped with compute) is shown for scale.
+struct TimeSplit {
   double compute = 0, bubble = 0, tp = 0, pp = 0, dp = 0;
 };
 
