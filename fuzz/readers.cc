@@ -10,6 +10,8 @@
 #include "models/pipedream_import.h"
 #include "models/profile.h"
 #include "planner/plan.h"
+#include "planner/schedule_csv.h"
+#include "planner/schedule_validate.h"
 #include "sim/trace_io.h"
 #include "whatif/sweep.h"
 
@@ -60,8 +62,8 @@ void read_json_kind(std::string_view reader, std::string_view bytes, bool round_
 }  // namespace
 
 const std::vector<std::string_view>& reader_names() {
-  static const std::vector<std::string_view> names = {"model", "profile", "cluster", "plan",
-                                                      "sweep", "trace",   "pipedream"};
+  static const std::vector<std::string_view> names = {"model", "profile", "cluster",   "plan",
+                                                      "sweep", "trace",   "pipedream", "schedule"};
   return names;
 }
 
@@ -70,6 +72,18 @@ bool read_as(std::string_view reader, std::string_view bytes) {
     if (reader == "pipedream") {
       models::PipeDreamGraph g = models::parse_pipedream_graph(bytes, "graph.txt");
       use("profile", Json(g.profile), true);  // `import -o` writes a profile
+    } else if (reader == "schedule") {
+      // `schedule import`: parse, validate, and (`schedule export`) write back what it read,
+      // which must read back to the same schedule.
+      const planner::Schedule s = planner::schedule_from_csv(bytes, "fuzz.csv");
+      planner::validate_schedule(s);
+      const std::string csv = planner::schedule_to_csv(s);
+      try {
+        if (planner::schedule_from_csv(csv, "again.csv", s.kind).device_ops.size() != s.device_ops.size())
+          throw InternalError("schedule: the written CSV reads back with another device count");
+      } catch (const InputError& e) {
+        throw InternalError(std::string("schedule: the tool rejects its own output: ") + e.what());
+      }
     } else {
       read_json_kind(reader, bytes, true);
     }
