@@ -56,6 +56,9 @@ struct Op {
   bool operator==(const Op&) const = default;
 };
 
+// A compute op (F, B, W, BW) of `stage` on micro-batch `mb`.
+inline Op compute_op(OpKind kind, int stage, int mb) { return Op{kind, stage, mb, -1, 0}; }
+
 struct Schedule {
   ScheduleKind kind = ScheduleKind::gpipe;
   int num_devices = 1;

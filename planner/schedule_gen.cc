@@ -9,15 +9,14 @@ namespace pw::planner {
 
 namespace {
 
-Op compute(OpKind kind, int stage, int mb) { return Op{kind, stage, mb, -1, 0}; }
 Op step_op() { return Op{OpKind::step, -1, -1, -1, 0}; }
 
 // gpipe: all forwards, then fused backwards in reverse micro-batch order.
 std::vector<Op> gpipe_ops(int s, int m) {
   std::vector<Op> ops;
   ops.reserve(2 * static_cast<size_t>(m) + 1);
-  for (int j = 0; j < m; ++j) ops.push_back(compute(OpKind::F, s, j));
-  for (int j = m - 1; j >= 0; --j) ops.push_back(compute(OpKind::BW, s, j));
+  for (int j = 0; j < m; ++j) ops.push_back(compute_op(OpKind::F, s, j));
+  for (int j = m - 1; j >= 0; --j) ops.push_back(compute_op(OpKind::BW, s, j));
   return ops;
 }
 
@@ -25,12 +24,12 @@ std::vector<Op> one_f_one_b_ops(int s, int p, int m) {
   const int w = std::min(p - s - 1, m);
   std::vector<Op> ops;
   ops.reserve(2 * static_cast<size_t>(m) + 1);
-  for (int j = 0; j < w; ++j) ops.push_back(compute(OpKind::F, s, j));
+  for (int j = 0; j < w; ++j) ops.push_back(compute_op(OpKind::F, s, j));
   for (int i = 0; i < m - w; ++i) {
-    ops.push_back(compute(OpKind::F, s, w + i));
-    ops.push_back(compute(OpKind::BW, s, i));
+    ops.push_back(compute_op(OpKind::F, s, w + i));
+    ops.push_back(compute_op(OpKind::BW, s, i));
   }
-  for (int i = m - w; i < m; ++i) ops.push_back(compute(OpKind::BW, s, i));
+  for (int i = m - w; i < m; ++i) ops.push_back(compute_op(OpKind::BW, s, i));
   return ops;
 }
 
@@ -40,8 +39,8 @@ std::vector<Op> interleaved_ops(int d, int p, int m, int v) {
   const int pv = p * v;
   const int warmup = std::min(2 * (p - d - 1) + (v - 1) * p, total);
   auto micro_batch = [&](int k) { return (k / pv) * p + k % p; };
-  auto fwd = [&](int k) { return compute(OpKind::F, ((k % pv) / p) * p + d, micro_batch(k)); };
-  auto bwd = [&](int k) { return compute(OpKind::BW, (v - 1 - (k % pv) / p) * p + d, micro_batch(k)); };
+  auto fwd = [&](int k) { return compute_op(OpKind::F, ((k % pv) / p) * p + d, micro_batch(k)); };
+  auto bwd = [&](int k) { return compute_op(OpKind::BW, (v - 1 - (k % pv) / p) * p + d, micro_batch(k)); };
   std::vector<Op> ops;
   ops.reserve(2 * static_cast<size_t>(total) + 1);
   for (int k = 0; k < warmup; ++k) ops.push_back(fwd(k));
@@ -55,8 +54,8 @@ std::vector<Op> interleaved_ops(int d, int p, int m, int v) {
 
 // Appends B(i) and the W that falls due after it (lag `lag`).
 void push_b_and_due_w(std::vector<Op>& ops, int s, int i, int lag, int& next_w) {
-  ops.push_back(compute(OpKind::B, s, i));
-  if (i - lag >= 0) ops.push_back(compute(OpKind::W, s, next_w++));
+  ops.push_back(compute_op(OpKind::B, s, i));
+  if (i - lag >= 0) ops.push_back(compute_op(OpKind::W, s, next_w++));
 }
 
 std::vector<Op> zb_h1_ops(int s, int p, int m) {
@@ -65,13 +64,13 @@ std::vector<Op> zb_h1_ops(int s, int p, int m) {
   std::vector<Op> ops;
   ops.reserve(3 * static_cast<size_t>(m) + 1);
   int next_w = 0;
-  for (int j = 0; j < w; ++j) ops.push_back(compute(OpKind::F, s, j));
+  for (int j = 0; j < w; ++j) ops.push_back(compute_op(OpKind::F, s, j));
   for (int i = 0; i < m - w; ++i) {
-    ops.push_back(compute(OpKind::F, s, w + i));
+    ops.push_back(compute_op(OpKind::F, s, w + i));
     push_b_and_due_w(ops, s, i, lag, next_w);
   }
   for (int i = m - w; i < m; ++i) push_b_and_due_w(ops, s, i, lag, next_w);
-  while (next_w < m) ops.push_back(compute(OpKind::W, s, next_w++));
+  while (next_w < m) ops.push_back(compute_op(OpKind::W, s, next_w++));
   return ops;
 }
 
@@ -81,13 +80,13 @@ std::vector<Op> zb_h2_ops(int s, int p, int m) {
   std::vector<Op> ops;
   ops.reserve(3 * static_cast<size_t>(m) + 1);
   int next_w = 0;
-  for (int j = 0; j < w; ++j) ops.push_back(compute(OpKind::F, s, j));
+  for (int j = 0; j < w; ++j) ops.push_back(compute_op(OpKind::F, s, j));
   for (int i = 0; i < m - w; ++i) {
     push_b_and_due_w(ops, s, i, lag, next_w);
-    ops.push_back(compute(OpKind::F, s, w + i));
+    ops.push_back(compute_op(OpKind::F, s, w + i));
   }
   for (int i = m - w; i < m; ++i) push_b_and_due_w(ops, s, i, lag, next_w);
-  while (next_w < m) ops.push_back(compute(OpKind::W, s, next_w++));
+  while (next_w < m) ops.push_back(compute_op(OpKind::W, s, next_w++));
   return ops;
 }
 

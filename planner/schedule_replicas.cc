@@ -8,12 +8,6 @@
 
 namespace pw::planner {
 
-namespace {
-
-Op compute(OpKind kind, int stage, int mb) { return Op{kind, stage, mb, -1, 0}; }
-
-}  // namespace
-
 int round_robin_micro_batches(int m, const std::vector<int>& replicas) {
   int64_t l = m;
   for (int r : replicas) {
@@ -82,17 +76,17 @@ Schedule make_replicated_schedule(ScheduleKind kind, const std::vector<int>& rep
       const int n = static_cast<int>(own.size());
       std::vector<Op>& ops = sc.device_ops[first + i];
       auto backward = [&](int j) {
-        ops.push_back(compute(OpKind::BW, s, j));
+        ops.push_back(compute_op(OpKind::BW, s, j));
         if (ar && !sync) ops.push_back(Op{OpKind::allreduce, s, j, -1, 0});
       };
       if (kind == ScheduleKind::gpipe) {
-        for (int j : own) ops.push_back(compute(OpKind::F, s, j));
+        for (int j : own) ops.push_back(compute_op(OpKind::F, s, j));
         for (int k = n - 1; k >= 0; --k) backward(own[k]);
       } else {
         const int w = std::min((after + r - 1) / r - 1, n);
-        for (int k = 0; k < w; ++k) ops.push_back(compute(OpKind::F, s, own[k]));
+        for (int k = 0; k < w; ++k) ops.push_back(compute_op(OpKind::F, s, own[k]));
         for (int k = 0; k < n - w; ++k) {
-          ops.push_back(compute(OpKind::F, s, own[w + k]));
+          ops.push_back(compute_op(OpKind::F, s, own[w + k]));
           backward(own[k]);
         }
         for (int k = n - w; k < n; ++k) backward(own[k]);

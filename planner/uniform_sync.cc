@@ -9,7 +9,7 @@
 namespace pw::planner {
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kInfinite = std::numeric_limits<double>::infinity();
 constexpr int64_t kNoBound = std::numeric_limits<int64_t>::max() / 4;
 
 bool same_costs(const models::LayerProfile& a, const models::LayerProfile& b) {
@@ -304,7 +304,7 @@ std::vector<SyncStage> UniformSync::optimize(const SyncConfig& cfg, double* best
       cands.push_back(k);
     }
   }
-  double best = best_iteration_s ? *best_iteration_s : kInf;
+  double best = best_iteration_s ? *best_iteration_s : kInfinite;
   int best_c = -1, best_p = 0;
   double best_M = 0;
   std::vector<SyncStage> best_stages;
@@ -312,7 +312,7 @@ std::vector<SyncStage> UniformSync::optimize(const SyncConfig& cfg, double* best
   // The partition of (combination, p) at bound M with the smallest cut positions.
   auto build = [&](const Combo& c, int p, double M) {
     int64_t X = kNoBound;
-    if (M < kInf) {
+    if (M < kInfinite) {
       X = static_cast<int64_t>(std::floor(M / su.s));
       while ((X + 1) * su.s <= M) ++X;
       while (X > 0 && X * su.s > M) --X;
@@ -370,7 +370,7 @@ std::vector<SyncStage> UniformSync::optimize(const SyncConfig& cfg, double* best
     if (m1 == 0) {
       if (!mid_feasible(c, k.p, kNoBound)) return;
       f = k.sum;
-      M = kInf;  // one micro-batch: the DP keeps the partition of its unbounded solve
+      M = kInfinite;  // one micro-batch: the DP keeps the partition of its unbounded solve
     } else {
       const int64_t mm = mid_min(c, k.p);
       if (mm < 0) return;

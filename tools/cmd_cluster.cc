@@ -100,7 +100,7 @@ void run(ClusterArgs& a, const CLI::App& sub) {
   if (!a.output.empty()) pw::models::save_cluster_file(a.output, c);
 }
 
-pw::tools::CommandRegistrar reg("cluster", [](CLI::App& app) {
+pw::tools::CommandRegistrar register_cluster("cluster", [](CLI::App& app) {
   auto a = std::make_shared<ClusterArgs>();
   auto* sub = app.add_subcommand("cluster", "Write or describe a cluster file (devices, levels, links)");
   sub->add_option("--device", a->cl.device, "catalog device or device JSON (see --list)");

@@ -215,7 +215,7 @@ void run(const DemoArgs& a) {
 #endif
 }
 
-pw::tools::CommandRegistrar reg("demo", [](CLI::App& app) {
+pw::tools::CommandRegistrar register_demo("demo", [](CLI::App& app) {
   auto a = std::make_shared<DemoArgs>();
   auto* sub = app.add_subcommand(
       "demo", "The main job on the built-in default model: profile, plan, simulate, run, compare");

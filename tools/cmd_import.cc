@@ -35,7 +35,7 @@ void run(const ImportArgs& a) {
   if (!a.output.empty()) pw::models::save_profile_file(a.output, p);
 }
 
-pw::tools::CommandRegistrar reg("import", [](CLI::App& app) {
+pw::tools::CommandRegistrar register_import("import", [](CLI::App& app) {
   auto a = std::make_shared<ImportArgs>();
   auto* sub = app.add_subcommand("import", "Import a profile from another tool (PipeDream graph.txt)");
   sub->add_option("format", a->format, "pipedream")->required();

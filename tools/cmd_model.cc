@@ -41,7 +41,7 @@ void run(const ModelArgs& a, const CLI::App& sub) {
   if (!a.output.empty()) pw::models::save_model_file(a.output, src.model);
 }
 
-pw::tools::CommandRegistrar reg("model", [](CLI::App& app) {
+pw::tools::CommandRegistrar register_model("model", [](CLI::App& app) {
   auto args = std::make_shared<ModelArgs>();
   auto* sub = app.add_subcommand("model", "Build a zoo model (or read a model file) and describe it");
   sub->add_option("MODEL", args->spec, "gpt | mlp | vgg16 | resnet50 | default | a model JSON file")->required();

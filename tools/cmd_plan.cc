@@ -279,7 +279,7 @@ void run(PlanArgs a, const CLI::App& sub) {
   if (!a.output.empty()) pw::planner::save_plan_file(a.output, plan);
 }
 
-pw::tools::CommandRegistrar reg("plan", [](CLI::App& app) {
+pw::tools::CommandRegistrar register_plan("plan", [](CLI::App& app) {
   auto a = std::make_shared<PlanArgs>();
   auto* sub = app.add_subcommand("plan", "Partition a model into pipeline stages over a cluster (optimal DP)");
   sub->add_option("--profile", a->profile, "a profile JSON (pipewright.profile/1) or a PipeDream graph.txt");

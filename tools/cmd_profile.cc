@@ -151,7 +151,7 @@ void run(ProfileArgs a, const CLI::App& sub) {
   if (!a.output.empty()) pw::models::save_profile_file(a.output, p);
 }
 
-pw::tools::CommandRegistrar reg("profile", [](CLI::App& app) {
+pw::tools::CommandRegistrar register_profile("profile", [](CLI::App& app) {
   auto a = std::make_shared<ProfileArgs>();
   auto* sub = app.add_subcommand("profile", "Per-layer time and memory of a model on a device (analytic) or measured here (--measure)");
   sub->add_option("--model", a->model, "a model JSON file, or gpt | mlp | vgg16 | resnet50 | default")->required();

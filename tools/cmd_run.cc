@@ -534,7 +534,7 @@ void add_output_flags(CLI::App* sub, RunArgs& a) {
   sub->add_flag("--compare", a.compare, "measure a profile, simulate the plan, print predicted vs measured");
 }
 
-pw::tools::CommandRegistrar reg("run", [](CLI::App& app) {
+pw::tools::CommandRegistrar register_run("run", [](CLI::App& app) {
   auto a = std::make_shared<RunArgs>();
   auto* sub = app.add_subcommand("run", "Train a model as a pipeline on this machine (one pinned worker per stage)");
   add_layout_flags(sub, *a);

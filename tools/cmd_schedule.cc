@@ -130,7 +130,7 @@ void run_import(const ImportArgs& a, CLI::App* sub) {
   outputs.commit();
 }
 
-CommandRegistrar reg("schedule", [](CLI::App& app) {
+CommandRegistrar register_schedule("schedule", [](CLI::App& app) {
   auto* sub = app.add_subcommand("schedule", "exchange schedules with PyTorch (torch.distributed.pipelining CSV)");
   sub->require_subcommand(1);
 

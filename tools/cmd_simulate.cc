@@ -180,7 +180,7 @@ void run_simulate(const SimulateArgs& a, CLI::App* sub) {
   outputs.commit();
 }
 
-CommandRegistrar reg("simulate", [](CLI::App& app) {
+CommandRegistrar register_simulate("simulate", [](CLI::App& app) {
   auto args = std::make_shared<SimulateArgs>();
   auto* sub = app.add_subcommand(
       "simulate", "simulate a plan or a uniform pipeline: iteration time, bubble, idle time, peak memory");

@@ -203,7 +203,7 @@ void run(const TrainArgs& a, const CLI::App& sub) {
                             r.checkpoint_step);
 }
 
-pw::tools::CommandRegistrar reg("train", [](CLI::App& app) {
+pw::tools::CommandRegistrar register_train("train", [](CLI::App& app) {
   auto a = std::make_shared<TrainArgs>();
   auto* sub = app.add_subcommand("train", "Train a model on this machine (oneDNN executor, one device)");
   sub->add_option("--model", a->model, "gpt | mlp | vgg16 | default | a model JSON file")->required();

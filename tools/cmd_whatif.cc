@@ -294,7 +294,7 @@ void run_sweep_cmd(SweepArgs& a) {
             << (a.output.empty() ? "" : "; wrote " + a.output + ".csv and " + a.output + ".json") << "\n";
 }
 
-pw::tools::CommandRegistrar reg("whatif", [](CLI::App& app) {
+pw::tools::CommandRegistrar register_whatif("whatif", [](CLI::App& app) {
   auto* sub = app.add_subcommand("whatif", "Capacity studies: largest model, throughput grids, sweeps, 3D layouts");
   sub->require_subcommand(1);
 

@@ -123,7 +123,7 @@ command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -
 mpi=OFF
 [ -z "$prefix" ] && command -v mpicxx >/dev/null && mpi=ON
 step configure 120 cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPW_WITH_CUDA=$cuda_opt \
-  -DPW_WITH_MPI=$mpi -DPW_BUILD_BENCH=OFF -DCMAKE_CUDA_ARCHITECTURES="$arch" "${cmake_deps[@]}" "${launcher[@]}"
+  -DPW_WITH_MPI=$mpi -DPW_BUILD_BENCH=OFF -DCMAKE_UNITY_BUILD=ON -DCMAKE_CUDA_ARCHITECTURES="$arch" "${cmake_deps[@]}" "${launcher[@]}"
 if [ "${step_status[-1]}" = 0 ]; then verdict pass; else verdict fail; fi
 cuda_on=0
 grep -q "CUDA backend: on" "$log" && cuda_on=1

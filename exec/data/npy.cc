@@ -9,7 +9,7 @@ namespace pw::exec {
 
 namespace {
 
-constexpr char kMagic[] = "\x93NUMPY";
+constexpr char kNpyMagic[] = "\x93NUMPY";
 constexpr size_t kMagicBytes = 6;
 constexpr uint64_t kMaxHeaderBytes = 1 << 20;  // numpy writes a few hundred
 
@@ -128,7 +128,7 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 }
 
 NpyHeader parse_npy_header(const std::string& head, const std::string& file) {
-  if (head.size() < kMagicBytes + 4 || head.compare(0, kMagicBytes, kMagic, kMagicBytes) != 0)
+  if (head.size() < kMagicBytes + 4 || head.compare(0, kMagicBytes, kNpyMagic, kMagicBytes) != 0)
     throw InputError(file + ": not a .npy file (bad magic: expected \\x93NUMPY)");
   const auto byte = [&](size_t i) { return static_cast<uint64_t>(static_cast<unsigned char>(head[i])); };
   const uint64_t major = byte(6);

@@ -10,25 +10,25 @@ namespace pw::exec {
 
 namespace {
 constexpr float kEps = 1e-5f;
-constexpr int kW = 16;  // partial sums per row (one AVX-512 register); vectorizable without -ffast-math
+constexpr int kNormLanes = 16;  // partial sums per row (one AVX-512 register); vectorizable without -ffast-math
 
 // Row kernels, built for AVX-512, AVX2 and baseline x86-64 with runtime dispatch.
 PW_VECTOR_CLONES
 void norm_row(const float* x, const float* g, const float* b, float* y, int64_t d, float* stats) {
-  float acc[kW] = {};
+  float acc[kNormLanes] = {};
   int64_t i = 0;
-  for (; i + kW <= d; i += kW)
-    for (int k = 0; k < kW; ++k) acc[k] += x[i + k];
+  for (; i + kNormLanes <= d; i += kNormLanes)
+    for (int k = 0; k < kNormLanes; ++k) acc[k] += x[i + k];
   float sum = 0.0f;
   for (; i < d; ++i) sum += x[i];
-  for (int k = 0; k < kW; ++k) sum += acc[k];
+  for (int k = 0; k < kNormLanes; ++k) sum += acc[k];
   const float m = sum / static_cast<float>(d);
-  float sq[kW] = {};
-  for (i = 0; i + kW <= d; i += kW)
-    for (int k = 0; k < kW; ++k) sq[k] += (x[i + k] - m) * (x[i + k] - m);
+  float sq[kNormLanes] = {};
+  for (i = 0; i + kNormLanes <= d; i += kNormLanes)
+    for (int k = 0; k < kNormLanes; ++k) sq[k] += (x[i + k] - m) * (x[i + k] - m);
   float var = 0.0f;
   for (; i < d; ++i) var += (x[i] - m) * (x[i] - m);
-  for (int k = 0; k < kW; ++k) var += sq[k];
+  for (int k = 0; k < kNormLanes; ++k) var += sq[k];
   const float rstd = 1.0f / std::sqrt(var / static_cast<float>(d) + kEps);
   for (i = 0; i < d; ++i) y[i] = (x[i] - m) * rstd * g[i] + b[i];
   stats[0] = m;
@@ -38,10 +38,10 @@ void norm_row(const float* x, const float* g, const float* b, float* y, int64_t 
 PW_VECTOR_CLONES
 void norm_backward_row(const float* x, const float* dy, const float* g, float m, float rstd,
                        int64_t d, float* dx) {
-  float a1[kW] = {}, a2[kW] = {};
+  float a1[kNormLanes] = {}, a2[kNormLanes] = {};
   int64_t i = 0;
-  for (; i + kW <= d; i += kW)
-    for (int k = 0; k < kW; ++k) {
+  for (; i + kNormLanes <= d; i += kNormLanes)
+    for (int k = 0; k < kNormLanes; ++k) {
       const float dxh = dy[i + k] * g[i + k];
       a1[k] += dxh;
       a2[k] += dxh * (x[i + k] - m) * rstd;
@@ -52,7 +52,7 @@ void norm_backward_row(const float* x, const float* dy, const float* g, float m,
     s1 += dxh;
     s2 += dxh * (x[i] - m) * rstd;
   }
-  for (int k = 0; k < kW; ++k) {
+  for (int k = 0; k < kNormLanes; ++k) {
     s1 += a1[k];
     s2 += a2[k];
   }

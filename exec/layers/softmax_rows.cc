@@ -7,7 +7,7 @@
 namespace pw::exec {
 
 namespace {
-constexpr int kW = 16;  // partial sums per row: one AVX-512 register
+constexpr int kSoftmaxLanes = 16;  // partial sums per row: one AVX-512 register
 
 // Cephes-style expf: x = n*ln2 + r, |r| <= ln2/2, exp(r) by a degree-6 polynomial, 2^n by
 // building the exponent bits. Branch-free so loops calling it vectorize.
@@ -34,19 +34,19 @@ float fast_exp(float x) { return exp_poly(x); }
 
 PW_VECTOR_CLONES
 void softmax_row(float* row, int64_t n, float scale) {
-  float mxv[kW];
-  for (int k = 0; k < kW; ++k) mxv[k] = -std::numeric_limits<float>::infinity();
+  float mxv[kSoftmaxLanes];
+  for (int k = 0; k < kSoftmaxLanes; ++k) mxv[k] = -std::numeric_limits<float>::infinity();
   int64_t j = 0;
-  for (; j + kW <= n; j += kW)
-    for (int k = 0; k < kW; ++k) mxv[k] = row[j + k] > mxv[k] ? row[j + k] : mxv[k];
+  for (; j + kSoftmaxLanes <= n; j += kSoftmaxLanes)
+    for (int k = 0; k < kSoftmaxLanes; ++k) mxv[k] = row[j + k] > mxv[k] ? row[j + k] : mxv[k];
   float mx = -std::numeric_limits<float>::infinity();
-  for (int k = 0; k < kW; ++k) mx = mxv[k] > mx ? mxv[k] : mx;
+  for (int k = 0; k < kSoftmaxLanes; ++k) mx = mxv[k] > mx ? mxv[k] : mx;
   for (; j < n; ++j) mx = row[j] > mx ? row[j] : mx;
   // softmax(row*scale) = exp(scale*(row - max)) / sum  (scale > 0)
-  float sv[kW] = {};
+  float sv[kSoftmaxLanes] = {};
   j = 0;
-  for (; j + kW <= n; j += kW)
-    for (int k = 0; k < kW; ++k) {
+  for (; j + kSoftmaxLanes <= n; j += kSoftmaxLanes)
+    for (int k = 0; k < kSoftmaxLanes; ++k) {
       const float e = exp_poly((row[j + k] - mx) * scale);
       row[j + k] = e;
       sv[k] += e;
@@ -56,20 +56,20 @@ void softmax_row(float* row, int64_t n, float scale) {
     row[j] = exp_poly((row[j] - mx) * scale);
     sum += row[j];
   }
-  for (int k = 0; k < kW; ++k) sum += sv[k];
+  for (int k = 0; k < kSoftmaxLanes; ++k) sum += sv[k];
   const float inv = 1.0f / sum;
   for (j = 0; j < n; ++j) row[j] *= inv;
 }
 
 PW_VECTOR_CLONES
 void softmax_backward_row(const float* p, float* d, int64_t n, float scale) {
-  float dv[kW] = {};
+  float dv[kSoftmaxLanes] = {};
   int64_t j = 0;
-  for (; j + kW <= n; j += kW)
-    for (int k = 0; k < kW; ++k) dv[k] += p[j + k] * d[j + k];
+  for (; j + kSoftmaxLanes <= n; j += kSoftmaxLanes)
+    for (int k = 0; k < kSoftmaxLanes; ++k) dv[k] += p[j + k] * d[j + k];
   float dot = 0.0f;
   for (; j < n; ++j) dot += p[j] * d[j];
-  for (int k = 0; k < kW; ++k) dot += dv[k];
+  for (int k = 0; k < kSoftmaxLanes; ++k) dot += dv[k];
   for (j = 0; j < n; ++j) d[j] = p[j] * (d[j] - dot) * scale;
 }
 

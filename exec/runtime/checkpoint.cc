@@ -21,7 +21,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr char kMagic[8] = {'P', 'W', 'C', 'K', 'P', 'T', '0', '1'};
+constexpr char kCheckpointMagic[8] = {'P', 'W', 'C', 'K', 'P', 'T', '0', '1'};
 constexpr const char* kManifest = "manifest.json";
 constexpr int64_t kManifestMaxBytes = 4 << 20;
 // Steps a run can complete: its steps and warm-up steps (models/limits.h).
@@ -238,7 +238,7 @@ void save_checkpoint(const std::string& dir, const Json& identity, int64_t step,
     const StageState& st = stages[s];
     const std::string name = stage_file_name(static_cast<int>(s), step);
     AtomicBlobWriter w(fs::path(dir) / name, flag);
-    w.put(kMagic, sizeof kMagic);
+    w.put(kCheckpointMagic, sizeof kCheckpointMagic);
     w.put_value<uint32_t>(static_cast<uint32_t>(s));
     w.put_value<uint32_t>(static_cast<uint32_t>(st.tensors.size()));
     w.put_value<int64_t>(step);
@@ -358,7 +358,7 @@ void load_stage(const std::string& dir, const CheckpointInfo& info, int stage, S
   };
   char magic[8];
   need(magic, sizeof magic, "the header");
-  if (std::memcmp(magic, kMagic, sizeof magic) != 0) throw InputError(at + ": not a pipewright checkpoint stage file");
+  if (std::memcmp(magic, kCheckpointMagic, sizeof magic) != 0) throw InputError(at + ": not a pipewright checkpoint stage file");
   uint32_t st = 0, count = 0;
   int64_t step = 0, opt_steps = 0, version = 0;
   need(&st, 4, "the header");

@@ -16,7 +16,7 @@ using planner::CutStates;
 
 namespace {
 
-const std::string kDir = std::string(PW_PIPEDREAM_DIR);
+const std::string kCutStateGraphs = std::string(PW_PIPEDREAM_DIR);
 
 void check_equal(const CutStates& a, const CutStates& b) {
   CHECK(a.family == b.family);
@@ -81,7 +81,7 @@ models::Profile random_dag(std::mt19937& rng, int n) {
 
 TEST_CASE("cut states: equal to the reference enumeration on every shared PipeDream graph") {
   int graphs = 0, complete = 0;
-  for (const auto& e : std::filesystem::recursive_directory_iterator(kDir)) {
+  for (const auto& e : std::filesystem::recursive_directory_iterator(kCutStateGraphs)) {
     const std::string name = e.path().filename().string();
     if (!e.is_regular_file() || name.rfind("graph", 0) != 0 || e.path().extension() != ".txt") continue;
     CAPTURE(e.path().string());

@@ -11,7 +11,7 @@
 using namespace pw::planner;
 
 namespace {
-const std::string kDir = std::string(PW_PIPEDREAM_DIR);
+const std::string kParityGraphs = std::string(PW_PIPEDREAM_DIR);
 }
 
 TEST_CASE("cut states: PipeDream's state counts on the shared profiles") {
@@ -22,28 +22,28 @@ TEST_CASE("cut states: PipeDream's state counts on the shared profiles") {
   };
   for (auto [file, count] : expected) {
     CAPTURE(file);
-    auto p = pw::models::import_pipedream_graph(kDir + "/" + file);
+    auto p = pw::models::import_pipedream_graph(kParityGraphs + "/" + file);
     CutStates s = pipedream_states(p, 100000);
     CHECK(s.complete);
     CHECK(s.num_states() == count);
     // The last state is the whole (kept) graph.
     CHECK(s.compute_ns.back() == p.total_forward_ns() + p.total_backward_ns());
   }
-  auto inc = pw::models::import_pipedream_graph(kDir + "/inception_v3/graph.txt");
+  auto inc = pw::models::import_pipedream_graph(kParityGraphs + "/inception_v3/graph.txt");
   CHECK_FALSE(pipedream_states(inc, 5000).complete);
 }
 
 TEST_CASE("pipedream parity: every reference run, bottleneck <= PipeDream's, plan re-evaluates") {
   int runs = 0, better = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(kDir + "/_reference_runs")) {
+  for (const auto& entry : std::filesystem::directory_iterator(kParityGraphs + "/_reference_runs")) {
     bool has_output = false;
     for (const auto& f : std::filesystem::directory_iterator(entry.path()))
       if (f.path().filename().string().rfind("gpus=", 0) == 0) has_output = true;
     if (!has_output) continue;
-    ReferenceRun ref = read_reference_run(kDir + "/_reference_runs", entry.path().filename().string());
+    ReferenceRun ref = read_reference_run(kParityGraphs + "/_reference_runs", entry.path().filename().string());
     CAPTURE(ref.name);
     REQUIRE(ref.time_per_stage > 0);
-    auto p = pw::models::import_pipedream_graph(kDir + "/" + ref.graph);
+    auto p = pw::models::import_pipedream_graph(kParityGraphs + "/" + ref.graph);
     CutStates s = pipedream_states(p, 100000);
     REQUIRE(s.complete);
     std::vector<ReplicatedLevel> levels;

@@ -17,7 +17,7 @@ using namespace pw;
 
 namespace {
 
-const std::string kDir = std::string(PW_PIPEDREAM_DIR) + "/";
+const std::string kSharedGraphs = std::string(PW_PIPEDREAM_DIR) + "/";
 const char* kProfiles[] = {
     "alexnet/graph.txt",        "vgg16/graph.txt",         "resnet18/graph.txt",
     "squeezenet1_0/graph.txt",  "resnet50/graph.txt",      "resnext50/graph.txt",
@@ -43,7 +43,7 @@ TEST_CASE("every shared profile plans: sync on 4..64 devices and 4x4, 8x8, async
   const std::vector<std::vector<int>> topologies = {{4}, {8}, {16}, {32}, {64}, {4, 4}, {8, 8}};
   for (const char* f : kProfiles) {
     CAPTURE(f);
-    const models::Profile p = models::import_pipedream_graph(kDir + f);
+    const models::Profile p = models::import_pipedream_graph(kSharedGraphs + f);
     for (const auto& t : topologies) {
       CAPTURE(t.size());
       CAPTURE(t[0]);
@@ -68,7 +68,7 @@ TEST_CASE("every shared profile plans: sync on 4..64 devices and 4x4, 8x8, async
 }
 
 TEST_CASE("unknown-batch PipeDream profiles (GNMT) hold --batch samples, default 64") {
-  const models::Profile p = models::import_pipedream_graph(kDir + "gnmt/graph.txt");
+  const models::Profile p = models::import_pipedream_graph(kSharedGraphs + "gnmt/graph.txt");
   CHECK(models::infer_pipedream_batch(p) == 0);
   planner::PlanRequest req;
   req.micro_batches = "8";
@@ -88,7 +88,7 @@ TEST_CASE("the DP is never worse than the gpipe-greedy and even baselines on any
   int strictly_better = 0, compared = 0;
   for (const char* f : kProfiles) {
     CAPTURE(f);
-    const models::Profile p = models::import_pipedream_graph(kDir + f);
+    const models::Profile p = models::import_pipedream_graph(kSharedGraphs + f);
     for (const auto& t : std::vector<std::vector<int>>{{4}, {16}, {4, 4}}) {
       for (const char* schedule : {"1f1b", "gpipe"}) {
         planner::PlanRequest req;

@@ -14,9 +14,9 @@ using planner::ScheduleKind;
 
 namespace {
 
-using Key = std::tuple<int, OpKind, int>;  // device, kind, micro-batch
-std::map<Key, std::pair<int64_t, int64_t>> compute_times(const sim::Trace& t) {
-  std::map<Key, std::pair<int64_t, int64_t>> out;
+using OpKey = std::tuple<int, OpKind, int>;  // device, kind, micro-batch
+std::map<OpKey, std::pair<int64_t, int64_t>> compute_times(const sim::Trace& t) {
+  std::map<OpKey, std::pair<int64_t, int64_t>> out;
   for (const auto& e : t.events)
     if (!e.is_transfer) out[{e.device, e.kind, e.micro_batch}] = {e.start_ns, e.end_ns};
   return out;

@@ -22,12 +22,12 @@ const ScheduleKind kKinds[] = {ScheduleKind::gpipe, ScheduleKind::one_f_one_b, S
                                ScheduleKind::two_bw};
 
 // Keys of compute ops: (kind, stage, micro-batch); BW and B both satisfy "backward done".
-using Key = std::tuple<int, int, int>;
+using SlotKey = std::tuple<int, int, int>;
 
 // Naive reference: sweep all devices until nothing changes; returns false when stuck.
 // With `end` given, also computes op end times (free of link contention).
 bool reference_run(const planner::Schedule& s, const sim::StageCosts* c, int64_t hop, int64_t* makespan) {
-  std::map<Key, int64_t> done;  // end time
+  std::map<SlotKey, int64_t> done;  // end time
   std::vector<size_t> pos(s.num_devices, 0);
   std::vector<int64_t> free_at(s.num_devices, 0);
   auto dur = [&](const Op& op) -> int64_t {

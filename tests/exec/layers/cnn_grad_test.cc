@@ -27,12 +27,6 @@ void randomize_params(Layer& l, uint64_t seed, double lo, double hi) {
   }
 }
 
-std::vector<Tensor> one(Tensor t) {
-  std::vector<Tensor> v;
-  v.push_back(std::move(t));
-  return v;
-}
-
 TEST_CASE("conv2d with groups: B and W match finite differences, either order") {
   auto l = make_layer(spec("conv", LayerKind::conv2d, {"x"}, {4, 4, 4},
                            {{"in_c", 4}, {"out_c", 4}, {"kernel", 3}, {"stride", 1}, {"pad", 1}, {"in_h", 4},
@@ -40,7 +34,7 @@ TEST_CASE("conv2d with groups: B and W match finite differences, either order") 
                       {{4, 4, 4}});
   l->init_parameters(31);
   CHECK(l->parameters()[0]->shape() == std::vector<int64_t>{4, 2, 3, 3});
-  auto in = one(random_tensor({2, 4, 4, 4}, 32));
+  auto in = testing::one_tensor(random_tensor({2, 4, 4, 4}, 32));
   expect_ok(grad_check(*l, in, {true}), 1, 2);
   expect_ok(grad_check(*l, in, {true}, 1e-2, 48, /*w_first=*/true), 1, 2);
   CHECK_THROWS_AS(make_layer(spec("c", LayerKind::conv2d, {"x"}, {4, 4, 4},
@@ -71,12 +65,12 @@ TEST_CASE("conv2d with groups = channels equals a per-channel convolution") {
 TEST_CASE("batch_norm: B and W (gamma, beta) match finite differences, 4-D and 2-D, either order") {
   auto l = make_layer(spec("bn", LayerKind::batch_norm, {"x"}, {3, 2, 2}, {{"c", 3}}), {{3, 2, 2}});
   randomize_params(*l, 33, 0.5, 1.5);
-  auto in = one(random_tensor({4, 3, 2, 2}, 34, -2, 2));
+  auto in = testing::one_tensor(random_tensor({4, 3, 2, 2}, 34, -2, 2));
   expect_ok(grad_check(*l, in, {true}), 1, 2);
   expect_ok(grad_check(*l, in, {true}, 1e-2, 48, /*w_first=*/true), 1, 2);
   auto l2 = make_layer(spec("bn", LayerKind::batch_norm, {"x"}, {5}, {{"c", 5}}), {{5}});
   randomize_params(*l2, 35, 0.5, 1.5);
-  auto in2 = one(random_tensor({6, 5}, 36, -2, 2));
+  auto in2 = testing::one_tensor(random_tensor({6, 5}, 36, -2, 2));
   expect_ok(grad_check(*l2, in2, {true}, 1e-2), 1, 2);
 }
 
@@ -115,7 +109,7 @@ TEST_CASE("batch_norm: output is normalized per channel, statistics groups equal
   // Gradients with groups still match finite differences.
   bn.set_group_size(2);
   randomize_params(*l, 38, 0.5, 1.5);
-  auto in2 = one(random_tensor({5, 2, 3, 3}, 39, -2, 2));
+  auto in2 = testing::one_tensor(random_tensor({5, 2, 3, 3}, 39, -2, 2));
   expect_ok(grad_check(*l, in2, {true}), 1, 2);
 }
 
@@ -174,12 +168,12 @@ TEST_CASE("avg_pool: window, padded and global pooling, B matches finite differe
   auto l = make_layer(spec("pool", LayerKind::avg_pool, {"x"}, {2, 2, 2},
                            {{"c", 2}, {"kernel", 2}, {"stride", 2}, {"in_h", 4}, {"in_w", 4}}),
                       {{2, 4, 4}});
-  auto win = one(random_tensor({2, 2, 4, 4}, 41));
+  auto win = testing::one_tensor(random_tensor({2, 2, 4, 4}, 41));
   expect_ok(grad_check(*l, win, {true}), 1, 0);
   auto padded = make_layer(spec("pool", LayerKind::avg_pool, {"x"}, {2, 3, 3},
                                 {{"c", 2}, {"kernel", 3}, {"stride", 2}, {"pad", 1}, {"in_h", 5}, {"in_w", 5}}),
                            {{2, 5, 5}});
-  auto pin = one(random_tensor({2, 2, 5, 5}, 42));
+  auto pin = testing::one_tensor(random_tensor({2, 2, 5, 5}, 42));
   expect_ok(grad_check(*padded, pin, {true}), 1, 0);
   auto global = make_layer(spec("gap", LayerKind::avg_pool, {"x"}, {3, 1, 1},
                                 {{"c", 3}, {"kernel", 3}, {"stride", 1}, {"in_h", 3}, {"in_w", 3}}),
@@ -191,7 +185,7 @@ TEST_CASE("avg_pool: window, padded and global pooling, B matches finite differe
   Tensor y = global->forward(in, ctx);
   CHECK(y.shape() == std::vector<int64_t>{1, 3, 1, 1});
   for (int c = 0; c < 3; ++c) CHECK(y.data()[c] == doctest::Approx(9 * c + 4));
-  auto gin = one(random_tensor({2, 3, 3, 3}, 43));
+  auto gin = testing::one_tensor(random_tensor({2, 3, 3, 3}, 43));
   expect_ok(grad_check(*global, gin, {true}), 1, 0);
 }
 
@@ -227,7 +221,7 @@ TEST_CASE("residual_add of feature maps: both input gradients") {
 TEST_CASE("dropout: B matches finite differences, masks depend on (step, sample) only") {
   auto l = make_layer(spec("drop", LayerKind::dropout, {"x"}, {4, 8}, {{"permille", 250}}), {{4, 8}});
   l->init_parameters(48);
-  auto in = one(random_tensor({3, 4, 8}, 49));
+  auto in = testing::one_tensor(random_tensor({3, 4, 8}, 49));
   expect_ok(grad_check(*l, in, {true}), 1, 0);
   // Whole batch of 4 at step 5 versus two micro-batches [0,2) and [2,4) of the same step.
   Tensor x = random_tensor({4, 4, 8}, 50);

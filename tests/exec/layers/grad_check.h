@@ -105,6 +105,13 @@ inline GradCheckResult grad_check(Layer& layer, std::vector<Tensor>& inputs,
   return res;
 }
 
+// A vector holding `t` alone (the layers take lists of inputs).
+inline std::vector<Tensor> one_tensor(Tensor t) {
+  std::vector<Tensor> v;
+  v.push_back(std::move(t));
+  return v;
+}
+
 // A layer spec for the checks (name, kind, input names, output shape, attributes).
 inline models::LayerSpec spec(const std::string& name, models::LayerKind kind, std::vector<std::string> inputs,
                               std::vector<int64_t> out, std::map<std::string, int64_t> attrs = {}) {

@@ -15,11 +15,7 @@ namespace {
 using models::LayerKind;
 using models::LayerSpec;
 using testing::random_tensor;
-
-LayerSpec spec(const std::string& name, LayerKind kind, std::vector<std::string> inputs,
-               std::vector<int64_t> out, std::map<std::string, int64_t> attrs = {}) {
-  return LayerSpec{name, kind, std::move(inputs), std::move(out), std::move(attrs)};
-}
+using testing::spec;
 
 // x -> fc1 -> relu -> fc2 -> add(fc2, fc1) -> fc3 -> loss (mse): a skip connection from fc1.
 models::Model skip_model() {
@@ -47,12 +43,6 @@ Tensor scalar(float v) {
   return t;
 }
 
-std::vector<Tensor> one(Tensor t) {
-  std::vector<Tensor> v;
-  v.push_back(std::move(t));
-  return v;
-}
-
 std::vector<std::vector<float>> grads_of(Network& net) {
   std::vector<std::vector<float>> g;
   for (Tensor* t : net.gradients()) g.emplace_back(t->data(), t->data() + t->numel());
@@ -77,7 +67,7 @@ std::vector<std::vector<float>> reference(Network& net, std::vector<Tensor> in) 
   LayerRange all(net, 0, net.size());
   net.zero_grad();
   all.forward(0, std::move(in));
-  all.backward(0, one(scalar(1.0f)));
+  all.backward(0, testing::one_tensor(scalar(1.0f)));
   return grads_of(net);
 }
 
@@ -118,7 +108,7 @@ TEST_CASE("two ranges give the same loss and gradients as one range") {
   second.push_back(std::move(in[1]));   // targets
   std::vector<Tensor> loss = b.forward(0, std::move(second));
   REQUIRE(loss.size() == 1);
-  std::vector<Tensor> gb = b.backward(0, one(scalar(1.0f)));
+  std::vector<Tensor> gb = b.backward(0, testing::one_tensor(scalar(1.0f)));
   REQUIRE(gb.size() == 3);
   CHECK(gb[2].empty());  // no gradient for targets
   std::vector<Tensor> ga;
@@ -150,8 +140,8 @@ TEST_CASE("micro-batches scaled by 1/m accumulate to the whole batch's gradient"
     all.forward(j, std::move(part));
   }
   CHECK(all.num_in_flight() == 2);
-  all.backward(1, one(scalar(0.5f)));
-  all.backward(0, one(scalar(0.5f)));
+  all.backward(1, testing::one_tensor(scalar(0.5f)));
+  all.backward(0, testing::one_tensor(scalar(0.5f)));
   check_close(grads_of(net), ref, 1e-5);
 }
 
@@ -165,7 +155,7 @@ TEST_CASE("split B then W, and re-materialization, equal the fused backward") {
   all.drop_stash(0);
   CHECK(all.stash_bytes(0) < stashed);  // only the inputs remain
   CHECK(all.stash_bytes(0) == (4 * 4 + 4 * 3) * 4);
-  all.backward_input(0, one(scalar(1.0f)));
+  all.backward_input(0, testing::one_tensor(scalar(1.0f)));
   for (auto& g : grads_of(net))
     for (float v : g) CHECK(v == 0.0f);  // B alone touches no parameter gradient
   all.backward_weight(0);
@@ -229,7 +219,7 @@ TEST_CASE("zoo models instantiate: gpt (tied and untied), mlp, small vgg16") {
   in.push_back(std::move(t));
   std::vector<Tensor> loss = r.forward(0, std::move(in));
   CHECK(std::isfinite(loss[0].data()[0]));
-  r.backward(0, one(scalar(1.0f)));
+  r.backward(0, testing::one_tensor(scalar(1.0f)));
 }
 
 }  // namespace

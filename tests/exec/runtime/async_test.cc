@@ -15,7 +15,7 @@ using namespace pw::exec::testing;
 using planner::OpKind;
 
 namespace {
-constexpr int64_t kBatch = 8;
+constexpr int64_t kAsyncBatch = 8;
 
 // Runs `iterations` of the schedule on `net`, ops in a dependency-respecting order, one at a time.
 void reference_pipedream(Network& net, const planner::Schedule& sch, int iterations, int64_t mbs) {
@@ -94,11 +94,11 @@ TEST_CASE("runtime pipedream-async: weight stashing matches the plain reference"
     CAPTURE(S);
     const int M = 4;
     const planner::Schedule sch = planner::make_schedule(planner::ScheduleKind::pipedream_async, S, M);
-    Network ref(tiny_model("mlp", kBatch), 7);
-    reference_pipedream(ref, sch, 2, kBatch / M);
+    Network ref(tiny_model("mlp", kAsyncBatch), 7);
+    reference_pipedream(ref, sch, 2, kAsyncBatch / M);
 
-    Network net(tiny_model("mlp", kBatch), 7);
-    ComputeConfig cc{kBatch, kBatch / M, true, true};
+    Network net(tiny_model("mlp", kAsyncBatch), 7);
+    ComputeConfig cc{kAsyncBatch, kAsyncBatch / M, true, true};
     LayerStageCompute comp(net, even_ranges(net.size(), S, false), cc, tiny_data(net), plain_sgd());
     RuntimeOptions o;
     o.timeout = std::chrono::milliseconds(60000);
@@ -110,8 +110,8 @@ TEST_CASE("runtime pipedream-async: weight stashing matches the plain reference"
     for (int s = 0; s < S; ++s) CHECK(comp.weight_version(s) == 2 * M);
 
     // Without stashing the backward would use newer weights: the result differs.
-    Network plain(tiny_model("mlp", kBatch), 7);
-    ComputeConfig nostash{kBatch, kBatch / M, true, false};
+    Network plain(tiny_model("mlp", kAsyncBatch), 7);
+    ComputeConfig nostash{kAsyncBatch, kAsyncBatch / M, true, false};
     LayerStageCompute comp2(plain, even_ranges(plain.size(), S, false), nostash, tiny_data(plain), plain_sgd());
     PipelineRuntime rt2(sch, comp2, o);
     rt2.run_iteration();
@@ -122,7 +122,7 @@ TEST_CASE("runtime pipedream-async: weight stashing matches the plain reference"
 
 TEST_CASE("runtime pipedream-async: vertical sync runs and keeps versions bounded") {
   const int S = 3, M = 6;
-  Network net(tiny_model("mlp", kBatch * 3 / 4 * 2), 7);
+  Network net(tiny_model("mlp", kAsyncBatch * 3 / 4 * 2), 7);
   ComputeConfig cc{12, 2, true, true};
   LayerStageCompute comp(net, even_ranges(net.size(), S, false), cc, tiny_data(net), plain_sgd());
   RuntimeOptions o;

@@ -49,12 +49,12 @@ using namespace pw::exec::testing;
 using planner::ScheduleKind;
 
 namespace {
-constexpr int64_t kBatch = 8;
+constexpr int64_t kCnnBatch = 8;
 constexpr int64_t kClasses = 5;
 
 models::Model tiny_cnn(const std::string& family) {
   models::ZooOptions o;
-  o.batch = kBatch;
+  o.batch = kCnnBatch;
   o.image = 32;
   o.classes = kClasses;
   o.width_divisor = 16;
@@ -74,13 +74,6 @@ DataFn cnn_data() {
         data->data()[i * row + k] = static_cast<float>(std::sin(0.01 * (sample % kClasses + 1) * k + 0.3 * sample));
     }
   };
-}
-
-RuntimeOptions opts() {
-  RuntimeOptions o;
-  o.timeout = std::chrono::milliseconds(120000);
-  o.threads_per_worker = 1;
-  return o;
 }
 
 // Weights (in Network::parameters() order) and momentum buffers of a training state.
@@ -106,12 +99,6 @@ void restore(Network& net, SgdRegistry& opt, const TrainState& s) {
   }
 }
 
-std::vector<Tensor*> pointers(std::vector<Tensor>& ts) {
-  std::vector<Tensor*> r;
-  for (Tensor& t : ts) r.push_back(&t);
-  return r;
-}
-
 struct FamilyCheck {
   std::string family;
   float lr, momentum;
@@ -120,7 +107,7 @@ struct FamilyCheck {
   bool free_running;
 };
 
-// One device, one stage, training kSteps steps on the whole mini-batch of kBatch samples, as
+// One device, one stage, training kSteps steps on the whole mini-batch of kCnnBatch samples, as
 // `micro_batches` micro-batches whose gradients are accumulated (1: one batch-8 pass).
 // Returns the state after each step ([k]: after k steps) and the losses.
 struct Reference {
@@ -130,12 +117,12 @@ struct Reference {
 
 Reference one_device(const FamilyCheck& c, int micro_batches, int steps) {
   Network net(tiny_cnn(c.family), 11);
-  net.set_batch_norm_group(kBatch / 2);  // statistics per micro-batch of the pipelines (M = 2)
+  net.set_batch_norm_group(kCnnBatch / 2);  // statistics per micro-batch of the pipelines (M = 2)
   Reference r;
   SgdRegistry opt;
-  LayerStageCompute comp(net, {{0, net.size(), false}}, {kBatch, kBatch / micro_batches, false, true}, cnn_data(),
+  LayerStageCompute comp(net, {{0, net.size(), false}}, {kCnnBatch, kCnnBatch / micro_batches, false, true}, cnn_data(),
                          plain_sgd(c.lr, c.momentum, &opt));
-  PipelineRuntime rt(planner::make_schedule(ScheduleKind::gpipe, 1, micro_batches), comp, opts());
+  PipelineRuntime rt(planner::make_schedule(ScheduleKind::gpipe, 1, micro_batches), comp, one_thread_options(120000));
   r.states.push_back(snapshot(net, opt));
   for (int i = 0; i < steps; ++i) {
     rt.run_iteration();
@@ -169,10 +156,10 @@ void check_family(const FamilyCheck& c) {
           const bool free_running = pass == 0 || c.free_running;
           net.zero_grad();
           SgdRegistry opt;
-          LayerStageCompute comp(net, even_ranges(net.size(), S, recompute), {kBatch, kBatch / M, false, true},
+          LayerStageCompute comp(net, even_ranges(net.size(), S, recompute), {kCnnBatch, kCnnBatch / M, false, true},
                                  cnn_data(), plain_sgd(c.lr, c.momentum, &opt));
           if (S == 4) CHECK(!comp.cut(1).empty());
-          PipelineRuntime rt(planner::make_schedule(kind, S, M), comp, opts());
+          PipelineRuntime rt(planner::make_schedule(kind, S, M), comp, one_thread_options(120000));
           restore(net, opt, ref.states[0]);
           for (int i = 0; i < kSteps; ++i) {
             CAPTURE(i);
@@ -185,11 +172,11 @@ void check_family(const FamilyCheck& c) {
             // the weights (mostly W itself when lr is small) would not.
             if (pass == 0) {  // the same reductions in the same order: equal to the bit
               CHECK(comp.loss(i) == ref.losses[i]);
-              CHECK(max_relative_difference(pointers(got.velocities), pointers(want.velocities)) == 0.0);
-              CHECK(max_relative_difference(pointers(got.weights), pointers(want.weights)) == 0.0);
+              CHECK(max_relative_difference(pointers_of(got.velocities), pointers_of(want.velocities)) == 0.0);
+              CHECK(max_relative_difference(pointers_of(got.weights), pointers_of(want.weights)) == 0.0);
             } else {  // batch 8 against 4 + 4: other reduction orders (see the header)
-              CHECK(max_mixed_difference(pointers(got.velocities), pointers(want.velocities)) < 1e-5);
-              CHECK(max_mixed_difference(pointers(got.weights), pointers(want.weights)) < 1e-5);
+              CHECK(max_mixed_difference(pointers_of(got.velocities), pointers_of(want.velocities)) < 1e-5);
+              CHECK(max_mixed_difference(pointers_of(got.weights), pointers_of(want.weights)) < 1e-5);
             }
           }
         }
@@ -216,11 +203,11 @@ TEST_CASE("branchy cuts: a tensor read on several later stages is sent once per 
   // Cut 1 inside block s1b1 (after its conv_a), cut 2 after its conv_b: s1b0_out (the block's
   // input, read by the residual add) crosses both cuts, once each.
   const int a = m.index_of("s1b1_conv_a") + 1, b = m.index_of("s1b1_conv_b") + 1;
-  LayerStageCompute comp(net, {{0, a, false}, {a, b, false}, {b, net.size(), false}}, {kBatch, 4, false, true},
+  LayerStageCompute comp(net, {{0, a, false}, {a, b, false}, {b, net.size(), false}}, {kCnnBatch, 4, false, true},
                          cnn_data(), plain_sgd());
   CHECK(comp.cut(0) == std::vector<std::string>{"s1b0_out", "s1b1_conv_a"});
   CHECK(comp.cut(1) == std::vector<std::string>{"s1b0_out", "s1b1_conv_b"});
-  PipelineRuntime rt(planner::make_schedule(ScheduleKind::one_f_one_b, 3, 2), comp, opts());
+  PipelineRuntime rt(planner::make_schedule(ScheduleKind::one_f_one_b, 3, 2), comp, one_thread_options(120000));
   rt.run_iteration();
   // Forward transfers carry exactly the cut tensors: [4, c, h, w] each.
   const auto& specs = m.layers();

@@ -8,6 +8,7 @@
 
 #include "exec/runtime/replica_allreduce.h"
 #include "exec/transport/transport_inproc.h"
+#include "tests/exec/runtime/training_util.h"
 
 using namespace pw;
 using namespace pw::exec;
@@ -114,12 +115,6 @@ std::vector<Tensor> pseudo_random_grads(int p, const std::vector<int64_t>& sizes
   return v;
 }
 
-std::vector<Tensor*> pointers(std::vector<Tensor>& v) {
-  std::vector<Tensor*> out;
-  for (Tensor& t : v) out.push_back(&t);
-  return out;
-}
-
 // Runs one all-reduce of every replica on ONE thread: each ring is only ever progressed, never
 // waited on, so this also shows RingAllreduce does not block.
 void run_rings_on_one_thread(InProcTransport& tr, const std::vector<int>& replicas,
@@ -127,7 +122,7 @@ void run_rings_on_one_thread(InProcTransport& tr, const std::vector<int>& replic
   std::vector<std::unique_ptr<RingAllreduce>> rings;
   for (size_t p = 0; p < replicas.size(); ++p)
     rings.push_back(
-        std::make_unique<RingAllreduce>(tr, replicas[p], replicas, 0, 0, round, pointers(grads[p]), average));
+        std::make_unique<RingAllreduce>(tr, replicas[p], replicas, 0, 0, round, testing::pointers_of(grads[p]), average));
   for (int sweep = 0; sweep < 1000; ++sweep) {
     bool all = true;
     for (auto& ring : rings) all = ring->progress() && all;

@@ -11,7 +11,7 @@ using namespace pw::exec::testing;
 using planner::ScheduleKind;
 
 namespace {
-constexpr int64_t kBatch = 8;
+constexpr int64_t kTrainingBatch = 8;
 constexpr int kSteps = 3;
 
 struct Reference {
@@ -19,20 +19,13 @@ struct Reference {
   std::vector<double> losses;
 };
 
-RuntimeOptions opts() {
-  RuntimeOptions o;
-  o.timeout = std::chrono::milliseconds(60000);
-  o.threads_per_worker = 1;  // tiny layers: OpenMP teams would only spin
-  return o;
-}
-
 // One stage, one micro-batch holding the whole mini-batch.
 Reference train_reference(const std::string& family) {
   Reference r;
-  r.net = std::make_unique<Network>(tiny_model(family, kBatch), 7);
-  LayerStageCompute comp(*r.net, {{0, r.net->size(), false}}, {kBatch, kBatch, false, true}, tiny_data(*r.net),
+  r.net = std::make_unique<Network>(tiny_model(family, kTrainingBatch), 7);
+  LayerStageCompute comp(*r.net, {{0, r.net->size(), false}}, {kTrainingBatch, kTrainingBatch, false, true}, tiny_data(*r.net),
                          plain_sgd());
-  PipelineRuntime rt(planner::make_schedule(ScheduleKind::gpipe, 1, 1), comp, opts());
+  PipelineRuntime rt(planner::make_schedule(ScheduleKind::gpipe, 1, 1), comp, one_thread_options());
   for (int i = 0; i < kSteps; ++i) {
     rt.run_iteration();
     r.losses.push_back(comp.loss(i));
@@ -51,7 +44,7 @@ TEST_CASE("runtime training: pipelines equal one-device training (gpipe, 1f1b, z
     const int layers = ref.net->size();
     // One network for every configuration (its oneDNN primitives are created once), reset to
     // the same initial weights before each run.
-    Network net(tiny_model(family, kBatch), 7);
+    Network net(tiny_model(family, kTrainingBatch), 7);
     std::vector<Tensor> init;
     for (Tensor* p : net.parameters()) init.push_back(p->clone());
     int runs = 0;
@@ -71,8 +64,8 @@ TEST_CASE("runtime training: pipelines equal one-device training (gpipe, 1f1b, z
               std::copy(init[i].data(), init[i].data() + init[i].numel(), params[i]->data());
             net.zero_grad();
             LayerStageCompute comp(net, even_ranges(layers, S * chunks, recompute),
-                                   {kBatch, kBatch / M, false, true}, tiny_data(net), plain_sgd());
-            PipelineRuntime rt(planner::make_schedule(kind, S, M, chunks), comp, opts());
+                                   {kTrainingBatch, kTrainingBatch / M, false, true}, tiny_data(net), plain_sgd());
+            PipelineRuntime rt(planner::make_schedule(kind, S, M, chunks), comp, one_thread_options());
             std::vector<int64_t> live_after;
             for (int i = 0; i < kSteps; ++i) {
               rt.run_iteration();
@@ -90,9 +83,9 @@ TEST_CASE("runtime training: pipelines equal one-device training (gpipe, 1f1b, z
 }
 
 TEST_CASE("runtime training: the payload between stages carries skip connections (gpt cut inside a residual chain)") {
-  Network net(tiny_model("gpt", kBatch), 7);
+  Network net(tiny_model("gpt", kTrainingBatch), 7);
   // Stage boundaries right after the input layer: the embedding stage needs ":data" only.
-  LayerStageCompute comp(net, {{0, 1, false}, {1, 3, false}, {3, net.size(), false}}, {kBatch, 4, false, true},
+  LayerStageCompute comp(net, {{0, 1, false}, {1, 3, false}, {3, net.size(), false}}, {kTrainingBatch, 4, false, true},
                          tiny_data(net), plain_sgd());
   CHECK(comp.cut(0) == std::vector<std::string>{"input"});
   CHECK(comp.cut(1) == std::vector<std::string>{"block0"});
@@ -103,11 +96,11 @@ TEST_CASE("runtime training: allocator live bytes return to weights + optimizer 
   // gradients and optimizer state (plus the data tensors' cached buffers, which are not live).
   const int64_t before = Allocator::global().live_bytes();
   {
-    Network net(tiny_model("mlp", kBatch), 7);
+    Network net(tiny_model("mlp", kTrainingBatch), 7);
     const int64_t weights = net.parameter_bytes();
-    LayerStageCompute comp(net, even_ranges(net.size(), 2, false), {kBatch, 2, false, true}, tiny_data(net),
+    LayerStageCompute comp(net, even_ranges(net.size(), 2, false), {kTrainingBatch, 2, false, true}, tiny_data(net),
                            plain_sgd());
-    PipelineRuntime rt(planner::make_schedule(ScheduleKind::one_f_one_b, 2, 4), comp, opts());
+    PipelineRuntime rt(planner::make_schedule(ScheduleKind::one_f_one_b, 2, 4), comp, one_thread_options());
     for (int i = 0; i < 3; ++i) {
       rt.run_iteration();
       int64_t wo = comp.weights_optimizer_bytes(0) + comp.weights_optimizer_bytes(1);
@@ -122,10 +115,10 @@ TEST_CASE("runtime training: allocator live bytes return to weights + optimizer 
 TEST_CASE("runtime training: re-materialization lowers a stage's peak activation bytes") {
   int64_t peak[2];
   for (bool recompute : {false, true}) {
-    Network net(tiny_model("gpt", kBatch), 7);
-    LayerStageCompute comp(net, even_ranges(net.size(), 2, recompute), {kBatch, 1, false, true}, tiny_data(net),
+    Network net(tiny_model("gpt", kTrainingBatch), 7);
+    LayerStageCompute comp(net, even_ranges(net.size(), 2, recompute), {kTrainingBatch, 1, false, true}, tiny_data(net),
                            plain_sgd());
-    PipelineRuntime rt(planner::make_schedule(ScheduleKind::gpipe, 2, 8), comp, opts());
+    PipelineRuntime rt(planner::make_schedule(ScheduleKind::gpipe, 2, 8), comp, one_thread_options());
     rt.run_iteration();
     peak[recompute] = comp.peak_activation_bytes(0);
   }

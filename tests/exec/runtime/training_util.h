@@ -2,12 +2,14 @@
 // even stage splits, and comparisons of parameter sets.
 #pragma once
 
+#include <chrono>
 #include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "exec/layers/network.h"
+#include "exec/runtime/pipeline_runtime.h"
 #include "exec/runtime/run_compute.h"
 #include "models/zoo.h"
 
@@ -158,6 +160,22 @@ inline double max_mixed_difference(const std::vector<Tensor*>& a, const std::vec
     worst = std::max(worst, diff / (scale + largest));
   }
   return worst;
+}
+
+// Runtime options of the training tests: one OpenMP thread per worker (the layers are tiny;
+// OpenMP teams would only spin) and a step deadline of `timeout_ms`.
+inline RuntimeOptions one_thread_options(int timeout_ms = 60000) {
+  RuntimeOptions o;
+  o.timeout = std::chrono::milliseconds(timeout_ms);
+  o.threads_per_worker = 1;
+  return o;
+}
+
+// Pointers to each tensor of `ts`, in order (what the comparisons and the all-reduce take).
+inline std::vector<Tensor*> pointers_of(std::vector<Tensor>& ts) {
+  std::vector<Tensor*> r;
+  for (Tensor& t : ts) r.push_back(&t);
+  return r;
 }
 
 }  // namespace pw::exec::testing

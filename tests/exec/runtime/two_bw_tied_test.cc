@@ -13,14 +13,7 @@ using namespace pw::exec::testing;
 using planner::ScheduleKind;
 
 namespace {
-constexpr int64_t kBatch = 8;
-
-RuntimeOptions opts() {
-  RuntimeOptions o;
-  o.timeout = std::chrono::milliseconds(60000);
-  o.threads_per_worker = 1;
-  return o;
-}
+constexpr int64_t kTiedBatch = 8;
 
 // Plain 2BW: W(t+1) = W(t) - lr * grad(W(t-1)) on the whole mini-batch, W(-1) = W(0).
 struct TwoBwReference {
@@ -34,7 +27,7 @@ TwoBwReference two_bw_reference(const models::Model& model, int steps) {
   Network& net = *r.net;
   // One stage, one micro-batch of the whole mini-batch, driven op by op (synchronous mode:
   // the loss of the mini-batch with weight 1), with W(t-1) installed around F and B.
-  LayerStageCompute comp(net, {{0, net.size(), false}}, {kBatch, kBatch, false, true}, tiny_data(net), plain_sgd());
+  LayerStageCompute comp(net, {{0, net.size(), false}}, {kTiedBatch, kTiedBatch, false, true}, tiny_data(net), plain_sgd());
   auto params = net.parameters();
   std::vector<Tensor> previous;  // W(t-1)
   for (Tensor* p : params) previous.push_back(p->clone());
@@ -57,7 +50,7 @@ TwoBwReference two_bw_reference(const models::Model& model, int steps) {
 TEST_CASE("2bw: double-buffered weights with a one-step delay match the plain reference") {
   constexpr int kSteps = 4;
   for (const std::string family : {"mlp", "gpt"}) {
-    const models::Model model = tiny_model(family, kBatch);
+    const models::Model model = tiny_model(family, kTiedBatch);
     const TwoBwReference ref = two_bw_reference(model, kSteps);
     CHECK(ref.losses[0] == doctest::Approx(ref.losses[1]).epsilon(0.2));  // step 1 still on W(0)
     for (int S : {2, 3})
@@ -68,10 +61,10 @@ TEST_CASE("2bw: double-buffered weights with a one-step delay match the plain re
           CAPTURE(M);
           CAPTURE(recompute);
           Network net(model, 7);
-          ComputeConfig cc{kBatch, kBatch / M, true, true};
+          ComputeConfig cc{kTiedBatch, kTiedBatch / M, true, true};
           cc.double_buffered = true;
           LayerStageCompute comp(net, even_ranges(net.size(), S, recompute), cc, tiny_data(net), plain_sgd());
-          PipelineRuntime rt(planner::make_schedule(ScheduleKind::two_bw, S, M), comp, opts());
+          PipelineRuntime rt(planner::make_schedule(ScheduleKind::two_bw, S, M), comp, one_thread_options());
           for (int i = 0; i < kSteps; ++i) {
             rt.run_iteration();
             CHECK(comp.loss(i) == doctest::Approx(ref.losses[i]).epsilon(1e-5));
@@ -85,9 +78,9 @@ TEST_CASE("2bw: double-buffered weights with a one-step delay match the plain re
 }
 
 TEST_CASE("2bw: the step delay is real (first two mini-batches run on the initial weights)") {
-  const models::Model model = tiny_model("mlp", kBatch);
+  const models::Model model = tiny_model("mlp", kTiedBatch);
   Network net(model, 7);
-  ComputeConfig cc{kBatch, kBatch / 2, true, true};
+  ComputeConfig cc{kTiedBatch, kTiedBatch / 2, true, true};
   cc.double_buffered = true;
   LayerStageCompute comp(net, even_ranges(net.size(), 2, false), cc,
                          [](int, int64_t first, int64_t count, Tensor* d, Tensor* t) {  // the same batch every step
@@ -96,7 +89,7 @@ TEST_CASE("2bw: the step delay is real (first two mini-batches run on the initia
                                for (int64_t i = 0; i < x->numel(); ++i) x->data()[i] = 0.01f * static_cast<float>(i + first);
                          },
                          plain_sgd());
-  PipelineRuntime rt(planner::make_schedule(ScheduleKind::two_bw, 2, 2), comp, opts());
+  PipelineRuntime rt(planner::make_schedule(ScheduleKind::two_bw, 2, 2), comp, one_thread_options());
   for (int i = 0; i < 3; ++i) rt.run_iteration();
   CHECK(comp.loss(1) == comp.loss(0));  // W(-1) = W(0)
   CHECK(comp.loss(2) != comp.loss(1));  // W(1)
@@ -105,7 +98,7 @@ TEST_CASE("2bw: the step delay is real (first two mini-batches run on the initia
 namespace {
 models::Model tied_gpt() {
   models::ZooOptions o;
-  o.batch = kBatch;
+  o.batch = kTiedBatch;
   o.layers = 2;
   o.d_model = 16;
   o.heads = 2;
@@ -124,8 +117,8 @@ TEST_CASE("tied embeddings split across stages: summed gradients match one share
   CHECK(ref.tied_pair().head >= 0);
   std::vector<double> ref_losses;
   {
-    LayerStageCompute comp(ref, {{0, ref.size(), false}}, {kBatch, kBatch, false, true}, tiny_data(ref), plain_sgd());
-    PipelineRuntime rt(planner::make_schedule(ScheduleKind::gpipe, 1, 1), comp, opts());
+    LayerStageCompute comp(ref, {{0, ref.size(), false}}, {kTiedBatch, kTiedBatch, false, true}, tiny_data(ref), plain_sgd());
+    PipelineRuntime rt(planner::make_schedule(ScheduleKind::gpipe, 1, 1), comp, one_thread_options());
     for (int i = 0; i < kSteps; ++i) {
       rt.run_iteration();
       ref_losses.push_back(comp.loss(i));
@@ -138,9 +131,9 @@ TEST_CASE("tied embeddings split across stages: summed gradients match one share
       CAPTURE(planner::to_string(kind));
       CAPTURE(S);
       Network net(model, 7);
-      LayerStageCompute comp(net, even_ranges(net.size(), S, S == 3), {kBatch, 2, false, true}, tiny_data(net),
+      LayerStageCompute comp(net, even_ranges(net.size(), S, S == 3), {kTiedBatch, 2, false, true}, tiny_data(net),
                              plain_sgd());
-      PipelineRuntime rt(planner::make_schedule(kind, S, 4), comp, opts());
+      PipelineRuntime rt(planner::make_schedule(kind, S, 4), comp, one_thread_options());
       for (int i = 0; i < kSteps; ++i) {
         rt.run_iteration();
         CHECK(comp.loss(i) == doctest::Approx(ref_losses[i]).epsilon(1e-5));
@@ -153,7 +146,7 @@ TEST_CASE("tied embeddings split across stages: summed gradients match one share
   CHECK(runs == 9);
   // Asynchronous schedules cannot split the tie.
   Network net(model, 7);
-  ComputeConfig cc{kBatch, 2, true, true};
+  ComputeConfig cc{kTiedBatch, 2, true, true};
   CHECK_THROWS_AS(LayerStageCompute(net, even_ranges(net.size(), 2, false), cc, tiny_data(net), plain_sgd()),
                   InputError);
 }
