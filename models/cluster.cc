@@ -16,6 +16,8 @@ Cluster::Cluster(std::string name, DeviceSpec device, std::vector<Level> levels)
     const Level& l = levels_[k];
     const std::string at = "cluster \"" + name_ + "\" level " + std::to_string(k);
     if (l.count < 1) throw InputError(at + ": count must be >= 1, got " + std::to_string(l.count));
+    // Positive and finite here (what-if's transfer-free cluster uses 1e30); a cluster file is
+    // held to the --bandwidth flag's range (cluster_from_json).
     if (!(l.bandwidth_bytes_per_s > 0) || !std::isfinite(l.bandwidth_bytes_per_s))
       throw InputError(at + ": bandwidth_bytes_per_s must be a positive number");
     if (l.latency_ns < 0) throw InputError(at + ": latency_ns must be >= 0");
@@ -82,6 +84,7 @@ Cluster cluster_from_json(const Json& j) {
     l.name = get_string_or(arr[k], "name", at, "level" + std::to_string(k));
     l.count = get_limited_int(arr[k], "count", at, limits::kDevices);
     l.bandwidth_bytes_per_s = get_number(arr[k], "bandwidth_bytes_per_s", at, 1e-300);
+    check_real_limit(l.bandwidth_bytes_per_s, limits::kBandwidth, at + "/bandwidth_bytes_per_s");
     l.latency_ns = get_limited_or(arr[k], "latency_ns", at, 0, limits::kDurationNs);
     levels.push_back(l);
   }

@@ -2,6 +2,7 @@
 
 #include <climits>
 #include <cmath>
+#include <cstdio>
 
 #include "models/error.h"
 #include "models/error_text.h"
@@ -13,6 +14,16 @@ std::string range_text(const Limit& l) { return "[" + std::to_string(l.min) + ",
 int64_t check_limit(int64_t v, const Limit& l, const std::string& where) {
   if (v < l.min || v > l.max)
     throw InputError(where + ": expected an integer in " + range_text(l) + ", got " + std::to_string(v));
+  return v;
+}
+
+double check_real_limit(double v, const Limit& l, const std::string& where) {
+  if (!(v >= static_cast<double>(l.min) && v <= static_cast<double>(l.max))) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, ": expected a value in [%g, %g], got %g", static_cast<double>(l.min),
+                  static_cast<double>(l.max), v);
+    throw InputError(where + buf);
+  }
   return v;
 }
 

@@ -42,6 +42,10 @@ inline constexpr Limit kDurationNs{0, 1000000000000000};
 inline constexpr Limit kTimestampNs{0, 1000000000000000000};
 inline constexpr Limit kBytes{0, 1000000000000000000};  // a size in bytes (memory, tensors)
 inline constexpr Limit kMemoryBytes{1, 1000000000000000000};  // a device's memory
+// Real-valued rates (checked with check_real_limit): a link's bytes per second; a device's peak
+// FLOP/s and memory bytes per second, 0 where unknown (a measured or imported profile's device).
+inline constexpr Limit kBandwidth{1, 1000000000000000000};
+inline constexpr Limit kDeviceRate{0, 1000000000000000000};
 // Ops of one schedule (stages x micro-batches x ops per micro-batch): what a schedule, its
 // simulation and a trace hold in memory (about 100 bytes each).
 inline constexpr int64_t kMaxScheduleOps = int64_t{1} << 25;
@@ -51,6 +55,10 @@ inline constexpr int64_t kMaxScheduleOps = int64_t{1} << 25;
 std::string range_text(const Limit& l);
 // Throws InputError("<where>: expected an integer in [min, max], got <v>") when v is outside.
 int64_t check_limit(int64_t v, const Limit& l, const std::string& where);
+
+// A real number within `l` (the flags' wording): InputError("<where>: expected a value in
+// [min, max], got <v>") when outside or not finite.
+double check_real_limit(double v, const Limit& l, const std::string& where);
 
 // JSON integer field `key` of `obj` within `l` (InputError naming <path>/<key> when missing,
 // not an integer, or out of range: a value beyond int64 is out of range, never wrapped).

@@ -57,7 +57,8 @@ constexpr Bound kBounds[] = {
     {"--t-comm", 0, kMaxMs},        {"--seed", 0, 18446744073709551616.0},
     {"--memory", lo(lim::kMemoryBytes), hi(lim::kMemoryBytes), FlagUnit::bytes},
     {"--memory-limit", 0, hi(lim::kBytes), FlagUnit::bytes},
-    {"--bandwidth", 1, 1e18, FlagUnit::bytes_per_s}, {"--bandwidths", 1, 1e18, FlagUnit::bytes_per_s},
+    {"--bandwidth", lo(lim::kBandwidth), hi(lim::kBandwidth), FlagUnit::bytes_per_s},
+    {"--bandwidths", lo(lim::kBandwidth), hi(lim::kBandwidth), FlagUnit::bytes_per_s},
 };
 
 // Text options that hold a comma-separated list of numbers.

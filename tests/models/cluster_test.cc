@@ -45,6 +45,25 @@ TEST_CASE("inconsistent clusters are rejected") {
   bad = j;
   bad["levels"][0]["bandwidth_bytes_per_s"] = 0;
   CHECK_THROWS_AS(cluster_from_json(bad), InputError);
+  // The --bandwidth flag's range, [1, 1e18] bytes/s, in the same words (found by scripts/cli_fuzz.sh:
+  // 2^62 bytes/s was accepted from a file, refused from the flag).
+  bad["levels"][0]["bandwidth_bytes_per_s"] = 4611686018427387904.0;
+  CHECK_THROWS_WITH_AS(cluster_from_json(bad),
+                       "/levels/0/bandwidth_bytes_per_s: expected a value in [1, 1e+18], got 4.61169e+18", InputError);
+  bad["levels"][0]["bandwidth_bytes_per_s"] = 0.5;
+  CHECK_THROWS_WITH_AS(cluster_from_json(bad), "/levels/0/bandwidth_bytes_per_s: expected a value in [1, 1e+18], got 0.5",
+                       InputError);
+  bad["levels"][0]["bandwidth_bytes_per_s"] = 1e18;
+  CHECK(cluster_from_json(bad).levels()[0].bandwidth_bytes_per_s == 1e18);
+  // A device object's rates: 0 (unknown) to 1e18 (found by scripts/cli_fuzz.sh: 1e300 FLOP/s ran).
+  bad = j;
+  bad["device"] = find_device("a100-80g");
+  bad["device"]["peak_bf16_flops"] = 1e300;
+  CHECK_THROWS_WITH_AS(cluster_from_json(bad), "/device/peak_bf16_flops: expected a value in [0, 1e+18], got 1e+300",
+                       InputError);
+  bad["device"]["peak_bf16_flops"] = 0;
+  bad["device"]["memory_bandwidth_bytes_per_s"] = -1;
+  CHECK_THROWS_AS(cluster_from_json(bad), InputError);
   bad = j;
   bad["device"] = "no-such-gpu";
   CHECK_THROWS_AS(cluster_from_json(bad), InputError);
