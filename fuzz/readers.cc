@@ -12,6 +12,8 @@
 #include "planner/plan.h"
 #include "planner/schedule_csv.h"
 #include "planner/schedule_validate.h"
+#include "sim/replay.h"
+#include "sim/run_trace.h"
 #include "sim/trace_io.h"
 #include "whatif/sweep.h"
 
@@ -54,6 +56,11 @@ void read_json_kind(std::string_view reader, std::string_view bytes, bool round_
     use(reader, whatif::to_json(s), round_trip);
   } else if (reader == "trace") {
     use(reader, Json(sim::trace_from_json(j)), round_trip);
+  } else if (reader == "run-trace") {
+    // `simulate --replay`: read, replay (which checks the trace against its schedule).
+    const sim::RunTrace rt = sim::run_trace_from_json(j);
+    if (round_trip) (void)sim::replay_run_trace(rt, "fuzz.json");
+    use(reader, sim::run_trace_to_json(rt), round_trip);
   } else {
     throw InternalError("unknown reader " + std::string(reader));
   }
@@ -63,7 +70,8 @@ void read_json_kind(std::string_view reader, std::string_view bytes, bool round_
 
 const std::vector<std::string_view>& reader_names() {
   static const std::vector<std::string_view> names = {"model", "profile", "cluster",   "plan",
-                                                      "sweep", "trace",   "pipedream", "schedule"};
+                                                      "sweep", "trace",   "pipedream", "schedule",
+                                                      "run-trace"};
   return names;
 }
 

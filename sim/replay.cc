@@ -9,6 +9,7 @@
 
 #include "models/error.h"
 #include "models/median.h"
+#include "planner/schedule_gen.h"
 #include "planner/schedule_validate.h"
 #include "sim/trace_io.h"
 
@@ -205,6 +206,18 @@ std::string format_replay(const ReplayResult& r) {
     os << buf;
   }
   return os.str();
+}
+
+ReplayResult replay_run_trace(const RunTrace& rt, const std::string& where) {
+  if (!rt.has_predicted) throw InputError(where + ": /predicted: missing (record the run with --compare)");
+  if (rt.chunks < 1 || rt.stages % rt.chunks != 0) throw InputError(where + ": /stages: not a multiple of /chunks");
+  try {
+    const planner::Schedule schedule =
+        planner::make_schedule(rt.schedule, rt.stages / rt.chunks, rt.micro_batches, rt.chunks);
+    return replay(schedule, rt.trace, rt.predicted, replay_first_iteration(rt), 0, rt.handoff_ns);
+  } catch (const InputError& e) {
+    throw InputError(where + ": " + e.what());
+  }
 }
 
 }  // namespace pw::sim

@@ -67,6 +67,13 @@ struct ReplayResult {
 ReplayResult replay(const planner::Schedule& schedule, const Trace& measured, const StageCosts& predicted,
                     int first = -1, int iterations = 0, int64_t handoff_ns = 0);
 
+// What `simulate --replay F` computes from a run trace: its schedule rebuilt from the kind,
+// stages, chunks and micro-batches it records, and its kept iterations replayed from
+// replay_first_iteration on, with its hand-off latency. InputError prefixed with `where` (the
+// file) for a trace without "predicted" (recorded without --compare), stages that are not a
+// multiple of chunks, a schedule the counts do not make, or a trace the replay refuses.
+ReplayResult replay_run_trace(const RunTrace& rt, const std::string& where);
+
 // A readable table: the three iteration times, the split, and the per-(stage, kind) rows.
 std::string format_replay(const ReplayResult& r);
 

@@ -50,17 +50,7 @@ void run_replay(const SimulateArgs& a, CLI::App* sub) {
     if (sub->count(flag)) throw InputError(std::string(flag) + ": not used with --replay");
   sim::RunTrace rt;
   rt = parse_json_file<sim::RunTrace>(a.replay, sim::run_trace_from_json);
-  if (!rt.has_predicted) throw InputError(a.replay + ": /predicted: missing (record the run with --compare)");
-  if (rt.chunks < 1 || rt.stages % rt.chunks != 0)
-    throw InputError(a.replay + ": /stages: not a multiple of /chunks");
-  const planner::Schedule schedule =
-      planner::make_schedule(rt.schedule, rt.stages / rt.chunks, rt.micro_batches, rt.chunks);
-  sim::ReplayResult r;
-  try {
-    r = sim::replay(schedule, rt.trace, rt.predicted, sim::replay_first_iteration(rt), 0, rt.handoff_ns);
-  } catch (const InputError& e) {
-    throw InputError(a.replay + ": " + e.what());
-  }
+  const sim::ReplayResult r = sim::replay_run_trace(rt, a.replay);
   if (!a.trace.empty() || !a.svg.empty()) {
     sim::RunInfo info;
     info.schedule = std::string(planner::to_string(rt.schedule));
