@@ -3,6 +3,8 @@
 #include <climits>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <limits>
 
 #include "models/error.h"
 #include "models/error_text.h"
@@ -17,14 +19,37 @@ int64_t check_limit(int64_t v, const Limit& l, const std::string& where) {
   return v;
 }
 
-double check_real_limit(double v, const Limit& l, const std::string& where) {
-  if (!(v >= static_cast<double>(l.min) && v <= static_cast<double>(l.max))) {
-    char buf[160];
-    std::snprintf(buf, sizeof buf, ": expected a value in [%g, %g], got %g", static_cast<double>(l.min),
-                  static_cast<double>(l.max), v);
-    throw InputError(where + buf);
+std::string format_real(double v) {
+  char buf[64];
+  if (v == std::floor(v) && std::fabs(v) < 1e18) {
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+    return buf;
   }
+  for (const int digits : {6, 15, 17}) {
+    std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
+  return buf;
+}
+
+std::string range_text(const RealLimit& l) { return "[" + format_real(l.min) + ", " + format_real(l.max) + "]"; }
+
+double check_real_limit(double v, const RealLimit& l, const std::string& where) {
+  if (!(v >= l.min && v <= l.max))
+    throw InputError(where + ": expected a value in " + range_text(l) + ", got " + format_real(v));
   return v;
+}
+
+double check_real_limit(double v, const Limit& l, const std::string& where) {
+  return check_real_limit(v, RealLimit{static_cast<double>(l.min), static_cast<double>(l.max)}, where);
+}
+
+double get_real_limited_or(const Json& obj, std::string_view key, const std::string& path, double fallback,
+                           const RealLimit& l) {
+  require_object(obj, path);
+  if (!obj.contains(std::string(key))) return fallback;
+  const double v = get_number(obj, key, path, -std::numeric_limits<double>::max());
+  return check_real_limit(v, l, join_path(path, key));
 }
 
 int64_t limited_value(const Json& v, const std::string& where, const Limit& l) {

@@ -22,6 +22,10 @@ namespace pw::models {
 struct Limit {
   int64_t min, max;
 };
+// A closed range of a real-valued quantity (checked with check_real_limit).
+struct RealLimit {
+  double min, max;
+};
 
 namespace limits {
 inline constexpr Limit kStages{1, 1 << 16};            // pipeline stages (virtual stages with chunks)
@@ -46,6 +50,11 @@ inline constexpr Limit kMemoryBytes{1, 1000000000000000000};  // a device's memo
 // FLOP/s and memory bytes per second, 0 where unknown (a measured or imported profile's device).
 inline constexpr Limit kBandwidth{1, 1000000000000000000};
 inline constexpr Limit kDeviceRate{0, 1000000000000000000};
+// Real-valued quantities of files and flags alike:
+inline constexpr RealLimit kEfficiency{1e-9, 1};   // fraction of peak FLOP/s the cost model assumes
+inline constexpr RealLimit kShare{0, 1};           // a share of an iteration (bubble, idle, imbalance)
+inline constexpr RealLimit kSeconds{0, 1e6};       // a predicted duration (kDurationNs, in seconds)
+inline constexpr RealLimit kSampleRate{0, 1e18};   // samples per second
 // Ops of one schedule (stages x micro-batches x ops per micro-batch): what a schedule, its
 // simulation and a trace hold in memory (about 100 bytes each).
 inline constexpr int64_t kMaxScheduleOps = int64_t{1} << 25;
@@ -56,9 +65,20 @@ std::string range_text(const Limit& l);
 // Throws InputError("<where>: expected an integer in [min, max], got <v>") when v is outside.
 int64_t check_limit(int64_t v, const Limit& l, const std::string& where);
 
+// The shortest text that reads back as `v`: whole numbers below 1e18 in full ("65536"), others
+// in %g style ("0.5", "1e-09", "1e+18"). The flags and the readers print ranges with it.
+std::string format_real(double v);
+// "[min, max]" with format_real.
+std::string range_text(const RealLimit& l);
+
 // A real number within `l` (the flags' wording): InputError("<where>: expected a value in
 // [min, max], got <v>") when outside or not finite.
+double check_real_limit(double v, const RealLimit& l, const std::string& where);
 double check_real_limit(double v, const Limit& l, const std::string& where);
+// JSON number field `key` of `obj` within `l`; `fallback` when absent (InputError naming
+// <path>/<key> when not a finite number or out of range).
+double get_real_limited_or(const Json& obj, std::string_view key, const std::string& path, double fallback,
+                           const RealLimit& l);
 
 // JSON integer field `key` of `obj` within `l` (InputError naming <path>/<key> when missing,
 // not an integer, or out of range: a value beyond int64 is out of range, never wrapped).

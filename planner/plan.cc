@@ -17,6 +17,55 @@ using models::get_limited_int;
 using models::get_limited_int_or;
 using models::get_limited_or;
 
+namespace {
+
+constexpr models::RealLimit kMilliseconds{0, lim::kSeconds.max * 1e3};
+
+void check_string_field(const Json& o, const char* key, const std::string& path) {
+  if (o.contains(key)) get_string(o, key, path);
+}
+
+// plan --measure's record of one candidate or trial (inputs/options/candidates, .../trials).
+void check_trial_record(const Json& r, const std::string& at) {
+  require_object(r, at);
+  get_limited_or(r, "stages", at, 1, lim::kStages);
+  get_limited_or(r, "threads_per_stage", at, 0, lim::kThreads);
+  get_limited_or(r, "micro_batches", at, 1, lim::kMicroBatches);
+  get_limited_or(r, "micro_batch_size", at, 1, lim::kMicroBatchSize);
+  models::get_real_limited_or(r, "predicted_ms", at, 0, kMilliseconds);
+  models::get_real_limited_or(r, "median_ms", at, 0, kMilliseconds);
+  check_string_field(r, "configuration", at);
+  if (r.contains("measured_ms")) {
+    const Json& ms = require_array(r, "measured_ms", at);
+    for (size_t k = 0; k < ms.size(); ++k) {
+      const std::string where = join_path(join_path(at, "measured_ms"), k);
+      if (!ms[k].is_number()) throw InputError(where + ": expected a number, got " + json_type_name(ms[k]));
+      models::check_real_limit(ms[k].get<double>(), kMilliseconds, where);
+    }
+  }
+}
+
+// What `plan` recorded of its flags (inputs/options): the same ranges as those flags. The plan's
+// own fields, not these, drive simulate and run; the record is checked so that a plan file holds
+// nothing a flag would refuse. Keys this version does not know are left alone.
+void check_recorded_options(const Json& o) {
+  const std::string at = "/inputs/options";
+  models::get_real_limited_or(o, "efficiency", at, lim::kEfficiency.max, lim::kEfficiency);
+  get_limited_or(o, "batch", at, 0, {0, lim::kBatch.max});  // 0: the profile's batch
+  get_limited_or(o, "memory_limit_bytes", at, 0, lim::kBytes);
+  get_limited_or(o, "chunks", at, 1, lim::kChunks);
+  for (const char* key : {"dtype", "optimizer", "micro_batches", "schedule", "objective", "recompute", "partitioner"})
+    check_string_field(o, key, at);
+  get_bool_or(o, "measured_here", at, false);
+  for (const char* key : {"candidates", "trials"}) {
+    if (!o.contains(key)) continue;
+    const Json& list = require_array(o, key, at);
+    for (size_t k = 0; k < list.size(); ++k) check_trial_record(list[k], join_path(join_path(at, key), k));
+  }
+}
+
+}  // namespace
+
 void check_plan_batch(const Plan& p) {
   const std::string sizes = " (micro_batch_size " + std::to_string(p.micro_batch_size) + " x num_micro_batches " +
                             std::to_string(p.num_micro_batches) + " = " +
@@ -197,7 +246,10 @@ Plan plan_from_json(const Json& j) {
     if (in.contains("profile")) p.inputs.profile = in["profile"];
     if (in.contains("cluster")) p.inputs.cluster = in["cluster"];
     if (in.contains("model")) p.inputs.model = in["model"];
-    if (in.contains("options")) p.inputs.options = in["options"];
+    if (in.contains("options")) {
+      check_recorded_options(in["options"]);
+      p.inputs.options = in["options"];
+    }
   }
   if (j.contains("layer_order")) {
     const Json& lo = require_array(j, "layer_order", "");
@@ -284,14 +336,16 @@ Plan plan_from_json(const Json& j) {
   }
   if (j.contains("predicted")) {
     const Json& q = require_object(j["predicted"], "/predicted");
-    p.predicted.iteration_time_s = get_number_or(q, "iteration_time_s", "/predicted", 0);
-    p.predicted.bottleneck_time_s = get_number_or(q, "bottleneck_time_s", "/predicted", 0);
-    p.predicted.throughput_samples_per_s = get_number_or(q, "throughput_samples_per_s", "/predicted", 0);
-    p.predicted.bubble_rate = get_number_or(q, "bubble_rate", "/predicted", 0);
+    using models::get_real_limited_or;
+    p.predicted.iteration_time_s = get_real_limited_or(q, "iteration_time_s", "/predicted", 0, lim::kSeconds);
+    p.predicted.bottleneck_time_s = get_real_limited_or(q, "bottleneck_time_s", "/predicted", 0, lim::kSeconds);
+    p.predicted.throughput_samples_per_s =
+        get_real_limited_or(q, "throughput_samples_per_s", "/predicted", 0, lim::kSampleRate);
+    p.predicted.bubble_rate = get_real_limited_or(q, "bubble_rate", "/predicted", 0, lim::kShare);
     p.predicted.peak_memory_bytes = get_limited_or(q, "peak_memory_bytes", "/predicted", 0, lim::kBytes);
-    p.predicted.schedule_bubble = get_number_or(q, "schedule_bubble", "/predicted", 0);
-    p.predicted.stage_imbalance = get_number_or(q, "stage_imbalance", "/predicted", 0);
-    p.predicted.idle_share = get_number_or(q, "idle_share", "/predicted", 0);
+    p.predicted.schedule_bubble = get_real_limited_or(q, "schedule_bubble", "/predicted", 0, lim::kShare);
+    p.predicted.stage_imbalance = get_real_limited_or(q, "stage_imbalance", "/predicted", 0, lim::kShare);
+    p.predicted.idle_share = get_real_limited_or(q, "idle_share", "/predicted", 0, lim::kShare);
   }
   return p;
 }

@@ -52,7 +52,7 @@ constexpr Bound kBounds[] = {
     {"--reps", 1, 1e6},             {"--warmup", 0, 1e6},            {"--devices", lo(lim::kDevices), hi(lim::kDevices)},
     {"--devices-per-node", lo(lim::kDevicesPerNode), hi(lim::kDevicesPerNode)},
     {"--max-layers", 1, hi(lim::kLayers)}, {"--levels", 1, hi(lim::kDevices)},
-    {"--efficiency", 1e-9, 1},      {"--lr", 0, 1e6},                {"--weight-decay", 0, 1e6},
+    {"--efficiency", lim::kEfficiency.min, lim::kEfficiency.max},      {"--lr", 0, 1e6},                {"--weight-decay", 0, 1e6},
     {"--t-f", 0, kMaxMs},           {"--t-b", 0, kMaxMs},            {"--t-w", 0, kMaxMs},
     {"--t-comm", 0, kMaxMs},        {"--seed", 0, 18446744073709551616.0},
     {"--memory", lo(lim::kMemoryBytes), hi(lim::kMemoryBytes), FlagUnit::bytes},
@@ -70,6 +70,7 @@ const Bound* bound_of(const std::string& flag) {
   return nullptr;
 }
 
+// The text CLI11 converts to exactly `v` (a whole number).
 std::string format_number(double v) {
   char buf[64];
   if (v == std::floor(v) && std::fabs(v) < 1e18) std::snprintf(buf, sizeof buf, "%.0f", v);
@@ -166,7 +167,7 @@ std::string check_value(const std::string& flag, const std::string& type, std::s
   if (unit == FlagUnit::bytes && v != std::floor(v))
     return "expected a whole number of bytes, got \"" + escape_for_message(text) + "\"";
   if (v < lo || v > hi) {
-    std::string range = "[" + format_number(lo) + ", " + format_number(hi) + "]";
+    const std::string range = models::range_text(models::RealLimit{lo, hi});
     if (flag == "--threads")
       return "expected at most " + std::to_string(max_threads()) + " threads (4 x this machine's " +
              std::to_string(machine_cores()) + " cores), got \"" + escape_for_message(text) + "\"";

@@ -49,7 +49,7 @@ TEST_CASE("inconsistent clusters are rejected") {
   // 2^62 bytes/s was accepted from a file, refused from the flag).
   bad["levels"][0]["bandwidth_bytes_per_s"] = 4611686018427387904.0;
   CHECK_THROWS_WITH_AS(cluster_from_json(bad),
-                       "/levels/0/bandwidth_bytes_per_s: expected a value in [1, 1e+18], got 4.61169e+18", InputError);
+                       "/levels/0/bandwidth_bytes_per_s: expected a value in [1, 1e+18], got 4.6116860184273879e+18", InputError);
   bad["levels"][0]["bandwidth_bytes_per_s"] = 0.5;
   CHECK_THROWS_WITH_AS(cluster_from_json(bad), "/levels/0/bandwidth_bytes_per_s: expected a value in [1, 1e+18], got 0.5",
                        InputError);

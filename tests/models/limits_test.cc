@@ -51,5 +51,26 @@ TEST_CASE("check_schedule_size bounds stages x micro-batches before a schedule i
   CHECK_THROWS_AS(check_limit(0, limits::kChunks, "--chunks"), InputError);
 }
 
+TEST_CASE("real limits: the shortest text that reads back, and the flags' wording") {
+  CHECK(format_real(65536) == "65536");
+  CHECK(format_real(0.5) == "0.5");
+  CHECK(format_real(1e-9) == "1e-09");
+  CHECK(format_real(1e18) == "1e+18");
+  CHECK(format_real(4611686018427387904.0) == "4.6116860184273879e+18");
+  CHECK(format_real(0.1 + 0.2) == "0.30000000000000004");
+  CHECK(range_text(limits::kEfficiency) == "[1e-09, 1]");
+  CHECK(check_real_limit(0.5, limits::kShare, "/s") == 0.5);
+  CHECK(message_of([] { check_real_limit(1.5, limits::kShare, "/s"); }) == "/s: expected a value in [0, 1], got 1.5");
+  CHECK(message_of([] { check_real_limit(-1, limits::kBandwidth, "/b"); }) ==
+        "/b: expected a value in [1, 1e+18], got -1");
+  const Json j = Json::parse(R"({"e": 0.25, "f": 2, "g": "x"})");
+  CHECK(get_real_limited_or(j, "e", "/o", 1, limits::kEfficiency) == 0.25);
+  CHECK(get_real_limited_or(j, "missing", "/o", 1, limits::kEfficiency) == 1);
+  CHECK(message_of([&] { get_real_limited_or(j, "f", "/o", 1, limits::kEfficiency); }) ==
+        "/o/f: expected a value in [1e-09, 1], got 2");
+  CHECK(message_of([&] { get_real_limited_or(j, "g", "/o", 1, limits::kEfficiency); }) ==
+        "/o/g: expected a number, got string");
+}
+
 }  // namespace
 }  // namespace pw::models
