@@ -56,10 +56,12 @@ std::string flag_hint(CLI::App& app, const CLI::ParseError& e, int argc, char** 
   } catch (const CLI::Error&) {
   }
   if (sub == nullptr) return "";
-  std::vector<std::string> flags;
-  for (const CLI::Option* o : sub->get_options())
+  std::vector<std::string> flags, positionals;
+  for (const CLI::Option* o : sub->get_options()) {
     for (const std::string& n : o->get_lnames()) flags.push_back("--" + n);
-  return pw::tools::unknown_flag_hint(std::vector<std::string>(argv + 2, argv + argc), flags);
+    if (o->get_lnames().empty() && o->get_snames().empty() && !o->get_name().empty()) positionals.push_back(o->get_name());
+  }
+  return pw::tools::unknown_flag_hint(std::vector<std::string>(argv + 2, argv + argc), flags, positionals);
 }
 }  // namespace
 

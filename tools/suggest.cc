@@ -1,6 +1,7 @@
 #include "tools/suggest.h"
 
 #include <algorithm>
+#include <cctype>
 
 namespace pw::tools {
 
@@ -51,13 +52,21 @@ std::string unknown_command_message(const std::string& word, const std::vector<s
   return msg;
 }
 
-std::string unknown_flag_hint(const std::vector<std::string>& args, const std::vector<std::string>& flags) {
+std::string unknown_flag_hint(const std::vector<std::string>& args, const std::vector<std::string>& flags,
+                              const std::vector<std::string>& positionals) {
+  const auto lower = [](std::string t) {
+    for (char& c : t) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return t;
+  };
   std::string hint;
   for (const std::string& arg : args) {
     if (arg.rfind("--", 0) != 0) continue;
     const std::string flag = arg.substr(0, arg.find('='));
     if (std::find(flags.begin(), flags.end(), flag) != flags.end()) continue;
-    const std::string guess = nearest_name(flag, flags);
+    std::string guess;
+    for (const std::string& p : positionals)
+      if (lower(p) == lower(flag.substr(2))) guess = p + ", a positional argument given without a flag,";
+    if (guess.empty()) guess = nearest_name(flag, flags);
     if (guess.empty()) continue;
     hint += (hint.empty() ? " (did you mean " : "; ") + guess + " for " + flag;
   }

@@ -17,7 +17,11 @@ std::string unknown_command_message(const std::string& word, const std::vector<s
 
 // For the arguments of a command that were not expected (CLI11's ExtrasError): " (did you mean
 // --devices for --devcies?)" naming each "--flag" of `args` that is not among `flags` and has a
-// nearest one; "" when none has.
-std::string unknown_flag_hint(const std::vector<std::string>& args, const std::vector<std::string>& flags);
+// nearest one; "" when none has. A "--flag" whose name is that of one of `positionals` (the
+// command's positional arguments, e.g. "MODEL" of `pipewright model MODEL`) gets " (did you mean
+// MODEL, a positional argument given without a flag, for --model?)" instead: a near flag
+// (--d-model) would mislead.
+std::string unknown_flag_hint(const std::vector<std::string>& args, const std::vector<std::string>& flags,
+                              const std::vector<std::string>& positionals = {});
 
 }  // namespace pw::tools

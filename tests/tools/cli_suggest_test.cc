@@ -23,3 +23,10 @@ TEST_CASE("a mistyped flag names the flag it most likely meant") {
   pw::test::expect_rejected(none, 2, {"not expected"});
   CHECK(none.err.find("did you mean") == std::string::npos);
 }
+
+TEST_CASE("a flag named like a positional argument points at the positional, not at a near flag") {
+  // `pipewright model` takes MODEL as a positional; --model once suggested --d-model.
+  const auto r = run_cli({"model", "--model", "gpt"});
+  pw::test::expect_rejected(r, 2, {"(did you mean MODEL, a positional argument given without a flag, for --model?)"});
+  CHECK(r.err.find("--d-model") == std::string::npos);
+}
