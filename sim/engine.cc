@@ -97,16 +97,21 @@ std::vector<std::vector<Op>> unroll_async(const Schedule& s, int K) {
 
 namespace {
 
+// What happens at an event's time. device_done: device `target` finished the op it ran.
+// forward_arrives / gradient_arrives: an activation / a gradient reaches stage `target`; `slot`
+// is its (stage, micro-batch) index in f_in_ / g_in_ and `stamp` the iteration stamp written there.
+enum class EventKind { device_done, forward_arrives, gradient_arrives };
 struct Event {
   int64_t t;
-  uint64_t seq;
-  int type;   // kDone: a = device; kArriveF / kArriveB: a = stage, b = index, c = stamp
-  int a, b, c;
+  uint64_t seq;  // order of pushing: ties in t are processed first in, first out
+  EventKind kind;
+  int target;
+  int slot;
+  int stamp;
 };
 struct Later {
   bool operator()(const Event& x, const Event& y) const { return x.t != y.t ? x.t > y.t : x.seq > y.seq; }
 };
-enum { kDone = 0, kArriveF = 1, kArriveB = 2 };
 
 int64_t at(const std::vector<int64_t>& v, int k) { return v.empty() ? 0 : v[k]; }
 
@@ -160,11 +165,11 @@ class Engine {
       Event e = heap_.top();
       heap_.pop();
       now_ = e.t;
-      if (e.type == kDone) {
-        finish(e.a);
+      if (e.kind == EventKind::device_done) {
+        finish(e.target);
       } else {
-        (e.type == kArriveF ? f_in_ : g_in_)[e.b] = e.c;
-        wake(e.a, static_cast<int>(e.b % mtot_));
+        inbox(e.kind)[static_cast<size_t>(e.slot)] = e.stamp;
+        wake(e.target, static_cast<int>(e.slot % mtot_));
       }
     }
     for (int d = 0; d < D_; ++d)
@@ -254,7 +259,11 @@ class Engine {
   size_t idx(int st, int g) const { return static_cast<size_t>(st) * mtot_ + g; }
   int stamp(int iter) const { return async_ ? 1 : iter + 1; }
 
-  void push(int64_t t, int type, int a, int b, int c) { heap_.push(Event{t, seq_++, type, a, b, c}); }
+  void push_done(int64_t t, int device) { heap_.push(Event{t, seq_++, EventKind::device_done, device, 0, 0}); }
+  void push_arrival(int64_t t, EventKind kind, int stage, size_t slot, int stamp) {
+    heap_.push(Event{t, seq_++, kind, stage, static_cast<int>(slot), stamp});
+  }
+  std::vector<int>& inbox(EventKind arrival) { return arrival == EventKind::forward_arrives ? f_in_ : g_in_; }
 
   void wake(int st, int g) {
     const int d = s_.device_of(st, g);
@@ -278,7 +287,7 @@ class Engine {
       v.busy = v.in_data = true;
       v.cur_start = now_;
       if (v.first_start < 0) v.first_start = now_;
-      push(now_ + c_.data_ns[d], kDone, d, 0, 0);
+      push_done(now_ + c_.data_ns[d], d);
       return;
     }
     const Op& op = (*lists_[d])[v.pos];
@@ -328,7 +337,7 @@ class Engine {
       mem(v, d, alloc);
     }
     if (o_.op_duration) dur = o_.op_duration(d, op, v.cur_iter, dur);
-    push(now_ + dur, kDone, d, 0, 0);
+    push_done(now_ + dur, d);
   }
 
   // An all-reduce of a replicated stage (engine.h): synchronous, a barrier of the replicas'
@@ -371,15 +380,15 @@ class Engine {
       u.cur_start = start;
       if (u.first_start < 0) u.first_start = start;
       const int64_t t = o_.op_duration ? o_.op_duration(dm, mop, u.cur_iter, dur) : dur;
-      push(start + t, kDone, dm, 0, 0);
+      push_done(start + t, dm);
     }
   }
 
-  void send(const Hop& h, int type, int to_stage, size_t i, int sp, const Op& op, int iter) {
+  void send(const Hop& h, EventKind arrival, int to_stage, size_t i, int sp, const Op& op, int iter) {
     // A free hop between two devices still takes the replayed latency when one is given.
     const bool replayed = o_.transfer_latency && h.src != h.dst;
     if (h.link < 0 && !replayed) {
-      (type == kArriveF ? f_in_ : g_in_)[i] = sp;
+      inbox(arrival)[i] = sp;
       wake(to_stage, static_cast<int>(i % mtot_));
       return;
     }
@@ -391,7 +400,7 @@ class Engine {
     }
     const int64_t latency = replayed ? o_.transfer_latency(op, iter, h.cost.latency_ns) : h.cost.latency_ns;
     const int64_t arrive = occupied_until + latency;
-    push(arrive, type, to_stage, static_cast<int>(i), sp);
+    push_arrival(arrive, arrival, to_stage, i, sp);
     if (o_.record_trace) {
       TraceEvent e;
       e.device = h.src;
@@ -456,10 +465,10 @@ class Engine {
     if (op.kind == OpKind::F) {
       const size_t i = idx(st, op.micro_batch);
       f_done_[i] = sp;
-      if (st + 1 < S_) send(hop(st, op.micro_batch, true), kArriveF, st + 1, idx(st + 1, op.micro_batch), sp, op, v.cur_iter);
+      if (st + 1 < S_) send(hop(st, op.micro_batch, true), EventKind::forward_arrives, st + 1, idx(st + 1, op.micro_batch), sp, op, v.cur_iter);
     } else if (op.kind == OpKind::B || op.kind == OpKind::BW) {
       b_done_[idx(st, op.micro_batch)] = sp;
-      if (st > 0) send(hop(st, op.micro_batch, false), kArriveB, st - 1, idx(st - 1, op.micro_batch), sp, op, v.cur_iter);
+      if (st > 0) send(hop(st, op.micro_batch, false), EventKind::gradient_arrives, st - 1, idx(st - 1, op.micro_batch), sp, op, v.cur_iter);
     }
     try_start(d);
   }
