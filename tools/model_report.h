@@ -1,5 +1,5 @@
-// Shared by the `model`, `profile` and `demo` subcommands: resolving a model or device named on
-// the command line, and rendering models and profiles as text tables or JSON summaries.
+// Shared by the `model`, `profile` and `demo` subcommands: rendering models and profiles as text
+// tables or JSON summaries.
 // Output is deterministic (fixed formats, no locale, no timestamps).
 #pragma once
 
@@ -10,33 +10,18 @@
 #include "models/human_units.h"
 #include "models/json_util.h"
 #include "models/layer_graph.h"
+#include "models/model_source.h"
 #include "models/profile.h"
 #include "models/zoo.h"
 
 namespace pw::tools {
 
-struct ModelSource {
-  models::Model model;
-  std::string family;  // zoo family ("gpt", ...), empty when read from a file
-  std::string file;    // the model file, empty for a zoo model
-};
-
-// True for the zoo families and "default" (the main job's built-in model).
-bool is_zoo_name(const std::string& spec);
-
-// `spec` is a zoo family (built with `options`), "default", or a model JSON file. A file's
-// layers are checked against the cost model's attribute rules (opaque layers excepted), errors
-// prefixed with the file name. Throws InputError naming `flag` when `spec` is none of these.
-ModelSource resolve_model(const std::string& spec, const models::ZooOptions& options,
-                          const std::string& flag);
-
-// A model JSON document embedded elsewhere (a plan's inputs), checked as a model file is;
-// errors are prefixed with `where` ("plan.json: /inputs/model").
-ModelSource model_from_document(const Json& doc, const std::string& where);
-
-// A catalog device name, or a device JSON file ({"name", "peak_fp32_flops", ...}).
-// Errors are prefixed with `flag`.
-models::DeviceSpec resolve_device(const std::string& spec, const std::string& flag);
+// Model and device resolution lives in models/model_source.h; the names stay usable here.
+using models::is_zoo_name;
+using models::model_from_document;
+using models::ModelSource;
+using models::resolve_device;
+using models::resolve_model;
 
 // "1.23 G"-style counts (SI prefixes, 3 significant digits); sizes: models/human_units.h.
 std::string human_count(double n);
