@@ -135,32 +135,7 @@ std::function<void(const pw::exec::StepProgress&)> progress_printer(pw::tools::P
 
 void print_json(const TrainArgs& a, const pw::tools::ModelSource& src, const pw::exec::TrainOptions& o,
                 const pw::exec::TrainResult& r) {
-  pw::Json j{{"format", "pipewright.train-result/1"},
-             {"model", src.model.name()},
-             {"steps", o.steps},
-             {"batch", o.batch},
-             {"micro_batch", o.micro_batch == 0 ? o.batch : o.micro_batch},
-             {"optimizer", a.t.optimizer},
-             {"lr", o.optimizer.lr},
-             {"seed", o.seed},
-             {"threads", pw::exec::max_threads()},
-             {"data", r.data},
-             {"losses", r.losses},
-             {"samples_per_s", r.samples_per_s},
-             {"seconds", r.seconds},
-             {"end_to_end_samples_per_s", r.end_to_end_samples_per_s},
-             {"step_ms", r.step_ms},
-             {"step_samples_per_s", r.step_samples_per_s},
-             {"data_wait_s", r.data_wait_s},
-             {"data_bound", r.data_bound},
-             {"prefetch", o.prefetch},
-             {"peak_memory_bytes", r.peak_memory_bytes},
-             {"parameter_bytes", r.parameter_bytes},
-             {"optimizer_bytes", r.optimizer_bytes},
-             {"first_step", r.first_step},
-             {"completed_steps", r.first_step + static_cast<int64_t>(r.losses.size())},
-             {"stopped", r.stopped}};
-  if (r.checkpoint_step >= 0) j["checkpoint"] = {{"dir", a.t.checkpoint}, {"step", r.checkpoint_step}};
+  const pw::Json j = pw::exec::TrainRecord{src.model.name(), a.t.optimizer, pw::exec::max_threads(), o, r};
   std::cout << j.dump(2) << "\n";
 }
 

@@ -170,4 +170,35 @@ TrainResult train(const models::Model& model, const TrainOptions& o,
   return res;
 }
 
+void to_json(Json& j, const TrainRecord& t) {
+  const TrainOptions& o = t.options;
+  const TrainResult& r = t.result;
+  j = Json{{"format", "pipewright.train-result/1"},
+           {"model", t.model},
+           {"steps", o.steps},
+           {"batch", o.batch},
+           {"micro_batch", o.micro_batch == 0 ? o.batch : o.micro_batch},
+           {"optimizer", t.optimizer},
+           {"lr", o.optimizer.lr},
+           {"seed", o.seed},
+           {"threads", t.threads},
+           {"data", r.data},
+           {"losses", r.losses},
+           {"samples_per_s", r.samples_per_s},
+           {"seconds", r.seconds},
+           {"end_to_end_samples_per_s", r.end_to_end_samples_per_s},
+           {"step_ms", r.step_ms},
+           {"step_samples_per_s", r.step_samples_per_s},
+           {"data_wait_s", r.data_wait_s},
+           {"data_bound", r.data_bound},
+           {"prefetch", o.prefetch},
+           {"peak_memory_bytes", r.peak_memory_bytes},
+           {"parameter_bytes", r.parameter_bytes},
+           {"optimizer_bytes", r.optimizer_bytes},
+           {"first_step", r.first_step},
+           {"completed_steps", r.first_step + static_cast<int64_t>(r.losses.size())},
+           {"stopped", r.stopped}};
+  if (r.checkpoint_step >= 0) j["checkpoint"] = {{"dir", o.checkpoint_dir}, {"step", r.checkpoint_step}};
+}
+
 }  // namespace pw::exec

@@ -64,6 +64,18 @@ struct TrainResult {
 // The optimizer's settings as a checkpoint identity records them (kind and hyper-parameters).
 Json optimizer_identity(const OptimizerOptions& o);
 
+// One `train` call as its result document (format pipewright.train-result/1, `train --json`):
+// what ran (the model's name, the options, the optimizer as the user named it, the worker
+// threads) and what came of it. The checkpoint entry is there when the call wrote one.
+struct TrainRecord {
+  std::string model;
+  std::string optimizer;
+  int threads = 0;
+  const TrainOptions& options;
+  const TrainResult& result;
+};
+void to_json(Json& j, const TrainRecord& r);
+
 // Validates everything before computing (bad sizes, missing data file, a checkpoint of another
 // run or a corrupt one: InputError).
 // `on_step` (may be empty) is called after every step on the calling thread.

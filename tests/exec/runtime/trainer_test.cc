@@ -41,6 +41,33 @@ TEST_CASE("gpt loss on the default text falls by >= 30% within 200 steps (tiny c
   CHECK(r.peak_memory_bytes >= r.parameter_bytes * 2 + r.optimizer_bytes);
 }
 
+TEST_CASE("the train-result document is built next to its type, from the options and the result") {
+  TrainOptions o;
+  o.steps = 2;
+  o.batch = 8;
+  o.micro_batch = 4;
+  o.checkpoint_dir = "ck";
+  TrainResult r;
+  r.losses = {2.5, 2.0};
+  r.first_step = 3;
+  r.checkpoint_step = 5;
+  r.data = "synthetic";
+  const Json j = TrainRecord{"mlp", "sgd-momentum", 2, o, r};
+  CHECK(j.at("format") == "pipewright.train-result/1");
+  CHECK(j.at("model") == "mlp");
+  CHECK(j.at("optimizer") == "sgd-momentum");
+  CHECK(j.at("micro_batch") == 4);
+  CHECK(j.at("threads") == 2);
+  CHECK(j.at("losses") == Json::array({2.5, 2.0}));
+  CHECK(j.at("completed_steps") == 5);
+  CHECK(j.at("checkpoint") == Json{{"dir", "ck"}, {"step", 5}});
+  o.micro_batch = 0;
+  r.checkpoint_step = -1;
+  const Json k = TrainRecord{"mlp", "sgd", 1, o, r};
+  CHECK(k.at("micro_batch") == 8);
+  CHECK_FALSE(k.contains("checkpoint"));
+}
+
 TEST_CASE("micro-batching does not change the trained weights' losses (mlp, sgd)") {
   models::ZooOptions z;
   z.depth = 2;
