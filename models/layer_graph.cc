@@ -209,8 +209,11 @@ Model model_from_json(const Json& j) {
     if (lj.contains("attrs")) {
       const Json& attrs = require_field(lj, "attrs", at);
       require_object(attrs, join_path(at, "attrs"));
-      for (auto it = attrs.begin(); it != attrs.end(); ++it)
-        l.attrs[it.key()] = get_int(attrs, it.key(), join_path(at, "attrs"), 0);
+      for (auto it = attrs.begin(); it != attrs.end(); ++it) {
+        const Limit* limit = layer_attribute_limit(it.key());
+        l.attrs[it.key()] = limit ? get_limited(attrs, it.key(), join_path(at, "attrs"), *limit)
+                                  : get_int(attrs, it.key(), join_path(at, "attrs"), 0);
+      }
     }
     if (lj.contains("module")) l.module = get_string(lj, "module", at);
     if (lj.contains("shares")) l.shares = get_string(lj, "shares", at);

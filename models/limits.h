@@ -39,7 +39,18 @@ inline constexpr Limit kLayers{1, 1 << 20};            // layers of a model or p
 inline constexpr Limit kIterations{1, 1000000};        // iterations simulated back to back
 inline constexpr Limit kSteps{1, 1000000000};          // training steps
 inline constexpr Limit kWarmupSteps{0, 1000000000};    // steps or iterations before the timed ones
-inline constexpr Limit kThreads{0, 1 << 16};           // threads per worker (0: the worker's cores)
+inline constexpr Limit kThreads{0, 1 << 16};
+// Sizes of a model's layers (the zoo flags and a model file's layer attributes alike): their
+// products stay far inside int64 (a GPT of d_model 2^17, ffn 2^19, seq 2^20, vocab 2^24 is
+// beyond anything this toolkit targets).
+inline constexpr Limit kDModel{1, 1 << 17};
+inline constexpr Limit kHeads{1, 1 << 14};
+inline constexpr Limit kFfn{0, 1 << 19};               // 0 for the flag: 4 x d_model
+inline constexpr Limit kSeq{1, 1 << 20};
+inline constexpr Limit kVocab{1, 1 << 24};
+inline constexpr Limit kWidth{1, 1 << 20};             // an MLP's layer width
+inline constexpr Limit kImage{1, 1 << 14};             // an image's side in pixels
+inline constexpr Limit kClasses{1, 1 << 24};           // threads per worker (0: the worker's cores)
 // A duration in nanoseconds of one op, hand-off or step (the flags take it in ms: --t-f up to
 // 1e9 ms); a timestamp of a trace, up to about 31 years.
 inline constexpr Limit kDurationNs{0, 1000000000000000};
@@ -90,6 +101,10 @@ int get_limited_int(const Json& obj, std::string_view key, const std::string& pa
 int get_limited_int_or(const Json& obj, std::string_view key, const std::string& path, int fallback, const Limit& l);
 // A JSON value that must be an integer within `l` (an array element); `where` names it.
 int64_t limited_value(const Json& v, const std::string& where, const Limit& l);
+
+// The limit of a layer attribute that means the same as a zoo flag ("seq", "d_model", "heads",
+// "ffn", "vocab", "classes", "in_h", "in_w"), nullptr for any other attribute.
+const Limit* layer_attribute_limit(std::string_view attribute);
 
 // Throws InputError("<where>: <S> stages x <M> micro-batches: more than <kMaxScheduleOps> ops in
 // one schedule") when S virtual stages and M micro-batches (3 compute ops each) exceed

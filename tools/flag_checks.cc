@@ -29,19 +29,19 @@ struct Bound {
 };
 
 // Ranges of the numeric flags of every command. A flag that sets a quantity a file also holds
-// takes its range from models/limits.h, the one table the readers use too. Sizes that the
-// executor allocates or the cost model multiplies are capped so that their products stay far
-// inside int64: a GPT of d-model 2^17, ffn 2^19, seq 2^20, vocab 2^24 is beyond anything this
-// toolkit targets.
+// takes its range from models/limits.h, the one table the readers use too (the model sizes
+// there are capped so that their products stay far inside int64).
 namespace lim = models::limits;
 constexpr double lo(const models::Limit& l) { return static_cast<double>(l.min); }
 constexpr double hi(const models::Limit& l) { return static_cast<double>(l.max); }
 constexpr double kMaxMs = hi(lim::kDurationNs) / 1e6;  // the --t-* flags are in ms
 constexpr Bound kBounds[] = {
-    {"--layers", 1, hi(lim::kLayers)}, {"--d-model", 1, 1 << 17},     {"--heads", 1, 1 << 14},
-    {"--ffn", 0, 1 << 19},          {"--seq", 1, 1 << 20},           {"--vocab", 1, 1 << 24},
-    {"--depth", 1, hi(lim::kLayers)}, {"--width", 1, 1 << 20},       {"--image", 1, 1 << 14},
-    {"--width-divisor", 1, 1 << 14}, {"--classes", 1, 1 << 24},      {"--batch", lo(lim::kBatch), hi(lim::kBatch)},
+    {"--layers", 1, hi(lim::kLayers)}, {"--d-model", lo(lim::kDModel), hi(lim::kDModel)},
+    {"--heads", lo(lim::kHeads), hi(lim::kHeads)}, {"--ffn", lo(lim::kFfn), hi(lim::kFfn)},
+    {"--seq", lo(lim::kSeq), hi(lim::kSeq)}, {"--vocab", lo(lim::kVocab), hi(lim::kVocab)},
+    {"--depth", 1, hi(lim::kLayers)}, {"--width", lo(lim::kWidth), hi(lim::kWidth)},
+    {"--image", lo(lim::kImage), hi(lim::kImage)}, {"--width-divisor", 1, 1 << 14},
+    {"--classes", lo(lim::kClasses), hi(lim::kClasses)}, {"--batch", lo(lim::kBatch), hi(lim::kBatch)},
     {"--micro-batch", 0, hi(lim::kMicroBatchSize)},
     {"--micro-batch-size", lo(lim::kMicroBatchSize), hi(lim::kMicroBatchSize)},
     {"--micro-batches", lo(lim::kMicroBatches), hi(lim::kMicroBatches)},

@@ -67,6 +67,34 @@ TEST_CASE("model JSON round trip, unknown kinds and wrong types") {
   CHECK_THROWS_WITH_AS(lin.attr("kernel"), doctest::Contains("missing attribute \"kernel\""), InputError);
 }
 
+TEST_CASE("a layer attribute that means what a zoo flag means is held to that flag's range") {
+  // Found by the CLI fuzz pass: an input layer's "seq" of 2^62 was read without a word.
+  LayerSpec in = layer("x", LayerKind::input, {});
+  in.attrs = {{"seq", 16}, {"vocab", 64}};
+  Model m("tiny", {in}, 8);
+  const Json j = m;
+  CHECK(model_from_json(j).layers()[0].attr("seq") == 16);
+  const struct {
+    const char* key;
+    int64_t value;
+    const char* message;
+  } cases[] = {
+      {"seq", int64_t{1} << 62, "/layers/0/attrs/seq: expected an integer in [1, 1048576], got 4611686018427387904"},
+      {"seq", 0, "/layers/0/attrs/seq: expected an integer in [1, 1048576], got 0"},
+      {"vocab", int64_t{1} << 25, "/layers/0/attrs/vocab: expected an integer in [1, 16777216], got 33554432"},
+      {"d_model", 1 << 18, "/layers/0/attrs/d_model: expected an integer in [1, 131072], got 262144"},
+      {"heads", 1 << 15, "/layers/0/attrs/heads: expected an integer in [1, 16384], got 32768"},
+      {"ffn", 1 << 20, "/layers/0/attrs/ffn: expected an integer in [0, 524288], got 1048576"},
+      {"classes", int64_t{1} << 25, "/layers/0/attrs/classes: expected an integer in [1, 16777216], got 33554432"},
+      {"in_h", 1 << 15, "/layers/0/attrs/in_h: expected an integer in [1, 16384], got 32768"},
+  };
+  for (const auto& c : cases) {
+    Json bad = j;
+    bad["layers"][0]["attrs"][c.key] = c.value;
+    CHECK_THROWS_WITH_AS(model_from_json(bad), c.message, InputError);
+  }
+}
+
 TEST_CASE("module paths and shared parameters: JSON round trip and bad references") {
   const Json j = Json::parse(R"({"format": "pipewright.model/1", "name": "twice", "layers": [
       {"name": "x", "kind": "input", "output_shape": [4]},
