@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 18, item 1: how much a busy neighbour slows the executor down. Runs
+# How much a busy neighbour slows the executor down. Runs
 #   pipewright train --model gpt --steps 200
 # REPS times alone and REPS times beside one busy loop (a shell spinning on a core), with the
 # tool's own OpenMP wait choice (no OMP_* / GOMP_* set), and prints each wall time, the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 14 acceptance: a 3x3 conv layer's F + B + W (exec conv2d layer) reaches >= 70% of the
+# A 3x3 conv layer's F + B + W (exec conv2d layer) reaches >= 70% of the
 # same oneDNN convolution primitives timed bare in the same run (BM_Conv3x3LayerFwdBwd vs
 # BM_BareConv3x3FwdBwd in bench/exec_bench.cc: 64 -> 64 channels, 32x32 maps, batch 32, one
 # thread). Prints both medians, the layer's rate as a share of the bare one and a verdict line;

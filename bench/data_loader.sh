@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 14, item 6: is data loading off the critical path? For the mlp 8x1024, batch 256 run
+# Is data loading off the critical path? For the mlp 8x1024, batch 256 run
 #   OMP_NUM_THREADS=1 pipewright run --model m.json --stages 2 --micro-batches 8 --schedule 1f1b
 #       --steps 20 --json [--prefetch N] [--warmup-steps W]
 # it prints, per repetition and prefetch setting, from the run's JSON:

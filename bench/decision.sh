@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Decision benchmark (issue 12, acceptance "the plan chosen for this machine"): does the plan
+# Decision benchmark (acceptance "the plan chosen for this machine"): does the plan
 # that `pipewright plan --measure` picks for this machine run as fast as the best of the
 # alternatives, measured in the same session? Not a test: the numbers are timings.
 #

@@ -203,7 +203,7 @@ void BM_CheckpointSave(benchmark::State& state) {
 BENCHMARK(BM_CheckpointSave)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 // Drawing one mini-batch of synthetic data (exec/data/data.h) on the calling thread: arg 0 the
-// mlp 8x1024 of issue 14 at batch 256 (regression, rank-32 teacher), arg 1 small vgg16 images
+// mlp 8x1024 at batch 256 (regression, rank-32 teacher), arg 1 small vgg16 images
 // (32 px, batch 32). Was ~200 ms for the mlp with Box-Muller noise and a dense teacher.
 // Counter: samples per second.
 void BM_SyntheticBatch(benchmark::State& state) {
@@ -222,7 +222,7 @@ void BM_SyntheticBatch(benchmark::State& state) {
 BENCHMARK(BM_SyntheticBatch)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 // A 3x3 conv (stride 1, pad 1) 64 -> 64 channels on 32x32 maps at batch 32: the conv2d layer's
 // F + B + W against the same oneDNN convolution primitives run bare on preallocated buffers.
-// Compare the two "flops" rates (issue 14: the layer should reach >= 70% of bare).
+// Compare the two "flops" rates (the layer should reach >= 70% of bare).
 constexpr int64_t kConvBatch = 32, kConvC = 64, kConvHW = 32;
 double conv_flops() { return 3 * 2.0 * kConvBatch * kConvC * kConvHW * kConvHW * kConvC * 9; }
 

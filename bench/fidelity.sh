@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fidelity benchmark (issue 12): predicted vs measured vs replayed iteration time over a grid.
+# Fidelity benchmark: predicted vs measured vs replayed iteration time over a grid.
 # Not a test: the numbers depend on the machine and on its load, printed before and after.
 #
 #   bench/fidelity.sh [BUILD_DIR]            the whole grid (slow: 3 models x 4 schedules x 4 M + 1-stage runs)
@@ -18,7 +18,7 @@
 #
 # Rounds: the whole grid runs R times in a row, so a point's R runs are minutes apart. On a VM
 # the same run's op speeds move 25-70% from one minute to the next (a core's memory-bound ops,
-# RESULTS.md, issue 12), in the profile and in the run alike; one run per point measures that
+# RESULTS.md), in the profile and in the run alike; one run per point measures that
 # state as much as the cost model. Per point, over the rounds: predicted = median of the runs'
 # predictions, measured = median of the runs' iteration times (each the median of its steps),
 # spread = slowest / fastest measured - 1 (the machine's noise at that point), error =

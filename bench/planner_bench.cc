@@ -107,7 +107,7 @@ int main(int argc, char** argv) {
         })->Unit(benchmark::kMillisecond)->MinTime(0.05);
       }
   }
-  // Hierarchical replicated DP at scale (issue 16): every profile on 4x4, 8x8, 16x4 and 8x8x4,
+  // Hierarchical replicated DP at scale: every profile on 4x4, 8x8, 16x4 and 8x8x4,
   // one timed run each (the slow cases took seconds before); process CPU time counts the DP's
   // worker threads too.
   for (const std::string& f : kProfiles) {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 16 acceptance, as a verdict: (1) every shared PipeDream profile on 4x4, 8x8 and 16x4 plans
+# Planning time at scale, as a verdict: (1) every shared PipeDream profile on 4x4, 8x8 and 16x4 plans
 # in < 1 s of process CPU with `--objective pipedream` and `async` (pw_bench_planner's "scale/"
 # cases; bench/planner_bench.cc), and (2) the summed planning time over PipeDream's own reference
 # runs is at least 1000x below PipeDream's optimizer (pw_bench_reference, median of REPS).

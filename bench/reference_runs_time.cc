@@ -1,4 +1,4 @@
-// Planning time over PipeDream's own reference runs (issue 16 acceptance): for every run in
+// Planning time over PipeDream's own reference runs: for every run in
 // pipedream-profiles/_reference_runs/ (its exact -n/-b/flags, read from run.log's CMD line),
 // plans the same problem with `--objective pipedream` in this process and compares the summed
 // process CPU time with the summed USER time /usr/bin/time recorded for PipeDream's optimizer

@@ -54,7 +54,7 @@ ticks=$(getconf CLK_TCK)
 cpu1=$(awk '{print $14+$15+$16+$17}' /proc/$$/stat)
 echo "points $total threads ${threads/#0/all} wall $(echo "$end - $start" | bc)s cpu $(echo "scale=2; ($cpu1 - $cpu0) / $ticks" | bc)s"
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
-# Issue 16's "a 1,000-point 3D sweep on up to 4,096 devices in under 60 s on 2 cores", as a
+# The target "a 1,000-point 3D sweep on up to 4,096 devices in under 60 s on 2 cores", as a
 # verdict on the wall time per 1,000 points of this run (exit 1 when it is 60 s or more).
 wall=$(echo "$end - $start" | bc)
 python3 - "$total" "$wall" <<'PY'

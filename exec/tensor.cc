@@ -88,7 +88,7 @@ void* Allocator::allocate(size_t bytes) {
     // Large tensors (weights, optimizer state, big activations) on transparent huge pages:
     // with THP in "madvise" mode (Debian's default) they would otherwise sit on 4 KiB pages,
     // and how their pages land made the same op's time differ by up to 25% from one process
-    // to the next (issue 12). The size is rounded to whole huge pages; accounting stays in
+    // to the next. The size is rounded to whole huge pages; accounting stays in
     // requested bytes.
     const size_t rounded = (cls + kHugePage - 1) / kHugePage * kHugePage;
     p = std::aligned_alloc(kHugePage, rounded);

@@ -11,7 +11,7 @@
 // shared list) and that thread's next allocation of the class takes it back first. With one
 // shared list, pipeline workers on different cores kept trading their scratch buffers, so a
 // worker wrote into lines that sat in the other core's cache: a 2-stage gpt step ran 10% longer
-// on threads than with the per-thread lists (bench/RESULTS.md, issue 13 "ranks vs threads").
+// on threads than with the per-thread lists (bench/RESULTS.md "ranks vs threads").
 // A thread's list goes back to the shared one when the thread ends.
 //
 // Tensor: owns one buffer (move-only); shape is row-major, dims >= 1. Moving a tensor moves

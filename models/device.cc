@@ -55,7 +55,7 @@ const std::vector<DeviceSpec>& device_catalog() {
       // DDR4-3200 = 204.8 GB/s; 256 GiB. (Intel Xeon Gold 6338-class, Intel ARK.)
       {"cpu-socket", 2.048 * T, 4.096 * T, 204.8 * G, 256 * GiB, "Intel ARK, Xeon Gold 6338 class socket"},
       // One AVX2 core of this project's CI machine (AMD EPYC, 2 FMA units x 8 fp32 lanes x 2
-      // FLOP at ~3 GHz ~ 100 GFLOP/s, as measured in issue 5), ~20 GB/s of DRAM bandwidth per
+      // FLOP at ~3 GHz ~ 100 GFLOP/s, as measured on the 2-core EPYC VM), ~20 GB/s of DRAM bandwidth per
       // core, 12 GiB (half of the 24 GiB machine).
       {"cpu-core-avx2", 100 * G, 100 * G, 20 * G, 12 * GiB, "measured on the 2-core CI machine"},
   };

@@ -3,7 +3,7 @@
 // and keeps the fastest; tools/plan_trials.h).
 //
 // Why: on a shared machine two plans predicted within a few percent of each other swap places
-// from minute to minute (bench/RESULTS.md, issue 12: the default gpt's 1 stage on 2 threads and
+// from minute to minute (bench/RESULTS.md: the default gpt's 1 stage on 2 threads and
 // 2 stages x 8 micro-batches measured 3% apart one way, then 6% apart the other, 6 minutes
 // later). A profile prices each layer; it cannot tell which configuration this machine favours
 // right now. Running each near tie for a few steps can.

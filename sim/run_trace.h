@@ -5,7 +5,7 @@
 //  "iterations": [{"iteration", "start_ns", "end_ns"}, ...] (optional),
 //  "trace": {pipewright.trace/1}}.
 //
-// Long runs (issue 14, item 7): like `run --trace`, a run trace keeps the last K iterations'
+// Long runs: like `run --trace`, a run trace keeps the last K iterations'
 // ops in full (keep_last_iterations, sim/trace_trim.h) and, in "iterations", one summary per
 // iteration of the whole run (the extent of its compute ops, ascending iteration numbers).
 // Replay reads only the kept iterations: replay_first_iteration is the first one it may use.

@@ -20,7 +20,7 @@
 namespace {
 // The commands that compute with OpenMP threads or measure this machine: train, run, demo,
 // profile, plan --measure (it profiles and trial-runs plans: with libgomp's own spin count it
-// measured the 2-thread points 10-16% faster than `run` then ran them; issue 12) and
+// measured the 2-thread points 10-16% faster than `run` then ran them) and
 // cluster --here (its hand-off latency depends on the transport spin the choice implies,
 // exec/machine_load.h: transport_spin).
 bool computes(int argc, char** argv) {

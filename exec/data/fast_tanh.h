@@ -1,7 +1,7 @@
 // A tanh for the synthetic regression targets (exec/data/data.cc) that the compiler vectorizes.
 //
 // std::tanh is a scalar libm call (~20 ns a value; 64% of the CPU time of drawing an mlp 8x1024
-// mini-batch of 256 samples, perf, issue 12: the background loader's work competes with the
+// mini-batch of 256 samples, perf: the background loader's work competes with the
 // pipeline's workers on a 2-core machine). Here: tanh |x| = m / (m + 2) with m = exp(2|x|) - 1,
 // |x| clamped to 9 (tanh(9) rounds to 1 in float), the sign put back at the end (so it is exactly
 // odd); m by Cody-Waite reduction to r in [-ln2/2, ln2/2], a degree-7 Taylor polynomial of

@@ -108,7 +108,7 @@ WaitPolicy choose_openmp_wait_policy() {
   // Read before and after the CPU sample below; a task counts only if it is runnable at both
   // ends. A reader started beside this process (`pipewright run --json | jq`, a shell's
   // `$(...)`) is runnable for its first few milliseconds and then blocks; read once, it made
-  // every piped run choose the busy waits (issue 12: bench/decision.sh measured all its
+  // every piped run choose the busy waits (bench/decision.sh measured all its
   // candidates so while plan --measure, writing to a file, chose the quiet ones).
   const auto runnable_others = [&p] {
     char buf[256];
@@ -124,7 +124,7 @@ WaitPolicy choose_openmp_wait_policy() {
   // sample, or other processes used half a core or more during it. Not the 1-minute load
   // average: it lags by a minute, so right after a build (or the previous run of a benchmark
   // grid) it chose "busy" on an idle machine, and a 2-thread worker then ran up to 1.8x slower
-  // than its profile (issue 12: spin 100 vs 20000, measured 126 vs 74 ms per step).
+  // than its profile (spin 100 vs 20000, measured 126 vs 74 ms per step).
   const MachineLoad sampled = sample_machine_load(kWaitPolicySampleSeconds);
   const double runnable_after = runnable_others();
   p.runnable_others = std::min(runnable_before, runnable_after);

@@ -3,7 +3,7 @@
 // Why: libgomp's idle threads spin (about 300,000 iterations) before sleeping. On a machine of
 // its own that is the fastest choice for a pipeline worker's many small parallel regions; with
 // another job on the same cores a spinning thread burns the time slice its partner needs, and
-// `train` ran 35x slower (issue 18). Nobody should have to set OpenMP variables by hand, so the
+// `train` ran 35x slower. Nobody should have to set OpenMP variables by hand, so the
 // tool chooses the spin count itself, once, before libgomp reads its environment.
 //
 // Contract: libgomp reads OMP_WAIT_POLICY and GOMP_SPINCOUNT once, when it is loaded, before

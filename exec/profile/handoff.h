@@ -1,4 +1,4 @@
-// Hand-off latency of the in-process runtime (issue 12, "everything the runtime spends is in
+// Hand-off latency of the in-process runtime ("everything the runtime spends is in
 // the model"): the time from a worker's send of a cut tensor to the moment the receiving
 // worker, already waiting for it, has it in hand and resumes.
 //

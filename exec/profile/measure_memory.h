@@ -28,7 +28,7 @@ namespace pw::exec {
 // what it keeps for W (weight_pending_bytes), W or BW frees both; so a GPipe-ordered copy holds
 // all its micro-batches' stash at once, as its worker does. Empty = whole-model passes: one
 // pass's stash (each layer's W follows its B, so what B keeps is a transient). Measured against
-// peak RSS (bench/RESULTS.md, issue 12): within 3% for a 4-layer gpt at micro-batches 4 and 16,
+// peak RSS (bench/RESULTS.md): within 3% for a 4-layer gpt at micro-batches 4 and 16,
 // the 4x4096 mlp at 64 and GPT-2 small (the zoo's gpt) at 2, two copies each. A process that
 // measured a smaller size first can hold more (freed memory its allocator keeps): hence the
 // margin below.

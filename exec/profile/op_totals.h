@@ -1,4 +1,4 @@
-// A worker's ops priced as wholes (issue 12, "everything the runtime spends is in the model").
+// A worker's ops priced as wholes ("everything the runtime spends is in the model").
 //
 // With PassOptions::order, a profile copy runs its worker's ops: the F, B, W or BW of one
 // micro-batch over one stage's layers. The simulator prices such an op as the sum of its

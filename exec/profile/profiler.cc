@@ -320,7 +320,7 @@ void add_point(models::Profile& prof, int64_t mb, int threads, int workers, std:
 // CPUs it cuts its spin-wait to about a thousand iterations, so the co-run's multi-threaded
 // copies slept and woke at every parallel region. The 2-thread in-context profile of the
 // default gpt then read 17-20% slower than the run it predicts (36 ms per micro-batch against
-// 30.5 ms; bench/RESULTS.md, issue 12).
+// 30.5 ms; bench/RESULTS.md).
 models::Profile bytes_pass(const models::Model& model, const MeasureOptions& o, std::vector<LayerMeasurement>* spreads) {
   MeasureOptions base = o;
   base.reps = 1;

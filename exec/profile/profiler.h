@@ -52,7 +52,7 @@ namespace pw::exec {
 // Passes the tool's own in-context measurements use (run --compare, demo, plan --measure):
 // eight untimed passes first, because a fresh process's first passes run slow (pages faulted
 // in, OpenMP teams and oneDNN primitives created; with 2 the 2-thread gpt profile read up to
-// 1.7x high in one run of four, issue 12), then nine timed ones (medians).
+// 1.7x high in one run of four), then nine timed ones (medians).
 inline constexpr int kInContextWarmupPasses = 8;
 inline constexpr int kInContextTimedPasses = 9;
 // plan --measure, many points: three rounds of three timed passes (exec/profiler.cc).
@@ -123,7 +123,7 @@ struct LayerMeasurement {
 // that copy's passes alone. Copy w is pinned to the cores Machine::assign gives worker w of a
 // run with as many workers as copies, so it prices what the run's worker w computes on its own
 // cores (a VM's cores run at different speeds from minute to minute: the pooled medians priced
-// one worker's ops up to 24% high and the other's 10% low in the same run, issue 12).
+// one worker's ops up to 24% high and the other's 10% low in the same run).
 models::Profile measure_profile(const models::Model& model, const MeasureOptions& options,
                                 std::vector<LayerMeasurement>* spreads = nullptr,
                                 std::vector<models::Profile>* per_copy = nullptr);

@@ -213,7 +213,7 @@ Prediction PredictionMeasurement::predict() {
   // The optimizer step as the in-context passes measured it (after each pass's backward, co-run,
   // summed over the device's layers) when the profile has it; the isolated hot loop only for
   // old-style profiles. The isolated loop ran the step 7 times back to back on unchanged
-  // gradients and read 15-20% low against the run (issue 12).
+  // gradients and read 15-20% low against the run.
   // (stage_costs_from_plan leaves step_ns empty when the profile has no step times.)
   if (planner::is_synchronous(plan.schedule) && costs.step_ns.empty()) costs.step_ns = measure_step_ns(model, plan, s.optimizer);
   planner::Schedule sched = sim::schedule_for_plan(plan, costs);

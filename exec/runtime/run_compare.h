@@ -74,7 +74,7 @@ bool price_on_own_cores(sim::StageCosts& costs, const planner::Plan& plan, const
 // priced by the trimmed mean of its totals (exec/profile/op_totals.h), and returns
 // true. A whole-model pass priced a 1F1B stage's backward 8-12% high against the same ops in
 // gpipe order, and a sum of per-layer medians fell 5-10% short of the ops those layers make up
-// (bench/RESULTS.md, issue 12). Leaves whole-model passes and medians (returns false) for one
+// (bench/RESULTS.md). Leaves whole-model passes and medians (returns false) for one
 // device, replicated stages and asynchronous schedules.
 bool worker_passes(const planner::Plan& plan, MeasureOptions& mo);
 
@@ -91,7 +91,7 @@ bool worker_passes(const planner::Plan& plan, MeasureOptions& mo);
 // and the last after the run, so that the profile samples the same minutes as the timed steps:
 // this VM runs the same code in states about 25% apart that last seconds to minutes, and a
 // profile measured after the run caught another state than the run at 1-2 points of every
-// grid (up to +34%; bench/RESULTS.md, issue 12). predict() measures the rounds still missing,
+// grid (up to +34%; bench/RESULTS.md). predict() measures the rounds still missing,
 // then the hand-off and, for old-style profiles, the optimizer step, and simulates.
 // Not thread-safe; the calling thread's OpenMP thread count is used for the bytes pass.
 class PredictionMeasurement {

@@ -183,7 +183,7 @@ PipelineRunResult run_pipeline(const models::Model& model, const planner::Plan& 
   // idle while the pipeline fills) draws the next iteration's at the start of each iteration,
   // which is what the prediction charges (sim::StageCosts::data_ns). A producer thread on that
   // worker's core instead shared it as the OS scheduler chose: the worker took its first input
-  // 1-6 ms late and its ops ran slower while the draw went on (bench/RESULTS.md, issue 12).
+  // 1-6 ms late and its ops ran slower while the draw went on (bench/RESULTS.md).
   // Synchronous schedules only: the simulator charges no data phase to the others.
   const auto worker_draws = [&](const planner::Schedule& s) {
     if (!planner::is_synchronous(s.kind)) return -1;

@@ -58,7 +58,7 @@ class BatchSlicer {
   // draw, with draw_mu_ held by the caller. First frees the batches before handed_ - 1 (no one
   // slices them any more) on the drawing thread: tensors reuse buffers the allocating thread
   // freed (exec/tensor.h), so a worker that draws and a driver that frees left the worker's
-  // every draw on fresh pages (9.3 ms against 2.9 ms for the mlp 8x1024's mini-batch, issue 12).
+  // every draw on fresh pages (9.3 ms against 2.9 ms for the mlp 8x1024's mini-batch).
   void draw_locked(int it);
   void hand_out(int it);  // under mu_: `it` is handed out
   std::mutex draw_mu_;    // the loader (not thread-safe) and the drawing order; taken before mu_

@@ -27,7 +27,7 @@ StagePlan stage(int first, int end, std::vector<int> devices, int64_t f, int64_t
   return s;
 }
 
-// The 48 x 2048 GPT of issue 18 on 8 A100s, batch 256, as `plan --model gpt --layers 48
+// The 48 x 2048 GPT on 8 A100s, batch 256, as `plan --model gpt --layers 48
 // --d-model 2048 --heads 16 --device a100-80g --devices 8 --batch 256` builds it.
 PlanOutcome gpt_plan(const std::string& partitioner) {
   pw::models::ZooOptions zo;

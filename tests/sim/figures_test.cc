@@ -1,5 +1,5 @@
 // Figures that rank plans (sim/report.h): schedule bubble, stage imbalance and idle share,
-// hand-checked on unequal stages and on the 48x2048 GPT of issue 18.
+// hand-checked on unequal stages and on the 48x2048 GPT.
 #include <doctest/doctest.h>
 
 #include <string>

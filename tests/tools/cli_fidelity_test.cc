@@ -1,6 +1,6 @@
-// CLI of the fidelity mechanisms (issue 12): profile --measure at several points, run --compare
+// CLI of the fidelity mechanisms: profile --measure at several points, run --compare
 // --run-trace / --svg, simulate --replay, and their rejections; a long run's run trace keeps
-// the last --trace-keep iterations (issue 14, item 7). No timing is checked.
+// the last --trace-keep iterations. No timing is checked.
 #include <doctest/doctest.h>
 
 #include <set>

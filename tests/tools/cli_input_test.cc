@@ -1,4 +1,4 @@
-// CLI regression tests of issue 17's eight kinds of bad input: each is one line on stderr,
+// CLI regression tests of eight kinds of bad input: each is one line on stderr,
 // exit 2 (or a finished run), nothing on stdout and no output file. Also the shared
 // mechanisms: the reader entry point (models/input_file.h), escaped error text
 // (models/error_text.h) and the numeric flag checks (tools/flag_checks.h).

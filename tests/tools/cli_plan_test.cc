@@ -198,7 +198,7 @@ void expect_plan_matches_whatif(const std::vector<std::string>& model, const std
 
 }  // namespace
 
-TEST_CASE("plan and whatif throughput agree for the same model, devices, precision and optimizer (issue 18)") {
+TEST_CASE("plan and whatif throughput agree for the same model, devices, precision and optimizer") {
   // The 48x2048 GPT on 8 A100s, batch 256: once 63.1 s from plan (fp32, Adam, 1.25 GB/s) and
   // 5.26 s from whatif (bf16, mixed Adam, NVLink). Both defaults now: bf16, adam priced as
   // adam-mixed, NVLink inside the node.

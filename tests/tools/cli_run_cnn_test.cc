@@ -1,4 +1,4 @@
-// Acceptance (issue 14): `pipewright run --model resnet50` (small sizes: CIFAR-like images,
+// Acceptance: `pipewright run --model resnet50` (small sizes: CIFAR-like images,
 // bottleneck blocks with batch norm, channels / 8) trains as a 2-stage 1F1B pipeline on the
 // synthetic image-pattern task: the loss falls by at least 30% in 200 steps, `--compare` works
 // on it, and the predicted peak memory of every worker is within 10% of the measured one.

@@ -185,7 +185,7 @@ int settle_threads(int want, std::chrono::seconds limit) {
 
 TEST_CASE("measured profile: an in-context measurement leaves no OpenMP team on the calling thread") {
   // libgomp counts idle team threads; with more of them than CPUs it cuts its spin-wait, and
-  // the co-run's multi-threaded copies then slept and woke at every parallel region (issue 12).
+  // the co-run's multi-threaded copies then slept and woke at every parallel region.
   // So no OpenMP threads stay behind on the thread that asked for the profile: measured on a
   // fresh thread, whose own team would otherwise live as long as it does.
   if (process_threads() < 0) return;  // no /proc: nothing to count with

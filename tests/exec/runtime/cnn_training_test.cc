@@ -1,4 +1,4 @@
-// Acceptance (issue 14): pipelined CNN training equals one device on the whole mini-batch —
+// Acceptance: pipelined CNN training equals one device on the whole mini-batch —
 // small vgg16 (with dropout), resnet50 (residual skips across cuts) and densenet121 (concats
 // across cuts); S in {2, 3, 4}, gpipe and 1f1b, recompute on and off, 3 steps of SGD with
 // momentum 0.9. Batch-norm statistics are per micro-batch on both sides (the references set

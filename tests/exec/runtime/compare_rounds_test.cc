@@ -1,4 +1,4 @@
-// The prediction's profile measured in rounds between a run's steps (issue 12): ProfileInRounds
+// The prediction's profile measured in rounds between a run's steps: ProfileInRounds
 // (exec/profiler.h), PredictionMeasurement and its round placement (exec/runtime/run_compare.h),
 // PipelineRunOptions::between_steps (exec/runtime/run_pipeline.h) and the end-to-end clock
 // leaving such pauses out (exec/runtime/run_setup.h). No timing thresholds: the clock test

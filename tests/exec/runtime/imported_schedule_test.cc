@@ -1,4 +1,4 @@
-// Issue 15: a schedule imported from PyTorch's CSV action format runs on the executor
+// A schedule imported from PyTorch's CSV action format runs on the executor
 // (PipelineRunOptions::schedule, exec/runtime/run_imported.h) and trains as the same schedule
 // built in: bit for bit when the CSV is our own export, within 1e-5 for hand-written CSVs of
 // PyTorch's documented format (1F1B with idle cells, a V-shaped placement of 4 stages on 2

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `mpirun -np 2 pipewright run --schedule-csv F` (issue 15: an imported PyTorch CSV schedule runs
+# `mpirun -np 2 pipewright run --schedule-csv F` (an imported PyTorch CSV schedule runs
 # on ranks too): a V-shaped placement (stages 0 and 3 on rank 0, 1 and 2 on rank 1) trains with
 # the same losses, to the last digit, as the threaded run of the same CSV; 3 ranks are refused
 # (exit 2, one line naming both counts). ctest's TIMEOUT bounds it.

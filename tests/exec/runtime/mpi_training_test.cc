@@ -96,7 +96,7 @@ TEST_CASE("mpi runtime: a rank count that does not match the plan is rejected on
   }
 }
 
-// Acceptance (issue 13): with 4 ranks, a plan of 2 stages x 2 replicas (rank = device as the
+// Acceptance: with 4 ranks, a plan of 2 stages x 2 replicas (rank = device as the
 // replicated schedule numbers them: stage 0 on ranks 0, 1, stage 1 on ranks 2, 3) trains as the
 // threaded runtime on the same plan: the replicas' gradient all-reduce is the same code over the
 // MPI transport. Skipped with other rank counts.

@@ -1,4 +1,4 @@
-// Acceptance (issue 13, replicated stages on the threaded runtime): a plan whose stage has two
+// Acceptance (replicated stages on the threaded runtime): a plan whose stage has two
 // replicas trains as the unreplicated plan on the same mini-batch (gpipe, 1f1b: gradients
 // summed at the flush), replicated pipedream-async trains as its reference (below), and the
 // replicas of a stage hold bit-identical weights and optimizer state after every run.
