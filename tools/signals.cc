@@ -11,6 +11,7 @@ namespace pw::tools {
 namespace {
 
 volatile std::sig_atomic_t g_received = 0;
+volatile std::sig_atomic_t g_from_parent = 0;
 
 constexpr int kCleanupSignals[] = {SIGHUP, SIGINT,  SIGQUIT, SIGTERM, SIGPIPE, SIGALRM,
                                    SIGUSR1, SIGUSR2, SIGXCPU, SIGXFSZ, SIGABRT};
@@ -24,8 +25,12 @@ extern "C" void on_cleanup_signal(int sig) {
   raise(sig);  // delivered with the previous disposition when this handler returns
 }
 
-extern "C" void on_stop_signal(int sig) {
+extern "C" void on_stop_signal(int sig, siginfo_t* info, void*) {
   if (g_received == 0) {
+    g_from_parent = (sig == SIGINT || sig == SIGTERM) && info != nullptr && info->si_code == SI_USER &&
+                            info->si_pid == getppid()
+                        ? 1
+                        : 0;
     g_received = sig;
     return;
   }
@@ -50,27 +55,40 @@ void install_cleanup_handlers() {
   }
 }
 
-StopSignals::StopSignals() {
+StopSignals::StopSignals(bool forwarded_too) : forwarded_too_(forwarded_too) {
   g_received = 0;
+  g_from_parent = 0;
   struct sigaction sa {};
-  sa.sa_handler = on_stop_signal;
+  sa.sa_sigaction = on_stop_signal;
   sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESTART;
+  for (const int sig : {SIGINT, SIGTERM, SIGUSR1, SIGUSR2}) sigaddset(&sa.sa_mask, sig);  // one at a time
+  sa.sa_flags = SA_RESTART | SA_SIGINFO;
   sigaction(SIGINT, &sa, &old_int_);
   sigaction(SIGTERM, &sa, &old_term_);
+  if (forwarded_too_) {
+    sigaction(SIGUSR1, &sa, &old_usr1_);
+    sigaction(SIGUSR2, &sa, &old_usr2_);
+  }
 }
 
 StopSignals::~StopSignals() {
   sigaction(SIGINT, &old_int_, nullptr);
   sigaction(SIGTERM, &old_term_, nullptr);
+  if (forwarded_too_) {
+    sigaction(SIGUSR1, &old_usr1_, nullptr);
+    sigaction(SIGUSR2, &old_usr2_, nullptr);
+  }
 }
 
 int StopSignals::received() { return g_received; }
+bool StopSignals::from_parent() { return g_from_parent != 0; }
 
 std::string StopSignals::name(int sig) {
   switch (sig) {
     case SIGINT: return "SIGINT";
     case SIGTERM: return "SIGTERM";
+    case SIGUSR1: return "SIGUSR1";
+    case SIGUSR2: return "SIGUSR2";
     default: return "signal " + std::to_string(sig);
   }
 }
