@@ -26,13 +26,17 @@
 //    next step boundary as above, but rank 0 writes the summary and its line to mpirun's own
 //    stdout and stderr instead of the pipes mpirun no longer reads (the same open files, taken
 //    with pidfd_getfd, so that writes to a regular file share mpirun's offset and neither
-//    overwrites the other; else /proc/<parent>/fd/1 and 2 opened again for appending), and every rank leaves with _exit (no MPI_Finalize, which would wait for the
-//    SIGKILL). The line says SIGTERM (what the ranks got). mpirun exits 1: its own status, not
-//    the ranks'. All of it must fit before mpirun's SIGKILL (about 2 s): a step, the
-//    checkpoint and the outputs; a longer step is killed, leaving the previous checkpoint
-//    (--checkpoint-every) and at most the temporaries of a checkpoint being written. Jobs with
-//    long steps: stop them with SIGUSR1 to mpirun, or raise the grace period with
-//    `mpirun --mca odls_base_sigkill_timeout SECONDS`.
+//    overwrites the other; else /proc/<parent>/fd/1 and 2 opened again for appending); the
+//    other ranks wait in a barrier until rank 0 is done (mpirun would kill rank 0 as soon as
+//    one of them exits), then every rank leaves with _exit (no MPI_Finalize, which would wait
+//    for the SIGKILL). The line says SIGTERM (what the ranks got). mpirun exits 1: its own
+//    status, not the ranks'. All of it must fit in the 1 s between mpirun's SIGTERM and its
+//    SIGKILL: the rest of the step, the checkpoint and the outputs (about 0.1-0.2 s for the
+//    tests' model on a loaded 2-core machine); a longer step is killed, leaving the previous
+//    checkpoint (--checkpoint-every) and at most the temporaries of the files being written.
+//    Jobs with long steps: stop them with SIGUSR1 to mpirun, or give the ranks more time with
+//    `mpirun --mca odls_base_sigkill_timeout SECONDS`. A progress line written just before
+//    the stop may come out after the stop line (mpirun forwards it late, or not at all).
 //    The rank that prints must be mpirun's child (rank 0 runs on mpirun's host, as Open MPI
 //    places it by default); under an orted its parent's streams are the orted's.
 #pragma once
