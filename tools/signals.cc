@@ -16,10 +16,10 @@ volatile std::sig_atomic_t g_from_parent = 0;
 // The stop handler runs on its own stack (SA_ONSTACK) on the thread that constructed
 // StopSignals, so the kernel's signal frame is not pushed below the interrupted code's stack
 // pointer. Measured on `mpirun -np 2 pipewright run`, SIGTERM to rank 1 in its first steps:
-// without it 5 of 65 runs died in rank 1 of heap corruption inside a oneDNN matmul's free
+// without it 5 of 110 runs died in rank 1 of heap corruption inside a oneDNN matmul's free
 // (glibc "corrupted size vs. prev_size while consolidating", during the step the signal came
 // in), consistent with JIT code keeping data below its stack pointer beyond the ABI's red zone;
-// with it 0 of 60. Other threads that may take the signal: the data loader's producer blocks
+// with it 0 of 120. Other threads that may take the signal: the data loader's producer blocks
 // them (exec/data/loader.cc); OpenMP workers (--threads > 1) do not yet.
 alignas(64) char g_stop_stack[64 * 1024];
 
