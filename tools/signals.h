@@ -19,7 +19,9 @@
 // parent (the sender's pid is getppid(): under mpirun, mpirun or its orted forwarding its own SIGINT /
 // SIGTERM as the first step of tearing the job down, see tools/mpi_stop.h), and, constructed
 // with `forwarded_too`, also treats SIGUSR1 / SIGUSR2 as stop requests (exit 138 / 140): Open
-// MPI's mpirun forwards those to every rank without tearing the job down.
+// MPI's mpirun forwards those to every rank without tearing the job down. The stop handler
+// runs on its own stack (sigaltstack, on the thread that constructs StopSignals: see
+// signals.cc for the heap corruption it prevents).
 //
 // CommandExit: thrown by a command to end with a given exit code and one message line (main
 // prints it and returns the code): 130 / 143 after SIGINT / SIGTERM, 4 on a numerical fault.
