@@ -12,7 +12,11 @@
 // or JSON with --json).
 // --checkpoint DIR [--checkpoint-every K] / --resume DIR: exec/checkpoint.h. SIGINT / SIGTERM
 // finish the step on every worker, checkpoint, write the trace, SVG and summary of the steps
-// done and exit 130 / 143; a NaN or Inf exits 4 (tools/signals.h).
+// done and exit 130 / 143; a NaN or Inf exits 4 (tools/signals.h). Under mpirun the same, on
+// every rank, with rank 0 writing the checkpoint; what a signal to mpirun itself does is in
+// tools/mpi_stop.h. --step-deadline SECONDS (mpirun only): how long a rank waits for the others
+// before the job ends naming the ranks that stopped responding (default: max(10 s, 20 x the
+// median step so far), 5 minutes for the first step; exec/runtime/run_ranks.h).
 // --compare measures a profile of the model on this machine (exec/profiler.h), simulates the
 // same plan with it (sim/) and prints predicted vs measured iteration time and peak memory.
 // Under mpirun rank 0 measures and compares after the run (as the threaded run does: the same
@@ -50,6 +54,7 @@
 #include "exec/runtime/run_compare.h"
 #include "exec/runtime/run_pipeline.h"
 #ifdef PW_HAVE_MPI
+#include "exec/runtime/fault_injection.h"
 #include "exec/runtime/rank_runtime.h"
 #include "exec/runtime/run_ranks.h"
 #endif
@@ -70,6 +75,7 @@
 #include "tools/command_registry.h"
 #include "tools/flag_checks.h"
 #include "tools/model_report.h"
+#include "tools/mpi_stop.h"
 #include "tools/run_summary.h"
 #include "tools/signals.h"
 #include "tools/training_flags.h"
@@ -94,6 +100,7 @@ struct RunArgs {
   int trace_keep = kDefaultTraceKeep;
   bool trace_all = false;
   int warmup_steps = -1;  // -1: 10 with --compare (timings are compared), else 0
+  double step_deadline_s = 0;  // --step-deadline: 0 = derived from the measured steps
   int64_t micro_batch_size = 0;
   bool recompute = false, compare = false, vertical_sync = false;
 };
@@ -122,6 +129,20 @@ pw::exec::PipelineRunResult run_on_ranks(const pw::models::Model&, const pw::pla
   throw pw::InputError("run: built without MPI");
 }
 #endif
+
+// Rank 0 of an MPI job that mpirun is tearing down (tools/mpi_stop.h): leave without
+// MPI_Finalize once the outputs are out.
+bool g_launcher_teardown = false;
+
+// A job mpirun tears down: the other ranks wait here until rank 0 has written its outputs and
+// its line (mpirun kills the remaining ranks as soon as one of them exits, tools/mpi_stop.h).
+void wait_for_rank0_outputs(World& world) {
+  try {
+    world.barrier(std::chrono::steady_clock::now() + std::chrono::seconds(5), "waiting for rank 0's outputs");
+  } catch (const std::exception&) {
+    // rank 0 is gone or late: leave anyway, mpirun's SIGKILL is near
+  }
+}
 
 // The files a run writes (--trace, --svg, --run-trace), registered and checked before anything
 // runs; written at the end and renamed into place together (models/output_set.h).
@@ -167,6 +188,8 @@ void check_run_flags(const RunArgs& a, const CLI::App& sub) {
   if (a.t.checkpoint_every > std::numeric_limits<int>::max())
     throw pw::InputError("--checkpoint-every: expected at most " + std::to_string(std::numeric_limits<int>::max()));
   if (a.trace_keep < 1) throw pw::InputError("--trace-keep: expected >= 1, got " + std::to_string(a.trace_keep));
+  if (sub.count("--step-deadline") > 0 && !(a.step_deadline_s >= 0.001 && a.step_deadline_s <= 86400))
+    throw pw::InputError("--step-deadline: expected seconds from 0.001 to 86400, got " + std::to_string(a.step_deadline_s));
   if (a.trace_all && sub.count("--trace-keep") > 0)
     throw pw::InputError("--trace-all: give either --trace-all or --trace-keep K, not both");
 }
@@ -253,6 +276,9 @@ pw::exec::PipelineRunOptions run_options(const RunArgs& a, const pw::planner::Pl
   o.checkpoint_every = static_cast<int>(a.t.checkpoint_every);
   o.resume_dir = a.t.resume;
   o.stop_requested = [] { return pw::tools::StopSignals::stop_requested(); };
+  o.stop_signal = [] { return pw::tools::StopSignals::received(); };
+  o.stop_from_launcher = [] { return pw::tools::StopSignals::from_parent(); };
+  o.step_deadline = std::chrono::milliseconds(static_cast<int64_t>(a.step_deadline_s * 1000));
   return o;
 }
 
@@ -398,7 +424,7 @@ pw::exec::Prediction predict(CompareMeasurement& cmp, World* world) {
 // MPI job (exec/runtime/run_ranks.h), where rank 0 alone prints and writes the outputs (into
 // `outputs`, which it commits; the other ranks pass nullptr).
 void execute(const RunArgs& a, Prepared& p, World* world, pw::OutputSet* outputs) {
-  pw::tools::StopSignals signals;
+  pw::tools::StopSignals signals(world != nullptr);  // mpirun forwards SIGUSR1 / SIGUSR2: stops too
   const int devices = device_count(p.plan);
   pw::tools::ProgressLines lines(a.t.log_every, p.o.steps, isatty(fileno(stderr)) != 0);
   const auto progress = banner_and_progress(p, devices, world != nullptr, lines);
@@ -421,8 +447,18 @@ void execute(const RunArgs& a, Prepared& p, World* world, pw::OutputSet* outputs
   };
   if (world && world->rank() != 0) {
     compare_barrier();
-    if (r.stopped) throw pw::tools::CommandExit(pw::tools::exit_code_for_signal(pw::tools::StopSignals::received()), "");
+    if (r.stopped && r.stopped_by_launcher) {
+      // Leaving first would make mpirun kill rank 0 before its outputs are out.
+      wait_for_rank0_outputs(*world);
+      pw::tools::exit_without_finalize(pw::tools::exit_code_for_signal(r.stop_signal));
+    }
+    if (r.stopped) throw pw::tools::CommandExit(pw::tools::exit_code_for_signal(r.stop_signal), "");
     return;  // rank 0 prints and writes the outputs
+  }
+  // mpirun tearing the job down no longer forwards rank 0's output (tools/mpi_stop.h).
+  if (world && r.stopped_by_launcher) {
+    g_launcher_teardown = true;
+    pw::tools::write_to_launcher_streams();
   }
   if (!r.warning.empty()) std::fprintf(stderr, "%s\n", r.warning.c_str());
   if (r.data_bound)
@@ -444,7 +480,7 @@ void execute(const RunArgs& a, Prepared& p, World* world, pw::OutputSet* outputs
   if (outputs != nullptr) outputs->commit();
   if (r.stopped)
     pw::tools::exit_stopped(r.first_step + r.iterations_run, p.o.warmup_steps + a.t.steps, a.t.checkpoint,
-                            r.checkpoint_step);
+                            r.checkpoint_step, world ? r.stop_signal : 0);
 }
 
 #ifdef PW_HAVE_MPI
@@ -465,6 +501,10 @@ void run_mpi(const RunArgs& a, const CLI::App& sub) {
       std::fprintf(stderr, "%s\n", line.c_str());
       std::fflush(stderr);
     }
+    if (g_launcher_teardown) {
+      wait_for_rank0_outputs(world);
+      pw::tools::exit_without_finalize(code);
+    }
     throw pw::tools::CommandExit(code, "");
   };
   std::optional<Prepared> p;
@@ -474,6 +514,7 @@ void run_mpi(const RunArgs& a, const CLI::App& sub) {
       if (world.rank() == 0) add_outputs(outputs.emplace(), a);
       p.emplace(prepare(a, sub));
       if (const char* f = std::getenv("PW_TEST_INJECT_FAULT")) p->o.inject_fault = f;
+      p->o.pause_at_step = pw::exec::pause_step_from_env("PW_TEST_PAUSE_AT_STEP");
     });
     execute(a, *p, &world, outputs ? &*outputs : nullptr);
   } catch (const pw::exec::RankInputError& e) {
@@ -491,6 +532,8 @@ void run_mpi(const RunArgs& a, const CLI::App& sub) {
 #endif
 
 void run(const RunArgs& a, const CLI::App& sub) {
+  if (sub.count("--step-deadline") > 0 && !launched_by_mpirun())
+    throw pw::InputError("--step-deadline: applies to runs under mpirun only");
   if (launched_by_mpirun()) {
 #ifdef PW_HAVE_MPI
     run_mpi(a, sub);
@@ -548,6 +591,9 @@ pw::tools::CommandRegistrar register_run("run", [](CLI::App& app) {
        "continue from the checkpoint in DIR (same model, plan and options)"});
   sub->add_option("--warmup-steps", a->warmup_steps,
                   "extra steps first, trained but not timed or reported (default: 10 with --compare, else 0)");
+  sub->add_option("--step-deadline", a->step_deadline_s,
+                  "under mpirun: seconds a rank waits for the others before the job ends naming the ranks that "
+                  "stopped responding (default: max(10, 20 x the median step so far); 300 for the first step)");
   sub->add_flag("--vertical-sync", a->vertical_sync, "pipedream-async: PipeDream vertical sync of weight versions");
   add_output_flags(sub, *a);
   sub->callback([a, sub] { run(*a, *sub); });

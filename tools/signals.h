@@ -15,6 +15,13 @@
 // command writes and commits its outputs. A second signal removes the temporary files and ends
 // the process at once with _exit(128 + signal): no destructors, no output files beyond those
 // already renamed into place (after an OutputSet's commit under way, when one is).
+// The handler also records whether the first signal was a SIGINT / SIGTERM from this process's
+// parent (the sender's pid is getppid(): under mpirun, mpirun or its orted forwarding its own SIGINT /
+// SIGTERM as the first step of tearing the job down, see tools/mpi_stop.h), and, constructed
+// with `forwarded_too`, also treats SIGUSR1 / SIGUSR2 as stop requests (exit 138 / 140): Open
+// MPI's mpirun forwards those to every rank without tearing the job down. The stop handler
+// runs on its own stack (sigaltstack, on the thread that constructs StopSignals: see
+// signals.cc for the heap corruption it prevents).
 //
 // CommandExit: thrown by a command to end with a given exit code and one message line (main
 // prints it and returns the code): 130 / 143 after SIGINT / SIGTERM, 4 on a numerical fault.
@@ -30,7 +37,7 @@ void install_cleanup_handlers();
 
 class StopSignals {
  public:
-  StopSignals();
+  explicit StopSignals(bool forwarded_too = false);
   ~StopSignals();
   StopSignals(const StopSignals&) = delete;
   StopSignals& operator=(const StopSignals&) = delete;
@@ -38,11 +45,15 @@ class StopSignals {
   // The signal received (SIGINT or SIGTERM), 0 when none.
   static int received();
   static bool stop_requested() { return received() != 0; }
-  // "SIGINT", "SIGTERM".
+  // True when the first signal was a SIGINT / SIGTERM sent by this process's parent (see above).
+  static bool from_parent();
+  // "SIGINT", "SIGTERM", "SIGUSR1", "SIGUSR2".
   static std::string name(int sig);
 
  private:
-  struct sigaction old_int_ {}, old_term_ {};
+  bool forwarded_too_ = false;
+  struct sigaction old_int_ {}, old_term_ {}, old_usr1_ {}, old_usr2_ {};
+  stack_t old_stack_ {};
 };
 
 // Exit code of a run stopped by `sig`: 128 + sig (130 SIGINT, 143 SIGTERM).

@@ -66,8 +66,8 @@ void exit_numerical_fault(const std::string& what, const std::string& checkpoint
                                    : std::string("; no checkpoint")));
 }
 
-void exit_stopped(int64_t done, int64_t total, const std::string& checkpoint_dir, int64_t checkpoint_step) {
-  const int sig = StopSignals::received();
+void exit_stopped(int64_t done, int64_t total, const std::string& checkpoint_dir, int64_t checkpoint_step, int sig) {
+  if (sig == 0) sig = StopSignals::received();
   throw CommandExit(exit_code_for_signal(sig),
                     "pipewright: stopped by " + StopSignals::name(sig) + " after step " + std::to_string(done) +
                         " of " + std::to_string(total) + "; " +

@@ -60,7 +60,9 @@ exec::OptimizerOptions training_optimizer(const TrainingFlags& f);
 // after `done` of `total` steps (exit 130 / 143, naming the checkpoint written at
 // `checkpoint_step`, -1 for none, and how to resume from it).
 [[noreturn]] void exit_numerical_fault(const std::string& what, const std::string& checkpoint_dir);
-[[noreturn]] void exit_stopped(int64_t done, int64_t total, const std::string& checkpoint_dir, int64_t checkpoint_step);
+// `sig`: the signal that stopped the run (0: StopSignals::received(); under mpirun the one the ranks agreed on).
+[[noreturn]] void exit_stopped(int64_t done, int64_t total, const std::string& checkpoint_dir, int64_t checkpoint_step,
+                               int sig = 0);
 
 // Progress lines on stderr, as `train` and `run` print them: on a terminal one line rewritten in
 // place (at most every 0.1 s, and the last step's); otherwise a line every --log-every steps (and

@@ -1,6 +1,9 @@
 #include "exec/data/loader.h"
 
+#include <pthread.h>
+
 #include <algorithm>
+#include <csignal>
 #include <chrono>
 #include <stdexcept>
 #include <utility>
@@ -30,7 +33,16 @@ void DataLoader::start() {
   if (capacity_ == 0) return;
   stop_ = false;
   bind_pending_ = static_cast<bool>(bind_);
+  // The producer never takes a process-directed signal (SIGINT, SIGTERM, ...): they go to the
+  // threads that poll for them (the driver, whose stop handler runs on its own stack,
+  // tools/signals.h). The thread inherits the mask it starts with.
+  sigset_t async_signals, old;
+  sigemptyset(&async_signals);
+  for (const int sig : {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGALRM, SIGUSR1, SIGUSR2, SIGXCPU})
+    sigaddset(&async_signals, sig);
+  pthread_sigmask(SIG_BLOCK, &async_signals, &old);
   producer_ = std::thread([this] { produce(); });
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
 
 void DataLoader::stop() {

@@ -1,5 +1,7 @@
 #include "exec/runtime/fault_injection.h"
 
+#include <cstdlib>
+
 #include <signal.h>
 #include <unistd.h>
 
@@ -68,6 +70,16 @@ std::vector<Tensor> FaultInjectingCompute::backward(const OpContext& ctx, std::v
   std::vector<Tensor> g = inner_.backward(ctx, std::move(grad_output));
   maybe_poison(ctx.stage);
   return g;
+}
+
+int pause_step_from_env(const char* var) {
+  const char* v = std::getenv(var);
+  if (!v || !*v) return 0;
+  char* end = nullptr;
+  const long n = std::strtol(v, &end, 10);
+  if (*end != '\0' || n < 1 || n > 1000000000)
+    throw InputError(std::string(var) + ": expected a step number >= 1, got \"" + v + "\"");
+  return static_cast<int>(n);
 }
 
 }  // namespace pw::exec

@@ -27,6 +27,14 @@ struct FaultSpec {
 
 FaultSpec parse_fault_spec(const std::string& spec, const std::string& where);
 
+// PW_TEST_PAUSE_AT_STEP=K (signal tests, `pipewright run` under mpirun): after the ops of step K
+// (1-based, warm-up included) every rank waits until one of them has a stop request (at most a
+// minute; rank 0 first prints "test: paused at step K" on stderr), then the step's agreement
+// runs as usual, so a signal sent during the pause stops the job at step K exactly
+// (exec/runtime/run_ranks.cc). Returns 0 when `var` is unset or empty; InputError naming it
+// when it is not an integer >= 1.
+int pause_step_from_env(const char* var);
+
 class InjectedFault : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;

@@ -14,7 +14,9 @@
 // run_iteration() runs this rank's ops of iteration iterations_run() and returns its wall time
 // (ns). It does not synchronise with the other ranks at the end (the driver does, see
 // exec/runtime/run_ranks.h). Every wait has a deadline: options.timeout per iteration, or
-// kDefaultTimeout when that is 0.
+// kDefaultTimeout when that is 0; set_timeout changes it for the iterations and collectives
+// that follow (the driver's step deadline). A wait that passes it throws mpi::TransportTimeout
+// without telling the other ranks (the driver finds out which rank stopped responding).
 // Failures: when this rank's compute throws or its wait times out, run_iteration tells every
 // other rank (World::notify_failure) and throws RankFailure "rank R failed at OP: what"; when
 // another rank failed first, it throws that rank's PeerFailed. A NaN or Inf (NumericalFault)
@@ -83,6 +85,8 @@ class RankRuntime {
   sim::Trace gather_trace();
   // A deadline for a collective that starts now (the runtime's timeout from now).
   Clock::time_point deadline() const { return Clock::now() + timeout_; }
+  void set_timeout(std::chrono::milliseconds t) { timeout_ = t; }
+  std::chrono::milliseconds timeout() const { return timeout_; }
   const CoreSet& placement() const { return placement_; }
   // Oversubscription or pinning warning of this rank, "" if none.
   const std::string& warning() const { return warning_; }

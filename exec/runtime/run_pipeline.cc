@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "exec/runtime/checkpoint.h"
+#include "exec/runtime/run_checkpoint.h"
 #include "exec/machine/machine_load.h"
 #include "exec/numerics.h"
 #include "exec/runtime/trainer.h"
@@ -206,34 +207,9 @@ PipelineRunResult run_pipeline(const models::Model& model, const planner::Plan& 
       if (device == drawer) slicer->draw_ahead(iteration + 1);
     };
 
-  // Checkpoint identity: what must match for a resume.
-  Json stages = Json::array();
-  for (const auto& st : plan.stages) stages.push_back(Json::array({st.first_layer, st.end_layer, st.recompute}));
-  Json options_id = optimizer_identity(options.optimizer);
-  options_id["seed"] = options.seed;
-  options_id["data"] = slicer->describe();
-  const Json identity = checkpoint_identity(
-      model,
-      Json{{"command", "run"}, {"stages", stages}, {"schedule", std::string(planner::to_string(plan.schedule))},
-           {"chunks", plan.chunks}, {"micro_batch_size", plan.micro_batch_size},
-           {"num_micro_batches", plan.num_micro_batches}, {"batch", plan.batch}},
-      options_id);
-  const bool checkpointing = !options.checkpoint_dir.empty() || !options.resume_dir.empty();
-  if (checkpointing && !setup.schedule.stage_replicas.empty())
-    throw InputError(std::string(options.resume_dir.empty() ? "--checkpoint" : "--resume") +
-                     ": not supported with replicated stages yet (only one replica's state would be saved)");
-  if (checkpointing && options.vertical_sync)
-    throw InputError(std::string(options.resume_dir.empty() ? "--checkpoint" : "--resume") +
-                     ": not supported with --vertical-sync (the weight versions it keeps across steps are not saved)");
-  if (checkpointing && plan.schedule == planner::ScheduleKind::two_bw)
-    throw InputError(std::string(options.resume_dir.empty() ? "--checkpoint" : "--resume") +
-                     ": not supported with 2bw yet (its second weight buffer is not saved)");
-  if (checkpointing && compute.splits_tied_table())
-    throw InputError(std::string(options.resume_dir.empty() ? "--checkpoint" : "--resume") +
-                     ": not supported yet with tied embeddings split across stages (the shared table's copy is not saved)");
-  if (options.checkpoint_every < 0) throw InputError("--checkpoint-every: expected >= 0");
-  if (options.checkpoint_every > 0 && options.checkpoint_dir.empty())
-    throw InputError("--checkpoint-every: needs --checkpoint DIR");
+  // Checkpoint identity: what must match for a resume (the MPI ranks write the same).
+  const Json identity = run_checkpoint_identity(model, plan, options, *slicer);
+  check_run_checkpointing(setup, plan, options);
   const int total = options.warmup_steps + options.steps;
   const int S = compute.num_stages();
   PipelineRunResult r;

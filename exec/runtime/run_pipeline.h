@@ -79,6 +79,18 @@ struct PipelineRunOptions {
   int checkpoint_every = 0;              // steps between checkpoints; 0 = at the end and on a stop
   std::string resume_dir;                // "" = start fresh
   std::function<bool()> stop_requested;  // may be empty; polled after every step
+  // MPI runs (run_pipeline_ranks), both may be empty: the signal number behind this rank's stop
+  // request (0: none; the ranks agree on the largest, so every rank reports the same one), and
+  // whether the launcher sent it (mpirun tearing the job down: exec/runtime/run_ranks.h).
+  std::function<int()> stop_signal;
+  std::function<bool()> stop_from_launcher;
+  // MPI runs: how long a rank waits for the others within a step (and in each collective)
+  // before naming the ranks that stopped responding; 0 = derived from the measured steps
+  // (run_ranks.h: max(10 s, 20 x the median step so far); 5 minutes before the first step).
+  std::chrono::milliseconds step_deadline{0};
+  // MPI runs, tests only (PW_TEST_PAUSE_AT_STEP, exec/runtime/fault_injection.h): after the ops
+  // of step `pause_at_step` (1-based, warm-up included) every rank waits for a stop request.
+  int pause_at_step = 0;
   // May be empty; called once every check has passed and a checkpoint (if any) is loaded,
   // before the first iteration (e.g. to print a banner only for a run that starts).
   std::function<void()> on_start;
@@ -136,6 +148,8 @@ struct PipelineRunResult {
   int first_step = 0;                          // steps (warm-up included) done before: the resume point
   int iterations_run = 0;                      // iterations this call ran (warm-up included)
   bool stopped = false;                        // stop_requested() ended the run early
+  int stop_signal = 0;                         // MPI runs: the agreed signal of the stop, 0 if none
+  bool stopped_by_launcher = false;            // MPI runs: mpirun (or its orted) sent it
   int64_t checkpoint_step = -1;                // step of the last checkpoint written, -1 if none
   std::vector<NamedTensors> final_weights;     // per virtual stage, with keep_final_weights
                                                // (replica 0's weights of a replicated stage)

@@ -1,14 +1,18 @@
 #include "exec/runtime/run_ranks.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <set>
 #include <thread>
 
+#include "exec/runtime/checkpoint.h"
 #include "exec/runtime/fault_injection.h"
 #include "exec/runtime/rank_runtime.h"
+#include "exec/runtime/run_checkpoint.h"
 #include "exec/runtime/run_setup.h"
 #include "models/error.h"
 
@@ -57,6 +61,8 @@ std::string encode_stages(LayerStageCompute& compute, const planner::Schedule& s
     if (sch.stage_device[s] != rank) continue;
     const StageState st = compute.checkpoint_state(s);
     b.i64(s);
+    b.i64(st.optimizer_steps);
+    b.i64(st.weight_version);
     b.i64(static_cast<int64_t>(st.tensors.size()));
     for (const auto& [name, t] : st.tensors) {
       b.i64(static_cast<int64_t>(name.size()));
@@ -72,7 +78,10 @@ std::string encode_stages(LayerStageCompute& compute, const planner::Schedule& s
 void decode_stages(const std::string& bytes, std::vector<NamedTensors>* out) {
   Reader r(bytes);
   while (!r.done()) {
-    const int64_t s = r.i64(), n = r.i64();
+    const int64_t s = r.i64();
+    (void)r.i64();  // optimizer steps
+    (void)r.i64();  // weight version
+    const int64_t n = r.i64();
     NamedTensors& v = out->at(static_cast<size_t>(s));
     for (int64_t k = 0; k < n; ++k) {
       std::string name(static_cast<size_t>(r.i64()), '\0');
@@ -83,6 +92,110 @@ void decode_stages(const std::string& bytes, std::vector<NamedTensors>* out) {
       r.raw(t.data(), static_cast<size_t>(t.bytes()));
       v.emplace_back(std::move(name), std::move(t));
     }
+  }
+}
+
+// Copies other ranks' encoded stages into this rank's copies of them (every rank builds every
+// stage: run_setup.h), weights, optimizer state and counters, so that rank 0 can write the
+// whole checkpoint with save_checkpoint.
+void restore_stages(const std::string& bytes, LayerStageCompute& compute) {
+  Reader r(bytes);
+  while (!r.done()) {
+    const int s = static_cast<int>(r.i64());
+    StageState st = compute.checkpoint_state(s);
+    st.optimizer_steps = r.i64();
+    st.weight_version = r.i64();
+    const int64_t n = r.i64();
+    PW_CHECK(n == static_cast<int64_t>(st.tensors.size()), "gathered stage has another tensor count");
+    for (auto& [name, t] : st.tensors) {
+      std::string got(static_cast<size_t>(r.i64()), '\0');
+      r.raw(got.data(), got.size());
+      PW_CHECK(got == name, "gathered stage has tensor " + got + " where " + name + " was expected");
+      std::vector<int64_t> shape(static_cast<size_t>(r.i64()));
+      for (int64_t& d : shape) d = r.i64();
+      PW_CHECK(shape == t->shape(), "gathered tensor " + name + " has another shape");
+      r.raw(t->data(), static_cast<size_t>(t->bytes()));
+    }
+    compute.restore_counters(s, st);
+  }
+}
+
+// The step deadline (PipelineRunOptions::step_deadline): the option when given, else
+// max(kMinStepDeadline, kDeadlineMedians x the median step so far), kFirstStepDeadline before
+// any step was measured (the first step also builds every oneDNN primitive).
+constexpr std::chrono::milliseconds kMinStepDeadline{10000};
+constexpr int kDeadlineMedians = 20;
+constexpr std::chrono::milliseconds kFirstStepDeadline{5 * 60 * 1000};
+
+std::chrono::milliseconds step_deadline(const PipelineRunOptions& o, const std::vector<int64_t>& steps_ns) {
+  if (o.step_deadline.count() > 0) return o.step_deadline;
+  if (o.timeout.count() > 0) return o.timeout;
+  if (steps_ns.empty()) return kFirstStepDeadline;
+  const auto med = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::nanoseconds(median_ns(steps_ns)));
+  return std::max(kMinStepDeadline, med * kDeadlineMedians);
+}
+
+std::string seconds_text(std::chrono::milliseconds d) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g s", static_cast<double>(d.count()) / 1e3);
+  return buf;
+}
+
+// A wait passed the step deadline. Every live rank finds out (its own wait times out too, or the
+// notice below arrives while it waits) and says so to every other rank with an
+// kUnresponsiveNotice; the ranks heard from within the window are alive, the others stopped
+// responding (stopped, swapped out, or hung in a system call). The lowest live rank prints the
+// one line naming them and ends the job (MPI_Abort: mpirun kills every rank, a stopped one
+// included: SIGKILL reaches a stopped process).
+constexpr const char* kUnresponsiveNotice = "unresponsive: ";
+
+[[noreturn]] void settle_unresponsive(mpi::World& world, std::chrono::milliseconds deadline, const std::string& own) {
+  const int rank = world.rank();
+  if (!own.empty()) world.notify_failure(kUnresponsiveNotice + own, std::chrono::milliseconds(200));
+  const auto window = std::clamp<std::chrono::milliseconds>(deadline / 4, std::chrono::seconds(1), std::chrono::seconds(30));
+  std::set<int> alive{rank};
+  std::string seen = own;
+  const std::string prefix = kUnresponsiveNotice;
+  bool answered = !own.empty();
+  for (const auto& [r, t] : world.collect_notices(window)) {
+    if (t.rfind(prefix, 0) != 0) continue;
+    alive.insert(r);
+    if (seen.empty()) seen = t.substr(prefix.size());
+    if (!answered) {  // told by another rank before this rank's own wait ran out: answer it
+      world.notify_failure(kUnresponsiveNotice + ("rank " + std::to_string(rank) + " alive"), std::chrono::milliseconds(200));
+      answered = true;
+    }
+  }
+  if (*alive.begin() == rank) {
+    std::string gone;
+    int count = 0;
+    for (int r = 0; r < world.size(); ++r)
+      if (!alive.count(r)) gone += (count++ ? ", " : "") + std::to_string(r);
+    const std::string line =
+        count == 0 ? "every rank answered but a wait passed the step deadline (" + seconds_text(deadline) + "): " + seen
+                   : (count == 1 ? "rank " : "ranks ") + gone + " stopped responding: no answer within the step deadline (" +
+                         seconds_text(deadline) + ", --step-deadline); " + seen;
+    std::fprintf(stderr, "pipewright: %s\n", line.c_str());
+    std::fflush(stderr);
+    world.abort(1);
+  }
+  // The lowest live rank ends the job; abort here only if it is gone too.
+  std::this_thread::sleep_for(window + std::chrono::seconds(3));
+  world.abort(1);
+}
+
+// PW_TEST_PAUSE_AT_STEP (tests): every rank waits at the step boundary until a rank has a stop
+// request (at most a minute), polling an agreement every 20 ms under the step deadline.
+void pause_for_stop(mpi::World& world, RankRuntime& rt, const PipelineRunOptions& o, int step) {
+  if (world.rank() == 0) {
+    std::fprintf(stderr, "test: paused at step %d\n", step);
+    std::fflush(stderr);
+  }
+  const auto until = Clock::now() + std::chrono::minutes(1);
+  while (Clock::now() < until) {
+    const double stop = o.stop_requested && o.stop_requested() ? 1.0 : 0.0;
+    if (world.allreduce_max({stop}, rt.deadline(), "the test pause at step " + std::to_string(step))[0] > 0) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
 }
 
@@ -163,6 +276,8 @@ PipelineRunResult run_pipeline_ranks(const models::Model& model, const planner::
   FaultSpec fault;
   bool overlap = true;
   int64_t bucket_bytes = RuntimeOptions{}.allreduce_bucket_bytes;
+  Json identity;
+  int first_step = 0;
   agree_on_input(world, [&] {
     check_plan_for_model(plan, model, options.schedule ? &*options.schedule : nullptr);
     const int devices = schedule_for_run(plan, options).num_devices;
@@ -170,9 +285,6 @@ PipelineRunResult run_pipeline_ranks(const models::Model& model, const planner::
       throw InputError("mpirun started " + std::to_string(world.size()) + " ranks but the plan has " +
                        std::to_string(devices) + " pipeline devices (one rank per device: mpirun -np " +
                        std::to_string(devices) + ")");
-    if (!options.checkpoint_dir.empty() || !options.resume_dir.empty())
-      throw InputError(std::string(options.resume_dir.empty() ? "--checkpoint" : "--resume") +
-                       ": not supported under mpirun yet");
     fault = parse_fault_spec(options.inject_fault, "PW_TEST_INJECT_FAULT");
     overlap = overlap_allreduce_from_env();
     bucket_bytes = bucket_bytes_from_env(bucket_bytes);
@@ -180,6 +292,25 @@ PipelineRunResult run_pipeline_ranks(const models::Model& model, const planner::
     if (setup->compute->splits_tied_table())
       throw InputError("tied embeddings split across stages are not supported under mpirun yet "
                        "(the table's two gradients are summed in one process)");
+    identity = run_checkpoint_identity(model, plan, options, *setup->slicer);
+    check_run_checkpointing(*setup, plan, options);
+    // --resume: every rank reads the stages it runs (the directory must be visible to every
+    // rank: one host, or a shared file system); a rank that cannot fails the agreement.
+    if (!options.resume_dir.empty()) {
+      const CheckpointInfo info = open_checkpoint(options.resume_dir, identity, setup->compute->num_stages());
+      const int all = options.warmup_steps + options.steps;
+      if (info.step >= all)
+        throw InputError("--resume " + options.resume_dir + ": the checkpoint is at step " + std::to_string(info.step) +
+                         "; " + std::to_string(all) + " steps (warm-up included) leave nothing to run");
+      for (int s = 0; s < setup->compute->num_stages(); ++s) {
+        if (setup->schedule.stage_device[s] != world.rank()) continue;
+        StageState st = setup->compute->checkpoint_state(s);
+        load_stage(options.resume_dir, info, s, st);
+        setup->compute->restore_counters(s, st);
+      }
+      setup->slicer->restore(info.data);
+      first_step = static_cast<int>(info.step);
+    }
   });
   const int rank = world.rank();
   LayerStageCompute& compute = *setup->compute;
@@ -194,7 +325,8 @@ PipelineRunResult run_pipeline_ranks(const models::Model& model, const planner::
   ro.overlap_allreduce = overlap;
   ro.allreduce_bucket_bytes = bucket_bytes;
   ro.threads_per_worker = options.threads_per_worker;
-  ro.timeout = options.timeout;
+  std::vector<int64_t> measured_ns;  // every step's agreed time, warm-up included: the step deadline
+  ro.timeout = step_deadline(options, measured_ns);
   const int loss_stage = compute.loss_stage();
   // Each replica of the loss stage holds the loss of its micro-batches: slot i of the agreed
   // vector carries replica i's share (-inf elsewhere), and the shares add up to the loss.
@@ -206,37 +338,68 @@ PipelineRunResult run_pipeline_ranks(const models::Model& model, const planner::
   const int S = compute.num_stages();
   PipelineRunResult r;
   r.transport_spin_ns = ro.spin.count();
+  r.first_step = first_step;
   std::unique_ptr<RankRuntime> rt;
+  // Checkpoints as the threaded run writes them (run_checkpoint.h): the ranks send their stages
+  // to rank 0, which writes the whole directory with save_checkpoint (stage files, then the
+  // manifest, each a temporary renamed into place: one writer keeps the manifest the single
+  // commit point). Every rank's data loader is at the same position; rank 0's is saved.
+  auto save = [&](int done) {
+    const std::vector<std::string> parts =
+        world.gather(encode_stages(compute, setup->schedule, rank), rt->deadline(), "gathering the checkpoint");
+    if (rank == 0) {
+      std::vector<StageState> states;
+      for (int q = 1; q < static_cast<int>(parts.size()); ++q) restore_stages(parts[q], compute);
+      for (int s = 0; s < S; ++s) states.push_back(compute.checkpoint_state(s));
+      save_checkpoint(options.checkpoint_dir, identity, done, setup->slicer->state(), states);
+    }
+    world.barrier(rt->deadline(), "writing the checkpoint");
+    r.checkpoint_step = done;
+  };
   try {
     rt = std::make_unique<RankRuntime>(setup->schedule, *comp, world, ro);
     if (rank == 0 && options.on_start) options.on_start();
     EndToEndClock clock(*setup->slicer, options.warmup_steps);
-    for (int i = 0; i < total; ++i) {
+    for (int i = first_step; i < total; ++i) {
+      const int local_it = i - first_step;  // the runtime and the slicer count from 0
+      rt->set_timeout(step_deadline(options, measured_ns));
       clock.step_begins(i);
-      setup->slicer->prepare(i);  // the data loader is not part of the timed pipeline iteration
+      setup->slicer->prepare(local_it);  // the data loader is not part of the timed pipeline iteration
       const int64_t ns = rt->run_iteration();
-      const bool stop = options.stop_requested && options.stop_requested();
-      std::vector<double> local(2 + static_cast<size_t>(loss_replicas), -std::numeric_limits<double>::infinity());
+      if (options.pause_at_step == i + 1) pause_for_stop(world, *rt, options, i + 1);
+      const int sig = options.stop_signal ? options.stop_signal()
+                                          : (options.stop_requested && options.stop_requested() ? 1 : 0);
+      std::vector<double> local(3 + static_cast<size_t>(loss_replicas), -std::numeric_limits<double>::infinity());
       local[0] = static_cast<double>(ns);
-      local[1] = stop ? 1.0 : 0.0;
+      local[1] = sig;
+      local[2] = sig != 0 && options.stop_from_launcher && options.stop_from_launcher() ? 1.0 : 0.0;
       if (loss_slot >= 0)
-        local[2 + loss_slot] = loss_replicas == 1 ? compute.loss(i) : compute.loss_share(i, loss_slot, loss_replicas);
-      std::vector<double> agreed = world.allreduce_max(local, rt->deadline(), "the end of step " + std::to_string(i + 1));
+        local[3 + loss_slot] =
+            loss_replicas == 1 ? compute.loss(local_it) : compute.loss_share(local_it, loss_slot, loss_replicas);
+      const std::vector<double> agreed =
+          world.allreduce_max(local, rt->deadline(), "the end of step " + std::to_string(i + 1));
       double loss = 0;
-      for (int k = 0; k < loss_replicas; ++k) loss += agreed[2 + k];
-      agreed = {agreed[0], loss, agreed[1]};
+      for (int k = 0; k < loss_replicas; ++k) loss += agreed[3 + k];
+      const int64_t step_ns = static_cast<int64_t>(agreed[0]);
+      measured_ns.push_back(step_ns);
       ++r.iterations_run;
       if (i >= options.warmup_steps) {
-        const int64_t step_ns = static_cast<int64_t>(agreed[0]);
         r.iteration_ns.push_back(step_ns);
-        r.losses.push_back(agreed[1]);
+        r.losses.push_back(loss);
         if (rank == 0 && on_step)
-          on_step({i + 1 - options.warmup_steps, options.steps, agreed[1], step_ns,
+          on_step({i + 1 - options.warmup_steps, options.steps, loss, step_ns,
                    static_cast<double>(plan.batch) * 1e9 / std::max<int64_t>(1, step_ns)});
       }
+      const int done = i + 1;
+      const bool stop = agreed[1] > 0;
+      if (!options.checkpoint_dir.empty() &&
+          (done == total || stop || (options.checkpoint_every > 0 && done % options.checkpoint_every == 0)))
+        save(done);
       clock.step_ends(i);
-      if (agreed[2] > 0) {
+      if (stop) {
         r.stopped = true;
+        r.stop_signal = static_cast<int>(agreed[1]);
+        r.stopped_by_launcher = agreed[2] > 0;
         break;
       }
     }
@@ -269,8 +432,11 @@ PipelineRunResult run_pipeline_ranks(const models::Model& model, const planner::
     settle_numerical(world, e.rank(), e.what());
   } catch (const RankFailure& e) {
     end_job(world, e.what(), true);
+  } catch (const mpi::TransportTimeout& e) {
+    settle_unresponsive(world, rt ? rt->timeout() : ro.timeout, e.what());
   } catch (const mpi::PeerFailed& e) {
     if (std::string(e.what()).rfind(kNumericalNotice, 0) == 0) settle_numerical(world, -1, "");
+    if (std::string(e.what()).rfind(kUnresponsiveNotice, 0) == 0) settle_unresponsive(world, rt ? rt->timeout() : ro.timeout, "");
     end_job(world, "rank " + std::to_string(rank) + " stopping: " + e.what(), false);
   } catch (const std::exception& e) {
     const std::string text = "rank " + std::to_string(rank) + " failed: " + e.what();

@@ -7,14 +7,37 @@
 //
 // Collective: every rank calls it with the same arguments.
 // Input checks (InputError, as run_pipeline, plus: the rank count must equal the plan's
-// devices; --checkpoint / --resume and tied embeddings split across stages are not supported
-// under MPI yet) are agreed on: if any rank's check fails, every rank throws RankInputError,
+// devices; tied embeddings split across stages are not supported under MPI yet) are agreed on: if any rank's check fails, every rank throws RankInputError,
 // which carries the lowest failed rank (so only that rank prints its message).
+//
+// Checkpoints: the format, identity and limits of the threaded run (run_checkpoint.h), so a
+// checkpoint of either resumes on the other. At each checkpoint the ranks send their stages
+// (weights, optimizer state, counters) to rank 0, which writes the directory with
+// save_checkpoint (temporaries renamed into place, the manifest last: one writer keeps the
+// manifest the single commit point, and the directory is where rank 0 writes its other
+// outputs); the others wait in a barrier until it is written. --resume: every rank reads the
+// stages it runs and the data position itself, inside the input agreement (so the directory
+// must be visible to every rank: one host or a shared file system; a rank that cannot read it
+// fails the agreement and the job exits 2 with its one line). Resumed runs equal the
+// uninterrupted run bitwise (losses and final weights) for the same plan and thread counts.
 //
 // Per iteration the ranks agree on the step (one allreduce): the iteration time is the
 // largest rank's wall time, the loss comes from the rank(s) of the loss stage (each replica's
-// share in its own slot, summed), and a stop request
-// (SIGINT / SIGTERM, options.stop_requested) on any rank stops every rank at the same step.
+// share in its own slot, summed), and a stop request on any rank (options.stop_signal: the
+// signal number; the largest wins, so every rank reports the same one; options.
+// stop_from_launcher: mpirun's own SIGTERM, tools/mpi_stop.h) stops every rank at the same
+// step, after that step's checkpoint (result: stop_signal, stopped_by_launcher).
+//
+// Step deadline: every wait of a step and every collective has options.step_deadline when it is
+// given (`run --step-deadline`), else max(10 s, 20 x the median agreed step time so far, warm-up
+// included), 5 minutes before the first step has been measured (options.timeout, when set and
+// no step_deadline, replaces the derived value: tests). A wait past it does not fail the rank:
+// each live rank sends the others a notice and collects theirs for max(1 s, deadline / 4) (at
+// most 30 s); the ranks not heard from stopped responding (SIGSTOP, swapped out, hung in a
+// system call). The lowest live rank prints "pipewright: rank K stopped responding: no answer
+// within the step deadline (D s, --step-deadline); <where it waited>" and ends the job with
+// MPI_Abort(1), which makes mpirun kill every rank, stopped ones included (SIGKILL ends a
+// stopped process): every process is gone within about deadline + window + 2 s.
 // on_start and on_step are called on rank 0 only. The result is complete on rank 0: trace of
 // every rank (times from the shared, barrier-synchronised t0), peak memory per device,
 // placement per device ("host: cores ..."), warnings, and with keep_final_weights every
