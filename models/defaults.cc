@@ -1,5 +1,6 @@
 #include "models/defaults.h"
 
+#include "models/cost.h"
 #include "models/error.h"
 
 namespace pw::models {
@@ -14,6 +15,8 @@ bool parse_dtype(const std::string& dtype, const std::string& flag) {
   throw InputError(flag + ": expected fp32 or bf16, got \"" + dtype + "\"");
 }
 
+bool default_bf16(const DeviceSpec& device) { return default_dtype(device) == "bf16"; }
+
 bool resolve_bf16(bool bf16_flag, const std::string& dtype, const DeviceSpec& device) {
   if (bf16_flag && !dtype.empty() && dtype != "bf16")
     throw InputError("--bf16 and --dtype " + dtype + ": give one of them");
@@ -23,6 +26,18 @@ bool resolve_bf16(bool bf16_flag, const std::string& dtype, const DeviceSpec& de
 
 std::string priced_optimizer(const std::string& optimizer, bool bf16) {
   return bf16 && optimizer == "adam" ? "adam-mixed" : optimizer;
+}
+
+Profile default_analytic_profile(const Model& model, const DeviceSpec& device, int64_t batch, bool bf16,
+                                 const std::string& optimizer, double efficiency) {
+  CostOptions co{efficiency, bf16, priced_optimizer(optimizer, bf16)};
+  co.gemm_half_rows = default_gemm_half_rows(device);
+  if (co.gemm_half_rows <= 0) return analytic_profile(model, device, 1, co);
+  // Efficiency depends on the GEMM size: cost every micro-batch size a plan may use.
+  std::vector<int64_t> sizes;
+  for (int64_t d = 1; d <= batch && sizes.size() < 64; ++d)
+    if (batch % d == 0) sizes.push_back(d);
+  return analytic_profile_with_points(model, device, 1, sizes, co);
 }
 
 Cluster make_node_cluster(const DeviceSpec& device, int devices, int devices_per_node, const LinkSpec& intra,

@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "models/cluster.h"
+#include "models/defaults.h"
 #include "models/profile.h"
 #include "planner/plan.h"
 
@@ -52,9 +53,9 @@ struct PlanRequest {
   // interleaved-1f1b (sim/plan_prediction.h)
   std::string schedule = "auto";
   std::string objective = "sync";        // sync|async|pipedream
-  std::string recompute = "auto";        // auto|on|off
+  std::string recompute = models::kDefaultRecompute;  // auto|on|off
   std::string partitioner = "dp";        // dp|gpipe-greedy|even
-  std::string optimizer = "adam";
+  std::string optimizer = models::kDefaultOptimizer;
   bool straight = false, fewer_devices = false, activation_comm = false;
   int64_t memory_limit_bytes = 0;        // 0 => cluster device memory; pipedream: 0 => no constraint
   int threads_per_stage = 0;             // measured points: only this many cores per stage (0 => search)

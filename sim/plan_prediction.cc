@@ -54,6 +54,19 @@ void take_simulated_stage_figures(planner::Plan& plan, const SimulatedPrediction
   }
 }
 
+// An asynchronous plan: throughput and iteration from the steady state that `simulate --plan`
+// reports; the bottleneck (the objective's value) stays.
+void record_async_simulation(planner::Plan& plan, const models::Profile& profile, const models::Cluster& cluster) {
+  SimOptions so;
+  so.iterations = kAsyncPlanIterations;
+  so.validate = false;  // made by schedule_for_plan, valid by construction
+  const Report r = simulate_plan(plan, profile, &cluster, so).report;
+  if (!(r.throughput_samples_per_s > 0)) return;
+  planner::PlanPrediction& q = plan.predicted;
+  q.throughput_samples_per_s = r.throughput_samples_per_s;
+  q.iteration_time_s = static_cast<double>(plan.batch) / r.throughput_samples_per_s;
+}
+
 }  // namespace
 
 planner::PlanOutcome plan_with_prediction(const models::Profile& profile, const models::Cluster& cluster,
@@ -78,7 +91,12 @@ planner::PlanOutcome plan_with_prediction(const models::Profile& profile, const 
   if (zb_h2) out.plan.schedule = planner::ScheduleKind::zb_h2;
   if (interleaved) out.plan = planner::interleave_plan(out.plan, profile, chunks);
   const bool simulate = options.simulate || zb_h2 || interleaved;
-  if (!simulate || out.plan.objective != "sync" || !planner::is_synchronous(out.plan.schedule)) return out;
+  if (!simulate) return out;
+  if (!planner::is_synchronous(out.plan.schedule)) {
+    record_async_simulation(out.plan, profile, cluster);
+    return out;
+  }
+  if (out.plan.objective != "sync") return out;
 
   const SimulatedPrediction sim = predict_by_simulation(out.plan, profile, cluster);
   if (!zb_h2 && !interleaved) return out;

@@ -12,8 +12,16 @@
 // then simulated once with the same engine and inputs `simulate --plan` uses, and the plan's
 // iteration, throughput, peak memory, bubble, imbalance and idle share become the
 // simulation's (synchronous plans of the sync objective). Per-stage predictions and the
-// bottleneck stay the closed form's (they justify the choice). Pure; safe to call concurrently
-// when `choose` is.
+// bottleneck stay the closed form's (they justify the choice).
+// An asynchronous plan (pipedream-async, 2bw; the async and pipedream objectives) is simulated
+// as `simulate --plan` simulates it (kAsyncPlanIterations back to back, the steady state), and
+// its throughput and iteration (batch / throughput) become the simulation's, so that `simulate
+// --plan` reproduces what the plan says; bottleneck_time_s keeps the objective's value (batch /
+// bottleneck is the objective's throughput: PipeDream's optimizer charges one link for a
+// stage's activations and gradients together, 623 samples/s for vgg16 on --levels 4
+// --activation-comm, where the full-duplex links of sim/network.h pass them at once, 735).
+// planner::make_plan, which PipeDream's parity tests call, is unchanged. Pure; safe to call
+// concurrently when `choose` is.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +36,10 @@
 #include "sim/plan_costs.h"
 
 namespace pw::sim {
+
+// Iterations an asynchronous plan is simulated for its steady state (`simulate --plan`'s
+// default, and the prediction plan_with_prediction records).
+inline constexpr int kAsyncPlanIterations = 100;
 
 // One simulation of `plan` with these stage costs: a schedule of the plan's kind
 // (schedule_for_plan) on the network of `cluster` (network_for_plan; free transfers when null).
@@ -52,8 +64,9 @@ SimulatedPrediction predict_by_simulation(planner::Plan& plan, const models::Pro
 using PlanChooser = std::function<planner::Plan(const planner::PlanOutcome&)>;
 
 struct PlanningOptions {
-  // false: the closed form's prediction is kept (what-if sweeps that simulate on their own
-  // terms, or not at all); zb-h2 and interleaved-1f1b are simulated regardless.
+  // false: the closed form's (or the objective's) prediction is kept (what-if sweeps that
+  // simulate on their own terms, or not at all); zb-h2 and interleaved-1f1b are simulated
+  // regardless.
   bool simulate = true;
   PlanChooser choose;  // empty: keep the search's plan
 };

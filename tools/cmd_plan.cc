@@ -57,15 +57,6 @@ struct PlanArgs {
   std::string dtype_used = "fp32";
 };
 
-// Micro-batch sizes a plan of `batch` samples may use: every divisor (at most the 12 largest
-// powers-of-two-friendly ones would do, but divisors keep every point measured or exact).
-std::vector<int64_t> divisors(int64_t batch) {
-  std::vector<int64_t> out;
-  for (int64_t d = 1; d <= batch && out.size() < 64; ++d)
-    if (batch % d == 0) out.push_back(d);
-  return out;
-}
-
 // A zoo or file --model also sets the default batch: the model's own (PipeDream graphs and
 // profiles carry theirs).
 pw::models::Profile load_profile(PlanArgs& a, const CLI::App& sub) {
@@ -89,11 +80,7 @@ pw::models::Profile load_profile(PlanArgs& a, const CLI::App& sub) {
   const bool bf16 = pw::models::resolve_bf16(a.bf16, a.dtype, dev);
   a.dtype_used = bf16 ? "bf16" : "fp32";
   a.req.optimizer = pw::models::priced_optimizer(a.req.optimizer, bf16);
-  pw::models::CostOptions co{a.efficiency, bf16, a.req.optimizer};
-  co.gemm_half_rows = pw::models::default_gemm_half_rows(dev);
-  if (co.gemm_half_rows > 0)  // efficiency depends on the GEMM size: cost every size
-    return pw::models::analytic_profile_with_points(src.model, dev, 1, divisors(a.req.batch), co);
-  return pw::models::analytic_profile(src.model, dev, 1, co);
+  return pw::models::default_analytic_profile(src.model, dev, a.req.batch, bf16, a.req.optimizer, a.efficiency);
 }
 
 #ifdef PW_HAVE_EXEC

@@ -17,13 +17,12 @@
 #include "sim/replay.h"
 #include "sim/report.h"
 #include "sim/trace_io.h"
+#include "sim/plan_prediction.h"
 #include "tools/command_registry.h"
 #include "tools/plan_inputs.h"
 
 namespace pw::tools {
 namespace {
-
-constexpr int kAsyncPlanIterations = 100;
 
 struct SimulateArgs {
   std::string plan, profile, cluster, replay;
@@ -144,8 +143,8 @@ void simulate(const SimulateArgs& a, CLI::App* sub) {
            std::to_string(schedule.num_micro_batches) + " micro-batches: the replicas' round-robin period and the " +
            "1F1B warm-up)\n";
   if (!a.plan.empty() && !sub->count("--iterations") && !planner::is_synchronous(schedule.kind)) {
-    opt.iterations = kAsyncPlanIterations;
-    note += "asynchronous plan: " + std::to_string(kAsyncPlanIterations) +
+    opt.iterations = sim::kAsyncPlanIterations;
+    note += "asynchronous plan: " + std::to_string(sim::kAsyncPlanIterations) +
            " iterations simulated for the steady state (--iterations to change)\n";
   }
   opt.record_trace = !a.trace.empty() || !a.svg.empty();

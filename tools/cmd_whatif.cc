@@ -13,6 +13,7 @@
 #include <memory>
 #include <sstream>
 
+#include "models/defaults.h"
 #include "models/error.h"
 #include "models/json_util.h"
 #include "models/output_set.h"
@@ -40,6 +41,7 @@ struct CommonArgs {
   int threads = 0;
   bool progress = false, no_progress = false;
   bool fp32 = false;
+  std::string dtype;  // "" = models::default_dtype of --device
 };
 
 void add_model_flags(CLI::App* sub, CommonArgs& a) {
@@ -63,10 +65,13 @@ void add_model_flags(CLI::App* sub, CommonArgs& a) {
   sub->add_option("--intra-node", c.intra_node, "link inside a node")->capture_default_str();
   sub->add_option("--interconnect", c.interconnect, "link between nodes")->capture_default_str();
   sub->add_flag("--free-transfers", c.free_transfers, "transfers between devices cost nothing (idealized)");
-  sub->add_option("--optimizer", c.optimizer, "sgd | sgd-momentum | rmsprop | adam | adam-mixed")->capture_default_str();
+  sub->add_option("--optimizer", c.optimizer,
+                  "sgd | sgd-momentum | rmsprop | adam | adam-mixed (under bf16, adam is priced as adam-mixed)")
+      ->capture_default_str();
   sub->add_option("--partitioner", c.partitioner, "dp | gpipe-greedy | even")->capture_default_str();
   sub->add_option("--efficiency", c.efficiency, "fraction of peak FLOP/s the cost model assumes")->capture_default_str();
-  sub->add_flag("--fp32", a.fp32, "cost at the fp32 rate with 4-byte activations (default: bf16)");
+  sub->add_option("--dtype", a.dtype, "fp32 | bf16 analytic costs (default: bf16 on an accelerator, fp32 on a CPU)");
+  sub->add_flag("--fp32", a.fp32, "same as --dtype fp32");
   sub->add_flag("--json", a.json, "print rows as JSON");
   sub->add_option("--svg", a.svg, "write the study's pictures to this SVG file");
   sub->add_option("--threads", a.threads, "worker threads (default: all hardware threads)");
@@ -75,7 +80,9 @@ void add_model_flags(CLI::App* sub, CommonArgs& a) {
 }
 
 void finish_common(CommonArgs& a) {
-  a.cfg.bf16 = !a.fp32;
+  if (a.fp32 && !a.dtype.empty() && a.dtype != "fp32") throw pw::InputError("--fp32 and --dtype " + a.dtype + ": give one of them");
+  if (a.fp32) a.cfg.bf16 = false;
+  else if (!a.dtype.empty()) a.cfg.bf16 = pw::models::parse_dtype(a.dtype, "--dtype");
   if (a.threads < 0) throw pw::InputError("--threads: expected an integer >= 0");
   // Settings go through the same checks as sweep spec values (ranges, catalog names).
   pw::whatif::config_from_json(pw::whatif::to_json(a.cfg), "");
@@ -114,7 +121,7 @@ std::string model_title(const WhatifConfig& c) {
     o << "MLP width " << c.width;
   else
     o << c.family;
-  o << ", batch " << c.batch << ", " << c.optimizer << " on " << c.device;
+  o << ", batch " << c.batch << ", " << pw::whatif::whatif_optimizer(c) << " on " << c.device;
   return o.str();
 }
 
@@ -174,7 +181,7 @@ struct ThroughputArgs {
   std::vector<int> micro_batches{1, 4, 8, 32};
   std::vector<std::string> schedules{"gpipe"};
   std::string baseline;
-  std::string recompute = "on";
+  std::string recompute = pw::models::kDefaultRecompute;
   std::string profile;
 };
 
@@ -299,12 +306,17 @@ pw::tools::CommandRegistrar register_whatif("whatif", [](CLI::App& app) {
   sub->require_subcommand(1);
 
   auto mm = std::make_shared<MaxModelArgs>();
-  mm->common.cfg.recompute = "on";
+  // max-model alone keeps recompute "on" (models/defaults.h: kMaxModelRecompute): at the largest
+  // model memory binds, and "auto" finds the same size (tests/whatif/max_model_test.cc), but its
+  // per-stage search made the default study (1,8,64 devices) take over 13 minutes instead of 4 s.
+  mm->common.cfg.recompute = pw::models::kMaxModelRecompute;
   auto* m = sub->add_subcommand("max-model", "Largest model (layers, parameters) that fits on N devices");
   add_model_flags(m, mm->common);
   m->add_option("--devices", mm->devices, "device counts, e.g. 1,8,64")->delimiter(',')->capture_default_str();
   m->add_option("--micro-batches", mm->common.cfg.micro_batches, "pipelined: auto or a count")->capture_default_str();
-  m->add_option("--recompute", mm->common.cfg.recompute, "pipelined: on | off | auto")->capture_default_str();
+  m->add_option("--recompute", mm->common.cfg.recompute,
+                "pipelined: on | auto (only the stages whose memory requires it: the same largest size, far slower) | off")
+      ->capture_default_str();
   m->add_option("--schedule", mm->common.cfg.schedule, "pipelined: gpipe | 1f1b | zb-h1")->capture_default_str();
   m->add_option("--max-layers", mm->max_layers, "stop the search at this size")->capture_default_str();
   m->callback([mm] {
@@ -323,7 +335,8 @@ pw::tools::CommandRegistrar register_whatif("whatif", [](CLI::App& app) {
       ->capture_default_str();
   t->add_option("--schedules", tp->schedules, "gpipe,1f1b,zb-h1")->delimiter(',')->capture_default_str();
   t->add_option("--baseline", tp->baseline, "K,M[,schedule] of the cell normalized to 1 (default: first cell)");
-  t->add_option("--recompute", tp->recompute, "on | off | auto")->capture_default_str();
+  t->add_option("--recompute", tp->recompute, "auto (only the stages whose memory requires it) | on | off")
+      ->capture_default_str();
   t->add_option("--profile", tp->profile,
                 "a profile JSON (pipewright.profile/1) used instead of the analytic one; --device still "
                 "sets the memory and the cluster");

@@ -10,6 +10,7 @@
 #include <memory>
 #include <sstream>
 
+#include "models/defaults.h"
 #include "models/device.h"
 #include "models/error.h"
 #include "models/json_util.h"
@@ -25,10 +26,11 @@ struct BestArgs {
   whatif::GptShape g;
   int64_t batch = 1536;
   int devices = 1024, devices_per_node = 8;
-  std::string device = "a100-80g", intra = "nvlink3", inter = "ib-100g";
-  double efficiency = 0.5;
+  std::string device = models::kDefaultDevice, intra = models::kDefaultIntraNode, inter = models::kDefaultInterconnect;
+  double efficiency = models::kDefaultEfficiency;
   bool fp32 = false;
-  std::vector<int> tp, pp, dp, micro_batch, chunks;
+  std::string dtype;  // "" = models::default_dtype of --device
+  std::vector<int> tp, pp, dp, micro_batch, chunks, stage_layers;
   std::string recompute = "auto", sequence_parallel = "auto", zero1 = "auto";
   int threads = 0;
   bool json = false, all = false;
@@ -78,13 +80,17 @@ void run_best(const BestArgs& a) {
   m.devices = a.devices;
   m.devices_per_node = std::min(a.devices_per_node, a.devices);
   m.efficiency = a.efficiency;
-  m.bf16 = !a.fp32;
+  if (a.fp32 && !a.dtype.empty() && a.dtype != "fp32") throw InputError("--fp32 and --dtype " + a.dtype + ": give one of them");
+  m.bf16 = a.fp32 ? false : a.dtype.empty() ? models::default_bf16(m.device) : models::parse_dtype(a.dtype, "--dtype");
   whatif::SearchAxes axes;
   axes.tp = a.tp;
   axes.pp = a.pp;
   axes.dp = a.dp;
   axes.micro_batch = a.micro_batch;
   axes.chunks = a.chunks;
+  axes.stage_layers = a.stage_layers;
+  for (int n : a.stage_layers)
+    if (n < 0) throw InputError("--stage-layers: expected block counts >= 0");
   axes.recompute = on_off(a.recompute, "--recompute");
   axes.sequence_parallel = on_off(a.sequence_parallel, "--sequence-parallel");
   axes.zero1 = on_off(a.zero1, "--zero1");
@@ -165,12 +171,17 @@ void add_whatif_best(CLI::App* whatif) {
   s->add_option("--intra-node", a->intra, "link inside a node")->capture_default_str();
   s->add_option("--interconnect", a->inter, "link between nodes (per device)")->capture_default_str();
   s->add_option("--efficiency", a->efficiency, "fraction of peak FLOP/s the matrix products reach")->capture_default_str();
-  s->add_flag("--fp32", a->fp32, "cost at the fp32 rate (default: bf16)");
+  s->add_option("--dtype", a->dtype, "fp32 | bf16 (default: bf16 on an accelerator, fp32 on a CPU)");
+  s->add_flag("--fp32", a->fp32, "same as --dtype fp32");
   s->add_option("--tp", a->tp, "tensor-parallel sizes to try (default: divisors of a node)")->delimiter(',');
   s->add_option("--pp", a->pp, "pipeline sizes to try (default: all that divide)")->delimiter(',');
   s->add_option("--dp", a->dp, "data-parallel sizes to try (default: all that divide)")->delimiter(',');
   s->add_option("--micro-batch", a->micro_batch, "micro-batch sizes (default: 1,2,4,8)")->delimiter(',');
   s->add_option("--chunks", a->chunks, "interleaving chunks v (default: 1,2,4; 1 = plain 1F1B)")->delimiter(',');
+  s->add_option("--stage-layers", a->stage_layers,
+                 "transformer blocks of each of the p x v pipeline stages, e.g. 7,7,6,4 (default: equal, Megatron's "
+                 "cut); only layouts with that many stages are searched")
+      ->delimiter(',');
   s->add_option("--recompute", a->recompute, "on | off | auto (both)")->capture_default_str();
   s->add_option("--sequence-parallel", a->sequence_parallel, "on | off | auto (both)")->capture_default_str();
   s->add_option("--zero1", a->zero1, "on | off | auto (both)")->capture_default_str();

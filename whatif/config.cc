@@ -151,7 +151,7 @@ Json setting_value(const WhatifConfig& c, std::string_view name) {
   if (name == "recompute") return c.recompute;
   if (name == "optimizer") return c.optimizer;
   if (name == "partitioner") return c.partitioner;
-  if (name == "bf16") return c.bf16;
+  if (name == "bf16") return whatif_bf16(c);
   if (name == "efficiency") return c.efficiency;
   PW_CHECK(false, "unknown what-if setting " + std::string(name));
   return nullptr;
@@ -203,6 +203,12 @@ void validate_config(const WhatifConfig& c, const std::string& where) {
     throw InputError(prefix("d_model") + ": " + std::to_string(c.d_model) + " is not divisible by heads = " +
                      std::to_string(c.heads));
 }
+
+bool whatif_bf16(const WhatifConfig& c) {
+  return c.bf16.has_value() ? *c.bf16 : models::default_bf16(models::find_device(c.device));
+}
+
+std::string whatif_optimizer(const WhatifConfig& c) { return models::priced_optimizer(c.optimizer, whatif_bf16(c)); }
 
 int micro_batch_count(const WhatifConfig& c) {
   return c.micro_batches == "auto" ? 0 : static_cast<int>(std::stoll(c.micro_batches));

@@ -13,15 +13,20 @@
 //   free_transfers bool (false): every transfer between devices costs nothing;
 //   batch >= 1 samples per mini-batch (64); micro_batches: "auto" or an integer >= 1;
 //   schedule: a ScheduleKind name ("1f1b"); recompute "auto" | "on" | "off" (JSON true/false
-//   accepted as "on"/"off"); optimizer: an optimizer catalog name ("adam-mixed");
-//   partitioner "dp" | "gpipe-greedy" | "even"; bf16 bool (true): compute at the 16-bit
-//   tensor rate; efficiency (0, 1] (0.5): fraction of the device's peak the cost model assumes.
+//   accepted as "on"/"off"; "auto" recomputes only the stages whose memory requires it);
+//   optimizer: an optimizer catalog name ("adam"; under bf16 priced as "adam-mixed", as `plan`
+//   prices it); partitioner "dp" | "gpipe-greedy" | "even"; bf16 bool (unset: true on an
+//   accelerator, false on a CPU device, models::default_dtype): compute at the 16-bit tensor
+//   rate; efficiency (0, 1] (0.5): fraction of the device's peak the cost model assumes.
+// The cost defaults (recompute, precision, optimizer, efficiency) are models/defaults.h's, the
+// ones `plan` uses: the same question gets the same answer from both.
 //
 // Value checks here are syntactic (types, ranges, one of a fixed list); names that live in
 // catalogs (device, links, optimizer, schedule) are checked by validate_config.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -56,10 +61,10 @@ struct WhatifConfig {
   int64_t batch = 64;
   std::string micro_batches = "auto";  // "auto" or a positive integer in decimal
   std::string schedule = "1f1b";
-  std::string recompute = "auto";      // "auto", "on", "off"
-  std::string optimizer = "adam-mixed";
+  std::string recompute = models::kDefaultRecompute;  // "auto", "on", "off"
+  std::string optimizer = models::kDefaultOptimizer;  // as given; whatif_optimizer prices it
   std::string partitioner = "dp";
-  bool bf16 = true;
+  std::optional<bool> bf16;            // unset: models::default_bf16(device); see whatif_bf16
   double efficiency = models::kDefaultEfficiency;
 };
 
@@ -84,6 +89,12 @@ void check_catalog_name(std::string_view setting, const std::string& value);
 // Checks catalog names (device, links, optimizer, schedule, family) and cross-field rules;
 // throws InputError naming `where` and the setting.
 void validate_config(const WhatifConfig& c, const std::string& where);
+
+// The precision priced: bf16 when set, else the device's default (models::default_bf16).
+bool whatif_bf16(const WhatifConfig& c);
+// The optimizer priced: models::priced_optimizer(optimizer, whatif_bf16(c)) ("adam" under
+// bf16 is "adam-mixed").
+std::string whatif_optimizer(const WhatifConfig& c);
 
 // 0 for "auto", else the integer count.
 int micro_batch_count(const WhatifConfig& c);

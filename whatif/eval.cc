@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "models/cost.h"
+#include "models/defaults.h"
 #include "models/device.h"
 #include "models/error.h"
 #include "models/optimizer_memory.h"
@@ -42,11 +43,8 @@ models::Cluster build_whatif_cluster(const WhatifConfig& c) {
 }
 
 models::Profile build_whatif_profile(const models::Model& model, const WhatifConfig& c) {
-  models::CostOptions o;
-  o.efficiency = c.efficiency;
-  o.bf16 = c.bf16;
-  o.optimizer = c.optimizer;
-  return models::analytic_profile(model, models::find_device(c.device), 1, o);
+  return models::default_analytic_profile(model, models::find_device(c.device), c.batch, whatif_bf16(c), c.optimizer,
+                                          c.efficiency);
 }
 
 planner::PlanRequest whatif_plan_request(const WhatifConfig& c) {
@@ -57,7 +55,7 @@ planner::PlanRequest whatif_plan_request(const WhatifConfig& c) {
   r.objective = "sync";
   r.recompute = c.recompute;
   r.partitioner = c.partitioner;
-  r.optimizer = c.optimizer;
+  r.optimizer = whatif_optimizer(c);
   return r;
 }
 
@@ -101,7 +99,7 @@ WhatifEvaluation evaluate_whatif(const WhatifConfig& c, const EvalOptions& optio
   }
   e.parameters = model ? models::model_parameter_count(*model) : 0;
   models::Cluster cluster = build_whatif_cluster(c);
-  const double ppb = persistent_per_parameter_byte(c.optimizer);
+  const double ppb = persistent_per_parameter_byte(whatif_optimizer(c));
   const int64_t memory = cluster.device().memory_bytes;
   for (const models::LayerProfile& l : profile->layers) {
     // A layer whose weights alone overflow a device can be placed nowhere.

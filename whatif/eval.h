@@ -7,8 +7,9 @@
 // are joined by `interconnect`. With free_transfers, one level with latency 0 and a bandwidth
 // of 1e30 B/s. Memory per device = the catalog's memory_bytes.
 //
-// Profile: analytic, at micro-batch 1 (the planner scales times and activations linearly in
-// samples), with the config's efficiency, bf16 and optimizer.
+// Profile: models::default_analytic_profile, the one `plan --model` prices with (micro-batch 1,
+// the planner scaling times and activations linearly in samples; per-size points on CPU
+// devices), with the config's efficiency, precision and optimizer (whatif_bf16, whatif_optimizer).
 //
 // FLOPs per iteration (Megatron-LM's convention, "model FLOPs" with re-materialization): the
 // matrix products only (linear, attention, transformer_block, lm_head, conv2d; elementwise
@@ -61,7 +62,9 @@ struct WhatifEvaluation {
 
 struct EvalOptions {
   bool simulate = true;
-  int iterations = 2;                 // simulated back to back; the steady period is reported
+  // Simulated back to back; for more than 1 the steady period is reported. 1, as `plan` and
+  // `simulate --plan` predict (one iteration, flush included): the same answer from each.
+  int iterations = 1;
   // When set, used instead of the analytic profile (a measured or imported profile); the
   // config's model settings then only label the row.
   const models::Profile* profile = nullptr;

@@ -89,7 +89,7 @@ MaxModelResult find_max_model(const WhatifConfig& config, MaxModelMode mode, int
     set_size(b, 2);
     slope = static_cast<double>(models::model_parameter_count(build_whatif_model(b)) -
                                 models::model_parameter_count(build_whatif_model(a))) *
-            models::find_optimizer(c.optimizer).total() / c.devices;
+            models::find_optimizer(whatif_optimizer(c)).total() / c.devices;
   }
   // Secant steps on memory(size) = capacity inside the bracket, with a bisection step whenever
   // a secant step does not halve the bracket (the planner's memory is a step function of the

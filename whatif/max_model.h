@@ -9,8 +9,9 @@
 // - naive: one device, one micro-batch, no re-materialization, gpipe (plain training);
 //   reported with devices = 1 whatever N is asked.
 // - pipelined: N devices, the config's micro_batches (default "auto"), recompute (the CLI
-//   default is "on") and schedule; the planner chooses the partition (it may use fewer than N
-//   devices when that is faster).
+//   default is "on", models::kMaxModelRecompute; "auto" finds the same size, slower) and
+//   schedule; the planner chooses the partition (it may use fewer than N devices when that
+//   is faster).
 // Each probe is a real planner call (evaluate_whatif without simulation). The search assumes
 // feasibility is monotone in the size: it probes 1, an estimate from the persistent memory per
 // layer, gallops by doubling/halving to bracket the boundary, then bisects.

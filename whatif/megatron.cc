@@ -110,7 +110,18 @@ Evaluation evaluate_layout(const GptShape& g, int64_t batch, const Machine& m, c
   if (static_cast<int64_t>(t) * p * d != m.devices) return fail("t x p x d != devices");
   if (m.devices_per_node % t != 0) return fail("t does not divide the devices of a node");
   if (g.heads % t != 0 || g.hidden % t != 0) return fail("t does not divide heads and hidden");
-  if (g.layers % (static_cast<int64_t>(p) * v) != 0) return fail("p x v does not divide the layers");
+  const int S = p * v;  // virtual stages
+  if (!lay.stage_layers.empty()) {
+    if (static_cast<int>(lay.stage_layers.size()) != S) return fail("stage_layers must give p x v block counts");
+    int64_t sum = 0;
+    for (int n : lay.stage_layers) {
+      if (n < 0) return fail("stage_layers must be >= 0");
+      sum += n;
+    }
+    if (sum != g.layers) return fail("stage_layers must add up to the layers");
+  } else if (g.layers % (static_cast<int64_t>(p) * v) != 0) {
+    return fail("p x v does not divide the layers");
+  }
   if (batch % (static_cast<int64_t>(d) * b) != 0) return fail("d x b does not divide the batch");
   const int64_t mb = batch / (d * b);  // micro-batches per pipeline
   if (v > 1 && (p < 2 || mb % p != 0)) return fail("interleaving needs p > 1 and micro-batches % p == 0");
@@ -120,8 +131,9 @@ Evaluation evaluate_layout(const GptShape& g, int64_t batch, const Machine& m, c
   const bool curve = m.efficiency == 0 && models::has_gemm_curve(m.device, m.bf16);
   const double eff = m.efficiency > 0 ? m.efficiency : models::kDefaultEfficiency;
   const double rate = (m.bf16 ? m.device.peak_bf16_flops : m.device.peak_fp32_flops) * eff;
-  const int S = p * v;                        // virtual stages
-  const int64_t per_stage = g.layers / S;     // layers per virtual stage
+  // Transformer blocks per virtual stage: Megatron's equal cut unless the layout gives one.
+  std::vector<int64_t> blocks(S, g.layers / S);
+  if (!lay.stage_layers.empty()) blocks.assign(lay.stage_layers.begin(), lay.stage_layers.end());
   const PassTimes layer = curve ? curve_layer(m.device, b, s, h, a, t, lay.sequence_parallel)
                                 : constant_layer(24 * b * s * h * h * (1 + s / (6 * h)) / t, rate);
   const double tp_bytes = b * s * h * 2;
@@ -140,6 +152,7 @@ Evaluation evaluate_layout(const GptShape& g, int64_t batch, const Machine& m, c
   const models::LinkSpec& dp_link = link_of_group(m, t, d);
   for (int st = 0; st < S; ++st) {
     const bool first = st == 0, last = st == S - 1;
+    const int64_t per_stage = blocks[st];
     double f = per_stage * (layer.f + 2 * tp_ar), bi = per_stage * (layer.b + 2 * tp_ar), w = per_stage * layer.w;
     double params = per_stage * layer_params;
     if (first) params += (V * h) / t + s * h;
@@ -212,7 +225,8 @@ Evaluation evaluate_layout(const GptShape& g, int64_t batch, const Machine& m, c
   // pipeline transfers from the layout's formulas; bubble is the simulated iteration less the
   // device's simulated busy time (never negative); compute is the rest of its busy time
   // (forward, backward, re-forward and the optimizer step), so the parts add up to the iteration.
-  const double per_mb_layers = static_cast<double>(per_stage) * v * mb;
+  double per_mb_layers = 0;  // blocks device 0 runs per iteration
+  for (int st = 0; st < S; st += p) per_mb_layers += static_cast<double>(blocks[st]) * mb;
   e.split.tp = per_mb_layers * tp_ar * (lay.recompute ? 6 : 4);
   double dp = 0;
   for (int st = 0; st < S; st += p) dp += c.allreduce_ns[st] * 1e-9;
@@ -240,20 +254,22 @@ std::vector<Layout> candidate_layouts(const GptShape& g, int64_t batch, const Ma
   for (int t = 1; t <= m.devices_per_node && t <= m.devices; ++t) {
     if (m.devices_per_node % t || m.devices % t || g.heads % t || g.hidden % t || !allowed(axes.tp, t)) continue;
     for (int p = 1; p <= m.devices / t; ++p) {
-      if ((m.devices / t) % p || g.layers % p || !allowed(axes.pp, p)) continue;
+      const bool cut = !axes.stage_layers.empty();  // a given cut replaces p | layers
+      if ((m.devices / t) % p || (!cut && g.layers % p) || !allowed(axes.pp, p)) continue;
       const int d = m.devices / t / p;
       if (!allowed(axes.dp, d) || batch % d) continue;
       for (int b : bs) {
         if ((batch / d) % b) continue;
         const int64_t mb = batch / d / b;
         for (int v : vs) {
-          if (v > 1 && (p < 2 || mb % p || g.layers % (static_cast<int64_t>(p) * v))) continue;
+          if (v > 1 && (p < 2 || mb % p || (!cut && g.layers % (static_cast<int64_t>(p) * v)))) continue;
+          if (cut && static_cast<int>(axes.stage_layers.size()) != p * v) continue;
           for (bool rc : axes.recompute)
             for (bool sp : axes.sequence_parallel) {
               if (sp && t == 1) continue;
               for (bool z : axes.zero1) {
                 if (z && d == 1) continue;
-                out.push_back(Layout{t, p, d, b, v, rc, sp, z});
+                out.push_back(Layout{t, p, d, b, v, rc, sp, z, axes.stage_layers});
               }
             }
         }

@@ -77,6 +77,11 @@ struct Layout {
   bool recompute = true;
   bool sequence_parallel = false;
   bool zero1 = false;
+  // Transformer blocks of each of the p x v virtual stages, in order (they add up to the
+  // layers); empty: Megatron-LM's equal cut (p x v divides the layers). A given cut puts a
+  // question to this model in the planner's terms: tests/whatif/one_answer_test.cc gives it the
+  // planner's cut, which balances the logits' stage against the others.
+  std::vector<int> stage_layers;
   std::string schedule() const { return chunks > 1 ? "interleaved-1f1b" : "1f1b"; }
 };
 
@@ -98,17 +103,21 @@ struct Evaluation {
   TimeSplit split;
 };
 
-// Checks shape rules (divisibility, t within a node, heads % t, layers % (p v), batch % (d b),
+// Checks shape rules (divisibility, t within a node, heads % t, layers % (p v) or a stage_layers
+// cut of p v stages adding up to the layers, batch % (d b),
 // interleaving needs m % p == 0) and returns them as `reason` when broken.
 Evaluation evaluate_layout(const GptShape& g, int64_t batch, const Machine& m, const Layout& lay);
 
-// The layouts `best_layout` searches: t | devices_per_node, t | heads, p | layers, d = N/(t p),
+// The layouts `best_layout` searches: t | devices_per_node, t | heads, p | layers (or the given cut), d = N/(t p),
 // b in {1, 2, 4, 8} dividing B/d, v in {1, 2, 4} (v > 1 needs m % p == 0 and p > 1), recompute
 // on/off, sequence parallelism on/off (t > 1), ZeRO-1 on/off (d > 1). `tp`/`pp`/`dp` lists
 // restrict the axes when non-empty.
 struct SearchAxes {
   std::vector<int> tp, pp, dp, micro_batch, chunks;
   std::vector<bool> recompute{true, false}, sequence_parallel{false, true}, zero1{false, true};
+  // Non-empty: every layout cuts its p x v virtual stages so (Layout::stage_layers); only
+  // layouts with p x v == its size are searched.
+  std::vector<int> stage_layers;
 };
 std::vector<Layout> candidate_layouts(const GptShape& g, int64_t batch, const Machine& m, const SearchAxes& axes);
 

@@ -10,6 +10,7 @@
 #include "models/cost.h"
 #include "models/device.h"
 #include "models/error.h"
+#include "models/pipedream_import.h"
 #include "models/zoo.h"
 #include "planner/schedule.h"
 
@@ -135,4 +136,40 @@ TEST_CASE("plan_with_prediction: requests that make no sense are refused in one 
   async.objective = "async";
   CHECK_THROWS_WITH_AS(sim::plan_with_prediction(s.profile, s.cluster, async),
                        "--schedule zb-h2: planned by the sync objective only, got --objective async", InputError);
+}
+
+TEST_CASE("plan_with_prediction: a PipeDream plan records what simulate --plan reproduces, the objective's bottleneck beside it") {
+  // `plan --profile vgg16/graph.txt --objective pipedream --levels 4 --activation-comm` (1e9 B/s,
+  // the --levels default): PipeDream's optimizer charges the link for the activations and the
+  // gradients together (622.8 samples/s); the simulator's full-duplex links pass them at once
+  // (734.7). The plan now says the simulated figure, and keeps the objective's in the bottleneck.
+  const models::Profile profile = models::import_pipedream_graph(std::string(PW_PIPEDREAM_DIR) + "/vgg16/graph.txt");
+  models::DeviceSpec dev;
+  dev.name = "generic";
+  dev.memory_bytes = int64_t{16} << 30;
+  const models::Cluster cluster("levels-4", dev, {{"level0", 4, 1e9, 0}});
+  planner::PlanRequest req;
+  req.objective = "pipedream";
+  req.activation_comm = true;
+  const planner::PlanOutcome objective = planner::make_plan(profile, cluster, req);  // PipeDream's own figures
+  REQUIRE(objective.feasible);
+  const planner::PlanOutcome out = sim::plan_with_prediction(profile, cluster, req);
+  REQUIRE(out.feasible);
+  const planner::Plan& plan = out.plan;
+  CHECK(plan.predicted.bottleneck_time_s == objective.plan.predicted.bottleneck_time_s);
+  CHECK(objective.plan.predicted.throughput_samples_per_s == doctest::Approx(622.8).epsilon(1e-3));
+  // simulate --plan: the plan's schedule, kAsyncPlanIterations back to back.
+  sim::SimOptions so;
+  so.iterations = sim::kAsyncPlanIterations;
+  const sim::Report r = sim::simulate_plan(plan, profile, &cluster, so).report;
+  MESSAGE("objective ", objective.plan.predicted.throughput_samples_per_s, " samples/s, recorded ",
+          plan.predicted.throughput_samples_per_s, ", simulated ", r.throughput_samples_per_s);
+  CHECK(r.throughput_samples_per_s == doctest::Approx(734.7).epsilon(1e-3));
+  CHECK(plan.predicted.throughput_samples_per_s == doctest::Approx(r.throughput_samples_per_s).epsilon(1e-9));
+  CHECK(plan.predicted.iteration_time_s == doctest::Approx(plan.batch / r.throughput_samples_per_s).epsilon(1e-9));
+  // simulate = false keeps the objective's figures (what-if studies).
+  sim::PlanningOptions keep;
+  keep.simulate = false;
+  CHECK(sim::plan_with_prediction(profile, cluster, req, keep).plan.predicted.throughput_samples_per_s ==
+        objective.plan.predicted.throughput_samples_per_s);
 }

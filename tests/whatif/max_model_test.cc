@@ -112,3 +112,29 @@ TEST_CASE("max-model: mlp searches over depth") {
   CHECK(one.layers == 3);
   CHECK(two.layers >= 6);
 }
+
+TEST_CASE("max-model: recompute auto (the default) finds the largest model that on finds, memory binding") {
+  // Issue 39 made "auto" every command's default; at the boundary memory binds, so the planner
+  // recomputes the stages that need it and the largest model is the one "on" finds.
+  for (int devices : {1, 8})  // 64 devices: the same, minutes of planner calls
+    for (const std::string schedule : {"1f1b", "gpipe"}) {
+      WhatifConfig c = uniform_gpt();
+      c.d_model = 2048;
+      c.heads = 16;
+      c.devices = devices;
+      c.schedule = schedule;
+      c.optimizer = pw::models::kDefaultOptimizer;
+      CAPTURE(devices);
+      CAPTURE(schedule);
+      c.recompute = "on";
+      const MaxModelResult on = find_max_model(c, MaxModelMode::pipelined);
+      c.recompute = pw::models::kDefaultRecompute;
+      const MaxModelResult fallback = find_max_model(c, MaxModelMode::pipelined);
+      REQUIRE(on.reason.empty());
+      CHECK(fallback.layers == on.layers);
+      CHECK(fallback.parameters == on.parameters);
+      CHECK(fallback.memory_bytes <= fallback.device_memory_bytes);
+      MESSAGE(devices, " devices, ", schedule, ": ", on.layers, " layers with on, ", fallback.layers, " with auto (",
+              fallback.recompute_stages, "/", fallback.stages, " stages recomputed)");
+    }
+}
