@@ -8,15 +8,9 @@ namespace {
 void escape_into(std::string& out, std::string_view s) {
   for (unsigned char c : s) {
     switch (c) {
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
       default:
         if (c < 0x20 || c == 0x7f) {
           char buf[8];
@@ -63,9 +57,8 @@ std::string describe_json_value(const nlohmann::json& v, size_t max_chars) {
     out = "{";
     bool first = true;
     for (auto it = v.begin(); it != v.end() && out.size() <= max_chars; ++it, first = false)
-      out += (first ? "" : ",") +
-             nlohmann::json(it.key()).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + ":" +
-             scalar(it.value());
+      out += (first ? "" : ",") + nlohmann::json(it.key()).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
+             ":" + scalar(it.value());
     out += "}";
   } else {
     out = scalar(v);

@@ -74,7 +74,8 @@ DeviceSpec resolve_device(const std::string& spec, const std::string& flag) {
       if (d.name == spec) return d;
     std::error_code ec;
     if (std::filesystem::is_regular_file(spec, ec))
-      return parse_json_file<DeviceSpec>(spec, [](const Json& j) { return device_from_json(j, ""); });
+      return parse_json_file<DeviceSpec>(
+          spec, [](const Json& j) { return device_from_json(j, ""); });
     return find_device(spec);  // throws, listing the catalog
   } catch (const InputError& e) {
     throw InputError(flag + ": " + e.what());

@@ -153,7 +153,9 @@ Profile profile_from_json(const Json& j) {
   return p;
 }
 
-Profile load_profile_file(const std::string& file) { return parse_json_file<Profile>(file, profile_from_json); }
+Profile load_profile_file(const std::string& file) {
+  return parse_json_file<Profile>(file, profile_from_json);
+}
 
 void save_profile_file(const std::string& file, const Profile& p) {
   Json j = p;

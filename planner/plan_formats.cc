@@ -66,9 +66,8 @@ std::string megatron(const Plan& plan, const models::Profile& profile) {
         }
         in_loss = true;
       } else {
-        throw InputError(
-            "--format megatron: layer \"" + plan.stages[s].layer_names[k] + "\" (kind " + kind +
-            ") has no Megatron layout symbol (E embedding, t transformer layer, L final norm, output and loss)");
+        throw InputError("--format megatron: layer \"" + plan.stages[s].layer_names[k] + "\" (kind " + kind +
+                         ") has no Megatron layout symbol (E embedding, t transformer layer, L final norm, output and loss)");
       }
     }
     stage += repeat('t', run);
@@ -104,8 +103,8 @@ std::string deepspeed(const Plan& plan, const models::Profile& profile) {
     last.push_back(l);
   }
   std::ostringstream os;
-  os << "# DeepSpeed PipelineModule(layers=<the model's " << n
-     << " layers in this order, input excluded>, num_stages=" << plan.num_stages() << ")\n"
+  os << "# DeepSpeed PipelineModule(layers=<the model's " << n << " layers in this order, input excluded>, num_stages="
+     << plan.num_stages() << ")\n"
      << "# stage s owns layers[parts[s]:parts[s+1]] (PipelineModule.parts; set them by overriding "
         "_partition_layers)\n"
      << "num_stages = " << plan.num_stages() << "\nparts = [";
@@ -117,24 +116,19 @@ std::string deepspeed(const Plan& plan, const models::Profile& profile) {
     else os << " (empty)";
     os << "\n";
   }
-  os << "# micro_batch_size = " << plan.micro_batch_size << ", gradient_accumulation_steps = " << plan.num_micro_batches
-     << "\n";
+  os << "# micro_batch_size = " << plan.micro_batch_size << ", gradient_accumulation_steps = "
+     << plan.num_micro_batches << "\n";
   return os.str();
 }
 
 std::string torch_schedule_class(const Plan& plan) {
   switch (plan.schedule) {
-    case ScheduleKind::gpipe:
-      return "ScheduleGPipe";
-    case ScheduleKind::one_f_one_b:
-      return "Schedule1F1B";
-    case ScheduleKind::interleaved_1f1b:
-      return "ScheduleInterleaved1F1B";
+    case ScheduleKind::gpipe: return "ScheduleGPipe";
+    case ScheduleKind::one_f_one_b: return "Schedule1F1B";
+    case ScheduleKind::interleaved_1f1b: return "ScheduleInterleaved1F1B";
     case ScheduleKind::zb_h1:
-    case ScheduleKind::zb_h2:
-      return "ScheduleInterleavedZeroBubble";
-    default:
-      return "";
+    case ScheduleKind::zb_h2: return "ScheduleInterleavedZeroBubble";
+    default: return "";
   }
 }
 
@@ -163,8 +157,10 @@ std::string torch_split(const Plan& plan, const models::Profile& profile) {
      << "# pipe = pipeline(model, mb_args=(<one micro-batch of " << plan.micro_batch_size
      << " samples>,), split_spec=split_spec)  # " << plan.num_stages() << " stages\n";
   const std::string cls = torch_schedule_class(plan);
-  if (cls.empty()) os << "# schedule: " << to_string(plan.schedule) << " has no torch.distributed.pipelining class\n";
-  else os << "# schedule: " << cls << "(stages, n_microbatches=" << plan.num_micro_batches << ", loss_fn=...)\n";
+  if (cls.empty())
+    os << "# schedule: " << to_string(plan.schedule) << " has no torch.distributed.pipelining class\n";
+  else
+    os << "# schedule: " << cls << "(stages, n_microbatches=" << plan.num_micro_batches << ", loss_fn=...)\n";
   return os.str();
 }
 
@@ -179,12 +175,9 @@ PlanFormat parse_plan_format(std::string_view s, const std::string& where) {
 
 std::string format_plan_for(const Plan& plan, const models::Profile& profile, PlanFormat format) {
   switch (format) {
-    case PlanFormat::megatron:
-      return megatron(plan, profile);
-    case PlanFormat::deepspeed:
-      return deepspeed(plan, profile);
-    case PlanFormat::torch:
-      return torch_split(plan, profile);
+    case PlanFormat::megatron: return megatron(plan, profile);
+    case PlanFormat::deepspeed: return deepspeed(plan, profile);
+    case PlanFormat::torch: return torch_split(plan, profile);
   }
   PW_CHECK(false, "PlanFormat without a formatter");
 }

@@ -76,8 +76,8 @@ struct SyncSetup {
 };
 
 // `fast`: the solver for repeated layers, used wherever it gives the DP's answer (else null).
-SyncBest best_sync(const SyncModel& model, const models::Profile& p, const PlanRequest& req, const SyncSetup& su,
-                   int64_t batch, int64_t mem, const UniformSync* fast = nullptr) {
+SyncBest best_sync(const SyncModel& model, const models::Profile& p, const PlanRequest& req,
+                   const SyncSetup& su, int64_t batch, int64_t mem, const UniformSync* fast = nullptr) {
   SyncBest best;
   for (int m : su.ms) {
     if (m > batch) continue;
@@ -110,8 +110,8 @@ std::vector<int> parse_micro_batches(const std::string& s, int64_t batch) {
   if (s.empty() || *end != '\0' || v < 1)
     throw InputError("--micro-batches: expected \"auto\" or a positive integer, got \"" + s + "\"");
   if (v > batch)
-    throw InputError("--micro-batches: " + s + " micro-batches need a batch of at least " + s + " samples (batch is " +
-                     std::to_string(batch) + ")");
+    throw InputError("--micro-batches: " + s + " micro-batches need a batch of at least " + s +
+                     " samples (batch is " + std::to_string(batch) + ")");
   if (batch % v != 0) {
     std::string shown;
     for (size_t i = 0; i < divisors.size() && i < 16; ++i) shown += (i ? ", " : "") + std::to_string(divisors[i]);
@@ -146,9 +146,7 @@ models::Cluster cluster_per_stage(const models::Cluster& c, int k) {
       rest /= l.count;
       l.count = 1;
     } else {
-      return models::Cluster(
-          c.name(), c.device(),
-          {{"stages", std::max(1, c.num_devices() / k), lv[0].bandwidth_bytes_per_s, lv[0].latency_ns}});
+      return models::Cluster(c.name(), c.device(), {{"stages", std::max(1, c.num_devices() / k), lv[0].bandwidth_bytes_per_s, lv[0].latency_ns}});
     }
   }
   if (rest != 1) return models::Cluster(c.name(), c.device(), {{"stages", 1, lv[0].bandwidth_bytes_per_s, 0}});
@@ -191,8 +189,7 @@ PlanOutcome plan_sync(const models::Profile& p, const models::Cluster& c, const 
     const double need = l.parameter_bytes * ppb;
     if (mem > 0 && need > mem)
       throw InputError("memory limit " + std::to_string(mem) + " bytes is smaller than layer \"" + l.name +
-                       "\" needs for weights and optimizer state (" + std::to_string(static_cast<int64_t>(need)) +
-                       " bytes)");
+                       "\" needs for weights and optimizer state (" + std::to_string(static_cast<int64_t>(need)) + " bytes)");
   }
   // Measured (or per-size analytic) points: search threads per stage x micro-batch count
   // jointly, each (k, m) costed at its own point (models/profile_points.h).
@@ -248,7 +245,7 @@ PlanOutcome plan_sync(const models::Profile& p, const models::Cluster& c, const 
     if (std::optional<UniformRun> run = find_uniform_run(pp)) fast = std::make_unique<UniformSync>(model, *run);
   PlanOutcome out;
   // A fixed thread count that no micro-batch count fits is infeasible, not a plan of another k.
-  SyncBest best = use_point                   ? win.best
+  SyncBest best = use_point ? win.best
                   : req.threads_per_stage > 0 ? SyncBest{}
                                               : best_sync(model, p, req, su, batch, mem, fast.get());
   if (!best.found) {
@@ -350,8 +347,7 @@ PlanOutcome plan_replicated(const models::Profile& p, const models::Cluster& c, 
   const bool quirks = req.objective == "pipedream";
   const int64_t batch = quirks ? p.micro_batch : (req.batch > 0 ? req.batch : p.micro_batch);
   if (req.schedule != "auto" && req.schedule != "pipedream-async")
-    throw InputError("--schedule: the " + req.objective + " objective plans pipedream-async, got \"" + req.schedule +
-                     "\"");
+    throw InputError("--schedule: the " + req.objective + " objective plans pipedream-async, got \"" + req.schedule + "\"");
   CutStates states;
   if (quirks) {
     states = pipedream_states(p, kMaxPipeDreamStates);
@@ -438,8 +434,7 @@ PlanOutcome plan_replicated(const models::Profile& p, const models::Cluster& c, 
   int64_t peak = 0;
   // In flight on a stage: ceil(devices of this and every later stage / its replicas).
   std::vector<int64_t> from_here(r.stages.size() + 1, 0);
-  for (size_t s = r.stages.size(); s-- > 0;)
-    from_here[s] = from_here[s + 1] + static_cast<int64_t>(r.stages[s].devices.size());
+  for (size_t s = r.stages.size(); s-- > 0;) from_here[s] = from_here[s + 1] + static_cast<int64_t>(r.stages[s].devices.size());
   for (size_t s = 0; s < r.stages.size(); ++s) {
     StagePlan sp;
     sp.first_layer = pos;
@@ -505,22 +500,21 @@ PlanOutcome make_plan(const models::Profile& profile, const models::Cluster& clu
     holds.micro_batch = req.batch > 0 ? req.batch : kUnknownPipeDreamBatch;
     return req.objective == "sync" ? plan_sync(holds, cluster, req, ppb) : plan_replicated(holds, cluster, req, ppb);
   }
-  return req.objective == "sync" ? plan_sync(profile, cluster, req, ppb) : plan_replicated(profile, cluster, req, ppb);
+  return req.objective == "sync" ? plan_sync(profile, cluster, req, ppb)
+                                 : plan_replicated(profile, cluster, req, ppb);
 }
 
 std::string format_plan_table(const Plan& plan) {
   std::ostringstream os;
-  os << "plan for " << plan.model << " on " << plan.cluster_name << ": objective " << plan.objective << ", partitioner "
-     << plan.partitioner << ", schedule " << to_string(plan.schedule) << ", batch " << plan.batch << " = "
-     << plan.num_micro_batches << " x " << plan.micro_batch_size;
+  os << "plan for " << plan.model << " on " << plan.cluster_name << ": objective " << plan.objective
+     << ", partitioner " << plan.partitioner << ", schedule " << to_string(plan.schedule) << ", batch "
+     << plan.batch << " = " << plan.num_micro_batches << " x " << plan.micro_batch_size;
   if (plan.threads_per_stage > 0) os << ", " << plan.threads_per_stage << " core(s) per stage";
   os << "\n";
-  if (plan.extrapolated)
-    os << "warning: costs extrapolated beyond the measured points: " << plan.extrapolation_note << "\n";
-  os << std::left << std::setw(6) << "stage" << std::setw(14) << "layers" << std::setw(10) << "replicas" << std::setw(8)
-     << "recomp" << std::setw(12) << "fwd ms" << std::setw(12) << "bwd ms" << std::setw(12) << "comm ms"
-     << std::setw(14) << "allreduce ms"
-     << "memory MiB\n";
+  if (plan.extrapolated) os << "warning: costs extrapolated beyond the measured points: " << plan.extrapolation_note << "\n";
+  os << std::left << std::setw(6) << "stage" << std::setw(14) << "layers" << std::setw(10) << "replicas"
+     << std::setw(8) << "recomp" << std::setw(12) << "fwd ms" << std::setw(12) << "bwd ms" << std::setw(12)
+     << "comm ms" << std::setw(14) << "allreduce ms" << "memory MiB\n";
   for (int s = 0; s < plan.num_stages(); ++s) {
     const auto& st = plan.stages[s];
     std::ostringstream range;
@@ -538,8 +532,8 @@ std::string format_plan_table(const Plan& plan) {
      << plan.predicted.throughput_samples_per_s << " samples/s, peak memory " << std::setprecision(1)
      << plan.predicted.peak_memory_bytes / 1048576.0 << " MiB, devices " << plan.num_devices_used << "\n";
   os << std::setprecision(2) << "schedule bubble " << 100 * plan.predicted.schedule_bubble << "%, stage imbalance "
-     << 100 * plan.predicted.stage_imbalance << "%, idle share " << 100 * plan.predicted.idle_share << "% (bubble_rate "
-     << std::setprecision(3) << plan.predicted.bubble_rate
+     << 100 * plan.predicted.stage_imbalance << "%, idle share " << 100 * plan.predicted.idle_share
+     << "% (bubble_rate " << std::setprecision(3) << plan.predicted.bubble_rate
      << ": the idle share of the longest-span stage, all causes mixed)\n";
   return os.str();
 }

@@ -118,23 +118,13 @@ Schedule make_schedule(ScheduleKind kind, int num_devices, int num_micro_batches
   for (int d = 0; d < p; ++d) {
     std::vector<Op>& ops = s.device_ops[d];
     switch (kind) {
-      case ScheduleKind::gpipe:
-        ops = gpipe_ops(d, m);
-        break;
+      case ScheduleKind::gpipe: ops = gpipe_ops(d, m); break;
       case ScheduleKind::one_f_one_b:
       case ScheduleKind::pipedream_async:
-      case ScheduleKind::two_bw:
-        ops = one_f_one_b_ops(d, p, m);
-        break;
-      case ScheduleKind::interleaved_1f1b:
-        ops = interleaved_ops(d, p, m, chunks);
-        break;
-      case ScheduleKind::zb_h1:
-        ops = zb_h1_ops(d, p, m);
-        break;
-      case ScheduleKind::zb_h2:
-        ops = zb_h2_ops(d, p, m);
-        break;
+      case ScheduleKind::two_bw: ops = one_f_one_b_ops(d, p, m); break;
+      case ScheduleKind::interleaved_1f1b: ops = interleaved_ops(d, p, m, chunks); break;
+      case ScheduleKind::zb_h1: ops = zb_h1_ops(d, p, m); break;
+      case ScheduleKind::zb_h2: ops = zb_h2_ops(d, p, m); break;
     }
     if (is_synchronous(kind)) ops.push_back(step_op());
   }

@@ -105,10 +105,9 @@ planner::PlanOutcome plan_with_prediction(const models::Profile& profile, const 
   const int64_t peak = out.plan.predicted.peak_memory_bytes;
   if (peak > have) {
     out.feasible = false;
-    out.reason = std::string(zb_h2 ? "zb-h2 on the zb-h1 partition" : "interleaved-1f1b") + " needs " +
-                 models::human_bytes(static_cast<double>(peak)) + " per device, more than " +
-                 models::human_bytes(static_cast<double>(have)) + "; try " +
-                 (zb_h2 ? "--schedule zb-h1" : "--schedule 1f1b") + " or fewer --micro-batches";
+    out.reason = std::string(zb_h2 ? "zb-h2 on the zb-h1 partition" : "interleaved-1f1b") + " needs " + models::human_bytes(static_cast<double>(peak)) +
+                 " per device, more than " + models::human_bytes(static_cast<double>(have)) + "; try " + (zb_h2 ? "--schedule zb-h1" : "--schedule 1f1b") +
+                 " or fewer --micro-batches";
     out.min_memory_bytes_to_fit = peak;
     out.max_batch_that_fits = -1;
   }

@@ -30,19 +30,13 @@ int64_t predicted_duration(const StageCosts& c, OpKind kind, int stage_or_device
   const size_t s = static_cast<size_t>(stage_or_device);
   const bool rc = kind != OpKind::step && s < c.recompute.size() && c.recompute[s];
   switch (kind) {
-    case OpKind::F:
-      return at_or_zero(c.forward_ns, s);
-    case OpKind::B:
-      return at_or_zero(c.backward_input_ns, s) + (rc ? at_or_zero(c.forward_ns, s) : 0);
-    case OpKind::W:
-      return at_or_zero(c.backward_weight_ns, s);
+    case OpKind::F: return at_or_zero(c.forward_ns, s);
+    case OpKind::B: return at_or_zero(c.backward_input_ns, s) + (rc ? at_or_zero(c.forward_ns, s) : 0);
+    case OpKind::W: return at_or_zero(c.backward_weight_ns, s);
     case OpKind::BW:
-      return at_or_zero(c.backward_input_ns, s) + at_or_zero(c.backward_weight_ns, s) +
-             (rc ? at_or_zero(c.forward_ns, s) : 0);
-    case OpKind::step:
-      return at_or_zero(c.step_ns, s);
-    default:
-      return 0;
+      return at_or_zero(c.backward_input_ns, s) + at_or_zero(c.backward_weight_ns, s) + (rc ? at_or_zero(c.forward_ns, s) : 0);
+    case OpKind::step: return at_or_zero(c.step_ns, s);
+    default: return 0;
   }
 }
 

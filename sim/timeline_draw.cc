@@ -27,20 +27,11 @@ std::string xml_escape(const std::string& s) {
   std::string o;
   for (char c : s) {
     switch (c) {
-      case '&':
-        o += "&amp;";
-        break;
-      case '<':
-        o += "&lt;";
-        break;
-      case '>':
-        o += "&gt;";
-        break;
-      case '"':
-        o += "&quot;";
-        break;
-      default:
-        o += c;
+      case '&': o += "&amp;"; break;
+      case '<': o += "&lt;"; break;
+      case '>': o += "&gt;"; break;
+      case '"': o += "&quot;"; break;
+      default: o += c;
     }
   }
   return o;
@@ -48,39 +39,25 @@ std::string xml_escape(const std::string& s) {
 
 const char* op_fill(OpKind k) {
   switch (k) {
-    case OpKind::F:
-      return "#4e79a7";
-    case OpKind::B:
-      return "#f28e2b";
-    case OpKind::W:
-      return "#59a14f";
-    case OpKind::BW:
-      return "#e15759";
-    case OpKind::allreduce:
-      return "#b07aa1";
-    case OpKind::step:
-      return "#79706e";
-    default:
-      return "#bab0ac";
+    case OpKind::F: return "#4e79a7";
+    case OpKind::B: return "#f28e2b";
+    case OpKind::W: return "#59a14f";
+    case OpKind::BW: return "#e15759";
+    case OpKind::allreduce: return "#b07aa1";
+    case OpKind::step: return "#79706e";
+    default: return "#bab0ac";
   }
 }
 
 const char* op_legend(OpKind k) {
   switch (k) {
-    case OpKind::F:
-      return "F forward";
-    case OpKind::B:
-      return "B input grad";
-    case OpKind::W:
-      return "W weight grad";
-    case OpKind::BW:
-      return "BW backward";
-    case OpKind::allreduce:
-      return "allreduce";
-    case OpKind::step:
-      return "step";
-    default:
-      return "other";
+    case OpKind::F: return "F forward";
+    case OpKind::B: return "B input grad";
+    case OpKind::W: return "W weight grad";
+    case OpKind::BW: return "BW backward";
+    case OpKind::allreduce: return "allreduce";
+    case OpKind::step: return "step";
+    default: return "other";
   }
 }
 
@@ -270,7 +247,7 @@ void draw_legend(std::string& o, const std::vector<const Trace*>& traces, double
     bool present = false;
     for (const Trace* t : traces)
       present = present || std::any_of(t->events.begin(), t->events.end(),
-                                       [k](const TraceEvent& e) { return drawn(e) && e.kind == k; });
+                                        [k](const TraceEvent& e) { return drawn(e) && e.kind == k; });
     if (!present) continue;
     std::snprintf(buf, sizeof buf,
                   "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"12\" fill=\"%s\"/>\n"

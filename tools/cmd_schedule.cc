@@ -138,8 +138,7 @@ CommandRegistrar register_schedule("schedule", [](CLI::App& app) {
   auto* ex = sub->add_subcommand("export", "write a schedule as PyTorch's compute_only CSV (one row per rank)");
   ex->add_option("--plan", e->plan, "plan JSON (pipewright.plan/1): its schedule");
   ex->add_option("--profile", e->profile, "with --plan: the profile it was made from (orders zb-h2 by cost)");
-  ex->add_option("--schedule", e->schedule,
-                 "gpipe|1f1b|interleaved-1f1b|zb-h1|zb-h2|pipedream-async|2bw (default 1f1b)");
+  ex->add_option("--schedule", e->schedule, "gpipe|1f1b|interleaved-1f1b|zb-h1|zb-h2|pipedream-async|2bw (default 1f1b)");
   ex->add_option("--stages", e->stages, "pipeline stages (ranks)");
   ex->add_option("--micro-batches", e->micro_batches, "micro-batches per iteration");
   ex->add_option("--chunks", e->chunks, "model chunks per rank (interleaved-1f1b)");
@@ -149,9 +148,8 @@ CommandRegistrar register_schedule("schedule", [](CLI::App& app) {
   auto i = std::make_shared<ImportArgs>();
   auto* im = sub->add_subcommand("import", "read a PyTorch schedule CSV: validate, simulate, draw");
   im->add_option("csv", i->csv, "CSV file (row r = rank r; actions like 0F1, 1I1, 1W1, 0B1)")->required();
-  im->add_option("--kind", i->kind,
-                 "schedule kind (default: inferred: zb-h1 with I/W, interleaved-1f1b with "
-                 "several stages per rank, else 1f1b)");
+  im->add_option("--kind", i->kind, "schedule kind (default: inferred: zb-h1 with I/W, interleaved-1f1b with "
+                                    "several stages per rank, else 1f1b)");
   im->add_option("--plan", i->plan, "price the schedule with this plan's stage costs (same stage count)");
   im->add_option("--profile", i->profile, "with --plan: the profile it was made from");
   im->add_option("--t-f", i->t_f, "without --plan: forward time per stage and micro-batch (ms, default 1)");

@@ -46,6 +46,7 @@ uint64_t machine_memory_bytes();  // physical memory of this machine
 // Estimated peak bytes of training `model` at `micro_batch` samples with `in_flight`
 // micro-batches alive at once (a lower bound: activations, weights, gradients, Adam moments).
 double estimated_training_bytes(const models::Model& model, int64_t micro_batch, int64_t in_flight);
-void check_fits_in_memory(const models::Model& model, int64_t micro_batch, int64_t in_flight, const std::string& flags);
+void check_fits_in_memory(const models::Model& model, int64_t micro_batch, int64_t in_flight,
+                          const std::string& flags);
 
 }  // namespace pw::tools

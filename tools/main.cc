@@ -5,8 +5,8 @@
 
 #include "models/error.h"
 #include "models/error_text.h"
-#include "tools/command_registry.h"
 #include "tools/flag_checks.h"
+#include "tools/command_registry.h"
 #include "tools/notes.h"
 #include "tools/signals.h"
 #include "tools/suggest.h"
@@ -59,8 +59,7 @@ std::string flag_hint(CLI::App& app, const CLI::ParseError& e, int argc, char** 
   std::vector<std::string> flags, positionals;
   for (const CLI::Option* o : sub->get_options()) {
     for (const std::string& n : o->get_lnames()) flags.push_back("--" + n);
-    if (o->get_lnames().empty() && o->get_snames().empty() && !o->get_name().empty())
-      positionals.push_back(o->get_name());
+    if (o->get_lnames().empty() && o->get_snames().empty() && !o->get_name().empty()) positionals.push_back(o->get_name());
   }
   return pw::tools::unknown_flag_hint(std::vector<std::string>(argv + 2, argv + argc), flags, positionals);
 }
@@ -78,11 +77,13 @@ int main(int argc, char** argv) {
   choose_openmp_wait_policy(argc, argv);
 #endif
   pw::tools::install_cleanup_handlers();  // no temporary output file survives a signal
-  CLI::App app{"pipewright: plans, simulates and runs pipeline-parallel training of deep networks", "pipewright"};
+  CLI::App app{"pipewright: plans, simulates and runs pipeline-parallel training of deep networks",
+               "pipewright"};
   app.set_version_flag("--version", std::string("pipewright ") + PW_VERSION);
   app.require_subcommand(1);
   auto& registry = pw::tools::command_registry();
-  std::sort(registry.begin(), registry.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  std::sort(registry.begin(), registry.end(),
+            [](const auto& a, const auto& b) { return a.name < b.name; });
   for (auto& entry : registry) entry.setup(app);
   std::vector<std::string> names;
   for (const auto& entry : registry) names.push_back(entry.name);

@@ -1,5 +1,6 @@
 #include "tools/plan_inputs.h"
 
+
 #include "models/error.h"
 #include "models/pipedream_import.h"
 #include "models/profile.h"
@@ -36,9 +37,9 @@ PlanCosts plan_costs(const planner::Plan& plan, const std::string& plan_file, co
   }
   if (out.cluster) {
     try {
-      planner::check_plan_on_cluster(
-          plan, out.cluster->num_devices(),
-          cluster_file.empty() ? "its cluster \"" + out.cluster->name() + "\"" : cluster_file);
+      planner::check_plan_on_cluster(plan, out.cluster->num_devices(),
+                                     cluster_file.empty() ? "its cluster \"" + out.cluster->name() + "\""
+                                                          : cluster_file);
     } catch (const InputError& e) {
       throw InputError(plan_file + ": " + e.what());
     }
@@ -54,8 +55,7 @@ PlanCosts plan_costs(const planner::Plan& plan, const std::string& plan_file, co
     profile_name = "its profile";
   }
   if (!profile) {
-    defer_note(plan_file +
-               " carries no profile and none was given (--profile): using its per-stage predictions; "
+    defer_note(plan_file + " carries no profile and none was given (--profile): using its per-stage predictions; "
                "transfers and activation memory are unknown");
     out.costs = sim::stage_costs_from_predictions(plan);
     return out;

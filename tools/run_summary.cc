@@ -21,20 +21,20 @@ void print_run_json(const RunSummary& s, const exec::PipelineRunResult& r, const
     stages.push_back(st);
   }
   Json j{{"format", "pipewright.run-result/1"},
-         {"model", s.model},
-         {"schedule", sim::run_info_for_plan(plan, std::max(1, r.iterations_run)).schedule},
-         {"stages", plan.num_stages()},
-         {"workers", devices},
-         {"micro_batches", plan.num_micro_batches},
-         {"micro_batch_size", plan.micro_batch_size},
-         {"batch", plan.batch},
-         {"steps", s.steps},
-         {"warmup_steps", s.warmup_steps},
-         {"losses", r.losses},
-         {"samples_per_s", r.samples_per_s},
-         {"iteration_ms", r.median_iteration_ms},
-         {"peak_memory_bytes", r.peak_memory_bytes},
-         {"per_stage", stages}};
+           {"model", s.model},
+           {"schedule", sim::run_info_for_plan(plan, std::max(1, r.iterations_run)).schedule},
+           {"stages", plan.num_stages()},
+           {"workers", devices},
+           {"micro_batches", plan.num_micro_batches},
+           {"micro_batch_size", plan.micro_batch_size},
+           {"batch", plan.batch},
+           {"steps", s.steps},
+           {"warmup_steps", s.warmup_steps},
+           {"losses", r.losses},
+           {"samples_per_s", r.samples_per_s},
+           {"iteration_ms", r.median_iteration_ms},
+           {"peak_memory_bytes", r.peak_memory_bytes},
+           {"per_stage", stages}};
   std::vector<double> its;
   for (int64_t ns : r.iteration_ns) its.push_back(static_cast<double>(ns) / 1e6);
   j["iteration_ms_per_step"] = its;

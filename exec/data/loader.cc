@@ -3,8 +3,8 @@
 #include <pthread.h>
 
 #include <algorithm>
-#include <chrono>
 #include <csignal>
+#include <chrono>
 #include <stdexcept>
 #include <utility>
 
@@ -21,10 +21,7 @@ int64_t since_ns(std::chrono::steady_clock::time_point t0) {
 }  // namespace
 
 DataLoader::DataLoader(std::unique_ptr<DataSource> source, int64_t rows, int capacity)
-    : source_(std::move(source)),
-      rows_(rows),
-      capacity_(capacity),
-      describe_(source_->describe()),
+    : source_(std::move(source)), rows_(rows), capacity_(capacity), describe_(source_->describe()),
       consumed_(source_->state()) {
   PW_CHECK(rows_ >= 1 && capacity_ >= 0, "DataLoader: rows >= 1 and capacity >= 0 required");
   start();

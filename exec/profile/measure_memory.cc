@@ -35,18 +35,10 @@ int64_t in_context_copy_bytes(const models::Profile& bytes, int64_t base_mb, int
         w += ls[i].weight_pending_bytes;
       }
       switch (op.kind) {
-        case PassOp::Kind::F:
-          held += s;
-          break;
-        case PassOp::Kind::B:
-          held += w;
-          break;
-        case PassOp::Kind::W:
-          held -= s + w;
-          break;
-        case PassOp::Kind::BW:
-          held -= s;
-          break;
+        case PassOp::Kind::F: held += s; break;
+        case PassOp::Kind::B: held += w; break;
+        case PassOp::Kind::W: held -= s + w; break;
+        case PassOp::Kind::BW: held -= s; break;
       }
       peak = std::max(peak, held);
     }
@@ -68,8 +60,7 @@ std::string measure_memory_shortfall(int64_t mb, int copies, int64_t need, int64
   if (available <= 0) return "";
   if (static_cast<double>(need) <= kMeasureMemoryShare * static_cast<double>(available)) return "";
   return "micro-batch " + std::to_string(mb) + " with " + std::to_string(copies) + " co-run cop" +
-         (copies == 1 ? "y" : "ies") + " needs about " + gib(static_cast<double>(need)) + ", more than " +
-         std::to_string(static_cast<int>(kMeasureMemoryShare * 100 + 0.5)) + "% of the " +
+         (copies == 1 ? "y" : "ies") + " needs about " + gib(static_cast<double>(need)) + ", more than " + std::to_string(static_cast<int>(kMeasureMemoryShare * 100 + 0.5)) + "% of the " +
          gib(static_cast<double>(available)) + " available";
 }
 

@@ -87,8 +87,7 @@ RankRuntime::RankRuntime(planner::Schedule schedule, StageCompute& compute, mpi:
   world_.barrier(deadline(), "the start barrier");
   t0_ = Clock::now();
   transport_.set_epoch(t0_);
-  worker_ =
-      std::make_unique<StageWorker>(worker_config(options_, world_.rank(), &schedule_, &compute, &transport_, t0_));
+  worker_ = std::make_unique<StageWorker>(worker_config(options_, world_.rank(), &schedule_, &compute, &transport_, t0_));
 }
 
 int64_t RankRuntime::run_iteration() {

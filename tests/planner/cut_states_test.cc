@@ -89,8 +89,7 @@ TEST_CASE("cut states: equal to the reference enumeration on every shared PipeDr
     const CutStates fast = planner::pipedream_states(p, 5000);
     check_equal(fast, test::reference::pipedream_states(p, 5000));
     complete += fast.complete;
-    for (bool drops : {true, false})
-      check_equal(planner::prefix_states(p, drops), test::reference::prefix_states(p, drops));
+    for (bool drops : {true, false}) check_equal(planner::prefix_states(p, drops), test::reference::prefix_states(p, drops));
     ++graphs;
   }
   CHECK(graphs == 18);
@@ -116,8 +115,7 @@ TEST_CASE("cut states: equal to the reference on random DAGs, and stop at the sa
       ++thrown;
       continue;
     }
-    for (bool drops : {true, false})
-      check_equal(planner::prefix_states(p, drops), test::reference::prefix_states(p, drops));
+    for (bool drops : {true, false}) check_equal(planner::prefix_states(p, drops), test::reference::prefix_states(p, drops));
     // Wide random DAGs have very many antichains: 3000 bounds the reference's S^2 bitsets.
     const CutStates full = planner::pipedream_states(p, 3000);
     check_equal(full, test::reference::pipedream_states(p, 3000));

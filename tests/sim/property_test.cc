@@ -18,7 +18,7 @@ using planner::ScheduleKind;
 namespace {
 
 const ScheduleKind kKinds[] = {ScheduleKind::gpipe, ScheduleKind::one_f_one_b, ScheduleKind::interleaved_1f1b,
-                               ScheduleKind::zb_h1, ScheduleKind::zb_h2,       ScheduleKind::pipedream_async,
+                               ScheduleKind::zb_h1, ScheduleKind::zb_h2, ScheduleKind::pipedream_async,
                                ScheduleKind::two_bw};
 
 // Keys of compute ops: (kind, stage, micro-batch); BW and B both satisfy "backward done".
@@ -33,16 +33,11 @@ bool reference_run(const planner::Schedule& s, const sim::StageCosts* c, int64_t
   auto dur = [&](const Op& op) -> int64_t {
     if (!c) return 0;
     switch (op.kind) {
-      case OpKind::F:
-        return c->forward_ns[op.stage];
-      case OpKind::B:
-        return c->backward_input_ns[op.stage];
-      case OpKind::W:
-        return c->backward_weight_ns[op.stage];
-      case OpKind::BW:
-        return c->backward_input_ns[op.stage] + c->backward_weight_ns[op.stage];
-      default:
-        return 0;
+      case OpKind::F: return c->forward_ns[op.stage];
+      case OpKind::B: return c->backward_input_ns[op.stage];
+      case OpKind::W: return c->backward_weight_ns[op.stage];
+      case OpKind::BW: return c->backward_input_ns[op.stage] + c->backward_weight_ns[op.stage];
+      default: return 0;
     }
   };
   auto arrival = [&](int kind, int st, int j, int to_dev, int64_t& t) {
@@ -142,7 +137,8 @@ TEST_CASE("the validator rejects every deadlocking order (random adjacent swaps)
       }
       sim::SimOptions o;
       o.validate = false;
-      CHECK_THROWS_AS(sim::simulate(s, sim::StageCosts::uniform(s.num_stages, 1, 1, 1), sim::Network{}, o), InputError);
+      CHECK_THROWS_AS(sim::simulate(s, sim::StageCosts::uniform(s.num_stages, 1, 1, 1), sim::Network{}, o),
+                      InputError);
     }
   }
   CHECK(rejected > 50);

@@ -50,8 +50,8 @@ TEST_CASE("plan: the CLI's plan is sim::plan_with_prediction's, for every schedu
   ScratchDir dir;
   int compared = 0;
   for (const Case& c : cases) {
-    std::vector<std::string> args = {"plan",     "--model", "gpt",     "--device", "a100-80g", "--devices",       "4",
-                                     "--layers", "8",       "--batch", "32",       "-o",       dir.file("p.json")};
+    std::vector<std::string> args = {"plan", "--model", "gpt", "--device", "a100-80g", "--devices", "4",
+                                     "--layers", "8", "--batch", "32", "-o", dir.file("p.json")};
     args.insert(args.end(), c.args.begin(), c.args.end());
     CAPTURE(args);
     const CliResult r = run_cli(args);

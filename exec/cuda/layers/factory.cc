@@ -25,8 +25,8 @@ bool has_cuda_layer(LayerKind kind) {
   }
 }
 
-std::unique_ptr<Layer> make_cuda_layer(const models::LayerSpec& spec, const std::vector<std::vector<int64_t>>& in,
-                                       CudaDevice& dev) {
+std::unique_ptr<Layer> make_cuda_layer(const models::LayerSpec& spec,
+                                       const std::vector<std::vector<int64_t>>& in, CudaDevice& dev) {
   if (!has_cuda_layer(spec.kind))
     throw InputError("layer \"" + spec.name + "\" (" + std::string(models::to_string(spec.kind)) +
                      "): the CUDA backend does not run this layer kind yet");

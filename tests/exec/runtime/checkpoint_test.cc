@@ -11,8 +11,8 @@
 #include <limits>
 #include <sstream>
 
-#include "exec/numerics.h"
 #include "exec/runtime/checkpoint.h"
+#include "exec/numerics.h"
 #include "exec/runtime/run_pipeline.h"
 #include "exec/runtime/trainer.h"
 #include "models/error.h"
@@ -213,10 +213,8 @@ TEST_CASE("resume: a checkpoint of another model, plan or options is one line na
   ro.resume_dir = dir.sub("c");
   m = message_of([&] { run_pipeline(mlp(16), even_plan(mlp(16), 2, 2, 4, planner::ScheduleKind::gpipe, false), ro); });
   CHECK(m.find("layout/") != std::string::npos);
-  CHECK(message_of([&] {
-          ro.resume_dir = dir.sub("none");
-          run_pipeline(model, three, ro);
-        }).find("not a directory") != std::string::npos);
+  CHECK(message_of([&] { ro.resume_dir = dir.sub("none"); run_pipeline(model, three, ro); }).find("not a directory") !=
+        std::string::npos);
 }
 
 TEST_CASE("resume: a truncated, padded or corrupt stage file and a torn manifest are rejected") {

@@ -224,3 +224,4 @@ TEST_CASE("branchy cuts: a tensor read on several later stages is sent once per 
     }
   CHECK(transfers == 4);
 }
+
