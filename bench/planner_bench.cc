@@ -75,7 +75,7 @@ models::Profile synthetic(int n) {
 
 void plan(benchmark::State& state, const models::Profile& p, const models::Cluster& c, const std::string& objective) {
   planner::PlanRequest req;
-  req.objective = objective;
+  req.objective = planner::parse_objective(objective, "objective");
   if (objective == "pipedream") req.activation_comm = true;
   int stages = 0;
   double iteration_s = 0;

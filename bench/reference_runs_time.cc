@@ -53,7 +53,7 @@ planner::PlanOutcome plan_like(const ReferenceRun& r, const models::Profile& p) 
   std::vector<models::Level> lv;
   for (size_t k = 0; k < r.machines.size(); ++k) lv.push_back({"l" + std::to_string(k), r.machines[k], r.bandwidths[k], 0});
   planner::PlanRequest req;
-  req.objective = "pipedream";
+  req.objective = pw::planner::Objective::pipedream;
   req.activation_comm = r.comm;
   req.straight = r.straight;
   req.fewer_devices = r.fewer;

@@ -82,13 +82,13 @@ SyncBest best_sync(const SyncModel& model, const models::Profile& p, const PlanR
   for (int m : su.ms) {
     if (m > batch) continue;
     SyncConfig cfg = su.config(m, batch, mem);
-    if (req.partitioner == "dp") {
+    if (req.partitioner == Partitioner::dp) {
       double b = best.iteration;
       auto st = fast && fast->applies(cfg) ? fast->optimize(cfg, &b) : model.optimize(cfg, &b);
       if (!st.empty() && b < best.iteration) best = {true, b, cfg, st};
       continue;
     }
-    auto st = baseline_split(p, model.max_stages(), req.partitioner == "gpipe-greedy");
+    auto st = baseline_split(p, model.max_stages(), req.partitioner == Partitioner::gpipe_greedy);
     for (int rec : {0, 1}) {
       if ((su.recompute == 0 && rec) || (su.recompute == 1 && !rec)) continue;
       for (auto& s : st) s.recompute = rec;
@@ -100,15 +100,16 @@ SyncBest best_sync(const SyncModel& model, const models::Profile& p, const PlanR
   return best;
 }
 
-std::vector<int> parse_micro_batches(const std::string& s, int64_t batch) {
+// The micro-batch counts to search: every divisor of the batch for count 0 ("auto"), else the
+// count alone, which must divide the batch.
+std::vector<int> micro_batch_counts(int count, int64_t batch) {
   std::vector<int> divisors;
   for (int64_t d = 1; d <= batch && d <= 1 << 20; ++d)
     if (batch % d == 0) divisors.push_back(static_cast<int>(d));
-  if (s == "auto") return divisors;
-  char* end = nullptr;
-  long v = std::strtol(s.c_str(), &end, 10);
-  if (s.empty() || *end != '\0' || v < 1)
-    throw InputError("--micro-batches: expected \"auto\" or a positive integer, got \"" + s + "\"");
+  if (count == 0) return divisors;
+  if (count < 0) throw InputError("--micro-batches: expected \"auto\" or a positive integer, got " + std::to_string(count));
+  const std::string s = std::to_string(count);
+  const int64_t v = count;
   if (v > batch)
     throw InputError("--micro-batches: " + s + " micro-batches need a batch of at least " + s +
                      " samples (batch is " + std::to_string(batch) + ")");
@@ -127,8 +128,8 @@ std::vector<int> parse_micro_batches(const std::string& s, int64_t batch) {
 void fill_common(Plan& plan, const models::Profile& p, const models::Cluster& c, const PlanRequest& req) {
   plan.model = p.model;
   plan.cluster_name = c.name();
-  plan.objective = req.objective;
-  plan.partitioner = req.partitioner;
+  plan.objective = to_string(req.objective);
+  plan.partitioner = to_string(req.partitioner);
 }
 
 // The cluster seen by stages of k cores each: the innermost levels' counts divided by k (as far
@@ -175,15 +176,14 @@ struct PointChoice {
 PlanOutcome plan_sync(const models::Profile& p, const models::Cluster& c, const PlanRequest& req, double ppb) {
   const int64_t batch = req.batch > 0 ? req.batch : p.micro_batch;
   SyncSetup su;
-  su.ms = parse_micro_batches(req.micro_batches, batch);
+  su.ms = micro_batch_counts(req.micro_batches, batch);
   su.ppb = ppb;
-  ScheduleKind kind = ScheduleKind::one_f_one_b;
-  if (req.schedule != "auto") kind = parse_schedule_kind(req.schedule, "--schedule");
+  const ScheduleKind kind = req.schedule.value_or(ScheduleKind::one_f_one_b);
   if (kind != ScheduleKind::gpipe && kind != ScheduleKind::one_f_one_b && kind != ScheduleKind::zb_h1)
-    throw InputError("--schedule: the sync objective plans gpipe, 1f1b or zb-h1, got \"" + req.schedule + "\"");
+    throw InputError("--schedule: the sync objective plans gpipe, 1f1b or zb-h1, got \"" + std::string(to_string(kind)) + "\"");
   su.gpipe = kind == ScheduleKind::gpipe;
   su.zb = kind == ScheduleKind::zb_h1;
-  su.recompute = req.recompute == "on" ? 1 : req.recompute == "off" ? 0 : -1;
+  su.recompute = req.recompute == RecomputeChoice::on ? 1 : req.recompute == RecomputeChoice::off ? 0 : -1;
   const int64_t mem = req.memory_limit_bytes > 0 ? req.memory_limit_bytes : c.device().memory_bytes;
   for (const auto& l : p.layers) {
     const double need = l.parameter_bytes * ppb;
@@ -198,7 +198,7 @@ PlanOutcome plan_sync(const models::Profile& p, const models::Cluster& c, const 
   std::vector<PlanCandidate> candidates;
   if (req.threads_per_stage < 0)
     throw InputError("threads per stage: expected >= 0, got " + std::to_string(req.threads_per_stage));
-  if (!p.points.empty() && req.partitioner == "dp") {
+  if (!p.points.empty() && req.partitioner == Partitioner::dp) {
     std::vector<int> ks{0};
     if (p.source == "measured") {
       ks = models::measured_thread_counts(p);
@@ -233,7 +233,7 @@ PlanOutcome plan_sync(const models::Profile& p, const models::Cluster& c, const 
       }
     }
   }
-  if (req.threads_per_stage > 0 && (p.points.empty() || req.partitioner != "dp"))
+  if (req.threads_per_stage > 0 && (p.points.empty() || req.partitioner != Partitioner::dp))
     throw InputError("threads per stage: needs a profile with measured points and the dp partitioner");
   const bool use_point = win.best.found;
   const models::Profile& pp = use_point ? win.at.profile : p;
@@ -241,7 +241,7 @@ PlanOutcome plan_sync(const models::Profile& p, const models::Cluster& c, const 
   // Repeated identical layers (a GPT's blocks) are partitioned by arithmetic over the run
   // (planner/uniform_sync.h) where that is exact; the DP everywhere else.
   std::unique_ptr<UniformSync> fast;
-  if (!use_point && req.partitioner == "dp" && !req.exact_partitioning)
+  if (!use_point && req.partitioner == Partitioner::dp && !req.exact_partitioning)
     if (std::optional<UniformRun> run = find_uniform_run(pp)) fast = std::make_unique<UniformSync>(model, *run);
   PlanOutcome out;
   // A fixed thread count that no micro-batch count fits is infeasible, not a plan of another k.
@@ -262,7 +262,7 @@ PlanOutcome plan_sync(const models::Profile& p, const models::Cluster& c, const 
     while (hi - lo > 1) {
       int64_t mid = lo + (hi - lo) / 2;
       SyncSetup s2 = su;
-      if (req.micro_batches == "auto") s2.ms = parse_micro_batches("auto", mid);
+      if (req.micro_batches == 0) s2.ms = micro_batch_counts(0, mid);
       (best_sync(model, p, req, s2, mid, mem, fast.get()).found ? lo : hi) = mid;
     }
     out.max_batch_that_fits = lo;
@@ -344,10 +344,11 @@ void set_replicated_comm(Plan& plan, const models::Profile& p, const models::Clu
 }
 
 PlanOutcome plan_replicated(const models::Profile& p, const models::Cluster& c, const PlanRequest& req, double ppb) {
-  const bool quirks = req.objective == "pipedream";
+  const bool quirks = req.objective == Objective::pipedream;
   const int64_t batch = quirks ? p.micro_batch : (req.batch > 0 ? req.batch : p.micro_batch);
-  if (req.schedule != "auto" && req.schedule != "pipedream-async")
-    throw InputError("--schedule: the " + req.objective + " objective plans pipedream-async, got \"" + req.schedule + "\"");
+  if (req.schedule && *req.schedule != ScheduleKind::pipedream_async)
+    throw InputError("--schedule: the " + std::string(to_string(req.objective)) + " objective plans pipedream-async, got \"" +
+                     std::string(to_string(*req.schedule)) + "\"");
   CutStates states;
   if (quirks) {
     states = pipedream_states(p, kMaxPipeDreamStates);
@@ -484,23 +485,17 @@ PlanOutcome make_plan(const models::Profile& profile, const models::Cluster& clu
   if (req.batch < 0) throw InputError("--batch: expected a positive integer");
   if (req.chunks != 0)
     throw InputError("--chunks: only with --schedule interleaved-1f1b, which sim::plan_with_prediction plans");
-  if (req.objective != "sync" && req.objective != "async" && req.objective != "pipedream")
-    throw InputError("--objective: expected sync, async or pipedream, got \"" + req.objective + "\"");
-  if (req.partitioner != "dp" && req.partitioner != "gpipe-greedy" && req.partitioner != "even")
-    throw InputError("--partitioner: expected dp, gpipe-greedy or even, got \"" + req.partitioner + "\"");
-  if (req.recompute != "auto" && req.recompute != "on" && req.recompute != "off")
-    throw InputError("--recompute: expected auto, on or off, got \"" + req.recompute + "\"");
-  if (req.objective != "sync" && req.partitioner != "dp")
+  if (req.objective != Objective::sync && req.partitioner != Partitioner::dp)
     throw InputError("--partitioner: baselines exist for the sync objective only");
   const auto& opt = models::find_optimizer(req.optimizer);
   const double ppb = opt.total() / opt.weight_bytes;
-  if (profile.source == "pipedream" && req.objective != "pipedream" && models::infer_pipedream_batch(profile) == 0) {
+  if (profile.source == "pipedream" && req.objective != Objective::pipedream && models::infer_pipedream_batch(profile) == 0) {
     // The profile does not say how many samples its numbers hold: --batch says it (else the default).
     models::Profile holds = profile;
     holds.micro_batch = req.batch > 0 ? req.batch : kUnknownPipeDreamBatch;
-    return req.objective == "sync" ? plan_sync(holds, cluster, req, ppb) : plan_replicated(holds, cluster, req, ppb);
+    return req.objective == Objective::sync ? plan_sync(holds, cluster, req, ppb) : plan_replicated(holds, cluster, req, ppb);
   }
-  return req.objective == "sync" ? plan_sync(profile, cluster, req, ppb)
+  return req.objective == Objective::sync ? plan_sync(profile, cluster, req, ppb)
                                  : plan_replicated(profile, cluster, req, ppb);
 }
 

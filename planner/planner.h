@@ -43,29 +43,9 @@
 #include "models/defaults.h"
 #include "models/profile.h"
 #include "planner/plan.h"
+#include "planner/plan_request.h"
 
 namespace pw::planner {
-
-struct PlanRequest {
-  int64_t batch = 0;                     // 0 => profile.micro_batch
-  std::string micro_batches = "auto";    // or a number
-  // auto|gpipe|1f1b|zb-h1|pipedream-async; sim::plan_with_prediction also zb-h2 and
-  // interleaved-1f1b (sim/plan_prediction.h)
-  std::string schedule = "auto";
-  std::string objective = "sync";        // sync|async|pipedream
-  std::string recompute = models::kDefaultRecompute;  // auto|on|off
-  std::string partitioner = "dp";        // dp|gpipe-greedy|even
-  std::string optimizer = models::kDefaultOptimizer;
-  bool straight = false, fewer_devices = false, activation_comm = false;
-  int64_t memory_limit_bytes = 0;        // 0 => cluster device memory; pipedream: 0 => no constraint
-  int threads_per_stage = 0;             // measured points: only this many cores per stage (0 => search)
-  // Sync "dp": always run the DP, also where repeated identical layers have the exact fast
-  // solver (planner/uniform_sync.h); for tests and benchmarks that compare the two.
-  bool exact_partitioning = false;
-  // interleaved-1f1b (sim::plan_with_prediction): virtual stages per device, 0 => 2; make_plan
-  // refuses any other value than 0.
-  int chunks = 0;
-};
 
 // One (threads per stage, micro-batch count) of the joint search over measured points, with
 // its best partition's stage count and predicted iteration (closed form, optimizer step included).

@@ -1,5 +1,6 @@
 #include "planner/schedule.h"
 
+#include "models/enum_names.h"
 #include "models/error.h"
 #include "models/error_text.h"
 #include "models/limits.h"
@@ -24,25 +25,12 @@ constexpr std::pair<OpKind, std::string_view> kOpNames[] = {
     {OpKind::allreduce, "allreduce"}, {OpKind::step, "step"},
 };
 
-template <class E, size_t N>
-E parse_enum(const std::pair<E, std::string_view> (&names)[N], std::string_view s, const std::string& where,
-             const char* what) {
-  for (const auto& [k, n] : names)
-    if (n == s) return k;
-  std::string known;
-  for (const auto& [k, n] : names) known += (known.empty() ? "" : ", ") + std::string(n);
-  throw InputError(where + ": unknown " + what + " \"" + escape_for_message(s) + "\" (expected one of " + known + ")");
-}
 }  // namespace
 
-std::string_view to_string(ScheduleKind kind) {
-  for (const auto& [k, n] : kScheduleNames)
-    if (k == kind) return n;
-  PW_CHECK(false, "ScheduleKind without a name");
-}
+std::string_view to_string(ScheduleKind kind) { return models::enum_word(kScheduleNames, kind); }
 
 ScheduleKind parse_schedule_kind(std::string_view s, const std::string& where) {
-  return parse_enum(kScheduleNames, s, where, "schedule");
+  return models::parse_enum_word(kScheduleNames, s, where, "schedule");
 }
 
 bool is_synchronous(ScheduleKind kind) {
@@ -51,13 +39,11 @@ bool is_synchronous(ScheduleKind kind) {
 
 bool splits_backward(ScheduleKind kind) { return kind == ScheduleKind::zb_h1 || kind == ScheduleKind::zb_h2; }
 
-std::string_view to_string(OpKind kind) {
-  for (const auto& [k, n] : kOpNames)
-    if (k == kind) return n;
-  PW_CHECK(false, "OpKind without a name");
-}
+std::string_view to_string(OpKind kind) { return models::enum_word(kOpNames, kind); }
 
-OpKind parse_op_kind(std::string_view s, const std::string& where) { return parse_enum(kOpNames, s, where, "op kind"); }
+OpKind parse_op_kind(std::string_view s, const std::string& where) {
+  return models::parse_enum_word(kOpNames, s, where, "op kind");
+}
 
 size_t Schedule::num_ops() const {
   size_t n = 0;

@@ -71,11 +71,11 @@ void record_async_simulation(planner::Plan& plan, const models::Profile& profile
 
 planner::PlanOutcome plan_with_prediction(const models::Profile& profile, const models::Cluster& cluster,
                                           const planner::PlanRequest& req, const PlanningOptions& options) {
-  const bool zb_h2 = req.schedule == "zb-h2";
-  const bool interleaved = req.schedule == "interleaved-1f1b";
-  if ((zb_h2 || interleaved) && req.objective != "sync")
-    throw InputError("--schedule " + req.schedule + ": planned by the sync objective only, got --objective " +
-                     req.objective);
+  const bool zb_h2 = req.schedule == planner::ScheduleKind::zb_h2;
+  const bool interleaved = req.schedule == planner::ScheduleKind::interleaved_1f1b;
+  if ((zb_h2 || interleaved) && req.objective != planner::Objective::sync)
+    throw InputError("--schedule " + planner::to_string(req.schedule) + ": planned by the sync objective only, got --objective " +
+                     std::string(planner::to_string(req.objective)));
   if (req.chunks != 0 && !interleaved) throw InputError("--chunks: only with --schedule interleaved-1f1b");
   const int chunks = req.chunks != 0 ? req.chunks : 2;
   if (interleaved && chunks < 2)
@@ -83,8 +83,8 @@ planner::PlanOutcome plan_with_prediction(const models::Profile& profile, const 
 
   planner::PlanRequest base = req;
   base.chunks = 0;
-  if (zb_h2) base.schedule = "zb-h1";
-  if (interleaved) base.schedule = "1f1b";
+  if (zb_h2) base.schedule = planner::ScheduleKind::zb_h1;
+  if (interleaved) base.schedule = planner::ScheduleKind::one_f_one_b;
   planner::PlanOutcome out = planner::make_plan(profile, cluster, base);
   if (!out.feasible) return out;
   if (options.choose) out.plan = options.choose(out);

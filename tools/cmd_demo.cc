@@ -84,7 +84,7 @@ pw::planner::Plan plan_on_cores(const pw::models::Profile& measured, const pw::m
                                 const pw::models::Model& model) {
   pw::planner::PlanRequest req;
   req.batch = model.batch();
-  req.schedule = "1f1b";
+  req.schedule = pw::planner::ScheduleKind::one_f_one_b;
   req.optimizer = "sgd-momentum";
   const pw::planner::PlanOutcome out = pw::sim::plan_with_prediction(measured, cluster, req);
   if (!out.feasible) throw pw::Infeasible("the default model does not fit this machine: " + out.reason);

@@ -42,7 +42,11 @@ struct PlanArgs {
   std::string dtype;  // "" = models::default_dtype of the device
   bool bf16 = false;
   double efficiency = pw::models::kDefaultEfficiency;
-  pw::planner::PlanRequest req;
+  pw::planner::PlanRequest req;  // its typed choices are parsed from `choice` (check_flags)
+  struct {
+    std::string micro_batches = "auto", schedule = "auto", objective = "sync", partitioner = "dp";
+    std::string recompute = pw::models::kDefaultRecompute;
+  } choice;
   std::string batch_str;
   bool json = false;
   std::string output;
@@ -131,7 +135,12 @@ std::pair<pw::models::Profile, pw::models::Cluster> measure_here(PlanArgs& a) {
 }
 #endif
 
-void check_flags(const PlanArgs& a, const CLI::App& sub) {
+void check_flags(PlanArgs& a, const CLI::App& sub) {
+  a.req.micro_batches = pw::planner::parse_micro_batches_request(a.choice.micro_batches, "--micro-batches");
+  a.req.schedule = pw::planner::parse_schedule_request(a.choice.schedule, "--schedule");
+  a.req.objective = pw::planner::parse_objective(a.choice.objective, "--objective");
+  a.req.partitioner = pw::planner::parse_partitioner(a.choice.partitioner, "--partitioner");
+  a.req.recompute = pw::planner::parse_recompute_choice(a.choice.recompute, "--recompute");
   if (!a.format.empty() && a.json) throw pw::InputError("--format and --json: give one of them");
   if (sub.count("--trials") > 0 && !a.measure) throw pw::InputError("--trials: only with --measure");
   if (a.trials < 0) throw pw::InputError("--trials: expected rounds >= 0, got " + std::to_string(a.trials));
@@ -233,11 +242,13 @@ void record_inputs(pw::planner::Plan& plan, const PlanArgs& a, const pw::models:
   plan.inputs.model = a.model_json;
   plan.inputs.options = {{"dtype", a.dtype_used},     {"optimizer", a.req.optimizer},
                          {"efficiency", a.efficiency}, {"batch", a.req.batch},
-                         {"micro_batches", a.req.micro_batches}, {"schedule", a.req.schedule},
-                         {"objective", a.req.objective}, {"recompute", a.req.recompute},
-                         {"partitioner", a.req.partitioner}, {"memory_limit_bytes", a.req.memory_limit_bytes},
+                         {"micro_batches", pw::planner::micro_batches_to_string(a.req.micro_batches)},
+                         {"schedule", pw::planner::to_string(a.req.schedule)},
+                         {"objective", pw::planner::to_string(a.req.objective)},
+                         {"recompute", pw::planner::to_string(a.req.recompute)},
+                         {"partitioner", pw::planner::to_string(a.req.partitioner)}, {"memory_limit_bytes", a.req.memory_limit_bytes},
                          {"measured_here", a.measure}};
-  if (a.req.schedule == "interleaved-1f1b") plan.inputs.options["chunks"] = plan.chunks;
+  if (a.req.schedule == pw::planner::ScheduleKind::interleaved_1f1b) plan.inputs.options["chunks"] = plan.chunks;
   if (!records.trials.is_null()) plan.inputs.options["trials"] = records.trials;
   if (!records.candidates.is_null()) plan.inputs.options["candidates"] = records.candidates;
 }
@@ -250,8 +261,9 @@ void run(PlanArgs a, const CLI::App& sub) {
   TrialRecords records;
   pw::sim::PlanningOptions options;
 #ifdef PW_HAVE_EXEC
-  const bool closed_form = a.req.schedule != "zb-h2" && a.req.schedule != "interleaved-1f1b";
-  if (a.measure && a.req.objective == "sync" && closed_form) options.choose = trial_chooser(a, profile, cluster, records);
+  const bool closed_form = a.req.schedule != pw::planner::ScheduleKind::zb_h2 &&
+                           a.req.schedule != pw::planner::ScheduleKind::interleaved_1f1b;
+  if (a.measure && a.req.objective == pw::planner::Objective::sync && closed_form) options.choose = trial_chooser(a, profile, cluster, records);
 #endif
   pw::planner::PlanOutcome out = pw::sim::plan_with_prediction(profile, cluster, a.req, options);
   if (!out.feasible) throw_infeasible(out, a, cluster);
@@ -278,14 +290,14 @@ pw::tools::CommandRegistrar register_plan("plan", [](CLI::App& app) {
   sub->add_option("--efficiency", a->efficiency, "fraction of peak FLOP/s the analytic cost model assumes")
       ->capture_default_str();
   sub->add_option("--batch", a->req.batch, "samples per mini-batch (default: the profile's)");
-  sub->add_option("--micro-batches", a->req.micro_batches, "auto or a count")->capture_default_str();
-  sub->add_option("--schedule", a->req.schedule, "auto | gpipe | 1f1b | zb-h1 | zb-h2 | interleaved-1f1b | pipedream-async")
+  sub->add_option("--micro-batches", a->choice.micro_batches, "auto or a count")->capture_default_str();
+  sub->add_option("--schedule", a->choice.schedule, "auto | gpipe | 1f1b | zb-h1 | zb-h2 | interleaved-1f1b | pipedream-async")
       ->capture_default_str();
   sub->add_option("--chunks", a->req.chunks, "interleaved-1f1b: virtual stages per device (default 2)");
-  sub->add_option("--objective", a->req.objective, "sync | async | pipedream (PipeDream's exact cost model)")
+  sub->add_option("--objective", a->choice.objective, "sync | async | pipedream (PipeDream's exact cost model)")
       ->capture_default_str();
-  sub->add_option("--partitioner", a->req.partitioner, "dp | gpipe-greedy | even")->capture_default_str();
-  sub->add_option("--recompute", a->req.recompute, "auto | on | off")->capture_default_str();
+  sub->add_option("--partitioner", a->choice.partitioner, "dp | gpipe-greedy | even")->capture_default_str();
+  sub->add_option("--recompute", a->choice.recompute, "auto | on | off")->capture_default_str();
   sub->add_option("--optimizer", a->req.optimizer,
                   "sgd | sgd-momentum | rmsprop | adam | adam-mixed (under bf16, adam is priced as adam-mixed)")
       ->capture_default_str();

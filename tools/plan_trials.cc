@@ -34,7 +34,7 @@ TrialReport run_trials(const models::Model& model, const models::Profile& profil
   for (const planner::PlanCandidate& c : ties) {
     planner::PlanRequest r = request;
     r.threads_per_stage = c.threads_per_stage;
-    r.micro_batches = std::to_string(c.micro_batches);
+    r.micro_batches = c.micro_batches;
     const planner::PlanOutcome o = planner::make_plan(profile, cluster, r);
     if (!o.feasible) continue;  // priced as fitting by the joint search; checked again here
     rep.entries.push_back({c, o.plan, {}});

@@ -50,11 +50,11 @@ models::Profile build_whatif_profile(const models::Model& model, const WhatifCon
 planner::PlanRequest whatif_plan_request(const WhatifConfig& c) {
   planner::PlanRequest r;
   r.batch = c.batch;
-  r.micro_batches = c.micro_batches;
-  r.schedule = c.schedule;
-  r.objective = "sync";
-  r.recompute = c.recompute;
-  r.partitioner = c.partitioner;
+  r.micro_batches = planner::parse_micro_batches_request(c.micro_batches, "micro_batches");
+  r.schedule = planner::parse_schedule_request(c.schedule, "schedule");
+  r.objective = planner::Objective::sync;
+  r.recompute = planner::parse_recompute_choice(c.recompute, "recompute");
+  r.partitioner = planner::parse_partitioner(c.partitioner, "partitioner");
   r.optimizer = whatif_optimizer(c);
   return r;
 }

@@ -41,7 +41,7 @@ PlanOutcome gpt_plan(const std::string& partitioner) {
   const auto cluster = pw::models::make_flat_cluster(dev, 8, 1.25e9);
   PlanRequest req;
   req.batch = 256;
-  req.partitioner = partitioner;
+  req.partitioner = pw::planner::parse_partitioner(partitioner, "partitioner");
   return make_plan(profile, cluster, req);
 }
 
@@ -119,7 +119,7 @@ TEST_CASE("plan table: a PipeDream plan shows its stages' communication (the bot
   dev.memory_bytes = int64_t{16} << 30;
   const pw::models::Cluster c("levels-4", dev, {{"level0", 4, 1.25e9, 0}});
   PlanRequest req;
-  req.objective = "pipedream";
+  req.objective = pw::planner::Objective::pipedream;
   req.activation_comm = true;
   const PlanOutcome out = make_plan(profile, c, req);
   REQUIRE(out.feasible);

@@ -195,7 +195,7 @@ TEST_CASE("async objective through make_plan: bottleneck, replicas and memory on
   dev.memory_bytes = int64_t{1} << 30;
   models::Cluster cl("flat4", dev, {{"flat", 4, 1e12, 0}});
   PlanRequest req;
-  req.objective = "async";
+  req.objective = pw::planner::Objective::async;
   req.optimizer = "sgd";  // 2 bytes per parameter byte (weights + gradients)
   PlanOutcome out = make_plan(p, cl, req);
   REQUIRE(out.feasible);
@@ -241,7 +241,7 @@ TEST_CASE("async objective: every stage of a plan on a two-level cluster fits th
     dev.memory_bytes = 1000 * pick(100, 3000);
     models::Cluster cl("two", dev, {{"node", pick(1, 4), 1e8, 1000}, {"net", pick(2, 4), 1e7, 5000}});
     PlanRequest req;
-    req.objective = "async";
+    req.objective = pw::planner::Objective::async;
     req.optimizer = "sgd";
     req.batch = pick(1, 4) * 2;
     req.straight = pick(0, 3) == 0;

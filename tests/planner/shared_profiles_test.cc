@@ -58,7 +58,7 @@ TEST_CASE("every shared profile plans: sync on 4..64 devices and 4x4, 8x8, async
     for (const char* obj : {"async", "pipedream"}) {
       CAPTURE(obj);
       planner::PlanRequest req;
-      req.objective = obj;
+      req.objective = planner::parse_objective(obj, "objective");
       req.activation_comm = true;
       planner::PlanOutcome out = planner::make_plan(p, make({16}), req);
       REQUIRE(out.feasible);
@@ -71,7 +71,7 @@ TEST_CASE("unknown-batch PipeDream profiles (GNMT) hold --batch samples, default
   const models::Profile p = models::import_pipedream_graph(kSharedGraphs + "gnmt/graph.txt");
   CHECK(models::infer_pipedream_batch(p) == 0);
   planner::PlanRequest req;
-  req.micro_batches = "8";
+  req.micro_batches = 8;
   planner::PlanOutcome out = planner::make_plan(p, make({16}), req);
   REQUIRE(out.feasible);
   CHECK(out.plan.batch == 64);
@@ -92,13 +92,13 @@ TEST_CASE("the DP is never worse than the gpipe-greedy and even baselines on any
     for (const auto& t : std::vector<std::vector<int>>{{4}, {16}, {4, 4}}) {
       for (const char* schedule : {"1f1b", "gpipe"}) {
         planner::PlanRequest req;
-        req.schedule = schedule;
+        req.schedule = planner::parse_schedule_request(schedule, "schedule");
         const models::Cluster c = make(t);
         planner::PlanOutcome dp = planner::make_plan(p, c, req);
         REQUIRE(dp.feasible);
         for (const char* base : {"gpipe-greedy", "even"}) {
           CAPTURE(base);
-          req.partitioner = base;
+          req.partitioner = planner::parse_partitioner(base, "partitioner");
           planner::PlanOutcome b = planner::make_plan(p, c, req);
           if (!b.feasible) continue;  // the DP fits where the baseline does not
           ++compared;

@@ -145,15 +145,15 @@ TEST_CASE("sync objective equals exhaustive search on random instances") {
       if (req.batch % d == 0) ms.push_back(d);
     if (fixed_m) {  // a given count divides the batch (make_plan refuses one that does not)
       const int m = ms[pick(0, static_cast<int>(ms.size()) - 1)];
-      req.micro_batches = std::to_string(m);
+      req.micro_batches = m;
       ms = {m};
     }
     Setting s;
     s.gpipe = pick(0, 1) == 0;
-    req.schedule = s.gpipe ? "gpipe" : (pick(0, 1) ? "1f1b" : "zb-h1");
-    s.zb = req.schedule == "zb-h1";
+    req.schedule = s.gpipe ? planner::ScheduleKind::gpipe : (pick(0, 1) ? planner::ScheduleKind::one_f_one_b : planner::ScheduleKind::zb_h1);
+    s.zb = req.schedule == planner::ScheduleKind::zb_h1;
     s.recompute = pick(-1, 1);
-    req.recompute = s.recompute < 0 ? "auto" : s.recompute ? "on" : "off";
+    req.recompute = s.recompute < 0 ? planner::RecomputeChoice::automatic : s.recompute ? planner::RecomputeChoice::on : planner::RecomputeChoice::off;
     req.optimizer = pick(0, 1) ? "adam" : "sgd";
     const auto& opt = models::find_optimizer(req.optimizer);
     s.ppb = opt.total() / opt.weight_bytes;
@@ -168,8 +168,8 @@ TEST_CASE("sync objective equals exhaustive search on random instances") {
     CAPTURE(trial);
     CAPTURE(n);
     CAPTURE(req.micro_batches);
-    CAPTURE(req.schedule);
-    CAPTURE(req.recompute);
+    CAPTURE(planner::to_string(req.schedule));
+    CAPTURE(planner::to_string(req.recompute));
     const double expected = brute_force(p, cl, ms, req.batch, s);
     planner::PlanOutcome out = planner::make_plan(p, cl, req);
     if (!std::isfinite(expected)) {

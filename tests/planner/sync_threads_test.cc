@@ -64,7 +64,7 @@ models::Cluster two_cores() {
 PlanRequest request() {
   PlanRequest r;
   r.batch = 4;
-  r.schedule = "gpipe";
+  r.schedule = pw::planner::ScheduleKind::gpipe;
   r.optimizer = "sgd";
   return r;
 }
@@ -123,7 +123,7 @@ TEST_CASE("threads per stage: every (k, m) priced is a candidate, fastest first,
   CHECK(q.plan.num_micro_batches == 4);
   CHECK(q.plan.predicted.iteration_time_s == doctest::Approx(250e-9));
   for (const PlanCandidate& c : q.candidates) CHECK(c.threads_per_stage == 1);
-  one.micro_batches = "2";
+  one.micro_batches = 2;
   CHECK(make_plan(two_layer(30, 40, 60), two_cores(), one).plan.predicted.iteration_time_s ==
         doctest::Approx(300e-9));
 
@@ -137,7 +137,7 @@ TEST_CASE("threads per stage: every (k, m) priced is a candidate, fastest first,
 TEST_CASE("threads per stage: the plan says when its costs were extrapolated") {
   PlanRequest r = request();
   r.batch = 16;
-  r.micro_batches = "2";  // micro-batches of 8: beyond the measured sizes (at most 4)
+  r.micro_batches = 2;  // micro-batches of 8: beyond the measured sizes (at most 4)
   const PlanOutcome o = make_plan(two_layer(30, 40, 60), two_cores(), r);
   REQUIRE(o.feasible);
   CHECK(o.plan.extrapolated);
@@ -154,7 +154,7 @@ TEST_CASE("the optimizer step is in the predicted iteration") {
   p.layers[1].step_ns = 30;
   p.layers[2].step_ns = 50;
   PlanRequest r = request();
-  r.micro_batches = "1";
+  r.micro_batches = 1;
   const PlanOutcome o = make_plan(p, models::make_flat_cluster(two_cores().device(), 1, 1e15), r);
   REQUIRE(o.feasible);
   CHECK(o.plan.predicted_step_ns == 80);

@@ -62,7 +62,7 @@ TEST_CASE("figures: the 48x2048 GPT on 8 A100s, batch 256, even partition, simul
   const models::Cluster cluster = models::make_flat_cluster(dev, 8, 1.25e9);
   planner::PlanRequest req;
   req.batch = 256;
-  req.partitioner = "even";
+  req.partitioner = pw::planner::Partitioner::even;
   const planner::PlanOutcome out = planner::make_plan(profile, cluster, req);
   REQUIRE(out.feasible);
   const planner::Plan& plan = out.plan;

@@ -40,7 +40,7 @@ Setup gpt_on_a100s(int devices) {
 planner::PlanRequest request(const std::string& schedule) {
   planner::PlanRequest r;
   r.batch = 16;
-  r.schedule = schedule;
+  r.schedule = pw::planner::parse_schedule_request(schedule, "schedule");
   return r;
 }
 
@@ -133,7 +133,7 @@ TEST_CASE("plan_with_prediction: requests that make no sense are refused in one 
   CHECK_THROWS_WITH_AS(sim::plan_with_prediction(s.profile, s.cluster, one_chunk),
                        "--chunks: interleaved-1f1b needs at least 2 chunks per device, got 1", InputError);
   planner::PlanRequest async = request("zb-h2");
-  async.objective = "async";
+  async.objective = planner::Objective::async;
   CHECK_THROWS_WITH_AS(sim::plan_with_prediction(s.profile, s.cluster, async),
                        "--schedule zb-h2: planned by the sync objective only, got --objective async", InputError);
 }
@@ -149,7 +149,7 @@ TEST_CASE("plan_with_prediction: a PipeDream plan records what simulate --plan r
   dev.memory_bytes = int64_t{16} << 30;
   const models::Cluster cluster("levels-4", dev, {{"level0", 4, 1e9, 0}});
   planner::PlanRequest req;
-  req.objective = "pipedream";
+  req.objective = pw::planner::Objective::pipedream;
   req.activation_comm = true;
   const planner::PlanOutcome objective = planner::make_plan(profile, cluster, req);  // PipeDream's own figures
   REQUIRE(objective.feasible);

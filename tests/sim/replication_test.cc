@@ -100,7 +100,7 @@ TEST_CASE("PipeDream's vgg16 3-1 plan simulates within 2% of the planner's throu
   const models::Profile profile = models::import_pipedream_graph(kVgg);
   const models::Cluster cluster = flat(4, 1.25e9);
   planner::PlanRequest req;
-  req.objective = "pipedream";
+  req.objective = pw::planner::Objective::pipedream;
   req.activation_comm = true;
   const planner::PlanOutcome out = planner::make_plan(profile, cluster, req);
   REQUIRE(out.feasible);
@@ -135,7 +135,7 @@ TEST_CASE("a replicated synchronous plan simulates within 2% of its planned iter
   const models::Profile profile = models::import_pipedream_graph(kVgg);
   const models::Cluster two = flat(2, 1.25e10), three = flat(3, 1.25e10);
   planner::PlanRequest req;
-  req.micro_batches = "32";
+  req.micro_batches = 32;
   req.memory_limit_bytes = int64_t{64} << 30;
   planner::PlanOutcome out = planner::make_plan(profile, two, req);
   REQUIRE(out.feasible);

@@ -65,11 +65,11 @@ TEST_CASE("plan: the CLI's plan is sim::plan_with_prediction's, for every schedu
     const Json& o = cli.inputs.options;
     pw::planner::PlanRequest req;
     req.batch = o.at("batch").get<int64_t>();
-    req.micro_batches = o.at("micro_batches").get<std::string>();
-    req.schedule = o.at("schedule").get<std::string>();
-    req.objective = o.at("objective").get<std::string>();
-    req.recompute = o.at("recompute").get<std::string>();
-    req.partitioner = o.at("partitioner").get<std::string>();
+    req.micro_batches = pw::planner::parse_micro_batches_request(o.at("micro_batches").get<std::string>(), "micro_batches");
+    req.schedule = pw::planner::parse_schedule_request(o.at("schedule").get<std::string>(), "schedule");
+    req.objective = pw::planner::parse_objective(o.at("objective").get<std::string>(), "objective");
+    req.recompute = pw::planner::parse_recompute_choice(o.at("recompute").get<std::string>(), "recompute");
+    req.partitioner = pw::planner::parse_partitioner(o.at("partitioner").get<std::string>(), "partitioner");
     req.optimizer = o.at("optimizer").get<std::string>();
     req.memory_limit_bytes = o.at("memory_limit_bytes").get<int64_t>();
     if (o.contains("chunks")) req.chunks = o.at("chunks").get<int>();

@@ -59,8 +59,8 @@ OneAnswerFigures one_answer(const OneAnswerSize& z, int devices, int64_t batch, 
   const bool bf16 = models::default_bf16(dev);
   planner::PlanRequest req;
   req.batch = batch;
-  req.micro_batches = std::to_string(micro_batches);
-  req.schedule = schedule;
+  req.micro_batches = micro_batches;
+  req.schedule = planner::parse_schedule_request(schedule, "schedule");
   req.optimizer = models::priced_optimizer(req.optimizer, bf16);
   const models::Profile profile =
       models::default_analytic_profile(model, dev, batch, bf16, req.optimizer, models::kDefaultEfficiency);

@@ -60,7 +60,7 @@ models::Profile profile(int base_threads, int more_threads, int64_t t1, int64_t 
 planner::PlanRequest request() {
   planner::PlanRequest r;
   r.batch = 4;
-  r.schedule = "gpipe";
+  r.schedule = pw::planner::ScheduleKind::gpipe;
   r.optimizer = "sgd";
   return r;
 }

@@ -27,8 +27,8 @@ int main() {
   const pw::models::Cluster cluster = pw::models::make_flat_cluster(dev, 4, 1e11);
   pw::planner::PlanRequest req;
   req.batch = 16;
-  req.partitioner = "even";
-  req.micro_batches = "8";
+  req.partitioner = pw::planner::Partitioner::even;
+  req.micro_batches = 8;
   const pw::planner::PlanOutcome out = pw::planner::make_plan(profile, cluster, req);
   if (!out.feasible) {
     std::printf("infeasible: %s\n", out.reason.c_str());
