@@ -28,6 +28,23 @@ void Layer::zero_grad() {
   for (Tensor* g : gradients()) g->fill(0.0f);
 }
 
+void Layer::register_parameter(Tensor* value, Tensor* grad) {
+  PW_CHECK(value != nullptr && grad != nullptr, "a parameter needs a value and a gradient");
+  params_.push_back(value);
+  grads_.push_back(grad);
+}
+
+void Layer::register_parameters_of(Layer& part) {
+  const std::vector<Tensor*> p = part.parameters(), g = part.gradients();
+  PW_CHECK(p.size() == g.size(), "a part's parameters and gradients differ in number");
+  for (size_t i = 0; i < p.size(); ++i) register_parameter(p[i], g[i]);
+}
+
+void Layer::clear_parameters() {
+  params_.clear();
+  grads_.clear();
+}
+
 int64_t Layer::parameter_bytes() {
   int64_t b = 0;
   for (Tensor* p : parameters()) b += p->bytes();

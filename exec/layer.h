@@ -98,8 +98,10 @@ class Layer {
 
   // Parameter and gradient tensors, same order and shapes. Pointers stay valid for the
   // layer's lifetime (the tensors they point at may be swapped, see weight versions).
-  virtual std::vector<Tensor*> parameters() { return {}; }
-  virtual std::vector<Tensor*> gradients() { return {}; }
+  // Default: what the layer registered (register_parameter), in that order; layers whose
+  // parameters change with what they hold (Network, LayerRange) override both.
+  virtual std::vector<Tensor*> parameters() { return params_; }
+  virtual std::vector<Tensor*> gradients() { return grads_; }
   void zero_grad();
   int64_t parameter_bytes();
   // Whether backward_weight does any work: the layer has gradients of its own, or (a tied
@@ -112,7 +114,16 @@ class Layer {
  protected:
   // Throws InputError naming the layer when `t` is not [batch, sample...] for the given input.
   void check_input(const Tensor& t, size_t index) const;
+  // Appends one parameter and its gradient (same shape) to what parameters() and gradients()
+  // list. Both must outlive the layer: members of the layer or of a part it owns.
+  void register_parameter(Tensor* value, Tensor* grad);
+  // Appends every parameter of `part`, a layer this one is made of, in the part's order.
+  void register_parameters_of(Layer& part);
+  void clear_parameters();
   models::LayerSpec spec_;
+
+ private:
+  std::vector<Tensor*> params_, grads_;
 };
 
 // Builds the layer for a spec. Throws InputError for a kind the executor cannot run, for

@@ -101,18 +101,8 @@ Attention::Attention(models::LayerSpec spec, int64_t seq, int64_t d_model, int64
   proj_ = std::make_unique<Linear>(sub_spec(spec_, "proj", {seq, d_model}), d_model, d_model, true);
   qkv_->set_init_std(0.02);
   proj_->set_init_std(0.02);
-}
-
-std::vector<Tensor*> Attention::parameters() {
-  auto p = qkv_->parameters();
-  for (Tensor* t : proj_->parameters()) p.push_back(t);
-  return p;
-}
-
-std::vector<Tensor*> Attention::gradients() {
-  auto g = qkv_->gradients();
-  for (Tensor* t : proj_->gradients()) g.push_back(t);
-  return g;
+  register_parameters_of(*qkv_);
+  register_parameters_of(*proj_);
 }
 
 void Attention::init_parameters(uint64_t seed) {

@@ -31,6 +31,8 @@ BatchNorm::BatchNorm(models::LayerSpec spec, std::vector<int64_t> in_shape)
   grad_beta_ = Tensor::zeros({c_});
   running_mean_ = Tensor::zeros({c_});
   running_var_ = Tensor::zeros({c_});
+  register_parameter(&gamma_, &grad_gamma_);
+  register_parameter(&beta_, &grad_beta_);
   init_parameters(0);
 }
 

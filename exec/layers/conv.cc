@@ -39,19 +39,11 @@ Conv2d::Conv2d(models::LayerSpec spec, int64_t in_c, int64_t out_c, int64_t kern
   grad_weight_ = Tensor::zeros({out_c, in_c / groups, kernel, kernel});
   bias_ = Tensor::zeros({out_c});
   grad_bias_ = Tensor::zeros({out_c});
+  register_parameter(&weight_, &grad_weight_);
+  if (has_bias_) register_parameter(&bias_, &grad_bias_);
 }
 
 Conv2d::~Conv2d() = default;
-
-std::vector<Tensor*> Conv2d::parameters() {
-  if (has_bias_) return {&weight_, &bias_};
-  return {&weight_};
-}
-
-std::vector<Tensor*> Conv2d::gradients() {
-  if (has_bias_) return {&grad_weight_, &grad_bias_};
-  return {&grad_weight_};
-}
 
 void Conv2d::init_parameters(uint64_t seed) {
   Rng rng(seed);

@@ -14,6 +14,8 @@ Embedding::Embedding(models::LayerSpec spec, int64_t vocab, int64_t seq, int64_t
   positions_ = Tensor::zeros({seq_, d_});
   grad_tokens_ = Tensor::zeros({vocab_, d_});
   grad_positions_ = Tensor::zeros({seq_, d_});
+  register_parameter(&tokens_, &grad_tokens_);
+  register_parameter(&positions_, &grad_positions_);
 }
 
 void Embedding::init_parameters(uint64_t seed) {

@@ -16,8 +16,6 @@ class Embedding : public Layer {
   Tensor forward(Inputs in, Context& ctx) override;
   std::vector<Tensor> backward_input(Inputs in, Context& ctx, const Tensor& grad_out) override;
   void backward_weight(Inputs in, Context& ctx, const Tensor& grad_out) override;
-  std::vector<Tensor*> parameters() override { return {&tokens_, &positions_}; }
-  std::vector<Tensor*> gradients() override { return {&grad_tokens_, &grad_positions_}; }
   void init_parameters(uint64_t seed) override;
 
   // The [vocab, d_model] token table and its gradient (for a tied lm_head).

@@ -85,6 +85,8 @@ LayerNorm::LayerNorm(models::LayerSpec spec, std::vector<int64_t> in_shape, int6
   grad_gamma_ = Tensor::zeros({dim_});
   grad_beta_ = Tensor::zeros({dim_});
   gamma_.fill(1.0f);
+  register_parameter(&gamma_, &grad_gamma_);
+  register_parameter(&beta_, &grad_beta_);
 }
 
 void LayerNorm::init_parameters(uint64_t) {

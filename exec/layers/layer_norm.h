@@ -13,8 +13,6 @@ class LayerNorm : public Layer {
   Tensor forward(Inputs in, Context& ctx) override;
   std::vector<Tensor> backward_input(Inputs in, Context& ctx, const Tensor& grad_out) override;
   void backward_weight(Inputs in, Context& ctx, const Tensor& grad_out) override;
-  std::vector<Tensor*> parameters() override { return {&gamma_, &beta_}; }
-  std::vector<Tensor*> gradients() override { return {&grad_gamma_, &grad_beta_}; }
   void init_parameters(uint64_t seed) override;
 
  private:

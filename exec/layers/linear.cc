@@ -19,6 +19,8 @@ Linear::Linear(models::LayerSpec spec, int64_t in, int64_t out, bool bias)
     bias_ = Tensor::zeros({out});
     grad_bias_ = Tensor::zeros({out});
   }
+  register_parameter(&weight_, &grad_weight_);
+  if (has_bias_) register_parameter(&bias_, &grad_bias_);
 }
 
 std::vector<std::vector<int64_t>> Linear::input_shapes() const {
@@ -61,20 +63,6 @@ void Linear::backward_weight(Inputs in, Context& ctx, const Tensor& grad_out) {
   if (has_bias_) add_column_sums(grad_out.data(), m, out_, grad_bias_.data());
 }
 
-std::vector<Tensor*> Linear::parameters() {
-  std::vector<Tensor*> p;
-  if (w_ == &weight_) p.push_back(&weight_);
-  if (has_bias_) p.push_back(&bias_);
-  return p;
-}
-
-std::vector<Tensor*> Linear::gradients() {
-  std::vector<Tensor*> g;
-  if (gw_ == &grad_weight_) g.push_back(&grad_weight_);
-  if (has_bias_) g.push_back(&grad_bias_);
-  return g;
-}
-
 void Linear::init_parameters(uint64_t seed) {
   Rng rng(seed);
   fill_normal(weight_, rng, init_std_);
@@ -87,6 +75,8 @@ void Linear::share_weight(Tensor* weight, Tensor* grad) {
   gw_ = grad;
   weight_ = Tensor();
   grad_weight_ = Tensor();
+  clear_parameters();  // the weight is the other layer's now
+  if (has_bias_) register_parameter(&bias_, &grad_bias_);
 }
 
 }  // namespace pw::exec

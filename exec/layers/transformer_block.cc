@@ -38,20 +38,8 @@ TransformerBlock::TransformerBlock(models::LayerSpec spec, int64_t seq, int64_t 
   fc2_ = std::make_unique<Linear>(part(spec_, "fc2", K::linear, {seq, d_model}), ffn, d_model, true);
   fc1_->set_init_std(0.02);
   fc2_->set_init_std(0.02);
-}
-
-std::vector<Tensor*> TransformerBlock::parameters() {
-  std::vector<Tensor*> p;
   for (Layer* l : std::initializer_list<Layer*>{ln1_.get(), attn_.get(), ln2_.get(), fc1_.get(), fc2_.get()})
-    for (Tensor* t : l->parameters()) p.push_back(t);
-  return p;
-}
-
-std::vector<Tensor*> TransformerBlock::gradients() {
-  std::vector<Tensor*> g;
-  for (Layer* l : std::initializer_list<Layer*>{ln1_.get(), attn_.get(), ln2_.get(), fc1_.get(), fc2_.get()})
-    for (Tensor* t : l->gradients()) g.push_back(t);
-  return g;
+    register_parameters_of(*l);
 }
 
 void TransformerBlock::init_parameters(uint64_t seed) {

@@ -21,8 +21,6 @@ class TransformerBlock : public Layer {
   Tensor forward(Inputs in, Context& ctx) override;
   std::vector<Tensor> backward_input(Inputs in, Context& ctx, const Tensor& grad_out) override;
   void backward_weight(Inputs in, Context& ctx, const Tensor& grad_out) override;
-  std::vector<Tensor*> parameters() override;
-  std::vector<Tensor*> gradients() override;
   void init_parameters(uint64_t seed) override;
 
  private:
