@@ -365,6 +365,9 @@ PlanOutcome plan_replicated(const models::Profile& p, const models::Cluster& c, 
     if (!states.complete) states = prefix_states(p, true);
   } else {
     states = prefix_states(p, false);
+    // Module paths (a bridge export): a stage begins only where a submodule call begins.
+    const std::vector<bool> ok = models::stage_starts_allowed(p);
+    if (std::find(ok.begin(), ok.end(), false) != ok.end()) states = prefix_states_at_allowed_starts(states, p);
   }
   std::vector<ReplicatedLevel> levels;
   for (const auto& l : c.levels()) levels.push_back({l.count, l.bandwidth_bytes_per_s, l.latency_ns * 1e-9});

@@ -60,7 +60,7 @@ bool starts_allowed(const std::vector<planner::SyncStage>& stages, const std::ve
 
 }  // namespace
 
-TEST_CASE("stage starts: without module paths every layer may begin a stage; with them only layers that have one") {
+TEST_CASE("stage starts: every layer without module paths, only the layers that have one with them") {
   models::Profile p;
   for (const char* name : {"a", "b", "c", "d"}) {
     models::LayerProfile l;
@@ -163,6 +163,19 @@ TEST_CASE("stage starts: every partitioner and interleaving cut only where a mod
       CHECK(torch.find("\"" + p.layers[out.plan.stages[s].first_layer].module + "\": SplitPoint.BEGINNING") !=
             std::string::npos);
     if (std::string(part) == "dp") {
+      // The async objective (prefix states): straight and replicated.
+      for (bool straight : {true, false}) {
+        CAPTURE(straight);
+        planner::PlanRequest ar;
+        ar.batch = 12;
+        ar.objective = "async";
+        ar.straight = straight;
+        const planner::PlanOutcome ao = planner::make_plan(p, cl, ar);
+        REQUIRE(ao.feasible);
+        if (straight) CHECK(ao.plan.num_stages() >= 2);  // replicated: one stage on every device may win
+        for (const planner::StagePlan& s : ao.plan.stages) CHECK(ok[s.first_layer]);
+        if (straight) CHECK_NOTHROW(planner::format_plan_for(ao.plan, p, planner::PlanFormat::torch));
+      }
       const int stages = out.plan.num_stages();
       if (2 * stages <= 5) {
         const planner::Plan inter = planner::interleave_plan(out.plan, p, 2);
