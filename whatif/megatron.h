@@ -25,18 +25,21 @@
 //   each into a reduce-scatter plus an all-gather, the same volume and time).
 //   The layers around the blocks -- the token and position embedding, the final layer norm,
 //   the LM head (the logits) and the softmax cross-entropy loss -- are priced by the planner's
-//   cost model (models/cost.h), as `plan --model gpt` prices the zoo's GPT, with the vocabulary
+//   cost model (models/cost.h) exactly as `plan --model gpt` prices the zoo's GPT
+//   (models::default_analytic_profile: micro-batch 1 scaled linearly to b), with the vocabulary
 //   split over t (Megatron-LM's vocabulary-parallel embedding, output layer and loss): the LM
 //   head 2 b s h V / t forward and twice that backward at a constant efficiency, the others
 //   memory bound. The embedding is on the first stage, the rest on the last (Layout can place
 //   them as a plan does); with recompute the engine re-forwards them with their stage.
 //   Pipeline transfers: b s h x 2 / t bytes per micro-batch per direction (Megatron's
-//   scatter/gather over the t links), on the level joining consecutive stages.
+//   scatter/gather over the t links), on the level joining consecutive stages; the logits,
+//   b s V / t x 2 bytes, where the LM head and the loss are on different stages.
 //   Data parallelism: one ring all-reduce over d of the stage's gradients (2 bytes per
 //   parameter of the device) on the level the data-parallel group crosses, before the step.
-// Memory per device (bytes): parameters of its layers / t (plus V h / t embedding on the first
-// and on the last stage, s h position embedding on the first) x 16 for mixed-precision Adam
-// (2 weights + 2 gradients + 12 optimizer state: fp32 master, m, v); ZeRO-1 divides the 12 by d.
+// Memory per device (bytes): parameters of its layers / t (plus V h / t embedding on the
+// embedding's stage and on the LM head's, s h position embedding on the embedding's) x 16 for
+// mixed-precision Adam (2 weights + 2 gradients + 12 optimizer state: fp32 master, m, v);
+// ZeRO-1 divides the 12 by d. The fp32 logits (4 b s V / t) are kept on the loss's stage.
 // Activations per layer and micro-batch: s b h (10 + 24/t + 5 a s/(h t)), with sequence
 // parallelism s b h (34/t + 5 a s/(h t)); with full recomputation only the layer input,
 // 2 s b h (/ t with sequence parallelism), plus the working set of one layer while it
