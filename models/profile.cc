@@ -1,5 +1,6 @@
 #include "models/profile.h"
 
+#include <algorithm>
 #include <map>
 #include <string_view>
 #include <unordered_set>
@@ -28,6 +29,14 @@ int64_t Profile::total_parameter_bytes() const {
   int64_t t = 0;
   for (const auto& l : layers) t += l.parameter_bytes;
   return t;
+}
+
+std::vector<bool> stage_starts_allowed(const Profile& p) {
+  std::vector<bool> ok(p.layers.size(), true);
+  const bool paths = std::any_of(p.layers.begin(), p.layers.end(), [](const LayerProfile& l) { return !l.module.empty(); });
+  if (!paths) return ok;
+  for (size_t i = 1; i < p.layers.size(); ++i) ok[i] = !p.layers[i].module.empty();
+  return ok;
 }
 
 int Profile::index_of(const std::string& name) const {

@@ -96,6 +96,12 @@ struct Profile {
   int index_of(const std::string& name) const;  // -1 if absent
 };
 
+// Where a pipeline stage may begin, per layer (size layers.size()): everywhere when no layer
+// carries a module path (the zoo's models, PipeDream profiles); otherwise, since a framework
+// names a split by the submodule whose call begins there (torch.distributed.pipelining's
+// split points), only at the first layer and at layers with a module path.
+std::vector<bool> stage_starts_allowed(const Profile& p);
+
 // Checks the invariants the planner relies on: non-empty, unique names, edge indices in range,
 // edges go forward in the layer order (from < to). Throws InputError naming what is wrong.
 void validate_profile(const Profile& p, const std::string& what);

@@ -370,6 +370,34 @@ CutStates pipedream_states(const models::Profile& p, int max_states) {
   return s;
 }
 
+CutStates prefix_states_at_allowed_starts(const CutStates& s, const models::Profile& p) {
+  const std::vector<bool> ok = models::stage_starts_allowed(p);
+  const int S = s.num_states();
+  CutStates r;
+  r.family = s.family;
+  r.complete = s.complete;
+  r.layers = s.layers;
+  for (int k = 0; k < S; ++k) {
+    if (k + 1 < S && !ok[s.layers[k + 1]]) continue;
+    r.compute_ns.push_back(s.compute_ns[k]);
+    r.activation_bytes.push_back(s.activation_bytes[k]);
+    r.stash_bytes.push_back(s.stash_bytes[k]);
+    r.parameter_bytes.push_back(s.parameter_bytes[k]);
+    r.out_bytes.push_back(s.out_bytes[k]);
+    r.cut_bytes.push_back(s.cut_bytes[k]);
+    r.members.push_back(s.members[k]);
+  }
+  const int R = r.num_states();
+  r.preds.assign(R, {});
+  r.pred_set.assign(R, Bitset(R));
+  for (int j = 0; j < R; ++j) {
+    r.preds[j].resize(j);
+    std::iota(r.preds[j].begin(), r.preds[j].end(), 0);
+    for (int k = 0; k < j; ++k) r.pred_set[j].set(k);
+  }
+  return r;
+}
+
 CutStates prefix_states(const models::Profile& p, bool pipedream_drops) {
   std::vector<bool> kept = pipedream_drops ? pipedream_kept_layers(p)
                                            : std::vector<bool>(p.layers.size(), true);

@@ -69,6 +69,11 @@ struct CutStates {
 CutStates pipedream_states(const models::Profile& p, int max_states);
 CutStates prefix_states(const models::Profile& p, bool pipedream_drops);
 
+// The prefix states after which a stage may begin (models::stage_starts_allowed at the next
+// kept layer; the last state always): the prefix family restricted to the allowed cuts, its
+// sums unchanged, every earlier kept state a predecessor. `s` must be a prefix_states result.
+CutStates prefix_states_at_allowed_starts(const CutStates& s, const models::Profile& p);
+
 // Layers PipeDream's optimizer keeps: not an Input* data-loading source, not a __getitem__ sink.
 std::vector<bool> pipedream_kept_layers(const models::Profile& p);
 

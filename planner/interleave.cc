@@ -105,16 +105,27 @@ Plan interleave_plan(const Plan& base, const models::Profile& profile, int chunk
     throw InputError("interleaved-1f1b: " + std::to_string(m) + " micro-batches are not a multiple of the " +
                      std::to_string(p) + " devices; " + fix);
   }
-  const int n = static_cast<int>(profile.layers.size());
+  // Cut between segments: runs of layers from one allowed stage start (models::
+  // stage_starts_allowed: where module paths name the splits) to the next; layers otherwise.
+  const int L = static_cast<int>(profile.layers.size());
+  const std::vector<bool> ok = models::stage_starts_allowed(profile);
+  std::vector<int> at;
+  for (int i = 0; i < L; ++i)
+    if (ok[i]) at.push_back(i);
+  const int n = static_cast<int>(at.size());
+  at.push_back(L);
   if (n < p * chunks)
-    throw InputError("interleaved-1f1b: " + std::to_string(n) + " layers cannot make " + std::to_string(p) + " x " +
-                     std::to_string(chunks) + " virtual stages; try fewer --chunks");
-  std::vector<int64_t> cost(n);
-  for (int i = 0; i < n; ++i) {
-    const models::LayerProfile& l = profile.layers[i];
-    cost[i] = l.forward_ns + l.backward_input_ns + l.backward_weight_ns;
-  }
-  const std::vector<int> cuts = device_balanced_cuts(cost, p, chunks);
+    throw InputError("interleaved-1f1b: " + std::to_string(n) + (n == L ? " layers" : " places a stage may begin") +
+                     " cannot make " + std::to_string(p) + " x " + std::to_string(chunks) +
+                     " virtual stages; try fewer --chunks");
+  std::vector<int64_t> cost(n, 0);
+  for (int k = 0; k < n; ++k)
+    for (int i = at[k]; i < at[k + 1]; ++i) {
+      const models::LayerProfile& l = profile.layers[i];
+      cost[k] += l.forward_ns + l.backward_input_ns + l.backward_weight_ns;
+    }
+  std::vector<int> cuts = device_balanced_cuts(cost, p, chunks);
+  for (int& c : cuts) c = at[c];
   Plan plan = base;
   plan.schedule = ScheduleKind::interleaved_1f1b;
   plan.chunks = chunks;

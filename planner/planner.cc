@@ -24,26 +24,37 @@ namespace {
 constexpr int kMaxPipeDreamStates = 5000;
 constexpr int64_t kUnknownPipeDreamBatch = 64;
 
+// The baselines cut between segments: runs of layers from one allowed stage start
+// (models::stage_starts_allowed) to the next; with every start allowed, segments are layers.
 std::vector<SyncStage> baseline_split(const models::Profile& p, int stages, bool greedy) {
-  const int n = static_cast<int>(p.layers.size());
+  const int L = static_cast<int>(p.layers.size());
+  const std::vector<bool> ok = models::stage_starts_allowed(p);
+  std::vector<int> at;  // segment k is layers [at[k], at[k + 1]); at[n] = L
+  for (int i = 0; i < L; ++i)
+    if (ok[i]) at.push_back(i);
+  const int n = static_cast<int>(at.size());
+  at.push_back(L);
   stages = std::min(stages, n);
   std::vector<SyncStage> out;
   if (!greedy) {
-    for (int s = 0; s < stages; ++s) out.push_back({n * s / stages, n * (s + 1) / stages, false});
+    for (int s = 0; s < stages; ++s) out.push_back({at[n * s / stages], at[n * (s + 1) / stages], false});
     return out;
   }
   // GPipe: cut where cumulative compute first reaches s/p of the total; every stage non-empty.
   std::vector<int64_t> cum(n + 1, 0);
-  for (int i = 0; i < n; ++i) cum[i + 1] = cum[i] + p.layers[i].compute_ns();
+  for (int k = 0; k < n; ++k) {
+    cum[k + 1] = cum[k];
+    for (int i = at[k]; i < at[k + 1]; ++i) cum[k + 1] += p.layers[i].compute_ns();
+  }
   int begin = 0;
   for (int s = 1; s < stages; ++s) {
     const double target = static_cast<double>(cum[n]) * s / stages;
     int c = begin + 1;
     while (c < n - (stages - s) && cum[c] < target) ++c;
-    out.push_back({begin, c, false});
+    out.push_back({at[begin], at[c], false});
     begin = c;
   }
-  out.push_back({begin, n, false});
+  out.push_back({at[begin], L, false});
   return out;
 }
 
@@ -355,6 +366,9 @@ PlanOutcome plan_replicated(const models::Profile& p, const models::Cluster& c, 
     if (!states.complete) states = prefix_states(p, true);
   } else {
     states = prefix_states(p, false);
+    // Module paths (a bridge export): a stage begins only where a submodule call begins.
+    const std::vector<bool> ok = models::stage_starts_allowed(p);
+    if (std::find(ok.begin(), ok.end(), false) != ok.end()) states = prefix_states_at_allowed_starts(states, p);
   }
   std::vector<ReplicatedLevel> levels;
   for (const auto& l : c.levels()) levels.push_back({l.count, l.bandwidth_bytes_per_s, l.latency_ns * 1e-9});

@@ -9,8 +9,9 @@
 namespace pw::planner {
 
 SyncModel::SyncModel(const models::Profile& p, const models::Cluster& c)
-    : cluster_(c), profile_batch_(p.micro_batch) {
+    : cluster_(c), profile_batch_(p.micro_batch), starts_(models::stage_starts_allowed(p)) {
   const int n = static_cast<int>(p.layers.size());
+  restricted_ = std::find(starts_.begin(), starts_.end(), false) != starts_.end();
   fwd_.assign(n + 1, 0);
   bwd_.assign(n + 1, 0);
   stash_.assign(n + 1, 0);
@@ -296,7 +297,7 @@ bool SyncModel::solve(const SyncConfig& cfg, double bound, Solved& out, bool exa
             pc = pr;
           }
         double v = kInf;
-        if (rest < kInf) {
+        if (rest < kInf && starts_[j]) {  // a stage may begin at j
           const double x = cut_level_s(j, level[c], scale);
           if (x <= bound) v = 2 * x + rest;
         }

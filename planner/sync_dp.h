@@ -3,7 +3,8 @@
 // Model (all per iteration = one mini-batch of m micro-batches of b samples):
 // - The profile holds costs for profile.micro_batch samples; times and activation bytes scale
 //   linearly to b samples (scale = b / profile.micro_batch), parameters do not.
-// - Stages are contiguous ranges of the profile's layer order; p stages run on devices p-1..0
+// - Stages are contiguous ranges of the profile's layer order, each beginning at a layer where
+//   models::stage_starts_allowed allows one (where the model carries module paths); p stages run on devices p-1..0
 //   (stage s on device p-1-s), so the link joining stage s and s+1 is
 //   level_between(p-1-s, p-2-s); on a homogeneous hierarchy this is the mirror image of
 //   placing stage s on device s and costs the same.
@@ -105,6 +106,9 @@ class SyncModel {
   int last_evaluations() const { return last_evaluations_; }
   int n() const { return static_cast<int>(fwd_.size()) - 1; }
   int max_stages() const;
+  // Whether some layer may not begin a stage (models::stage_starts_allowed): the DP then cuts
+  // only where one may.
+  bool restricted_starts() const { return restricted_; }
 
  private:
   friend class UniformSync;  // the fast solver for repeated layers prices stages with stage()
@@ -128,6 +132,8 @@ class SyncModel {
   int64_t work_range(int a, int b) const;       // max workspace of layers [a, b)
   int64_t input_bytes(int a, int b) const { return a == 0 ? load_[b] : in_bytes_[a]; }
   int period_ = 1;  // link level after a stage repeats with this period in q
+  std::vector<bool> starts_;  // per layer: a stage may begin there (models::stage_starts_allowed)
+  bool restricted_ = false;
   mutable int last_evaluations_ = 0;
 };
 

@@ -165,7 +165,7 @@ struct Candidate {
 }  // namespace
 
 bool UniformSync::applies(const SyncConfig& cfg) const {
-  if (!interior_uniform_ || cfg.zb_memory) return false;
+  if (!interior_uniform_ || cfg.zb_memory || m_.restricted_starts()) return false;
   if (cfg.recompute != -1) return true;
   // "auto": the DP re-materializes nothing when every stage fits without it (its own shortcut,
   // sync_dp.cc) or when there is no memory limit.
@@ -451,7 +451,7 @@ bool UniformSync::any_fits(const Setup& su, const std::vector<Combo>& combos) co
 }
 
 bool UniformSync::applies_min_memory(const SyncConfig& cfg) const {
-  return interior_uniform_ && !cfg.zb_memory && cfg.recompute != -1;
+  return interior_uniform_ && !cfg.zb_memory && cfg.recompute != -1 && !m_.restricted_starts();
 }
 
 int64_t UniformSync::min_memory_needed(const SyncConfig& cfg) const {

@@ -9,6 +9,7 @@
 //   parameters, workspace; none a data-loading source) and every cut strictly inside the run
 //   sends the same bytes (a chain: no tensor skips over a layer of the run); head (before the
 //   run) and tail (after it) together hold at most kMaxEnds layers;
+// - every layer may begin a stage (no module paths restrict the cuts: models::stage_starts_allowed);
 // - the configuration is gpipe or 1f1b memory (not zb-h1, whose held counts depend on the stage
 //   index) and re-materialization is "on" or "off", or "auto" where the DP would never
 //   re-materialize (every stage fits without it: the DP's own shortcut).

@@ -6,6 +6,8 @@
 
 #include "models/defaults.h"
 #include "models/gemm_efficiency.h"
+#include "models/profile_points.h"
+#include "models/zoo.h"
 #include "planner/schedule_gen.h"
 #include "sim/engine.h"
 #include "sim/network.h"
@@ -78,11 +80,33 @@ PassTimes curve_layer(const models::DeviceSpec& dev, double b, double s, double 
           models::total_gemm_seconds(dev, bw) + grad_acc / bw_bytes};
 }
 
-// The logits (b s, V/t, h) and their gradients; W with the fp32 accumulation of V h / t.
-PassTimes curve_logits(const models::DeviceSpec& dev, double b, double s, double h, double V, double t) {
-  const models::GemmShape f{b * s, V / t, h};
-  return {models::gemm_seconds(dev, f), models::gemm_seconds(dev, models::input_gradient_gemm(f)),
-          models::gemm_seconds(dev, models::weight_gradient_gemm(f)) + 10 * V * h / t / dev.memory_bandwidth_bytes_per_s};
+// The layers around the blocks, priced as `plan --model gpt` prices them: the zoo's GPT
+// (models/zoo.h) through models::default_analytic_profile (micro-batch 1 scaled linearly to b,
+// or the point at b where the device's GEMM-size efficiency is on), with the vocabulary split
+// over t (Megatron-LM's vocabulary-parallel embedding, LM head and cross-entropy; it pads the
+// vocabulary to a multiple of t, hence the rounding up).
+struct EndTimes {
+  PassTimes embedding, final_norm, lm_head, loss;
+};
+
+EndTimes end_times(const GptShape& g, int64_t b, int t, const Machine& m) {
+  models::ZooOptions zo;
+  zo.layers = 1;
+  zo.d_model = g.hidden;
+  zo.heads = g.heads;
+  zo.seq = g.seq;
+  zo.vocab = (g.vocab + t - 1) / t;
+  zo.batch = b;
+  const models::Model gpt = models::build_zoo_model("gpt", zo);
+  models::Profile p =
+      models::default_analytic_profile(gpt, m.device, b, m.bf16, models::kDefaultOptimizer, m.efficiency);
+  if (!p.points.empty()) p = models::profile_at(p, b, 1).profile;
+  const double scale = static_cast<double>(b) / static_cast<double>(p.micro_batch) * 1e-9;
+  auto layer = [&](const char* name) -> PassTimes {
+    const models::LayerProfile& l = p.layers[p.index_of(name)];
+    return {l.forward_ns * scale, l.backward_input_ns * scale, l.backward_weight_ns * scale};
+  };
+  return {layer("embedding"), layer("final_norm"), layer("lm_head"), layer("loss")};
 }
 
 }  // namespace
@@ -122,6 +146,27 @@ Evaluation evaluate_layout(const GptShape& g, int64_t batch, const Machine& m, c
   } else if (g.layers % (static_cast<int64_t>(p) * v) != 0) {
     return fail("p x v does not divide the layers");
   }
+  // The stages of the layers around the blocks (Layout::embedding_stage ...), checked against
+  // the blocks' cut: the embedding before the first block, the rest after the last, in order.
+  const int emb_st = lay.embedding_stage < 0 ? 0 : lay.embedding_stage;
+  const int norm_st = lay.final_norm_stage < 0 ? S - 1 : lay.final_norm_stage;
+  const int head_st = lay.lm_head_stage < 0 ? S - 1 : lay.lm_head_stage;
+  const int loss_st = lay.loss_stage < 0 ? S - 1 : lay.loss_stage;
+  if (emb_st >= S || norm_st >= S || head_st >= S || loss_st >= S)
+    return fail("embedding/final_norm/lm_head/loss stages must be < p x v");
+  if (!(norm_st <= head_st && head_st <= loss_st)) return fail("final_norm, lm_head and loss stages must be in order");
+  if (!lay.stage_layers.empty()) {
+    int first_blocks = S, last_blocks = -1;
+    for (int st = 0; st < S; ++st)
+      if (lay.stage_layers[st] > 0) {
+        first_blocks = std::min(first_blocks, st);
+        last_blocks = st;
+      }
+    if (emb_st > first_blocks || norm_st < last_blocks)
+      return fail("the embedding must come before the blocks' stages and the final_norm after them");
+  } else if (emb_st != 0 || norm_st != S - 1) {
+    return fail("Megatron's equal cut puts the embedding on the first stage and the final norm on the last");
+  }
   if (batch % (static_cast<int64_t>(d) * b) != 0) return fail("d x b does not divide the batch");
   const int64_t mb = batch / (d * b);  // micro-batches per pipeline
   if (v > 1 && (p < 2 || mb % p != 0)) return fail("interleaving needs p > 1 and micro-batches % p == 0");
@@ -138,7 +183,7 @@ Evaluation evaluate_layout(const GptShape& g, int64_t batch, const Machine& m, c
                                 : constant_layer(24 * b * s * h * h * (1 + s / (6 * h)) / t, rate);
   const double tp_bytes = b * s * h * 2;
   const double tp_ar = ring_allreduce_s(t, tp_bytes, m.intra);
-  const PassTimes logits = curve ? curve_logits(m.device, b, s, h, V, t) : constant_layer(2 * b * s * h * V / t, rate);
+  const EndTimes ends = end_times(g, b, t, m);
   // Activations per layer and micro-batch (bytes), and what full recomputation keeps.
   const double act_layer = lay.sequence_parallel ? s * b * h * (34.0 / t + 5 * a * s / (h * t))
                                                  : s * b * h * (10 + 24.0 / t + 5 * a * s / (h * t));
@@ -150,32 +195,44 @@ Evaluation evaluate_layout(const GptShape& g, int64_t batch, const Machine& m, c
   sim::StageCosts c;
   c.samples_per_micro_batch = b;
   const models::LinkSpec& dp_link = link_of_group(m, t, d);
+  auto add = [](double& f, double& bi, double& w, const PassTimes& x) {
+    f += x.f;
+    bi += x.b;
+    w += x.w;
+  };
   for (int st = 0; st < S; ++st) {
-    const bool first = st == 0, last = st == S - 1;
     const int64_t per_stage = blocks[st];
     double f = per_stage * (layer.f + 2 * tp_ar), bi = per_stage * (layer.b + 2 * tp_ar), w = per_stage * layer.w;
     double params = per_stage * layer_params;
-    if (first) params += (V * h) / t + s * h;
-    if (last) {
-      params += (V * h) / t;  // tied output embedding (a copy on the last stage)
-      f += logits.f;
-      bi += logits.b;
-      w += logits.w;
+    if (st == emb_st) {
+      params += (V * h) / t + s * h;
+      add(f, bi, w, ends.embedding);
     }
+    if (st == norm_st) add(f, bi, w, ends.final_norm);
+    if (st == head_st) {
+      params += (V * h) / t;  // tied output embedding (a copy on the LM head's stage)
+      add(f, bi, w, ends.lm_head);
+    }
+    if (st == loss_st) add(f, bi, w, ends.loss);
     c.forward_ns.push_back(to_ns(f));
     c.backward_input_ns.push_back(to_ns(bi));
     c.backward_weight_ns.push_back(to_ns(w));
     c.allreduce_ns.push_back(to_ns(ring_allreduce_s(d, params * 2, dp_link)));
-    c.activation_bytes.push_back(static_cast<int64_t>(tp_bytes / t));
-    c.gradient_bytes.push_back(static_cast<int64_t>(tp_bytes / t));
+    // Across the cuts: the hidden states, or the logits between the LM head and the loss
+    // (relayed by any stage between them); activations to stage st + 1, gradients to st - 1.
+    const double logits_bytes = b * s * std::ceil(V / t) * 2;
+    const double received = st > head_st && st <= loss_st ? logits_bytes : tp_bytes / t;
+    const double sent = st >= head_st && st < loss_st ? logits_bytes : tp_bytes / t;
+    c.activation_bytes.push_back(static_cast<int64_t>(sent));
+    c.gradient_bytes.push_back(static_cast<int64_t>(received));
     c.parameter_bytes.push_back(static_cast<int64_t>(params * 2));
     c.weights_optimizer_bytes.push_back(static_cast<int64_t>(params * optimizer_bytes_per_param));
-    const double logits_act = last ? 4 * b * s * V / t : 0;  // fp32 logits kept for the loss
+    const double logits_act = st == loss_st ? 4 * b * s * V / t : 0;  // fp32 logits kept for the loss
     if (lay.recompute) {
       c.input_bytes_per_micro_batch.push_back(static_cast<int64_t>(per_stage * act_input + logits_act));
       c.stash_bytes_per_micro_batch.push_back(static_cast<int64_t>(act_layer));  // one layer re-forwarded at a time
     } else {
-      c.input_bytes_per_micro_batch.push_back(static_cast<int64_t>(tp_bytes / t));
+      c.input_bytes_per_micro_batch.push_back(static_cast<int64_t>(received));
       c.stash_bytes_per_micro_batch.push_back(static_cast<int64_t>(per_stage * act_layer + logits_act));
     }
     c.recompute.push_back(lay.recompute ? 1 : 0);

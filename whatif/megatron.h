@@ -23,15 +23,23 @@
 //   and two to the backward, ring all-reduce over t devices of one node on the intra-node
 //   link: 2 (t-1)/t x bytes / bandwidth + 2 (t-1) x latency each (sequence parallelism turns
 //   each into a reduce-scatter plus an all-gather, the same volume and time).
-//   The last stage adds the logits: 2 b s h V / t forward, twice that backward (never
-//   recomputed); the first stage holds the embeddings.
+//   The layers around the blocks -- the token and position embedding, the final layer norm,
+//   the LM head (the logits) and the softmax cross-entropy loss -- are priced by the planner's
+//   cost model (models/cost.h) exactly as `plan --model gpt` prices the zoo's GPT
+//   (models::default_analytic_profile: micro-batch 1 scaled linearly to b), with the vocabulary
+//   split over t (Megatron-LM's vocabulary-parallel embedding, output layer and loss): the LM
+//   head 2 b s h V / t forward and twice that backward at a constant efficiency, the others
+//   memory bound. The embedding is on the first stage, the rest on the last (Layout can place
+//   them as a plan does); with recompute the engine re-forwards them with their stage.
 //   Pipeline transfers: b s h x 2 / t bytes per micro-batch per direction (Megatron's
-//   scatter/gather over the t links), on the level joining consecutive stages.
+//   scatter/gather over the t links), on the level joining consecutive stages; the logits,
+//   b s V / t x 2 bytes, where the LM head and the loss are on different stages.
 //   Data parallelism: one ring all-reduce over d of the stage's gradients (2 bytes per
 //   parameter of the device) on the level the data-parallel group crosses, before the step.
-// Memory per device (bytes): parameters of its layers / t (plus V h / t embedding on the first
-// and on the last stage, s h position embedding on the first) x 16 for mixed-precision Adam
-// (2 weights + 2 gradients + 12 optimizer state: fp32 master, m, v); ZeRO-1 divides the 12 by d.
+// Memory per device (bytes): parameters of its layers / t (plus V h / t embedding on the
+// embedding's stage and on the LM head's, s h position embedding on the embedding's) x 16 for
+// mixed-precision Adam (2 weights + 2 gradients + 12 optimizer state: fp32 master, m, v);
+// ZeRO-1 divides the 12 by d. The fp32 logits (4 b s V / t) are kept on the loss's stage.
 // Activations per layer and micro-batch: s b h (10 + 24/t + 5 a s/(h t)), with sequence
 // parallelism s b h (34/t + 5 a s/(h t)); with full recomputation only the layer input,
 // 2 s b h (/ t with sequence parallelism), plus the working set of one layer while it
@@ -82,6 +90,12 @@ struct Layout {
   // question to this model in the planner's terms: tests/whatif/one_answer_test.cc gives it the
   // planner's cut, which balances the logits' stage against the others.
   std::vector<int> stage_layers;
+  // The virtual stages of the layers around the blocks; -1: Megatron-LM's layout, the embedding
+  // on the first stage and the final layer norm, LM head and loss on the last. A cut taken from
+  // a plan places them where the plan does (the planner may give the LM head or the loss a
+  // stage of its own). The embedding must precede the blocks' stages, the final norm follow
+  // them, and final norm <= LM head <= loss.
+  int embedding_stage = -1, final_norm_stage = -1, lm_head_stage = -1, loss_stage = -1;
   std::string schedule() const { return chunks > 1 ? "interleaved-1f1b" : "1f1b"; }
 };
 

@@ -101,6 +101,28 @@ TEST_CASE("megatron: tensor-parallel all-reduces, ZeRO-1 and sequence parallelis
   bad.tp = 3;
   CHECK_FALSE(evaluate_layout(g, 4, m, bad).feasible);
   CHECK(evaluate_layout(g, 4, m, bad).reason.find("t x p x d") != std::string::npos);
+  // The layers around the blocks go where the layout says, in model order.
+  Machine m2 = selene(2);
+  Layout two;
+  two.pp = 2;
+  two.recompute = false;
+  two.stage_layers = {2, 0};
+  const Evaluation together = evaluate_layout(g, 4, m2, two);  // final norm, LM head, loss on stage 1
+  REQUIRE(together.feasible);
+  two.final_norm_stage = 0;
+  two.lm_head_stage = 0;  // the loss alone on stage 1: the logits cross the cut
+  const Evaluation split_loss = evaluate_layout(g, 4, m2, two);
+  REQUIRE(split_loss.feasible);
+  CHECK(split_loss.iteration_s != together.iteration_s);
+  two.lm_head_stage = 1;
+  two.final_norm_stage = 1;
+  two.loss_stage = 0;
+  CHECK(evaluate_layout(g, 4, m2, two).reason.find("in order") != std::string::npos);
+  two = Layout{};
+  two.pp = 2;
+  two.stage_layers = {1, 1};
+  two.final_norm_stage = 0;
+  CHECK(evaluate_layout(g, 4, m2, two).reason.find("after them") != std::string::npos);
 }
 
 TEST_CASE("megatron: GPT-3 175B on 1,024 A100s (t 8, p 16, d 8) is within 15% of SC'21's 140 TFLOP/s") {
