@@ -36,6 +36,18 @@ pw::models::LayerSpec spec(pw::models::LayerKind kind, std::vector<int64_t> out,
   return pw::models::LayerSpec{"bench", kind, {"x"}, std::move(out), std::move(attrs)};
 }
 
+// F + B + W of `l` on `x` (output gradient `dy`), once per benchmark iteration.
+void time_fwd_bwd(benchmark::State& state, Layer& l, const Tensor& x, const Tensor& dy) {
+  const Tensor* in[] = {&x};
+  for (auto _ : state) {
+    Context ctx;
+    Tensor y = l.forward(in, ctx);
+    auto dx = l.backward_input(in, ctx, dy);
+    l.backward_weight(in, ctx, dy);
+    benchmark::DoNotOptimize(dx[0].data());
+  }
+}
+
 // M=256, K=N=1024; arg 1: weights stored transposed ("ba"), 0: "ab".
 void BM_BareMatmul(benchmark::State& state) {
   const int64_t m = 256, k = 1024, n = 1024;
@@ -56,14 +68,7 @@ void BM_LinearFwdBwd(benchmark::State& state) {
   auto l = make_layer(spec(pw::models::LayerKind::linear, {n}, {{"in", k}, {"out", n}}), {{k}});
   l->init_parameters(1);
   Tensor x = random({m, k}, 3), dy = random({m, n}, 4);
-  const Tensor* in[] = {&x};
-  for (auto _ : state) {
-    Context ctx;
-    Tensor y = l->forward(in, ctx);
-    auto dx = l->backward_input(in, ctx, dy);
-    l->backward_weight(in, ctx, dy);
-    benchmark::DoNotOptimize(dx[0].data());
-  }
+  time_fwd_bwd(state, *l, x, dy);
   state.counters["flops"] = benchmark::Counter(3 * 2.0 * m * k * n, benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_LinearFwdBwd)->UseRealTime()->Unit(benchmark::kMillisecond);
@@ -78,14 +83,7 @@ void BM_GptBlockFwdBwd(benchmark::State& state) {
                       {{s, d}});
   l->init_parameters(1);
   Tensor x = random({b, s, d}, 5), dy = random({b, s, d}, 6);
-  const Tensor* in[] = {&x};
-  for (auto _ : state) {
-    Context ctx;
-    Tensor y = l->forward(in, ctx);
-    auto dx = l->backward_input(in, ctx, dy);
-    l->backward_weight(in, ctx, dy);
-    benchmark::DoNotOptimize(dx[0].data());
-  }
+  time_fwd_bwd(state, *l, x, dy);
   const double fwd = 2.0 * s * (4.0 * d * d + 2.0 * d * f) + 4.0 * s * s * d;
   state.counters["flops"] = benchmark::Counter(3 * fwd * b, benchmark::Counter::kIsIterationInvariantRate);
 }
@@ -103,14 +101,7 @@ void run_part(benchmark::State& state, const pw::models::LayerSpec& sp, std::vec
   std::vector<int64_t> out_shape{1};
   out_shape.insert(out_shape.end(), sp.output_shape.begin(), sp.output_shape.end());
   Tensor x = random(shape, 7), dy = random(out_shape, 8);
-  const Tensor* in[] = {&x};
-  for (auto _ : state) {
-    Context ctx;
-    Tensor y = l->forward(in, ctx);
-    auto dx = l->backward_input(in, ctx, dy);
-    l->backward_weight(in, ctx, dy);
-    benchmark::DoNotOptimize(dx[0].data());
-  }
+  time_fwd_bwd(state, *l, x, dy);
   if (flops > 0)
     state.counters["flops"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
 }
@@ -248,14 +239,7 @@ void BM_Conv3x3LayerFwdBwd(benchmark::State& state) {
                       {{kConvC, kConvHW, kConvHW}});
   l->init_parameters(1);
   Tensor x = random({kConvBatch, kConvC, kConvHW, kConvHW}, 5), dy = random({kConvBatch, kConvC, kConvHW, kConvHW}, 6);
-  const Tensor* in[] = {&x};
-  for (auto _ : state) {
-    Context ctx;
-    Tensor y = l->forward(in, ctx);
-    auto dx = l->backward_input(in, ctx, dy);
-    l->backward_weight(in, ctx, dy);
-    benchmark::DoNotOptimize(dx[0].data());
-  }
+  time_fwd_bwd(state, *l, x, dy);
   state.counters["flops"] = benchmark::Counter(conv_flops(), benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_Conv3x3LayerFwdBwd)->UseRealTime()->Unit(benchmark::kMillisecond);

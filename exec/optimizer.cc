@@ -16,6 +16,11 @@ OptimizerKind parse_optimizer_kind(const std::string& s, const std::string& flag
 
 double default_learning_rate(OptimizerKind kind) { return kind == OptimizerKind::adam ? 3e-3 : 0.05; }
 
+const models::OptimizerMemory& optimizer_memory(const OptimizerOptions& options) {
+  if (options.kind == OptimizerKind::adam) return models::find_optimizer("adam");
+  return models::find_optimizer(options.momentum > 0 ? "sgd-momentum" : "sgd");
+}
+
 Optimizer::Optimizer(std::vector<Tensor*> params, std::vector<Tensor*> grads,
                      const OptimizerOptions& options, Allocator& alloc)
     : params_(std::move(params)), grads_(std::move(grads)), opt_(options) {

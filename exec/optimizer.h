@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "exec/tensor.h"
+#include "models/optimizer_memory.h"
 
 namespace pw::exec {
 
@@ -36,6 +37,10 @@ struct OptimizerOptions {
   double eps = 1e-8;      // adam
   double weight_decay = 0.0;
 };
+
+// The entry of models/optimizer_memory.h whose bytes per parameter this optimizer holds: adam,
+// sgd-momentum (momentum > 0: one state tensor) or sgd (no state).
+const models::OptimizerMemory& optimizer_memory(const OptimizerOptions& options);
 
 class Optimizer {
  public:

@@ -1,5 +1,8 @@
 #include "models/optimizer_memory.h"
 
+#include <algorithm>
+
+#include "models/cost.h"
 #include "models/error.h"
 #include "models/error_text.h"
 
@@ -41,6 +44,23 @@ const OptimizerMemory& find_cpu_trainable_optimizer(std::string_view name, const
     throw InputError(flag + ": the CPU executor cannot train with " + found->name + " (" + found->meaning +
                      "); it trains " + trains + " (plan and whatif size all of " + optimizer_names(", ") + ")");
   return *found;
+}
+
+double estimated_training_bytes(const Model& model, const OptimizerMemory& optimizer, int64_t micro_batch,
+                                int64_t in_flight) {
+  double parameters = 0, stash = 0, workspace = 0;
+  for (const LayerSpec& l : model.layers()) {
+    LayerCost c;
+    try {
+      c = layer_cost(l, std::max<int64_t>(1, micro_batch), /*element_bytes=*/4);
+    } catch (const InputError&) {
+      continue;  // opaque (imported) layers have no analytic cost
+    }
+    parameters += static_cast<double>(c.parameter_bytes) / 4;
+    stash += static_cast<double>(c.stash_bytes) + static_cast<double>(c.output_bytes);
+    workspace = std::max(workspace, static_cast<double>(c.workspace_bytes));
+  }
+  return parameters * optimizer.total() + stash * static_cast<double>(std::max<int64_t>(1, in_flight)) + workspace;
 }
 
 }  // namespace pw::models

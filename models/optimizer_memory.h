@@ -18,9 +18,12 @@
 // = 2 * parameter_bytes + optimizer_bytes = params * total for every entry.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "models/layer_graph.h"
 
 namespace pw::models {
 
@@ -44,5 +47,14 @@ std::string optimizer_names(std::string_view separator, bool cpu_executor_only =
 // find_optimizer for a command that trains on the CPU executor: InputError("<flag>: ...")
 // naming the unknown name or the optimizer it cannot train, with the names it trains.
 const OptimizerMemory& find_cpu_trainable_optimizer(std::string_view name, const std::string& flag);
+
+// Estimated peak bytes of training `model` in fp32 with `optimizer` at `micro_batch` samples
+// (values < 1 count as 1) with `in_flight` micro-batches alive at once (values < 1 count as 1):
+// parameters x optimizer.total() (weights, gradients, optimizer state), plus the stashed
+// activations and outputs of every micro-batch in flight, plus the largest transient workspace
+// of one layer. A lower bound: layers without an analytic cost (opaque, imported) count 0.
+// Pure; throws nothing for a model whose layers were validated when it was read.
+double estimated_training_bytes(const Model& model, const OptimizerMemory& optimizer, int64_t micro_batch,
+                                int64_t in_flight);
 
 }  // namespace pw::models

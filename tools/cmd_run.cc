@@ -49,8 +49,10 @@
 #include "exec/numerics.h"
 #include "exec/optimizer.h"
 #include "exec/parallel.h"
+#include "exec/machine/memory.h"
 #include "exec/machine/pinning.h"
 #include "exec/profile/profiler.h"
+#include "exec/runtime/compare_session.h"
 #include "exec/runtime/run_compare.h"
 #include "exec/runtime/run_pipeline.h"
 #ifdef PW_HAVE_MPI
@@ -297,8 +299,8 @@ Prepared prepare(const RunArgs& a, const CLI::App& sub) {
   pw::exec::PipelineRunOptions o = run_options(a, plan);
   o.schedule = std::move(imported_schedule);
 
-  // Validated before the banner and before anything is allocated (tools/flag_checks.h).
-  pw::tools::check_fits_in_memory(model, plan.micro_batch_size, plan.num_micro_batches,
+  // Validated before the banner and before anything is allocated (tools/training_flags.h).
+  pw::tools::check_fits_in_memory(model, o.optimizer, plan.micro_batch_size, plan.num_micro_batches,
                                   "--micro-batch and the model's sizes");
   (void)pw::exec::make_data_source(model, o.data_file, o.seed, "--data");
   return Prepared{std::move(plan), src, std::move(o)};
@@ -339,55 +341,6 @@ std::function<void(const pw::exec::StepReport&)> banner_and_progress(Prepared& p
   };
 }
 
-// --compare's profile measurement, started on first use: between the run's steps (threaded
-// runs, when the run's tensors and the profile's copies fit in half of memory together), or
-// after the run.
-class CompareMeasurement {
- public:
-  CompareMeasurement(const Prepared& p, int devices, bool ranks) : p_(p), ranks_(ranks) {
-    const int cores = pw::exec::Machine::instance().num_cores();
-    threads_ = p.o.threads_per_worker > 0 ? p.o.threads_per_worker : std::max(1, cores / devices);
-  }
-  pw::exec::PredictionMeasurement& get() {
-    if (measurement_) return *measurement_;
-    const pw::planner::Plan& plan = p_.plan;
-    const pw::exec::PipelineRunOptions& o = p_.o;
-    pw::exec::set_num_threads(threads_);
-    std::fprintf(stderr, "compare: measuring a profile of %s at micro-batch %lld%s\n", p_.src.model.name().c_str(),
-                 static_cast<long long>(plan.micro_batch_size), o.between_steps ? ", in rounds between the steps" : "");
-    // Threaded runs draw their data on a background loader that shares a worker's cores
-    // (exec/runtime/run_pipeline.h); MPI ranks each draw on their own, not modelled.
-    const int64_t draw_ns =
-        o.prefetch > 0 && !ranks_ ? pw::exec::measure_draw_ns(p_.src.model, o.data_file, o.seed, plan.batch) : 0;
-    measurement_ = std::make_unique<pw::exec::PredictionMeasurement>(p_.src.model, plan, threads_, o.optimizer, draw_ns);
-    return *measurement_;
-  }
-
- private:
-  const Prepared& p_;
-  bool ranks_;
-  int threads_ = 1;
-  std::unique_ptr<pw::exec::PredictionMeasurement> measurement_;
-};
-
-// --compare on threads: the prediction's profile is measured in rounds between the run's
-// steps (exec/runtime/run_compare.h), so that it samples the machine in the same minutes as the
-// timed steps; the rounds still missing run after the run. Under mpirun rank 0 measures it all
-// after the run (the other ranks would go on computing). Between the steps the run's tensors
-// and the profile's copies are live at once: only when both fit in half of memory.
-void measure_between_steps(const RunArgs& a, Prepared& p, int devices, bool ranks, CompareMeasurement& cmp) {
-  const pw::planner::Plan& plan = p.plan;
-  const pw::models::Model& model = p.src.model;
-  const double run_bytes = pw::tools::estimated_training_bytes(model, plan.micro_batch_size, plan.num_micro_batches);
-  // The copies hold one micro-batch of the whole model each, or (worker_passes) what the run's
-  // workers hold: the larger of the two.
-  const double copies_bytes =
-      std::max(devices * pw::tools::estimated_training_bytes(model, plan.micro_batch_size, 1), run_bytes);
-  if (a.compare && !ranks && run_bytes + copies_bytes <= 0.5 * static_cast<double>(pw::tools::machine_memory_bytes()))
-    p.o.between_steps = pw::exec::compare_rounds_between_steps(p.o.warmup_steps, p.o.steps,
-                                                               [&cmp]() -> pw::exec::PredictionMeasurement& { return cmp.get(); });
-}
-
 // The files of the run (temporaries until the OutputSet commits them). The trace holds the
 // warm-up steps too (those this call ran).
 void write_run_outputs(const RunArgs& a, const Prepared& p, const pw::exec::PipelineRunResult& r,
@@ -409,15 +362,32 @@ void write_run_outputs(const RunArgs& a, const Prepared& p, const pw::exec::Pipe
 
 // Rank 0 (or the threaded run) predicts with --compare; under mpirun a failure ends the job,
 // since the other ranks wait in the compare barrier.
-pw::exec::Prediction predict(CompareMeasurement& cmp, World* world) {
+pw::exec::Prediction predict(pw::exec::CompareSession& cmp, World* world) {
   try {
-    return cmp.get().predict();
+    return cmp.predict();
   } catch (const std::exception& e) {
     if (!world) throw;
     std::fprintf(stderr, "pipewright: error: --compare: %s\n", pw::one_line_message(e.what()).c_str());
     std::fflush(stderr);
     world->abort(1);
   }
+}
+
+// Rank 0 or the threaded run, last: the files (temporaries), the summary on stdout, then the
+// files renamed into place; a stopped run exits as tools/signals.h says.
+void finish_run(const RunArgs& a, const Prepared& p, const pw::exec::PipelineRunResult& r,
+                const pw::exec::Prediction* c, int devices, bool ranks, pw::OutputSet* outputs) {
+  write_run_outputs(a, p, r, c, devices);
+  const pw::exec::RunReport report{p.plan, p.src.model.name(), devices, a.t.steps, p.o.warmup_steps,
+                                   p.o.prefetch, a.t.checkpoint, r, c};
+  if (a.t.json) pw::tools::print_run_json(report);
+  else pw::tools::print_run_text(report);
+  std::cout.flush();
+  std::fflush(stdout);
+  if (outputs != nullptr) outputs->commit();
+  if (r.stopped)
+    pw::tools::exit_stopped(r.first_step + r.iterations_run, p.o.warmup_steps + a.t.steps, a.t.checkpoint,
+                            r.checkpoint_step, ranks ? r.stop_signal : 0);
 }
 
 // Runs a prepared plan: on threads in this process (world == nullptr), or as one rank of an
@@ -428,8 +398,10 @@ void execute(const RunArgs& a, Prepared& p, World* world, pw::OutputSet* outputs
   const int devices = device_count(p.plan);
   pw::tools::ProgressLines lines(a.t.log_every, p.o.steps, isatty(fileno(stderr)) != 0);
   const auto progress = banner_and_progress(p, devices, world != nullptr, lines);
-  CompareMeasurement measurement(p, devices, world != nullptr);
-  measure_between_steps(a, p, devices, world != nullptr, measurement);
+  // --compare (exec/runtime/compare_session.h): profile rounds between the steps when they fit.
+  pw::exec::CompareSession measurement(p.src.model, p.plan, p.o, devices, world != nullptr,
+                                       [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); });
+  if (a.compare) measurement.measure_between_steps(p.o, pw::exec::physical_memory_bytes());
   pw::exec::PipelineRunResult r;
   try {
     r = world ? run_on_ranks(p.src.model, p.plan, p.o, *world, progress)
@@ -468,19 +440,7 @@ void execute(const RunArgs& a, Prepared& p, World* world, pw::OutputSet* outputs
   if (compared) cmp = predict(measurement, world);
   compare_barrier();
 
-  // Outputs last: temporaries, renamed into place once the summary is out.
-  const pw::exec::Prediction* c = cmp ? &*cmp : nullptr;
-  write_run_outputs(a, p, r, c, devices);
-  const pw::tools::RunSummary summary{p.plan, p.src.model.name(), devices, a.t.steps, p.o.warmup_steps,
-                                      p.o.prefetch, a.t.checkpoint};
-  if (a.t.json) pw::tools::print_run_json(summary, r, c);
-  else pw::tools::print_run_text(summary, r, c);
-  std::cout.flush();
-  std::fflush(stdout);
-  if (outputs != nullptr) outputs->commit();
-  if (r.stopped)
-    pw::tools::exit_stopped(r.first_step + r.iterations_run, p.o.warmup_steps + a.t.steps, a.t.checkpoint,
-                            r.checkpoint_step, world ? r.stop_signal : 0);
+  finish_run(a, p, r, cmp ? &*cmp : nullptr, devices, world != nullptr, outputs);
 }
 
 #ifdef PW_HAVE_MPI

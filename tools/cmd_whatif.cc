@@ -125,11 +125,6 @@ std::string model_title(const WhatifConfig& c) {
   return o.str();
 }
 
-// --json of max-model and throughput: {"format": "pipewright.whatif-rows/1", "study", "rows"}.
-Json rows_json(const std::string& study, const pw::whatif::Table& t) {
-  return Json{{"format", "pipewright.whatif-rows/1"}, {"study", study}, {"rows", pw::whatif::rows_to_json(t)}};
-}
-
 // ---- max-model ----
 
 struct MaxModelArgs {
@@ -145,7 +140,7 @@ void run_max_model(MaxModelArgs& a) {
       pw::whatif::max_model_study(c, a.devices, a.max_layers, a.common.threads, show_progress(a.common));
   pw::whatif::Table t = pw::whatif::max_model_table(rows);
   if (a.common.json) {
-    std::cout << rows_json("max-model", t).dump(2) << "\n";
+    std::cout << Json(pw::whatif::StudyRows{"max-model", t}).dump(2) << "\n";
   } else {
     pw::whatif::Table v;
     v.columns = {"devices", "mode", pw::whatif::max_model_size_setting(c.family), "parameters", "weights+opt GiB",
@@ -223,7 +218,7 @@ void run_throughput(ThroughputArgs& a) {
                                               : "profile of " + measured.model + ", batch " + std::to_string(c.batch) +
                                                     " on " + c.device;
   if (a.common.json) {
-    std::cout << rows_json("throughput", t).dump(2) << "\n";
+    std::cout << Json(pw::whatif::StudyRows{"throughput", t}).dump(2) << "\n";
   } else {
     pw::whatif::Table v;
     v.columns = {"K", "M", "schedule", "stages", "iteration s", "samples/s", "normalized", "idle share", "peak GiB",

@@ -16,6 +16,7 @@
 #include "models/json_util.h"
 #include "models/output_set.h"
 #include "tools/cmd_whatif_best.h"
+#include "whatif/best_json.h"
 #include "whatif/chart_svg.h"
 #include "whatif/megatron.h"
 
@@ -43,16 +44,6 @@ std::vector<bool> on_off(const std::string& v, const std::string& flag) {
   if (v == "on") return {true};
   if (v == "off") return {false};
   throw InputError(flag + ": expected on, off or auto, got \"" + v + "\"");
-}
-
-Json row(const whatif::Layout& l, const whatif::Evaluation& e) {
-  return Json{{"tp", l.tp}, {"pp", l.pp}, {"dp", l.dp}, {"micro_batch", l.micro_batch}, {"chunks", l.chunks},
-              {"schedule", l.schedule()}, {"recompute", l.recompute}, {"sequence_parallel", l.sequence_parallel},
-              {"zero1", l.zero1}, {"feasible", e.feasible}, {"reason", e.reason}, {"iteration_s", e.iteration_s},
-              {"samples_per_s", e.samples_per_s}, {"tflops_per_device", e.tflops_per_device}, {"mfu", e.mfu},
-              {"peak_memory_bytes", e.peak_memory_bytes}, {"weights_optimizer_bytes", e.weights_optimizer_bytes},
-              {"compute_s", e.split.compute}, {"bubble_s", e.split.bubble}, {"tp_s", e.split.tp},
-              {"pp_s", e.split.pp}, {"dp_s", e.split.dp}};
 }
 
 std::string line(const whatif::Layout& l, const whatif::Evaluation& e) {
@@ -125,17 +116,7 @@ void run_best(const BestArgs& a) {
     svg = whatif::render_bar_chart_svg(c);
   }
   if (a.json) {
-    Json out{{"format", "pipewright.whatif-best/1"}, {"candidates", r.layouts.size()}};
-    out["best"] = r.best >= 0 ? row(r.layouts[r.best], r.evaluations[r.best]) : Json();
-    Json fr = Json::array();
-    for (int k : r.frontier) fr.push_back(row(r.layouts[k], r.evaluations[k]));
-    out["frontier"] = fr;
-    if (a.all) {
-      Json all = Json::array();
-      for (size_t k = 0; k < r.layouts.size(); ++k) all.push_back(row(r.layouts[k], r.evaluations[k]));
-      out["all"] = all;
-    }
-    std::cout << out.dump(2) << "\n";
+    std::cout << Json(whatif::BestDocument{r, a.all}).dump(2) << "\n";
   } else {
     std::cout << r.layouts.size() << " layouts of GPT l " << a.g.layers << " h " << a.g.hidden << " on " << a.devices
               << " x " << a.device << "\n";

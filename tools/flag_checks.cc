@@ -1,7 +1,5 @@
 #include "tools/flag_checks.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -11,7 +9,6 @@
 #include <limits>
 #include <thread>
 
-#include "models/cost.h"
 #include "models/error.h"
 #include "models/error_text.h"
 #include "models/limits.h"
@@ -229,41 +226,6 @@ void check_thread_count(int64_t threads, const std::string& where) {
   if (threads < 0 || threads > max_threads())
     throw InputError(where + ": expected at most " + std::to_string(max_threads()) + " threads (4 x this machine's " +
                      std::to_string(machine_cores()) + " cores), got " + std::to_string(threads));
-}
-
-uint64_t machine_memory_bytes() {
-  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
-  if (pages <= 0 || page <= 0) return uint64_t{1} << 40;
-  return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page);
-}
-
-double estimated_training_bytes(const models::Model& model, int64_t micro_batch, int64_t in_flight) {
-  double params = 0, stash = 0, workspace = 0;
-  for (const models::LayerSpec& l : model.layers()) {
-    models::LayerCost c;
-    try {
-      c = models::layer_cost(l, std::max<int64_t>(1, micro_batch));
-    } catch (const InputError&) {
-      continue;  // opaque (imported) layers have no analytic cost
-    }
-    params += static_cast<double>(c.parameter_bytes);
-    stash += static_cast<double>(c.stash_bytes) + static_cast<double>(c.output_bytes);
-    workspace = std::max(workspace, static_cast<double>(c.workspace_bytes));
-  }
-  // Weights, gradients and two optimizer moments; activations of every micro-batch in flight.
-  return 4 * params + stash * static_cast<double>(std::max<int64_t>(1, in_flight)) + workspace;
-}
-
-void check_fits_in_memory(const models::Model& model, int64_t micro_batch, int64_t in_flight,
-                          const std::string& flags) {
-  const double need = estimated_training_bytes(model, micro_batch, in_flight);
-  const double have = static_cast<double>(machine_memory_bytes());
-  if (need > have) {
-    char buf[256];
-    std::snprintf(buf, sizeof buf, ": training %s needs at least %.1f GiB, more than this machine's %.1f GiB of memory",
-                  escape_for_message(model.name()).c_str(), need / 1073741824.0, have / 1073741824.0);
-    throw InputError(flags + buf);
-  }
 }
 
 }  // namespace pw::tools

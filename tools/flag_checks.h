@@ -11,19 +11,12 @@
 // - takes units where it is a memory size (80GiB, 80GB, 80e9, 512MiB) or a bandwidth
 //   (100Gbps, 1.25GB/s, 10Gb/s, 1e9); the text is rewritten to plain bytes or bytes/s.
 // Failures are CLI11 validation errors: one line "<flag>: <why>", exit 2 (tools/main.cc).
-//
-// check_fits_in_memory: the bytes a run of `model` would allocate at `micro_batch` samples
-// with `in_flight` micro-batches alive (weights, gradients, two optimizer moments, stashed
-// activations), compared with this machine's physical memory BEFORE anything is allocated;
-// InputError naming `flags` when it does not fit.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
 #include <CLI/CLI.hpp>
-
-#include "models/layer_graph.h"
 
 namespace pw::tools {
 
@@ -41,12 +34,5 @@ int machine_cores();
 // cores), got V") beyond that or below 0.
 int max_threads();
 void check_thread_count(int64_t threads, const std::string& where);
-uint64_t machine_memory_bytes();  // physical memory of this machine
-
-// Estimated peak bytes of training `model` at `micro_batch` samples with `in_flight`
-// micro-batches alive at once (a lower bound: activations, weights, gradients, Adam moments).
-double estimated_training_bytes(const models::Model& model, int64_t micro_batch, int64_t in_flight);
-void check_fits_in_memory(const models::Model& model, int64_t micro_batch, int64_t in_flight,
-                          const std::string& flags);
 
 }  // namespace pw::tools

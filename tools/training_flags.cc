@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "exec/machine/memory.h"
 #include "exec/runtime/checkpoint.h"
 #include "models/error.h"
+#include "models/error_text.h"
 #include "models/optimizer_memory.h"
 #include "models/output_set.h"
 #include "tools/flag_checks.h"
@@ -56,6 +58,19 @@ exec::OptimizerOptions training_optimizer(const TrainingFlags& f) {
   o.momentum = name == "sgd-momentum" ? 0.9 : 0.0;
   o.lr = f.lr > 0 ? f.lr : exec::default_learning_rate(o.kind);
   return o;
+}
+
+void check_fits_in_memory(const models::Model& model, const exec::OptimizerOptions& optimizer, int64_t micro_batch,
+                          int64_t in_flight, const std::string& flags) {
+  const double need =
+      models::estimated_training_bytes(model, exec::optimizer_memory(optimizer), micro_batch, in_flight);
+  const double have = static_cast<double>(exec::physical_memory_bytes());
+  if (have > 0 && need > have) {
+    char buf[256];
+    std::snprintf(buf, sizeof buf, ": training %s needs at least %.1f GiB, more than this machine's %.1f GiB of memory",
+                  escape_for_message(model.name()).c_str(), need / 1073741824.0, have / 1073741824.0);
+    throw InputError(flags + buf);
+  }
 }
 
 void exit_numerical_fault(const std::string& what, const std::string& checkpoint_dir) {

@@ -13,6 +13,7 @@
 #include "exec/data/loader.h"
 #include "exec/optimizer.h"
 #include "models/defaults.h"
+#include "models/layer_graph.h"
 
 namespace pw::tools {
 
@@ -54,6 +55,14 @@ void check_training_flags(const TrainingFlags& f, const CLI::App& sub);
 // models/optimizer_memory.h: sgd (momentum 0), sgd-momentum (0.9), adam. Throws InputError naming
 // --optimizer for a name the executor cannot train (rmsprop, adam-mixed) or does not know.
 exec::OptimizerOptions training_optimizer(const TrainingFlags& f);
+
+// Before anything is allocated: the bytes training `model` with `optimizer` would take at
+// `micro_batch` samples with `in_flight` micro-batches alive (models::estimated_training_bytes)
+// against this machine's physical memory (exec/machine/memory.h; nothing is checked where that
+// cannot be read). InputError("<flags>: training M needs at least X GiB, more than this
+// machine's Y GiB of memory") when it does not fit.
+void check_fits_in_memory(const models::Model& model, const exec::OptimizerOptions& optimizer, int64_t micro_batch,
+                          int64_t in_flight, const std::string& flags);
 
 // The exits both commands take, thrown as CommandExit (tools/signals.h): a NaN or Inf (exit 4,
 // naming the last good checkpoint in `checkpoint_dir`, if any) and a stop by SIGINT / SIGTERM

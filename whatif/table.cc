@@ -65,6 +65,10 @@ Json rows_to_json(const Table& t) {
   return out;
 }
 
+void to_json(Json& j, const StudyRows& rows) {
+  j = Json{{"format", "pipewright.whatif-rows/1"}, {"study", rows.study}, {"rows", rows_to_json(rows.table)}};
+}
+
 std::string to_text(const Table& t) {
   size_t n = t.columns.size();
   std::vector<size_t> width(n);

@@ -26,6 +26,15 @@ struct Table {
 std::string to_csv(const Table& t);
 // [{column: value, ...}, ...] in row order, keys in column order.
 Json rows_to_json(const Table& t);
+
+// A study's table as `whatif max-model` and `whatif throughput` print it with --json: format
+// pipewright.whatif-rows/1, {"format", "study": study, "rows": rows_to_json(table)}. Refers to
+// the table, which must outlive it.
+struct StudyRows {
+  std::string study;
+  const Table& table;
+};
+void to_json(Json& j, const StudyRows& rows);
 // Fixed-width text for a terminal: right-aligned numbers, left-aligned text, "-" for null;
 // byte counts are shown as given (callers convert to GiB columns for readability).
 std::string to_text(const Table& t);

@@ -263,9 +263,7 @@ PipelineRunResult run_pipeline(const models::Model& model, const planner::Plan& 
     }
     const int done = i + 1;
     const bool stop = options.stop_requested && options.stop_requested();
-    if (!options.checkpoint_dir.empty() &&
-        (done == total || stop || (options.checkpoint_every > 0 && done % options.checkpoint_every == 0)))
-      save(done);
+    if (checkpoint_due(options, done, total, stop)) save(done);
     clock.step_ends(i);
     if (stop) {
       r.stopped = true;

@@ -392,9 +392,7 @@ PipelineRunResult run_pipeline_ranks(const models::Model& model, const planner::
       }
       const int done = i + 1;
       const bool stop = agreed[1] > 0;
-      if (!options.checkpoint_dir.empty() &&
-          (done == total || stop || (options.checkpoint_every > 0 && done % options.checkpoint_every == 0)))
-        save(done);
+      if (checkpoint_due(options, done, total, stop)) save(done);
       clock.step_ends(i);
       if (stop) {
         r.stopped = true;

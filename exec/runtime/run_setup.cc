@@ -244,4 +244,9 @@ int64_t median_ns(std::vector<int64_t> v) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+bool checkpoint_due(const PipelineRunOptions& options, int done, int total, bool stop) {
+  if (options.checkpoint_dir.empty()) return false;
+  return done == total || stop || (options.checkpoint_every > 0 && done % options.checkpoint_every == 0);
+}
+
 }  // namespace pw::exec

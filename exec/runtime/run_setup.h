@@ -109,6 +109,11 @@ std::vector<NamedTensors> copy_stage_states(LayerStageCompute& compute);
 
 int64_t median_ns(std::vector<int64_t> v);
 
+// Whether a run with a checkpoint directory writes a checkpoint after `done` of `total` steps
+// (warm-up counted): at the last step, when the run stops there, and every checkpoint_every
+// steps. False without a checkpoint directory.
+bool checkpoint_due(const PipelineRunOptions& options, int done, int total, bool stop);
+
 // The end-to-end figures of PipelineRunResult (run_pipeline.h): the driver calls step_begins
 // before fetching a step's mini-batch and step_ends after the step's last work; steps below
 // `first_timed` (warm-up) are not counted. paused(ns): the driver spent `ns` between two steps

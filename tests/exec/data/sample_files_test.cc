@@ -30,7 +30,7 @@ models::Model classifier() {
   return models::Model("clf", {in, fc, loss}, 4);
 }
 
-models::Model zoo(const std::string& family) {
+models::Model sample_zoo(const std::string& family) {
   models::ZooOptions z;
   z.batch = 4;
   z.depth = 2;
@@ -110,7 +110,7 @@ TEST_CASE("npy pair: deterministic from the seed, sample-sequential, restorable"
 
 TEST_CASE("npy pair: uint8 inputs scaled to [0, 1], regression targets for an mse_loss model") {
   SampleFilesDir dir;
-  const models::Model mlp = zoo("mlp");  // input [6], prediction [6]
+  const models::Model mlp = sample_zoo("mlp");  // input [6], prediction [6]
   const std::string x = dir.write("x.npy", npy_bytes<uint8_t>("|u1", {2, 6}, std::vector<uint8_t>(12, 255)));
   const std::string y = dir.write("y.npy", npy_bytes<float>("<f4", {2, 6}, std::vector<float>(12, 0.25f)));
   const Batch b = make_data_source(mlp, x + "," + y, 1)->next(2);
@@ -148,7 +148,7 @@ TEST_CASE("npy pair: files that do not fit the model are refused before training
 
 TEST_CASE("CIFAR-10 binary: records as [3, 32, 32] images in [0, 1], several files one data set") {
   SampleFilesDir dir;
-  const models::Model vgg = zoo("vgg16");
+  const models::Model vgg = sample_zoo("vgg16");
   std::vector<uint8_t> px(3072);
   for (size_t i = 0; i < px.size(); ++i) px[i] = static_cast<uint8_t>(i % 256);
   const std::string a = dir.write("a.bin", cifar_record(3, px) + cifar_record(9, px));
@@ -166,7 +166,7 @@ TEST_CASE("CIFAR-10 binary: records as [3, 32, 32] images in [0, 1], several fil
 
 TEST_CASE("CIFAR-10 binary: truncated files, labels beyond the classes, models that are not [3, 32, 32]") {
   SampleFilesDir dir;
-  const models::Model vgg = zoo("vgg16");
+  const models::Model vgg = sample_zoo("vgg16");
   const std::vector<uint8_t> px(3072, 0);
   const std::string cut = dir.write("cut.bin", cifar_record(1, px) + cifar_record(2, px).substr(0, 100));
   CHECK(error_of(vgg, cut) == "--data: " + cut +
@@ -175,7 +175,7 @@ TEST_CASE("CIFAR-10 binary: truncated files, labels beyond the classes, models t
   const std::string high = dir.write("high.bin", cifar_record(1, px) + cifar_record(12, px));
   CHECK(error_of(vgg, high) ==
         "--data: " + high + ": label 12 of record 1 is out of range: the model has 10 classes [0, 10)");
-  const models::Model mlp = zoo("mlp");
+  const models::Model mlp = sample_zoo("mlp");
   const std::string ok = dir.write("ok.bin", cifar_record(1, px));
   CHECK(error_of(mlp, ok) == "--data: " + ok + ": CIFAR-10 images are [N, 3, 32, 32]; model \"" + mlp.name() +
                                  "\"'s input is [N, 6]");
