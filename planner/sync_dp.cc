@@ -455,24 +455,27 @@ std::vector<SyncStage> SyncModel::optimize(const SyncConfig& cfg, double* best_i
   return best_stages;
 }
 
-int64_t SyncModel::min_memory_needed(const SyncConfig& cfg) const {
-  // Binary search on the limit: feasibility is monotone in it.
-  SyncConfig c = cfg;
-  Solved sol;
+int64_t smallest_fitting_limit(const std::function<bool(int64_t)>& fits) {
   int64_t lo = 0, hi = 1;
-  auto fits = [&](int64_t lim) {
-    c.memory_limit = lim;
-    return solve(c, kInf, sol, false);
-  };
   while (!fits(hi)) {
     if (hi > (int64_t{1} << 60)) return -1;
     hi *= 2;
   }
   while (hi - lo > 1) {
-    int64_t mid = lo + (hi - lo) / 2;
+    const int64_t mid = lo + (hi - lo) / 2;
     (fits(mid) ? hi : lo) = mid;
   }
   return hi;
+}
+
+int64_t SyncModel::min_memory_needed(const SyncConfig& cfg) const {
+  // Binary search on the limit: feasibility is monotone in it.
+  SyncConfig c = cfg;
+  Solved sol;
+  return smallest_fitting_limit([&](int64_t lim) {
+    c.memory_limit = lim;
+    return solve(c, kInf, sol, false);
+  });
 }
 
 }  // namespace pw::planner

@@ -52,6 +52,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -91,6 +92,11 @@ struct SyncEvaluation {
   int64_t peak_memory_bytes = 0;
   std::vector<SyncStageCost> stages;
 };
+
+// The smallest memory limit in bytes for which `fits` holds, found by doubling then bisecting
+// (`fits` must be monotone: true at a limit, true at every larger one); -1 when it holds at no
+// limit up to 2^60 bytes.
+int64_t smallest_fitting_limit(const std::function<bool(int64_t)>& fits);
 
 class SyncModel {
  public:

@@ -458,20 +458,10 @@ int64_t UniformSync::min_memory_needed(const SyncConfig& cfg) const {
   PW_CHECK(applies_min_memory(cfg), "UniformSync::min_memory_needed called outside its conditions");
   // The DP's search (SyncModel::min_memory_needed) with the same feasibility answers.
   SyncConfig c = cfg;
-  int64_t lo = 0, hi = 1;
-  auto fits = [&](int64_t lim) {
+  return smallest_fitting_limit([&](int64_t lim) {
     c.memory_limit = lim;
     return feasible_at_limit(c);
-  };
-  while (!fits(hi)) {
-    if (hi > (int64_t{1} << 60)) return -1;
-    hi *= 2;
-  }
-  while (hi - lo > 1) {
-    const int64_t mid = lo + (hi - lo) / 2;
-    (fits(mid) ? hi : lo) = mid;
-  }
-  return hi;
+  });
 }
 
 }  // namespace pw::planner

@@ -151,3 +151,12 @@ TEST_CASE("uniform solver equals the DP: costs, stage counts, splits, memory nee
   CHECK(solved > 1000);
   CHECK(same > solved * 9 / 10);
 }
+
+TEST_CASE("smallest_fitting_limit: the least limit where a monotone test holds, -1 past 2^60") {
+  using pw::planner::smallest_fitting_limit;
+  CHECK(smallest_fitting_limit([](int64_t lim) { return lim >= 1; }) == 1);
+  CHECK(smallest_fitting_limit([](int64_t lim) { return lim >= 1000; }) == 1000);
+  CHECK(smallest_fitting_limit([](int64_t lim) { return lim >= 1025; }) == 1025);
+  CHECK(smallest_fitting_limit([](int64_t lim) { return lim >= (int64_t{1} << 40) + 7; }) == (int64_t{1} << 40) + 7);
+  CHECK(smallest_fitting_limit([](int64_t) { return false; }) == -1);
+}
