@@ -17,8 +17,7 @@ BareMatmul::~BareMatmul() = default;
 
 void BareMatmul::run(const float* a, const float* b, float* c) {
   Impl& i = *impl_;
-  i.cache.run(row_major(i.m, i.k), a, i.bt ? col_major(i.k, i.n) : row_major(i.k, i.n), b,
-              row_major(i.m, i.n), c);
+  i.cache.run(row_major(i.m, i.k), a, i.bt ? col_major(i.k, i.n) : row_major(i.k, i.n), b, row_major(i.m, i.n), c);
 }
 
 }  // namespace pw::exec

@@ -10,14 +10,14 @@
 
 #include "bench/bare_conv.h"
 #include "bench/bare_matmul.h"
+#include "exec/data/data.h"
 #include "exec/layer.h"
 #include "exec/layers/common.h"
-#include "exec/numerics.h"
-#include "exec/runtime/checkpoint.h"
-#include "exec/data/data.h"
 #include "exec/layers/network.h"
+#include "exec/numerics.h"
 #include "exec/optimizer.h"
 #include "exec/profile/profiler.h"
+#include "exec/runtime/checkpoint.h"
 #include "models/zoo.h"
 
 namespace {
@@ -31,8 +31,7 @@ Tensor random(std::vector<int64_t> shape, uint64_t seed) {
   return t;
 }
 
-pw::models::LayerSpec spec(pw::models::LayerKind kind, std::vector<int64_t> out,
-                           std::map<std::string, int64_t> attrs) {
+pw::models::LayerSpec spec(pw::models::LayerKind kind, std::vector<int64_t> out, std::map<std::string, int64_t> attrs) {
   return pw::models::LayerSpec{"bench", kind, {"x"}, std::move(out), std::move(attrs)};
 }
 
@@ -78,9 +77,9 @@ BENCHMARK(BM_LinearFwdBwd)->UseRealTime()->Unit(benchmark::kMillisecond);
 // counted dense although the mask makes half of it zero).
 void BM_GptBlockFwdBwd(benchmark::State& state) {
   const int64_t s = 256, d = 512, f = 2048, b = state.range(0);
-  auto l = make_layer(spec(pw::models::LayerKind::transformer_block, {s, d},
-                           {{"seq", s}, {"d_model", d}, {"heads", 8}, {"ffn", f}}),
-                      {{s, d}});
+  auto l = make_layer(
+      spec(pw::models::LayerKind::transformer_block, {s, d}, {{"seq", s}, {"d_model", d}, {"heads", 8}, {"ffn", f}}),
+      {{s, d}});
   l->init_parameters(1);
   Tensor x = random({b, s, d}, 5), dy = random({b, s, d}, 6);
   time_fwd_bwd(state, *l, x, dy);
@@ -92,8 +91,7 @@ BENCHMARK(BM_GptBlockFwdBwd)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecon
 // The GPT block's parts at its shapes (batch 1, seq 256, d_model 512, 8 heads, ffn 2048), F + B + W
 // each, to see where the block's time goes. "flops" counts the matmul FLOPs only (attention:
 // qkv + out projections and the dense score/mix products); the others report time only.
-void run_part(benchmark::State& state, const pw::models::LayerSpec& sp, std::vector<int64_t> in_shape,
-              double flops) {
+void run_part(benchmark::State& state, const pw::models::LayerSpec& sp, std::vector<int64_t> in_shape, double flops) {
   auto l = make_layer(sp, {in_shape});
   l->init_parameters(1);
   std::vector<int64_t> shape{1};
@@ -102,19 +100,17 @@ void run_part(benchmark::State& state, const pw::models::LayerSpec& sp, std::vec
   out_shape.insert(out_shape.end(), sp.output_shape.begin(), sp.output_shape.end());
   Tensor x = random(shape, 7), dy = random(out_shape, 8);
   time_fwd_bwd(state, *l, x, dy);
-  if (flops > 0)
-    state.counters["flops"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
+  if (flops > 0) state.counters["flops"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
 }
 
 void BM_BlockPartAttention(benchmark::State& state) {
   const int64_t s = 256, d = 512;
-  run_part(state, spec(pw::models::LayerKind::attention, {s, d}, {{"seq", s}, {"d_model", d}, {"heads", 8}}),
-           {s, d}, 3 * (2.0 * s * 4.0 * d * d + 4.0 * s * s * d));
+  run_part(state, spec(pw::models::LayerKind::attention, {s, d}, {{"seq", s}, {"d_model", d}, {"heads", 8}}), {s, d},
+           3 * (2.0 * s * 4.0 * d * d + 4.0 * s * s * d));
 }
 void BM_BlockPartFc1(benchmark::State& state) {
   const int64_t s = 256, d = 512, f = 2048;
-  run_part(state, spec(pw::models::LayerKind::linear, {s, f}, {{"in", d}, {"out", f}}), {s, d},
-           3 * 2.0 * s * d * f);
+  run_part(state, spec(pw::models::LayerKind::linear, {s, f}, {{"in", d}, {"out", f}}), {s, d}, 3 * 2.0 * s * d * f);
 }
 void BM_BlockPartGelu(benchmark::State& state) {
   run_part(state, spec(pw::models::LayerKind::gelu, {256, 2048}, {}), {256, 2048}, 0);
@@ -148,8 +144,9 @@ void BM_ProfilerStability(benchmark::State& state) {
     for (size_t i = 0; i < a.layers.size(); ++i) {
       const auto& la = a.layers[i];
       const auto& lb = b.layers[i];
-      for (auto [x, y] : {std::pair{la.forward_ns, lb.forward_ns}, std::pair{la.backward_input_ns, lb.backward_input_ns},
-                          std::pair{la.backward_weight_ns, lb.backward_weight_ns}}) {
+      for (auto [x, y] :
+           {std::pair{la.forward_ns, lb.forward_ns}, std::pair{la.backward_input_ns, lb.backward_input_ns},
+            std::pair{la.backward_weight_ns, lb.backward_weight_ns}}) {
         if (std::min(x, y) < 1'000'000) continue;
         diffs.push_back(std::abs(double(x) - double(y)) / double(std::max(x, y)));
       }
@@ -234,8 +231,13 @@ BENCHMARK(BM_BareConv3x3FwdBwd)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 void BM_Conv3x3LayerFwdBwd(benchmark::State& state) {
   auto l = make_layer(spec(pw::models::LayerKind::conv2d, {kConvC, kConvHW, kConvHW},
-                           {{"in_c", kConvC}, {"out_c", kConvC}, {"kernel", 3}, {"stride", 1}, {"pad", 1},
-                            {"in_h", kConvHW}, {"in_w", kConvHW}}),
+                           {{"in_c", kConvC},
+                            {"out_c", kConvC},
+                            {"kernel", 3},
+                            {"stride", 1},
+                            {"pad", 1},
+                            {"in_h", kConvHW},
+                            {"in_w", kConvHW}}),
                       {{kConvC, kConvHW, kConvHW}});
   l->init_parameters(1);
   Tensor x = random({kConvBatch, kConvC, kConvHW, kConvHW}, 5), dy = random({kConvBatch, kConvC, kConvHW, kConvHW}, 6);

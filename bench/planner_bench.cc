@@ -20,13 +20,23 @@ using namespace pw;
 namespace {
 
 const std::string kDir = std::string(PW_PIPEDREAM_DIR) + "/";
-const std::vector<std::string> kProfiles = {
-    "alexnet/graph.txt",     "vgg16/graph.txt",        "resnet18/graph.txt",
-    "squeezenet1_0/graph.txt", "resnet50/graph.txt",   "resnext50/graph.txt",
-    "resnet101/graph.txt",   "resnext101/graph.txt",   "densenet121/graph.txt",
-    "inception_v3/graph.txt", "inception_v3/graph_compressed.txt", "nasnetamobile/graph.txt",
-    "nasnetamobile/graph_compressed.txt", "nasnetalarge/graph.txt", "nasnetalarge/graph_compressed.txt",
-    "gnmt/graph.txt",        "gnmt_large/graph.txt"};
+const std::vector<std::string> kProfiles = {"alexnet/graph.txt",
+                                            "vgg16/graph.txt",
+                                            "resnet18/graph.txt",
+                                            "squeezenet1_0/graph.txt",
+                                            "resnet50/graph.txt",
+                                            "resnext50/graph.txt",
+                                            "resnet101/graph.txt",
+                                            "resnext101/graph.txt",
+                                            "densenet121/graph.txt",
+                                            "inception_v3/graph.txt",
+                                            "inception_v3/graph_compressed.txt",
+                                            "nasnetamobile/graph.txt",
+                                            "nasnetamobile/graph_compressed.txt",
+                                            "nasnetalarge/graph.txt",
+                                            "nasnetalarge/graph_compressed.txt",
+                                            "gnmt/graph.txt",
+                                            "gnmt_large/graph.txt"};
 
 double max_rss_mib() {
   rusage u{};
@@ -102,9 +112,10 @@ int main(int argc, char** argv) {
     for (const char* obj : {"sync", "async", "pipedream"})
       for (const auto& topo : std::vector<std::vector<int>>{{16}, {4, 4}}) {
         const std::string name = "plan/" + f + "/" + obj + "/" + (topo.size() == 1 ? "16" : "4x4");
-        benchmark::RegisterBenchmark(name.c_str(), [prof, obj, topo](benchmark::State& st) {
-          plan(st, *prof, cluster(topo), obj);
-        })->Unit(benchmark::kMillisecond)->MinTime(0.05);
+        benchmark::RegisterBenchmark(name.c_str(),
+                                     [prof, obj, topo](benchmark::State& st) { plan(st, *prof, cluster(topo), obj); })
+            ->Unit(benchmark::kMillisecond)
+            ->MinTime(0.05);
       }
   }
   // Hierarchical replicated DP at scale: every profile on 4x4, 8x8, 16x4 and 8x8x4,
@@ -117,18 +128,22 @@ int main(int argc, char** argv) {
         std::string t;
         for (size_t k = 0; k < topo.size(); ++k) t += (k ? "x" : "") + std::to_string(topo[k]);
         const std::string name = "scale/" + f + "/" + obj + "/" + t;
-        benchmark::RegisterBenchmark(name.c_str(), [prof, obj, topo](benchmark::State& st) {
-          plan(st, *prof, cluster(topo), obj);
-        })->Unit(benchmark::kMillisecond)->Iterations(1)->MeasureProcessCPUTime()->UseRealTime();
+        benchmark::RegisterBenchmark(name.c_str(),
+                                     [prof, obj, topo](benchmark::State& st) { plan(st, *prof, cluster(topo), obj); })
+            ->Unit(benchmark::kMillisecond)
+            ->Iterations(1)
+            ->MeasureProcessCPUTime()
+            ->UseRealTime();
       }
   }
   auto syn = std::make_shared<models::Profile>(synthetic(1024));
   for (const char* obj : {"sync"})
     for (const auto& topo : std::vector<std::vector<int>>{{1024}, {8, 128}}) {
       const std::string name = std::string("plan/synthetic1024/") + obj + "/" + (topo.size() == 1 ? "1024" : "128x8");
-      benchmark::RegisterBenchmark(name.c_str(), [syn, obj, topo](benchmark::State& st) {
-        plan(st, *syn, cluster(topo), obj);
-      })->Unit(benchmark::kMillisecond)->MinTime(0.05);
+      benchmark::RegisterBenchmark(name.c_str(),
+                                   [syn, obj, topo](benchmark::State& st) { plan(st, *syn, cluster(topo), obj); })
+          ->Unit(benchmark::kMillisecond)
+          ->MinTime(0.05);
     }
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();

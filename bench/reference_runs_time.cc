@@ -51,7 +51,8 @@ planner::PlanOutcome plan_like(const ReferenceRun& r, const models::Profile& p) 
   dev.name = "gpu";
   dev.memory_bytes = int64_t{16} << 30;
   std::vector<models::Level> lv;
-  for (size_t k = 0; k < r.machines.size(); ++k) lv.push_back({"l" + std::to_string(k), r.machines[k], r.bandwidths[k], 0});
+  for (size_t k = 0; k < r.machines.size(); ++k)
+    lv.push_back({"l" + std::to_string(k), r.machines[k], r.bandwidths[k], 0});
   planner::PlanRequest req;
   req.objective = pw::planner::Objective::pipedream;
   req.activation_comm = r.comm;
@@ -88,16 +89,17 @@ int main(int argc, char** argv) {
     std::sort(times.begin(), times.end());
     const double ours = times[times.size() / 2];
     if (theirs < 0) {
-      std::printf("%-24s %12s %12.3f %10s (PipeDream's run did not finish: no USER time)\n", run.c_str(), "-", ours * 1e3, "-");
+      std::printf("%-24s %12s %12.3f %10s (PipeDream's run did not finish: no USER time)\n", run.c_str(), "-",
+                  ours * 1e3, "-");
       continue;
     }
     sum_theirs += theirs;
     sum_ours += ours;
     ++counted;
-    std::printf("%-24s %12.2f %12.3f %10.0f %.10g / %.10g\n", run.c_str(), theirs, ours * 1e3, theirs / ours, bottleneck,
-                r.time_per_stage);
+    std::printf("%-24s %12.2f %12.3f %10.0f %.10g / %.10g\n", run.c_str(), theirs, ours * 1e3, theirs / ours,
+                bottleneck, r.time_per_stage);
   }
-  std::printf("total over %d runs: pipedream %.2f s (USER), ours %.3f ms (process CPU, median of %d) -> %.0fx\n", counted,
-              sum_theirs, sum_ours * 1e3, reps, sum_theirs / sum_ours);
+  std::printf("total over %d runs: pipedream %.2f s (USER), ours %.3f ms (process CPU, median of %d) -> %.0fx\n",
+              counted, sum_theirs, sum_ours * 1e3, reps, sum_theirs / sum_ours);
   return 0;
 }

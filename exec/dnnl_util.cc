@@ -29,16 +29,14 @@ void run_primitive(dnnl::primitive& p, const std::unordered_map<int, dnnl::memor
 
 MatView::MatView(std::initializer_list<int64_t> d, std::initializer_list<int64_t> s) {
   if (d.size() != s.size() || d.size() < 1 || d.size() > static_cast<size_t>(kMaxRank))
-    throw std::invalid_argument("MatView: dims and strides must have the same rank, 1.." +
-                                std::to_string(kMaxRank));
+    throw std::invalid_argument("MatView: dims and strides must have the same rank, 1.." + std::to_string(kMaxRank));
   rank = static_cast<int>(d.size());
   std::copy(d.begin(), d.end(), dims.begin());
   std::copy(s.begin(), s.end(), strides.begin());
 }
 
 dnnl::memory::desc make_desc(const MatView& v) {
-  return dnnl::memory::desc(dnnl::memory::dims(v.dims.begin(), v.dims.begin() + v.rank),
-                            dnnl::memory::data_type::f32,
+  return dnnl::memory::desc(dnnl::memory::dims(v.dims.begin(), v.dims.begin() + v.rank), dnnl::memory::data_type::f32,
                             dnnl::memory::dims(v.strides.begin(), v.strides.begin() + v.rank));
 }
 
@@ -58,16 +56,19 @@ GeluPrims& gelu_prims(int64_t n) {
   if (it != cache.end()) return it->second;
   using dnnl::algorithm;
   dnnl::memory::desc md({n}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::a);
-  dnnl::eltwise_forward::desc fd(dnnl::prop_kind::forward_training, algorithm::eltwise_gelu_tanh,
-                                 md, 0.0f, 0.0f);
+  dnnl::eltwise_forward::desc fd(dnnl::prop_kind::forward_training, algorithm::eltwise_gelu_tanh, md, 0.0f, 0.0f);
   dnnl::eltwise_forward::primitive_desc fpd(fd, cpu_engine());
   dnnl::eltwise_backward::desc bd(algorithm::eltwise_gelu_tanh, md, md, 0.0f, 0.0f);
   dnnl::eltwise_backward::primitive_desc bpd(bd, cpu_engine(), fpd);
   auto& eng = cpu_engine();
-  GeluPrims p{dnnl::eltwise_forward(fpd), dnnl::eltwise_backward(bpd),
-              dnnl::memory(md, eng, DNNL_MEMORY_NONE), dnnl::memory(md, eng, DNNL_MEMORY_NONE),
-              dnnl::memory(md, eng, DNNL_MEMORY_NONE), dnnl::memory(md, eng, DNNL_MEMORY_NONE),
-              {}, {}};
+  GeluPrims p{dnnl::eltwise_forward(fpd),
+              dnnl::eltwise_backward(bpd),
+              dnnl::memory(md, eng, DNNL_MEMORY_NONE),
+              dnnl::memory(md, eng, DNNL_MEMORY_NONE),
+              dnnl::memory(md, eng, DNNL_MEMORY_NONE),
+              dnnl::memory(md, eng, DNNL_MEMORY_NONE),
+              {},
+              {}};
   p.fwd_args = {{DNNL_ARG_SRC, p.x}, {DNNL_ARG_DST, p.y}};
   p.bwd_args = {{DNNL_ARG_SRC, p.x}, {DNNL_ARG_DIFF_DST, p.dy}, {DNNL_ARG_DIFF_SRC, p.dx}};
   return cache.emplace(n, std::move(p)).first->second;
@@ -146,8 +147,8 @@ MatmulCache& MatmulCache::operator=(const MatmulCache& o) {
 MatmulCache::MatmulCache(MatmulCache&&) noexcept = default;
 MatmulCache& MatmulCache::operator=(MatmulCache&&) noexcept = default;
 
-void MatmulCache::run(const MatView& a, const float* A, const MatView& b, const float* B,
-                      const MatView& c, float* C, const float* bias, bool accumulate) {
+void MatmulCache::run(const MatView& a, const float* A, const MatView& b, const float* B, const MatView& c, float* C,
+                      const float* bias, bool accumulate) {
   const MatmulKey key(a, b, c, bias != nullptr, accumulate);
   Entry* e = nullptr;
   if (last_ < entries_.size() && entries_[last_]->key == key) {
@@ -178,13 +179,14 @@ void MatmulCache::run(const MatView& a, const float* A, const MatView& b, const 
     }
     dnnl::matmul::primitive_desc pd(*d, attr, cpu_engine());
     auto& eng = cpu_engine();
-    auto made = std::make_unique<Entry>(Entry{key, dnnl::matmul(pd),
+    auto made = std::make_unique<Entry>(Entry{key,
+                                              dnnl::matmul(pd),
                                               dnnl::memory(ad, eng, DNNL_MEMORY_NONE),
                                               dnnl::memory(bd, eng, DNNL_MEMORY_NONE),
                                               dnnl::memory(cd, eng, DNNL_MEMORY_NONE),
-                                              {}, {}});
-    made->args = {{DNNL_ARG_SRC, made->src}, {DNNL_ARG_WEIGHTS, made->weights},
-                  {DNNL_ARG_DST, made->dst}};
+                                              {},
+                                              {}});
+    made->args = {{DNNL_ARG_SRC, made->src}, {DNNL_ARG_WEIGHTS, made->weights}, {DNNL_ARG_DST, made->dst}};
     if (bias) {
       made->bias = dnnl::memory(biasd, eng, DNNL_MEMORY_NONE);
       made->args.emplace(DNNL_ARG_BIAS, made->bias);

@@ -63,8 +63,8 @@ class MatmulCache {
   MatmulCache(MatmulCache&&) noexcept;
   MatmulCache& operator=(MatmulCache&&) noexcept;
 
-  void run(const MatView& a, const float* A, const MatView& b, const float* B, const MatView& c,
-           float* C, const float* bias = nullptr, bool accumulate = false);
+  void run(const MatView& a, const float* A, const MatView& b, const float* B, const MatView& c, float* C,
+           const float* bias = nullptr, bool accumulate = false);
   // Distinct descriptions seen so far (one primitive each).
   size_t size() const { return entries_.size(); }
 

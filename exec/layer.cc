@@ -60,8 +60,8 @@ void Layer::check_input(const Tensor& t, size_t index) const {
   if (!ok) {
     std::string w = "[batch";
     for (int64_t d : want) w += "x" + std::to_string(d);
-    throw InputError("layer \"" + name() + "\": input " + std::to_string(index) + " has shape " +
-                     t.shape_string() + ", expected " + w + "]");
+    throw InputError("layer \"" + name() + "\": input " + std::to_string(index) + " has shape " + t.shape_string() +
+                     ", expected " + w + "]");
   }
 }
 

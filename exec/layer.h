@@ -54,10 +54,10 @@ namespace pw::exec {
 
 // What one micro-batch keeps for a layer between forward and backward (beyond the inputs).
 struct Context {
-  std::vector<Tensor> saved;       // layer-specific tensors (e.g. softmax probabilities)
-  std::vector<Context> children;   // sub-layer contexts of composite layers (GPT block)
-  int64_t batch = 0;               // micro-batch size of the forward that filled it; 0 = empty
-  bool input_grads_done = false;   // composite layers: internal B already computed
+  std::vector<Tensor> saved;      // layer-specific tensors (e.g. softmax probabilities)
+  std::vector<Context> children;  // sub-layer contexts of composite layers (GPT block)
+  int64_t batch = 0;              // micro-batch size of the forward that filled it; 0 = empty
+  bool input_grads_done = false;  // composite layers: internal B already computed
   // Where the micro-batch sits in training, set by the caller before forward and kept by
   // clear(): the training step and the index in the step's mini-batch of the micro-batch's
   // first sample. Random layers (dropout) key their draws on them, per sample, so a pipeline
@@ -129,14 +129,13 @@ class Layer {
 // Builds the layer for a spec. Throws InputError for a kind the executor cannot run, for
 // missing/invalid attributes, and when `input_shapes` (per sample, one per spec input, from
 // the producers) do not match what the layer expects.
-std::unique_ptr<Layer> make_layer(const models::LayerSpec& spec,
-                                  const std::vector<std::vector<int64_t>>& input_shapes);
+std::unique_ptr<Layer> make_layer(const models::LayerSpec& spec, const std::vector<std::vector<int64_t>>& input_shapes);
 
 // The backend seam: the layer for a spec on `device`. cpu: make_layer above. cuda: the CUDA
 // backend's layer (exec/cuda/), whose tensors all live on that device. Throws InputError when
 // the device cannot be used (unusable_reason), or for a kind that backend does not run.
-std::unique_ptr<Layer> make_layer(const models::LayerSpec& spec,
-                                  const std::vector<std::vector<int64_t>>& input_shapes, Device device);
+std::unique_ptr<Layer> make_layer(const models::LayerSpec& spec, const std::vector<std::vector<int64_t>>& input_shapes,
+                                  Device device);
 // Why `device` cannot run layers here ("" when it can): no backend for it in this build, or
 // no usable device (e.g. no GPU, an insufficient driver). Never throws.
 std::string unusable_reason(Device device);

@@ -21,8 +21,8 @@ const models::OptimizerMemory& optimizer_memory(const OptimizerOptions& options)
   return models::find_optimizer(options.momentum > 0 ? "sgd-momentum" : "sgd");
 }
 
-Optimizer::Optimizer(std::vector<Tensor*> params, std::vector<Tensor*> grads,
-                     const OptimizerOptions& options, Allocator& alloc)
+Optimizer::Optimizer(std::vector<Tensor*> params, std::vector<Tensor*> grads, const OptimizerOptions& options,
+                     Allocator& alloc)
     : params_(std::move(params)), grads_(std::move(grads)), opt_(options) {
   PW_CHECK(params_.size() == grads_.size(), "one gradient per parameter expected");
   if (!(opt_.lr >= 0) || !std::isfinite(opt_.lr)) throw InputError("--lr: expected a finite value >= 0");
@@ -48,8 +48,7 @@ int64_t Optimizer::state_bytes() const {
 std::vector<std::pair<std::string, Tensor*>> Optimizer::state_tensors() {
   std::vector<std::pair<std::string, Tensor*>> out;
   const bool adam = opt_.kind == OptimizerKind::adam;
-  for (size_t i = 0; i < m_.size(); ++i)
-    out.emplace_back((adam ? "adam_m/" : "momentum/") + std::to_string(i), &m_[i]);
+  for (size_t i = 0; i < m_.size(); ++i) out.emplace_back((adam ? "adam_m/" : "momentum/") + std::to_string(i), &m_[i]);
   for (size_t i = 0; i < v_.size(); ++i) out.emplace_back("adam_v/" + std::to_string(i), &v_[i]);
   return out;
 }
@@ -65,9 +64,12 @@ void Optimizer::step() {
     if (opt_.kind == OptimizerKind::sgd) {
       const float mu = static_cast<float>(opt_.momentum);
       float* v = m_.empty() ? nullptr : m_[i].data();
-      parallel_for(n, [&](int64_t b, int64_t e) {
-        for (int64_t k = b; k < e; ++k) sgd_update(p[k], g[k], v ? v + k : nullptr, lr, mu, wd);
-      }, 4096);
+      parallel_for(
+          n,
+          [&](int64_t b, int64_t e) {
+            for (int64_t k = b; k < e; ++k) sgd_update(p[k], g[k], v ? v + k : nullptr, lr, mu, wd);
+          },
+          4096);
     } else {
       const float b1 = static_cast<float>(opt_.beta1), b2 = static_cast<float>(opt_.beta2);
       const float c1 = static_cast<float>(1.0 / (1.0 - std::pow(opt_.beta1, double(steps_))));
@@ -75,9 +77,12 @@ void Optimizer::step() {
       const float eps = static_cast<float>(opt_.eps);
       float* m = m_[i].data();
       float* v = v_[i].data();
-      parallel_for(n, [&](int64_t b, int64_t e) {
-        for (int64_t k = b; k < e; ++k) adam_update(p[k], g[k], m[k], v[k], lr, b1, b2, c1, c2, eps, wd);
-      }, 4096);
+      parallel_for(
+          n,
+          [&](int64_t b, int64_t e) {
+            for (int64_t k = b; k < e; ++k) adam_update(p[k], g[k], m[k], v[k], lr, b1, b2, c1, c2, eps, wd);
+          },
+          4096);
     }
   }
 }

@@ -19,8 +19,7 @@ int parallel_chunks(int64_t n, int64_t min_per_thread) {
   return static_cast<int>(std::min<int64_t>(by_size, omp_get_max_threads()));
 }
 
-void parallel_for_chunks(int64_t n, const std::function<void(int, int64_t, int64_t)>& fn,
-                         int64_t min_per_thread) {
+void parallel_for_chunks(int64_t n, const std::function<void(int, int64_t, int64_t)>& fn, int64_t min_per_thread) {
   const int chunks = parallel_chunks(n, min_per_thread);
   if (chunks <= 0) return;
   if (chunks == 1) {
@@ -44,7 +43,8 @@ void parallel_for_chunks(int64_t n, const std::function<void(int, int64_t, int64
 }
 
 void parallel_for(int64_t n, const RangeFn& fn, int64_t min_per_thread) {
-  parallel_for_chunks(n, [&](int, int64_t b, int64_t e) { fn(b, e); }, min_per_thread);
+  parallel_for_chunks(
+      n, [&](int, int64_t b, int64_t e) { fn(b, e); }, min_per_thread);
 }
 
 }  // namespace pw::exec

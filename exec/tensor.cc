@@ -182,8 +182,7 @@ void Tensor::release() {
   data_ = nullptr;
 }
 
-Tensor::Tensor(Tensor&& o) noexcept
-    : shape_(std::move(o.shape_)), numel_(o.numel_), data_(o.data_), alloc_(o.alloc_) {
+Tensor::Tensor(Tensor&& o) noexcept : shape_(std::move(o.shape_)), numel_(o.numel_), data_(o.data_), alloc_(o.alloc_) {
   o.data_ = nullptr;
   o.numel_ = 0;
 }

@@ -55,18 +55,22 @@ const std::vector<Kind>& kinds() {
   static const std::vector<Kind> k = {
       {"model", "model.json", {"model", "{in}", "-o", "{out}/m.json"}},
       {"profile", "profile.json", {"plan", "--profile", "{in}", "--devices", "4", "-o", "{out}/p.json"}},
-      {"cluster", "cluster.json",
+      {"cluster",
+       "cluster.json",
        {"plan", "--profile", "{seeds}/profile.json", "--cluster", "{in}", "-o", "{out}/p.json"}},
-      {"plan", "plan.json",
+      {"plan",
+       "plan.json",
        {"simulate", "--plan", "{in}", "--profile", "{seeds}/profile.json", "--trace", "{out}/t.json", "--svg",
         "{out}/t.svg"}},
-      {"sweep", "sweep.json", {"whatif", "sweep", "--spec", "{in}", "--no-simulate", "--threads", "1", "--svg",
-                               "{out}/s.svg"}},
+      {"sweep",
+       "sweep.json",
+       {"whatif", "sweep", "--spec", "{in}", "--no-simulate", "--threads", "1", "--svg", "{out}/s.svg"}},
       {"run-trace", "run_trace.json", {"simulate", "--replay", "{in}", "--trace", "{out}/t.json"}},
       {"schedule", "schedule.csv", {"schedule", "import", "{in}", "-o", "{out}/s.json", "--svg", "{out}/s.svg"}},
-      {"checkpoint", "checkpoint",
-       {"run", "--plan", "{seeds}/run_plan.json", "--steps", "15", "--resume", "{in}", "--checkpoint",
-        "{out}/ck", "--json"}},
+      {"checkpoint",
+       "checkpoint",
+       {"run", "--plan", "{seeds}/run_plan.json", "--steps", "15", "--resume", "{in}", "--checkpoint", "{out}/ck",
+        "--json"}},
   };
   return k;
 }
@@ -129,7 +133,7 @@ Mutant mutate_bytes(const std::string& text, std::mt19937_64& rng) {
       break;
     default:
       m.text.insert(at, pick(rng, std::vector<std::string>{"\xff\xfe", "\"", ",", "]", "}", "{", "\n", "1e999",
-                                                            std::string(1, '\0')}));
+                                                           std::string(1, '\0')}));
       m.what = "bytes inserted at " + std::to_string(at);
   }
   return m;
@@ -139,9 +143,7 @@ Mutant mutate_json(const std::string& text, std::mt19937_64& rng) {
   Json doc;
   try {
     doc = Json::parse(text);
-  } catch (const std::exception&) {
-    return mutate_bytes(text, rng);
-  }
+  } catch (const std::exception&) { return mutate_bytes(text, rng); }
   if (std::uniform_int_distribution<int>(0, 9)(rng) == 0) return mutate_bytes(text, rng);
   std::vector<std::string> paths;
   collect(doc, "", paths);
@@ -214,8 +216,9 @@ Mutant mutate_csv(const std::string& text, std::mt19937_64& rng) {
       row.erase(row.begin() + static_cast<long>(c));
       m.what = "a cell removed";
     } else {
-      static const std::vector<std::string> cells = {"0F999999999", "999999999F0", "2147483648B0", "-1F0", "0F-1",
-                                                     "0X0", "F", "0F", "00F00", "0SEND0", "0W0", "0I0", ""};
+      static const std::vector<std::string> cells = {
+          "0F999999999", "999999999F0", "2147483648B0", "-1F0", "0F-1", "0X0", "F",
+          "0F",          "00F00",       "0SEND0",       "0W0",  "0I0",  ""};
       row[c] = pick(rng, cells);
       m.what = "cell := \"" + row[c] + "\"";
       m.beyond_limits = row[c].find("99999999") != std::string::npos || row[c].find("2147483648") != std::string::npos;
@@ -314,11 +317,10 @@ Args parse_args(int argc, char** argv) {
         std::istringstream s(v);
         for (std::string k; std::getline(s, k, ',');) a.kinds.push_back(k);
       } else usage("unknown flag " + f);
-    } catch (const std::logic_error&) {
-      usage(f + ": not a number: " + v);
-    }
+    } catch (const std::logic_error&) { usage(f + ": not a number: " + v); }
   }
-  if (a.pipewright.empty() || a.seeds.empty() || a.runs < 1) usage("--pipewright, --seeds and --runs >= 1 are required");
+  if (a.pipewright.empty() || a.seeds.empty() || a.runs < 1)
+    usage("--pipewright, --seeds and --runs >= 1 are required");
   return a;
 }
 
@@ -386,9 +388,9 @@ int main(int argc, char** argv) {
     for (const std::string& f : found) {
       ++findings[f];
       const std::string first = o.err.substr(0, o.err.find('\n'));
-      std::cout << "finding " << f << ": " << k.name << " run " << run << " (" << m.what.substr(0, 120)
-                << "): exit " << (o.timed_out ? std::string("timeout") : std::to_string(o.exit_code)) << ", "
-                << lines << " stderr lines: " << first.substr(0, 200) << "\n";
+      std::cout << "finding " << f << ": " << k.name << " run " << run << " (" << m.what.substr(0, 120) << "): exit "
+                << (o.timed_out ? std::string("timeout") : std::to_string(o.exit_code)) << ", " << lines
+                << " stderr lines: " << first.substr(0, 200) << "\n";
       if (!a.keep.empty()) {
         const fs::path to = fs::path(a.keep) / (k.name + "_" + std::to_string(run) + "_" + f);
         fs::remove_all(to);

@@ -69,9 +69,8 @@ void read_json_kind(std::string_view reader, std::string_view bytes, bool round_
 }  // namespace
 
 const std::vector<std::string_view>& reader_names() {
-  static const std::vector<std::string_view> names = {"model", "profile", "cluster",   "plan",
-                                                      "sweep", "trace",   "pipedream", "schedule",
-                                                      "run-trace"};
+  static const std::vector<std::string_view> names = {"model", "profile",   "cluster",  "plan",     "sweep",
+                                                      "trace", "pipedream", "schedule", "run-trace"};
   return names;
 }
 

@@ -91,9 +91,7 @@ Cluster cluster_from_json(const Json& j) {
   return Cluster(name, device, levels);
 }
 
-Cluster load_cluster_file(const std::string& file) {
-  return parse_json_file<Cluster>(file, cluster_from_json);
-}
+Cluster load_cluster_file(const std::string& file) { return parse_json_file<Cluster>(file, cluster_from_json); }
 
 void save_cluster_file(const std::string& file, const Cluster& c) {
   Json j = c;

@@ -14,9 +14,9 @@
 namespace pw::models {
 
 struct Level {
-  std::string name;                 // e.g. "node", "cluster"
-  int count = 1;                    // groups of the level below (devices for level 0) per group
-  double bandwidth_bytes_per_s = 0; // per direction, of the link joining them
+  std::string name;                  // e.g. "node", "cluster"
+  int count = 1;                     // groups of the level below (devices for level 0) per group
+  double bandwidth_bytes_per_s = 0;  // per direction, of the link joining them
   int64_t latency_ns = 0;
 };
 
@@ -45,8 +45,7 @@ class Cluster {
 };
 
 // n devices on one level.
-Cluster make_flat_cluster(const DeviceSpec& device, int n, double bandwidth_bytes_per_s,
-                          int64_t latency_ns = 0);
+Cluster make_flat_cluster(const DeviceSpec& device, int n, double bandwidth_bytes_per_s, int64_t latency_ns = 0);
 
 // {"format": "pipewright.cluster/1", "name", "device": NAME | {...}, "levels": [{name, count,
 // bandwidth_bytes_per_s, latency_ns}]} (innermost first).

@@ -12,15 +12,12 @@ namespace pw::models {
 
 namespace {
 
-std::string describe(const LayerSpec& l) {
-  return "layer \"" + l.name + "\" (" + std::string(to_string(l.kind)) + ")";
-}
+std::string describe(const LayerSpec& l) { return "layer \"" + l.name + "\" (" + std::string(to_string(l.kind)) + ")"; }
 
 // A required attribute >= 1.
 int64_t pos(const LayerSpec& l, const char* key) {
   int64_t v = l.attr(key);
-  if (v < 1)
-    throw InputError(describe(l) + ": attribute \"" + key + "\" must be >= 1, got " + std::to_string(v));
+  if (v < 1) throw InputError(describe(l) + ": attribute \"" + key + "\" must be >= 1, got " + std::to_string(v));
   return v;
 }
 
@@ -56,7 +53,7 @@ int64_t window_out(const LayerSpec& l, int64_t in, int64_t kernel, int64_t strid
 // Everything per micro-batch, in elements or FLOPs, before conversion to bytes.
 struct Work {
   double fwd = 0, bwd_in = 0, bwd_w = 0;
-  double in_elems = 0;        // elements read by forward (all inputs)
+  double in_elems = 0;  // elements read by forward (all inputs)
   double out_elems = 0;
   double stash_bytes = 0;
   double workspace_bytes = 0;
@@ -70,8 +67,7 @@ double params_of(const LayerSpec& l) {
   switch (l.kind) {
     case LayerKind::embedding:
       return double(pos(l, "vocab")) * pos(l, "d_model") + double(pos(l, "seq")) * pos(l, "d_model");
-    case LayerKind::linear:
-      return double(pos(l, "in")) * pos(l, "out") + (flag(l, "bias", true) ? pos(l, "out") : 0);
+    case LayerKind::linear: return double(pos(l, "in")) * pos(l, "out") + (flag(l, "bias", true) ? pos(l, "out") : 0);
     case LayerKind::layer_norm: return 2.0 * pos(l, "dim");
     case LayerKind::batch_norm: return 2.0 * pos(l, "c");
     case LayerKind::attention: {
@@ -82,8 +78,7 @@ double params_of(const LayerSpec& l) {
       double h = pos(l, "d_model"), f = pos(l, "ffn");
       return 4 * h * h + 2 * h * f + f + 9 * h;
     }
-    case LayerKind::lm_head:
-      return flag(l, "tied", false) ? 0.0 : double(pos(l, "d_model")) * pos(l, "vocab");
+    case LayerKind::lm_head: return flag(l, "tied", false) ? 0.0 : double(pos(l, "d_model")) * pos(l, "vocab");
     case LayerKind::conv2d: {
       double out_c = pos(l, "out_c"), k = pos(l, "kernel"), g = double(l.attr_or("groups", 1));
       return out_c * pos(l, "in_c") / g * k * k + (flag(l, "bias", true) ? out_c : 0);
@@ -96,8 +91,8 @@ double params_of(const LayerSpec& l) {
 void attention_work(const LayerSpec& l, double B, bool block, Work& w) {
   const double s = pos(l, "seq"), h = pos(l, "d_model"), a = pos(l, "heads");
   if (pos(l, "d_model") % pos(l, "heads") != 0)
-    throw InputError(describe(l) + ": d_model " + std::to_string(pos(l, "d_model")) +
-                     " is not divisible by heads " + std::to_string(pos(l, "heads")));
+    throw InputError(describe(l) + ": d_model " + std::to_string(pos(l, "d_model")) + " is not divisible by heads " +
+                     std::to_string(pos(l, "heads")));
   expect_shape(l, {pos(l, "seq"), pos(l, "d_model")});
   const double f = block ? pos(l, "ffn") : 0;
   const double weight_mm = 2 * B * s * (4 * h * h + 2 * h * f);
@@ -330,9 +325,8 @@ LayerCost layer_cost(const LayerSpec& layer, int64_t micro_batch, int element_by
   c.workspace_bytes = to_bytes(layer, w.workspace_bytes);
   if (layer.kind == LayerKind::input) return c;  // data loading: nothing computed, nothing moved
   const double weights = w.params * eb;
-  const double stash_written = layer.kind == LayerKind::attention || layer.kind == LayerKind::transformer_block
-                                   ? w.internal_elems * eb
-                                   : 0.0;
+  const double stash_written =
+      layer.kind == LayerKind::attention || layer.kind == LayerKind::transformer_block ? w.internal_elems * eb : 0.0;
   c.forward_mem_bytes = (w.in_elems + w.out_elems) * eb + stash_written + weights;
   c.backward_mem_bytes = w.out_elems * eb + w.stash_bytes + (w.input_grad ? w.in_elems * eb : 0.0) +
                          (w.params > 0 || w.bwd_w > 0 ? 2 * weights : 0.0);
@@ -370,8 +364,7 @@ Profile analytic_profile_with_points(const Model& model, const DeviceSpec& devic
 
 Profile analytic_profile(const Model& model, const DeviceSpec& device, int64_t micro_batch,
                          const CostOptions& options) {
-  if (micro_batch < 1)
-    throw InputError("micro-batch: expected an integer >= 1, got " + std::to_string(micro_batch));
+  if (micro_batch < 1) throw InputError("micro-batch: expected an integer >= 1, got " + std::to_string(micro_batch));
   if (!(options.efficiency >= 0 && options.efficiency <= 1))
     throw InputError("efficiency: expected 0 (the device's GEMM curve) or a number in (0, 1], got " +
                      std::to_string(options.efficiency));
@@ -417,8 +410,7 @@ Profile analytic_profile(const Model& model, const DeviceSpec& device, int64_t m
       lp.forward_ns = roofline_ns(c.forward_flops, c.forward_mem_bytes, rate, bw);
       const double bflops = c.backward_input_flops + c.backward_weight_flops;
       const int64_t backward = roofline_ns(bflops, c.backward_mem_bytes, rate, bw);
-      lp.backward_input_ns =
-          bflops > 0 ? std::llround(double(backward) * c.backward_input_flops / bflops) : backward;
+      lp.backward_input_ns = bflops > 0 ? std::llround(double(backward) * c.backward_input_flops / bflops) : backward;
       lp.backward_weight_ns = backward - lp.backward_input_ns;
     }
     p.layers.push_back(std::move(lp));

@@ -46,9 +46,9 @@ struct LayerCost {
   double backward_weight_flops = 0;  // W
   int64_t output_bytes = 0;
   int64_t stash_bytes = 0;
-  int64_t parameter_bytes = 0;       // parameters * element_bytes
-  int64_t workspace_bytes = 0;       // transient (the attention score matrix before softmax)
-  double forward_mem_bytes = 0;      // bytes moved
+  int64_t parameter_bytes = 0;   // parameters * element_bytes
+  int64_t workspace_bytes = 0;   // transient (the attention score matrix before softmax)
+  double forward_mem_bytes = 0;  // bytes moved
   double backward_mem_bytes = 0;
 };
 
@@ -64,10 +64,10 @@ int64_t layer_parameter_count(const LayerSpec& layer);
 LayerCost layer_cost(const LayerSpec& layer, int64_t micro_batch, int element_bytes = 4);
 
 struct CostOptions {
-  double efficiency = 0;            // (0, 1]: fraction of peak FLOP/s for every layer (an
-                                    // override); 0: the device's GEMM curve (see above)
-  bool bf16 = false;                // peak_bf16_flops and 2-byte activations
-  std::string optimizer = "adam";   // models/optimizer_memory.h
+  double efficiency = 0;           // (0, 1]: fraction of peak FLOP/s for every layer (an
+                                   // override); 0: the device's GEMM curve (see above)
+  bool bf16 = false;               // peak_bf16_flops and 2-byte activations
+  std::string optimizer = "adam";  // models/optimizer_memory.h
   // GEMM-size efficiency: a layer with parameters runs at efficiency * r / (r + gemm_half_rows)
   // of peak, r = forward FLOPs / (2 x parameters) = the rows of its matrix products (micro-batch
   // x rows per sample). Small products (a micro-batch of 1 on a CPU) are far from peak. 0 = off

@@ -49,8 +49,8 @@ Cluster make_node_cluster(const DeviceSpec& device, int devices, int devices_per
   if (devices <= devices_per_node)
     return Cluster(name, device, {{"node", devices, intra.bandwidth_bytes_per_s, intra.latency_ns}});
   if (devices % devices_per_node != 0)
-    throw InputError("devices: " + std::to_string(devices) + " is not a multiple of devices_per_node = " +
-                     std::to_string(devices_per_node));
+    throw InputError("devices: " + std::to_string(devices) +
+                     " is not a multiple of devices_per_node = " + std::to_string(devices_per_node));
   return Cluster(name + "-" + inter.name, device,
                  {{"node", devices_per_node, intra.bandwidth_bytes_per_s, intra.latency_ns},
                   {"network", devices / devices_per_node, inter.bandwidth_bytes_per_s, inter.latency_ns}});

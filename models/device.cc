@@ -114,8 +114,8 @@ DeviceSpec device_from_json(const Json& j, const std::string& path) {
   d.name = get_string(j, "name", path);
   // 0 = unknown: the device of a measured or imported profile, whose times are in the profile
   // (the analytic cost model refuses such a device, models/cost.h).
-  d.peak_fp32_flops = check_real_limit(get_number(j, "peak_fp32_flops", path, 0.0), limits::kDeviceRate,
-                                       path + "/peak_fp32_flops");
+  d.peak_fp32_flops =
+      check_real_limit(get_number(j, "peak_fp32_flops", path, 0.0), limits::kDeviceRate, path + "/peak_fp32_flops");
   d.peak_bf16_flops = check_real_limit(get_number_or(j, "peak_bf16_flops", path, d.peak_fp32_flops, 0.0),
                                        limits::kDeviceRate, path + "/peak_bf16_flops");
   d.memory_bandwidth_bytes_per_s = check_real_limit(get_number(j, "memory_bandwidth_bytes_per_s", path, 0.0),

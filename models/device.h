@@ -16,22 +16,22 @@ namespace pw::models {
 
 struct DeviceSpec {
   std::string name;
-  double peak_fp32_flops = 0;            // FLOP/s
-  double peak_bf16_flops = 0;            // FLOP/s (fp16 where no bf16)
+  double peak_fp32_flops = 0;  // FLOP/s
+  double peak_bf16_flops = 0;  // FLOP/s (fp16 where no bf16)
   double memory_bandwidth_bytes_per_s = 0;
   int64_t memory_bytes = 0;
-  std::string source;                    // where the numbers come from
+  std::string source;  // where the numbers come from
   // Largest fraction of peak_bf16_flops a 16-bit matrix product was measured to reach on this
   // device (models/gemm_efficiency.h); 0 = no published measurement: the cost model keeps its
   // constant efficiency for this device.
   double gemm_ceiling = 0;
-  std::string gemm_source;               // the measurement gemm_ceiling comes from
-  int gemm_units = 0;                    // streaming multiprocessors (tile waves); 0 = not modelled
+  std::string gemm_source;  // the measurement gemm_ceiling comes from
+  int gemm_units = 0;       // streaming multiprocessors (tile waves); 0 = not modelled
 };
 
 struct LinkSpec {
   std::string name;
-  double bandwidth_bytes_per_s = 0;      // per direction
+  double bandwidth_bytes_per_s = 0;  // per direction
   int64_t latency_ns = 0;
   std::string source;
 };

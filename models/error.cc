@@ -3,8 +3,8 @@
 namespace pw {
 
 void check_failed(const char* expr, const char* file, int line, const std::string& msg) {
-  throw InternalError(std::string("internal check failed: ") + expr + " at " + file + ":" +
-                      std::to_string(line) + (msg.empty() ? "" : ": " + msg));
+  throw InternalError(std::string("internal check failed: ") + expr + " at " + file + ":" + std::to_string(line) +
+                      (msg.empty() ? "" : ": " + msg));
 }
 
 }  // namespace pw

@@ -35,7 +35,7 @@ class InternalError : public std::logic_error {
 
 }  // namespace pw
 
-#define PW_CHECK(cond, msg)                                   \
-  do {                                                        \
+#define PW_CHECK(cond, msg)                                            \
+  do {                                                                 \
     if (!(cond)) ::pw::check_failed(#cond, __FILE__, __LINE__, (msg)); \
   } while (0)

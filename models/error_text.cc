@@ -57,8 +57,9 @@ std::string describe_json_value(const nlohmann::json& v, size_t max_chars) {
     out = "{";
     bool first = true;
     for (auto it = v.begin(); it != v.end() && out.size() <= max_chars; ++it, first = false)
-      out += (first ? "" : ",") + nlohmann::json(it.key()).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
-             ":" + scalar(it.value());
+      out += (first ? "" : ",") +
+             nlohmann::json(it.key()).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + ":" +
+             scalar(it.value());
     out += "}";
   } else {
     out = scalar(v);

@@ -12,10 +12,8 @@ std::string human_bytes(double bytes) {
     ++k;
   }
   char buf[48];
-  if (k == 0)
-    std::snprintf(buf, sizeof buf, "%.0f B", bytes);
-  else
-    std::snprintf(buf, sizeof buf, "%.2f %s", bytes, units[k]);
+  if (k == 0) std::snprintf(buf, sizeof buf, "%.0f B", bytes);
+  else std::snprintf(buf, sizeof buf, "%.2f %s", bytes, units[k]);
   return buf;
 }
 

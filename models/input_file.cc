@@ -15,8 +15,7 @@ namespace pw {
 namespace {
 
 std::string human(uint64_t bytes) {
-  if (bytes >= (uint64_t{1} << 20) && bytes % (uint64_t{1} << 20) == 0)
-    return std::to_string(bytes >> 20) + " MiB";
+  if (bytes >= (uint64_t{1} << 20) && bytes % (uint64_t{1} << 20) == 0) return std::to_string(bytes >> 20) + " MiB";
   return std::to_string(bytes) + " bytes";
 }
 
@@ -59,8 +58,7 @@ std::string read_input_file(const std::string& file, uint64_t limit) {
     }
     if (n == 0) break;
     text.append(buf, static_cast<size_t>(n));
-    if (text.size() > limit)
-      throw InputError(name + ": more than the " + human(limit) + " limit of an input file");
+    if (text.size() > limit) throw InputError(name + ": more than the " + human(limit) + " limit of an input file");
   }
   if (text.empty()) throw InputError(name + ": file is empty");
   return text;
@@ -85,7 +83,8 @@ void check_utf8(std::string_view text, const std::string& name) {
       ok = !(c == 0xF0 && c1 < 0x90) && !(c == 0xF4 && c1 >= 0x90);
     }
     if (!ok) {
-      const size_t line = 1 + static_cast<size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(i), '\n'));
+      const size_t line =
+          1 + static_cast<size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(i), '\n'));
       throw InputError(name + ": line " + std::to_string(line) + ": not valid UTF-8 text");
     }
     i += n;

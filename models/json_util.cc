@@ -1,14 +1,14 @@
 #include "models/json_util.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
 #include <algorithm>
 #include <cmath>
-#include <sys/stat.h>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
-#include <unistd.h>
 #include <utility>
 #include <vector>
 
@@ -19,13 +19,9 @@
 
 namespace pw {
 
-std::string join_path(const std::string& path, std::string_view key) {
-  return path + "/" + std::string(key);
-}
+std::string join_path(const std::string& path, std::string_view key) { return path + "/" + std::string(key); }
 
-std::string join_path(const std::string& path, size_t index) {
-  return path + "/" + std::to_string(index);
-}
+std::string join_path(const std::string& path, size_t index) { return path + "/" + std::to_string(index); }
 
 std::string json_type_name(const Json& j) {
   switch (j.type()) {
@@ -44,8 +40,7 @@ std::string json_type_name(const Json& j) {
 static std::string where(const std::string& path) { return path.empty() ? "/" : path; }
 
 const Json& require_object(const Json& j, const std::string& path) {
-  if (!j.is_object())
-    throw InputError(where(path) + ": expected an object, got " + json_type_name(j));
+  if (!j.is_object()) throw InputError(where(path) + ": expected an object, got " + json_type_name(j));
   return j;
 }
 
@@ -58,22 +53,19 @@ const Json& require_field(const Json& obj, std::string_view key, const std::stri
 
 const Json& require_array(const Json& obj, std::string_view key, const std::string& path) {
   const Json& v = require_field(obj, key, path);
-  if (!v.is_array())
-    throw InputError(join_path(path, key) + ": expected an array, got " + json_type_name(v));
+  if (!v.is_array()) throw InputError(join_path(path, key) + ": expected an array, got " + json_type_name(v));
   return v;
 }
 
 std::string get_string(const Json& obj, std::string_view key, const std::string& path) {
   const Json& v = require_field(obj, key, path);
-  if (!v.is_string())
-    throw InputError(join_path(path, key) + ": expected a string, got " + json_type_name(v));
+  if (!v.is_string()) throw InputError(join_path(path, key) + ": expected a string, got " + json_type_name(v));
   return v.get<std::string>();
 }
 
 bool get_bool(const Json& obj, std::string_view key, const std::string& path) {
   const Json& v = require_field(obj, key, path);
-  if (!v.is_boolean())
-    throw InputError(join_path(path, key) + ": expected true or false, got " + json_type_name(v));
+  if (!v.is_boolean()) throw InputError(join_path(path, key) + ": expected true or false, got " + json_type_name(v));
   return v.get<bool>();
 }
 
@@ -97,8 +89,7 @@ int64_t get_int(const Json& obj, std::string_view key, const std::string& path, 
     throw InputError(at + ": expected an integer, got " + json_type_name(v));
   }
   if (x < min_value)
-    throw InputError(at + ": expected an integer >= " + std::to_string(min_value) + ", got " +
-                     std::to_string(x));
+    throw InputError(at + ": expected an integer >= " + std::to_string(min_value) + ", got " + std::to_string(x));
   return x;
 }
 
@@ -107,7 +98,8 @@ double get_number(const Json& obj, std::string_view key, const std::string& path
   const std::string at = join_path(path, key);
   if (!v.is_number()) throw InputError(at + ": expected a number, got " + json_type_name(v));
   double d = v.get<double>();
-  if (!std::isfinite(d)) throw InputError(at + ": expected a finite number, got " + (std::isnan(d) ? "NaN" : "an infinity"));
+  if (!std::isfinite(d))
+    throw InputError(at + ": expected a finite number, got " + (std::isnan(d) ? "NaN" : "an infinity"));
   if (d < min_value) {
     std::ostringstream os;
     os << at << ": expected a number >= " << min_value << ", got " << d;
@@ -116,8 +108,7 @@ double get_number(const Json& obj, std::string_view key, const std::string& path
   return d;
 }
 
-std::string get_string_or(const Json& obj, std::string_view key, const std::string& path,
-                          const std::string& fallback) {
+std::string get_string_or(const Json& obj, std::string_view key, const std::string& path, const std::string& fallback) {
   require_object(obj, path);
   return obj.contains(std::string(key)) ? get_string(obj, key, path) : fallback;
 }
@@ -184,16 +175,15 @@ Json parse_json_text(std::string_view text, const std::string& name) {
     // e.byte is the 1-based offset where parsing stopped; report line too.
     size_t byte = e.byte == 0 ? 0 : e.byte - 1;
     size_t line = 1 + std::count(text.begin(), text.begin() + std::min(byte, text.size()), '\n');
-    std::string what = byte >= text.size() ? "unexpected end of input (truncated JSON?)"
-                                           : "syntax error";
-    throw InputError(name + ": invalid JSON at line " + std::to_string(line) + ", byte " +
-                     std::to_string(e.byte) + ": " + what);
+    std::string what = byte >= text.size() ? "unexpected end of input (truncated JSON?)" : "syntax error";
+    throw InputError(name + ": invalid JSON at line " + std::to_string(line) + ", byte " + std::to_string(e.byte) +
+                     ": " + what);
   } catch (const Json::out_of_range& e) {
     // nlohmann reports a literal like 1e999 as out_of_range 406 "number overflow parsing '1e999'".
     std::string msg = e.what();
     size_t at = msg.find("] ");
-    throw InputError(name + ": invalid JSON: " +
-                     escape_for_message(at == std::string::npos ? msg : msg.substr(at + 2)) +
+    throw InputError(name +
+                     ": invalid JSON: " + escape_for_message(at == std::string::npos ? msg : msg.substr(at + 2)) +
                      " (expected a finite number)");
   }
 }

@@ -28,19 +28,16 @@ const Json& require_array(const Json& obj, std::string_view key, const std::stri
 std::string get_string(const Json& obj, std::string_view key, const std::string& path);
 bool get_bool(const Json& obj, std::string_view key, const std::string& path);
 // Integer in [min_value, +inf). A float with a fractional part is a type error.
-int64_t get_int(const Json& obj, std::string_view key, const std::string& path,
-                int64_t min_value = 0);
+int64_t get_int(const Json& obj, std::string_view key, const std::string& path, int64_t min_value = 0);
 // Finite number >= min_value.
-double get_number(const Json& obj, std::string_view key, const std::string& path,
-                  double min_value = 0.0);
+double get_number(const Json& obj, std::string_view key, const std::string& path, double min_value = 0.0);
 
 // Optional variants: the default when the key is absent, checked like the above when present.
-std::string get_string_or(const Json& obj, std::string_view key, const std::string& path,
-                          const std::string& fallback);
-int64_t get_int_or(const Json& obj, std::string_view key, const std::string& path,
-                   int64_t fallback, int64_t min_value = 0);
-double get_number_or(const Json& obj, std::string_view key, const std::string& path,
-                     double fallback, double min_value = 0.0);
+std::string get_string_or(const Json& obj, std::string_view key, const std::string& path, const std::string& fallback);
+int64_t get_int_or(const Json& obj, std::string_view key, const std::string& path, int64_t fallback,
+                   int64_t min_value = 0);
+double get_number_or(const Json& obj, std::string_view key, const std::string& path, double fallback,
+                     double min_value = 0.0);
 bool get_bool_or(const Json& obj, std::string_view key, const std::string& path, bool fallback);
 
 // Checks obj["format"] == "pipewright.<kind>/<version>".

@@ -13,9 +13,7 @@ T parse_json_file(const std::string& file, const std::function<T(const Json&)>& 
     return parse(j);
   } catch (const InputError& e) {
     throw InputError(escape_for_message(file, 200) + ": " + e.what());
-  } catch (const Json::exception& e) {
-    throw InputError(escape_for_message(file, 200) + ": " + e.what());
-  }
+  } catch (const Json::exception& e) { throw InputError(escape_for_message(file, 200) + ": " + e.what()); }
 }
 
 }  // namespace pw

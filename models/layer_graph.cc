@@ -15,16 +15,26 @@ struct KindName {
   std::string_view name;
 };
 constexpr KindName kKindNames[] = {
-    {LayerKind::input, "input"},         {LayerKind::embedding, "embedding"},
-    {LayerKind::linear, "linear"},       {LayerKind::relu, "relu"},
-    {LayerKind::gelu, "gelu"},           {LayerKind::layer_norm, "layer_norm"},
-    {LayerKind::attention, "attention"}, {LayerKind::transformer_block, "transformer_block"},
-    {LayerKind::residual_add, "residual_add"}, {LayerKind::lm_head, "lm_head"},
-    {LayerKind::softmax_xent, "softmax_xent"}, {LayerKind::mse_loss, "mse_loss"},
-    {LayerKind::conv2d, "conv2d"},       {LayerKind::max_pool, "max_pool"},
-    {LayerKind::avg_pool, "avg_pool"},   {LayerKind::batch_norm, "batch_norm"},
-    {LayerKind::flatten, "flatten"},     {LayerKind::concat, "concat"},
-    {LayerKind::dropout, "dropout"},     {LayerKind::opaque, "opaque"},
+    {LayerKind::input, "input"},
+    {LayerKind::embedding, "embedding"},
+    {LayerKind::linear, "linear"},
+    {LayerKind::relu, "relu"},
+    {LayerKind::gelu, "gelu"},
+    {LayerKind::layer_norm, "layer_norm"},
+    {LayerKind::attention, "attention"},
+    {LayerKind::transformer_block, "transformer_block"},
+    {LayerKind::residual_add, "residual_add"},
+    {LayerKind::lm_head, "lm_head"},
+    {LayerKind::softmax_xent, "softmax_xent"},
+    {LayerKind::mse_loss, "mse_loss"},
+    {LayerKind::conv2d, "conv2d"},
+    {LayerKind::max_pool, "max_pool"},
+    {LayerKind::avg_pool, "avg_pool"},
+    {LayerKind::batch_norm, "batch_norm"},
+    {LayerKind::flatten, "flatten"},
+    {LayerKind::concat, "concat"},
+    {LayerKind::dropout, "dropout"},
+    {LayerKind::opaque, "opaque"},
 };
 }  // namespace
 
@@ -39,15 +49,14 @@ LayerKind parse_layer_kind(std::string_view s, const std::string& path) {
     if (kn.name == s) return kn.kind;
   std::string known;
   for (const auto& kn : kKindNames) known += (known.empty() ? "" : ", ") + std::string(kn.name);
-  throw InputError(path + ": unknown layer kind \"" + std::string(s) + "\" (expected one of " +
-                   known + ")");
+  throw InputError(path + ": unknown layer kind \"" + std::string(s) + "\" (expected one of " + known + ")");
 }
 
 int64_t LayerSpec::attr(std::string_view key) const {
   auto it = attrs.find(std::string(key));
   if (it == attrs.end())
-    throw InputError("layer \"" + name + "\" (" + std::string(to_string(kind)) +
-                     "): missing attribute \"" + std::string(key) + "\"");
+    throw InputError("layer \"" + name + "\" (" + std::string(to_string(kind)) + "): missing attribute \"" +
+                     std::string(key) + "\"");
   return it->second;
 }
 
@@ -86,8 +95,8 @@ std::vector<int> stable_topological_order(int n, const std::vector<Edge>& edges)
   return order;
 }
 
-std::vector<int> topological_order(int n, const std::vector<Edge>& edges,
-                                   const std::vector<std::string>& names, const std::string& what) {
+std::vector<int> topological_order(int n, const std::vector<Edge>& edges, const std::vector<std::string>& names,
+                                   const std::string& what) {
   std::vector<int> order = stable_topological_order(n, edges);
   if (static_cast<int>(order.size()) != n) {
     std::vector<bool> done(n, false);
@@ -102,8 +111,7 @@ std::vector<int> topological_order(int n, const std::vector<Edge>& edges,
   return order;
 }
 
-Model::Model(std::string name, std::vector<LayerSpec> layers, int64_t batch,
-             const std::string& path_prefix)
+Model::Model(std::string name, std::vector<LayerSpec> layers, int64_t batch, const std::string& path_prefix)
     : name_(std::move(name)), batch_(batch) {
   if (layers.empty()) throw InputError(path_prefix + ": the model has no layers");
   if (batch < 1) throw InputError("model batch: expected >= 1, got " + std::to_string(batch));
@@ -115,8 +123,7 @@ Model::Model(std::string name, std::vector<LayerSpec> layers, int64_t batch,
       throw InputError(at + "/name: duplicate layer name \"" + layers[i].name + "\"");
     for (int64_t d : layers[i].output_shape)
       if (d < 1)
-        throw InputError(at + "/output_shape: expected positive dimensions in layer \"" +
-                         layers[i].name + "\"");
+        throw InputError(at + "/output_shape: expected positive dimensions in layer \"" + layers[i].name + "\"");
   }
   std::vector<Edge> edges;
   std::vector<std::string> names;
@@ -125,9 +132,8 @@ Model::Model(std::string name, std::vector<LayerSpec> layers, int64_t batch,
     for (size_t k = 0; k < layers[i].inputs.size(); ++k) {
       auto it = pos.find(layers[i].inputs[k]);
       if (it == pos.end())
-        throw InputError(join_path(join_path(path_prefix, i), "inputs") + "/" + std::to_string(k) +
-                         ": layer \"" + layers[i].name + "\" reads unknown layer \"" +
-                         layers[i].inputs[k] + "\"");
+        throw InputError(join_path(join_path(path_prefix, i), "inputs") + "/" + std::to_string(k) + ": layer \"" +
+                         layers[i].name + "\" reads unknown layer \"" + layers[i].inputs[k] + "\"");
       edges.push_back({it->second, static_cast<int>(i)});
     }
   }
@@ -144,8 +150,7 @@ Model::Model(std::string name, std::vector<LayerSpec> layers, int64_t batch,
       throw InputError(at + ": layer \"" + l.name + "\" shares the parameters of \"" + l.shares +
                        "\", which is not a layer of the same kind that owns its parameters");
   }
-  std::vector<int> order =
-      topological_order(static_cast<int>(layers.size()), edges, names, path_prefix);
+  std::vector<int> order = topological_order(static_cast<int>(layers.size()), edges, names, path_prefix);
   layers_.reserve(layers.size());
   for (int old : order) layers_.push_back(std::move(layers[old]));
   for (size_t i = 0; i < layers_.size(); ++i) index_.emplace(layers_[i].name, static_cast<int>(i));
@@ -222,9 +227,7 @@ Model model_from_json(const Json& j) {
   return Model(name, std::move(layers), batch, "/layers");
 }
 
-Model load_model_file(const std::string& file) {
-  return parse_json_file<Model>(file, model_from_json);
-}
+Model load_model_file(const std::string& file) { return parse_json_file<Model>(file, model_from_json); }
 
 void save_model_file(const std::string& file, const Model& m) {
   Json j = m;

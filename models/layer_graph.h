@@ -18,10 +18,10 @@ namespace pw::models {
 // Operator kinds known to the cost model and the executor. "opaque" is an imported layer
 // whose work is known only through its profile (e.g. a PipeDream graph node).
 enum class LayerKind {
-  input,              // data source (no compute); output_shape = one sample; attrs {seq, vocab}
-                      // for token ids (int32), else descriptive ({dim} or {c, h, w})
-  embedding,          // token + position embedding: attrs vocab, seq, d_model
-  linear,             // attrs in, out, bias (0/1, default 1); applied to the last dim, other dims are rows
+  input,      // data source (no compute); output_shape = one sample; attrs {seq, vocab}
+              // for token ids (int32), else descriptive ({dim} or {c, h, w})
+  embedding,  // token + position embedding: attrs vocab, seq, d_model
+  linear,     // attrs in, out, bias (0/1, default 1); applied to the last dim, other dims are rows
   relu,
   gelu,
   layer_norm,         // attrs dim
@@ -38,8 +38,8 @@ enum class LayerKind {
   avg_pool,           // attrs c, kernel, stride, pad (default 0), in_h, in_w (kernel = in_h: global)
   batch_norm,         // attrs c (the zoo also records h, w); training mode, batch statistics
   flatten,
-  concat,             // concatenation of its inputs along the first per-sample dim (channels)
-  dropout,            // attrs permille (drop probability in 1/1000, 0..999); inverted scaling
+  concat,   // concatenation of its inputs along the first per-sample dim (channels)
+  dropout,  // attrs permille (drop probability in 1/1000, 0..999); inverted scaling
   opaque,
 };
 
@@ -57,7 +57,8 @@ struct LayerSpec {
   // bridge: the submodule path whose call begins with this layer); empty when there is none.
   std::string module;
   // Another layer of the same kind whose parameters this one reuses: a module called twice (on
-  // inputs of other sizes, its shape attrs may differ). Its parameters are counted once, at that layer; empty when the layer owns its own.
+  // inputs of other sizes, its shape attrs may differ). Its parameters are counted once, at that layer; empty when the
+  // layer owns its own.
   std::string shares;
 
   // Throws InputError naming the layer and the missing attribute.
@@ -77,11 +78,10 @@ class Model {
  public:
   Model() = default;
   // Validates and orders: non-empty, unique names, every input names a layer, no cycle,
-  // positive shapes, `shares` names another layer of the same kind that owns its own. Keeps the given order when it is already topological, otherwise a
-  // stable topological order (Kahn's algorithm, ties by original position).
-  // Throws InputError naming the offending layer (by `path_prefix`/index and name).
-  Model(std::string name, std::vector<LayerSpec> layers, int64_t batch = 1,
-        const std::string& path_prefix = "/layers");
+  // positive shapes, `shares` names another layer of the same kind that owns its own. Keeps the given order when it is
+  // already topological, otherwise a stable topological order (Kahn's algorithm, ties by original position). Throws
+  // InputError naming the offending layer (by `path_prefix`/index and name).
+  Model(std::string name, std::vector<LayerSpec> layers, int64_t batch = 1, const std::string& path_prefix = "/layers");
 
   const std::string& name() const { return name_; }
   int64_t batch() const { return batch_; }
@@ -105,8 +105,8 @@ std::vector<int> stable_topological_order(int n, const std::vector<Edge>& edges)
 
 // Topological order of n nodes under `edges` (stable: ties by index). Throws InputError
 // "<what>: cycle through <names...>" when there is none; `names` labels nodes in messages.
-std::vector<int> topological_order(int n, const std::vector<Edge>& edges,
-                                   const std::vector<std::string>& names, const std::string& what);
+std::vector<int> topological_order(int n, const std::vector<Edge>& edges, const std::vector<std::string>& names,
+                                   const std::string& what);
 
 // JSON: {"format": "pipewright.model/1", "name", "batch", "layers": [{name, kind, inputs,
 // output_shape, attrs, module (optional), shares (optional)}]}.

@@ -97,10 +97,10 @@ const Limit* layer_attribute_limit(std::string_view attribute) {
     std::string_view name;
     const Limit* limit;
   };
-  static constexpr Entry kTable[] = {{"seq", &limits::kSeq},         {"d_model", &limits::kDModel},
-                                     {"heads", &limits::kHeads},     {"ffn", &limits::kFfn},
-                                     {"vocab", &limits::kVocab},     {"classes", &limits::kClasses},
-                                     {"in_h", &limits::kImage},      {"in_w", &limits::kImage}};
+  static constexpr Entry kTable[] = {{"seq", &limits::kSeq},     {"d_model", &limits::kDModel},
+                                     {"heads", &limits::kHeads}, {"ffn", &limits::kFfn},
+                                     {"vocab", &limits::kVocab}, {"classes", &limits::kClasses},
+                                     {"in_h", &limits::kImage},  {"in_w", &limits::kImage}};
   for (const Entry& e : kTable)
     if (e.name == attribute) return e.limit;
   return nullptr;
@@ -109,8 +109,7 @@ const Limit* layer_attribute_limit(std::string_view attribute) {
 void check_schedule_size(int64_t virtual_stages, int64_t micro_batches, const std::string& where) {
   if (virtual_stages * micro_batches * 3 > limits::kMaxScheduleOps)
     throw InputError(where + ": " + std::to_string(virtual_stages) + " stages x " + std::to_string(micro_batches) +
-                     " micro-batches: more than " + std::to_string(limits::kMaxScheduleOps) +
-                     " ops in one schedule");
+                     " micro-batches: more than " + std::to_string(limits::kMaxScheduleOps) + " ops in one schedule");
 }
 
 }  // namespace pw::models

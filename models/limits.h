@@ -28,44 +28,44 @@ struct RealLimit {
 };
 
 namespace limits {
-inline constexpr Limit kStages{1, 1 << 16};            // pipeline stages (virtual stages with chunks)
-inline constexpr Limit kChunks{1, 1 << 10};            // model chunks per device
-inline constexpr Limit kMicroBatches{1, 1 << 20};      // micro-batches per iteration
-inline constexpr Limit kMicroBatchSize{1, 1 << 30};    // samples per micro-batch
-inline constexpr Limit kBatch{1, 1000000000000};       // samples per mini-batch
-inline constexpr Limit kDevices{1, 1 << 24};           // devices of a cluster or a plan
+inline constexpr Limit kStages{1, 1 << 16};          // pipeline stages (virtual stages with chunks)
+inline constexpr Limit kChunks{1, 1 << 10};          // model chunks per device
+inline constexpr Limit kMicroBatches{1, 1 << 20};    // micro-batches per iteration
+inline constexpr Limit kMicroBatchSize{1, 1 << 30};  // samples per micro-batch
+inline constexpr Limit kBatch{1, 1000000000000};     // samples per mini-batch
+inline constexpr Limit kDevices{1, 1 << 24};         // devices of a cluster or a plan
 inline constexpr Limit kDevicesPerNode{1, 1 << 16};
-inline constexpr Limit kLayers{1, 1 << 20};            // layers of a model or profile
-inline constexpr Limit kIterations{1, 1000000};        // iterations simulated back to back
-inline constexpr Limit kSteps{1, 1000000000};          // training steps
-inline constexpr Limit kWarmupSteps{0, 1000000000};    // steps or iterations before the timed ones
+inline constexpr Limit kLayers{1, 1 << 20};          // layers of a model or profile
+inline constexpr Limit kIterations{1, 1000000};      // iterations simulated back to back
+inline constexpr Limit kSteps{1, 1000000000};        // training steps
+inline constexpr Limit kWarmupSteps{0, 1000000000};  // steps or iterations before the timed ones
 inline constexpr Limit kThreads{0, 1 << 16};
 // Sizes of a model's layers (the zoo flags and a model file's layer attributes alike): their
 // products stay far inside int64 (a GPT of d_model 2^17, ffn 2^19, seq 2^20, vocab 2^24 is
 // beyond anything this toolkit targets).
 inline constexpr Limit kDModel{1, 1 << 17};
 inline constexpr Limit kHeads{1, 1 << 14};
-inline constexpr Limit kFfn{0, 1 << 19};               // 0 for the flag: 4 x d_model
+inline constexpr Limit kFfn{0, 1 << 19};  // 0 for the flag: 4 x d_model
 inline constexpr Limit kSeq{1, 1 << 20};
 inline constexpr Limit kVocab{1, 1 << 24};
-inline constexpr Limit kWidth{1, 1 << 20};             // an MLP's layer width
-inline constexpr Limit kImage{1, 1 << 14};             // an image's side in pixels
-inline constexpr Limit kClasses{1, 1 << 24};           // threads per worker (0: the worker's cores)
+inline constexpr Limit kWidth{1, 1 << 20};    // an MLP's layer width
+inline constexpr Limit kImage{1, 1 << 14};    // an image's side in pixels
+inline constexpr Limit kClasses{1, 1 << 24};  // threads per worker (0: the worker's cores)
 // A duration in nanoseconds of one op, hand-off or step (the flags take it in ms: --t-f up to
 // 1e9 ms); a timestamp of a trace, up to about 31 years.
 inline constexpr Limit kDurationNs{0, 1000000000000000};
 inline constexpr Limit kTimestampNs{0, 1000000000000000000};
-inline constexpr Limit kBytes{0, 1000000000000000000};  // a size in bytes (memory, tensors)
+inline constexpr Limit kBytes{0, 1000000000000000000};        // a size in bytes (memory, tensors)
 inline constexpr Limit kMemoryBytes{1, 1000000000000000000};  // a device's memory
 // Real-valued rates (checked with check_real_limit): a link's bytes per second; a device's peak
 // FLOP/s and memory bytes per second, 0 where unknown (a measured or imported profile's device).
 inline constexpr Limit kBandwidth{1, 1000000000000000000};
 inline constexpr Limit kDeviceRate{0, 1000000000000000000};
 // Real-valued quantities of files and flags alike:
-inline constexpr RealLimit kEfficiency{1e-9, 1};   // fraction of peak FLOP/s the cost model assumes
-inline constexpr RealLimit kShare{0, 1};           // a share of an iteration (bubble, idle, imbalance)
-inline constexpr RealLimit kSeconds{0, 1e6};       // a predicted duration (kDurationNs, in seconds)
-inline constexpr RealLimit kSampleRate{0, 1e18};   // samples per second
+inline constexpr RealLimit kEfficiency{1e-9, 1};  // fraction of peak FLOP/s the cost model assumes
+inline constexpr RealLimit kShare{0, 1};          // a share of an iteration (bubble, idle, imbalance)
+inline constexpr RealLimit kSeconds{0, 1e6};      // a predicted duration (kDurationNs, in seconds)
+inline constexpr RealLimit kSampleRate{0, 1e18};  // samples per second
 // Ops of one schedule (stages x micro-batches x ops per micro-batch): what a schedule, its
 // simulation and a trace hold in memory (about 100 bytes each).
 inline constexpr int64_t kMaxScheduleOps = int64_t{1} << 25;

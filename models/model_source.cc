@@ -23,9 +23,7 @@ void check_costable(const Model& model, const std::string& where) {
   try {
     for (const LayerSpec& l : model.layers())
       if (l.kind != LayerKind::opaque) layer_cost(l, 1);
-  } catch (const InputError& e) {
-    throw InputError(where + ": " + e.what());
-  }
+  } catch (const InputError& e) { throw InputError(where + ": " + e.what()); }
 }
 
 }  // namespace
@@ -74,12 +72,9 @@ DeviceSpec resolve_device(const std::string& spec, const std::string& flag) {
       if (d.name == spec) return d;
     std::error_code ec;
     if (std::filesystem::is_regular_file(spec, ec))
-      return parse_json_file<DeviceSpec>(
-          spec, [](const Json& j) { return device_from_json(j, ""); });
+      return parse_json_file<DeviceSpec>(spec, [](const Json& j) { return device_from_json(j, ""); });
     return find_device(spec);  // throws, listing the catalog
-  } catch (const InputError& e) {
-    throw InputError(flag + ": " + e.what());
-  }
+  } catch (const InputError& e) { throw InputError(flag + ": " + e.what()); }
 }
 
 }  // namespace pw::models

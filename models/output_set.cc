@@ -65,7 +65,8 @@ struct stat check_dir(const std::string& flag, const std::string& path, const st
   struct stat st {};
   if (::stat(dir.c_str(), &st) != 0) {
     const int err = errno;
-    if (err == ENOENT) throw InputError(at(flag, path) + "directory " + escape_for_message(dir, 200) + " does not exist");
+    if (err == ENOENT)
+      throw InputError(at(flag, path) + "directory " + escape_for_message(dir, 200) + " does not exist");
     if (err == ENOTDIR)
       throw InputError(at(flag, path) + "a component of " + escape_for_message(dir, 200) + " is not a directory");
     throw InputError(at(flag, path) + "cannot reach directory " + escape_for_message(dir, 200) + " (" +
@@ -166,7 +167,8 @@ void check_output_directory(const std::string& flag, const std::string& dir) {
                        std::strerror(up_err) + ")");
   }
   if (!S_ISDIR(st.st_mode))
-    throw InputError(at(flag, dir) + "cannot create it: " + escape_for_message(up.string(), 200) + " is not a directory");
+    throw InputError(at(flag, dir) + "cannot create it: " + escape_for_message(up.string(), 200) +
+                     " is not a directory");
   if (::faccessat(AT_FDCWD, up.c_str(), W_OK | X_OK, AT_EACCESS) != 0) {
     const int up_err = errno;
     throw InputError(at(flag, dir) + "cannot create it: " + escape_for_message(up.string(), 200) +
@@ -203,8 +205,7 @@ void OutputSet::add(const std::string& flag, const std::string& path) {
   check_output_file(flag, path);
   std::lock_guard<std::mutex> lock(mu_);
   if (const Entry* e = find(path)) {
-    if (path == "-")
-      throw InputError(flag + " -: " + e->flag + " already writes to standard output");
+    if (path == "-") throw InputError(flag + " -: " + e->flag + " already writes to standard output");
     throw InputError(at(flag, path) + "also the output of " + e->flag);
   }
   entries_.push_back(Entry{flag, path, key_of(path), "", "", false});

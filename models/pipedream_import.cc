@@ -76,8 +76,10 @@ template <class Where>
 int64_t ms_to_ns(std::string_view s, const Where& where) {
   std::string_view ip, frac;
   if (!parse_decimal(s, ip, frac) || frac.size() > 6)
-    throw InputError(where() + ": expected milliseconds as a non-negative decimal with at most 6 "
-                     "decimals, got \"" + std::string(s) + "\"");
+    throw InputError(where() +
+                     ": expected milliseconds as a non-negative decimal with at most 6 "
+                     "decimals, got \"" +
+                     std::string(s) + "\"");
   int64_t v = to_int(ip, where, "time");
   if (v > std::numeric_limits<int64_t>::max() / 1000000) throw InputError(where() + ": time too large");
   int64_t f = to_int(frac, where, "time");
@@ -88,10 +90,8 @@ int64_t ms_to_ns(std::string_view s, const Where& where) {
 template <class Where>
 int64_t to_bytes(std::string_view s, const Where& where) {
   std::string_view ip, frac;
-  if (!parse_decimal(s, ip, frac) ||
-      !std::all_of(frac.begin(), frac.end(), [](char c) { return c == '0'; }))
-    throw InputError(where() + ": expected a non-negative whole number of bytes, got \"" +
-                     std::string(s) + "\"");
+  if (!parse_decimal(s, ip, frac) || !std::all_of(frac.begin(), frac.end(), [](char c) { return c == '0'; }))
+    throw InputError(where() + ": expected a non-negative whole number of bytes, got \"" + std::string(s) + "\"");
   return to_int(ip, where, "size");
 }
 
@@ -130,7 +130,9 @@ PipeDreamGraph parse_pipedream_graph(std::string_view text, const std::string& f
   check_utf8(text, file);  // names end up in JSON, which holds only UTF-8
   std::vector<RawNode> nodes;
   std::unordered_map<std::string_view, int> index;  // keys view `text`
-  struct RawEdge { int from, to, line; };
+  struct RawEdge {
+    int from, to, line;
+  };
   std::vector<RawEdge> edges;
   std::unordered_set<uint64_t> seen_edges;  // from << 32 | to
   bool has_stage = false;
@@ -165,12 +167,12 @@ PipeDreamGraph parse_pipedream_graph(std::string_view text, const std::string& f
       edges.push_back({a->second, b->second, line_no});
       continue;
     }
-    if (!edges.empty())
-      throw InputError(at() + ": node line after edge lines (expected all node lines first)");
+    if (!edges.empty()) throw InputError(at() + ": node line after edge lines (expected all node lines first)");
     std::string_view tok[4];
     const size_t ntok = split(line, kSep, tok, 4);
     if (ntok < 3 || ntok > 4)
-      throw InputError(at() + ": expected \"<id> -- <description> -- forward_compute_time=..., "
+      throw InputError(at() +
+                       ": expected \"<id> -- <description> -- forward_compute_time=..., "
                        "backward_compute_time=..., activation_size=..., parameter_size=...[ -- stage_id=N]\"");
     RawNode n;
     n.id = tok[0];
@@ -179,11 +181,12 @@ PipeDreamGraph parse_pipedream_graph(std::string_view text, const std::string& f
     if (n.id.empty()) throw InputError(at() + ": empty node id");
     std::string_view metrics[4];
     const size_t nmetrics = split(tok[2], ", ", metrics, 4);
-    static const char* kKeys[] = {"forward_compute_time", "backward_compute_time", "activation_size",
-                                  "parameter_size"};
+    static const char* kKeys[] = {"forward_compute_time", "backward_compute_time", "activation_size", "parameter_size"};
     if (nmetrics != 4)
-      throw InputError(at() + ": expected 4 metrics (forward_compute_time, backward_compute_time, "
-                       "activation_size, parameter_size), got " + std::to_string(nmetrics));
+      throw InputError(at() +
+                       ": expected 4 metrics (forward_compute_time, backward_compute_time, "
+                       "activation_size, parameter_size), got " +
+                       std::to_string(nmetrics));
     std::string_view val[4];
     for (int k = 0; k < 4; ++k) {
       size_t eq = metrics[k].find('=');
@@ -263,8 +266,9 @@ PipeDreamGraph parse_pipedream_graph(std::string_view text, const std::string& f
     int first = path_edges[visit[v]];
     for (size_t k = visit[v]; k < path_edges.size(); ++k)
       if (edges[path_edges[k]].line < edges[first].line) first = path_edges[k];
-    throw InputError(file + ":" + std::to_string(edges[first].line) + ": edge " + std::string(nodes[edges[first].from].id) +
-                     " -- " + std::string(nodes[edges[first].to].id) + " closes a cycle (expected a DAG)");
+    throw InputError(file + ":" + std::to_string(edges[first].line) + ": edge " +
+                     std::string(nodes[edges[first].from].id) + " -- " + std::string(nodes[edges[first].to].id) +
+                     " closes a cycle (expected a DAG)");
   }
 
   PipeDreamGraph g;
@@ -305,9 +309,7 @@ Profile load_any_profile_file(const std::string& file) {
     const Json j = parse_json_text(text, name);
     try {
       return profile_from_json(j);
-    } catch (const InputError& e) {
-      throw InputError(name + ": " + e.what());
-    } catch (const Json::exception& e) {
+    } catch (const InputError& e) { throw InputError(name + ": " + e.what()); } catch (const Json::exception& e) {
       throw InputError(name + ": " + e.what());
     }
   }

@@ -33,7 +33,8 @@ int64_t Profile::total_parameter_bytes() const {
 
 std::vector<bool> stage_starts_allowed(const Profile& p) {
   std::vector<bool> ok(p.layers.size(), true);
-  const bool paths = std::any_of(p.layers.begin(), p.layers.end(), [](const LayerProfile& l) { return !l.module.empty(); });
+  const bool paths =
+      std::any_of(p.layers.begin(), p.layers.end(), [](const LayerProfile& l) { return !l.module.empty(); });
   if (!paths) return ok;
   for (size_t i = 1; i < p.layers.size(); ++i) ok[i] = !p.layers[i].module.empty();
   return ok;
@@ -162,9 +163,7 @@ Profile profile_from_json(const Json& j) {
   return p;
 }
 
-Profile load_profile_file(const std::string& file) {
-  return parse_json_file<Profile>(file, profile_from_json);
-}
+Profile load_profile_file(const std::string& file) { return parse_json_file<Profile>(file, profile_from_json); }
 
 void save_profile_file(const std::string& file, const Profile& p) {
   Json j = p;

@@ -20,7 +20,7 @@ namespace pw::models {
 
 struct LayerProfile {
   std::string name;
-  std::string kind;             // a LayerKind name, or a free description for imported layers
+  std::string kind;  // a LayerKind name, or a free description for imported layers
   int64_t forward_ns = 0;
   int64_t backward_input_ns = 0;   // B: gradient w.r.t. the layer's inputs
   int64_t backward_weight_ns = 0;  // W: gradient w.r.t. the layer's parameters
@@ -31,12 +31,12 @@ struct LayerProfile {
   // (moments, fp32 master copies) and any extra gradient precision. Weights + gradients + state
   // = 2 * parameter_bytes + optimizer_bytes (models/optimizer_memory.h). 0 if unknown.
   int64_t optimizer_bytes = 0;
-  int64_t workspace_bytes = 0;     // transient bytes while the layer runs (not kept)
+  int64_t workspace_bytes = 0;  // transient bytes while the layer runs (not kept)
   // Held from a split input-gradient step (B) until its weight-gradient step (W), beyond
   // stash_bytes (e.g. output gradients W needs). Zero-bubble schedules hold it for every
   // micro-batch whose W is delayed; fused backward (BW) never holds it. 0 when unknown.
   int64_t weight_pending_bytes = 0;
-  bool is_data_loading = false;    // an input source: forward_ns is data-loading time
+  bool is_data_loading = false;  // an input source: forward_ns is data-loading time
   // Per iteration (not per micro-batch): the optimizer step over this layer's parameters plus
   // zeroing its gradients, as the runtime does once per synchronous iteration. 0 when unknown
   // (analytic and imported profiles, and profiles written before the field existed).
@@ -49,8 +49,8 @@ struct LayerProfile {
 
 // Where the numbers came from.
 struct ProfileDevice {
-  std::string name;       // catalog name ("a100-80g") or a description of the measured CPU
-  int cores = 0;          // 0 when not applicable
+  std::string name;  // catalog name ("a100-80g") or a description of the measured CPU
+  int cores = 0;     // 0 when not applicable
   int threads = 0;
 };
 
@@ -73,16 +73,16 @@ struct PointTimes {
 };
 struct ProfilePoint {
   int64_t micro_batch = 1;
-  int threads = 1;                 // OpenMP threads of the copy that measured it
+  int threads = 1;  // OpenMP threads of the copy that measured it
   int co_run_workers = 1;
   std::vector<PointTimes> layers;  // same order and size as Profile::layers
 };
 
 struct Profile {
-  std::string model;            // model name
-  std::string source;           // "analytic", "measured" or "pipedream"
+  std::string model;   // model name
+  std::string source;  // "analytic", "measured" or "pipedream"
   ProfileDevice device;
-  int64_t micro_batch = 1;      // samples the per-layer numbers hold for
+  int64_t micro_batch = 1;           // samples the per-layer numbers hold for
   std::vector<LayerProfile> layers;  // a topological order
   std::vector<Edge> edges;           // data dependencies (indices into layers)
   // Optional (pipewright.profile/1 reads without them): how it was measured, and times at more
@@ -90,7 +90,7 @@ struct Profile {
   std::optional<ProfileMeasurement> measurement;
   std::vector<ProfilePoint> points;
 
-  int64_t total_forward_ns() const;    // excludes data-loading sources
+  int64_t total_forward_ns() const;  // excludes data-loading sources
   int64_t total_backward_ns() const;
   int64_t total_parameter_bytes() const;
   int index_of(const std::string& name) const;  // -1 if absent

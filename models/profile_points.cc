@@ -25,7 +25,8 @@ ProfilePoint base_point(const Profile& p) {
 }
 
 int64_t lerp(int64_t a, int64_t b, double t) {
-  return static_cast<int64_t>(std::llround(static_cast<double>(a) + (static_cast<double>(b) - static_cast<double>(a)) * t));
+  return static_cast<int64_t>(
+      std::llround(static_cast<double>(a) + (static_cast<double>(b) - static_cast<double>(a)) * t));
 }
 
 int64_t scale(int64_t v, double s) { return static_cast<int64_t>(std::llround(static_cast<double>(v) * s)); }
@@ -99,7 +100,8 @@ ProfileAt profile_at(const Profile& p, int64_t b, int threads) {
     const double s = static_cast<double>(b) / static_cast<double>(near->first);
     apply([&](size_t i) {
       const PointTimes& x = near->second->layers[i];
-      return PointTimes{scale(x.forward_ns, s), scale(x.backward_input_ns, s), scale(x.backward_weight_ns, s), x.step_ns};
+      return PointTimes{scale(x.forward_ns, s), scale(x.backward_input_ns, s), scale(x.backward_weight_ns, s),
+                        x.step_ns};
     });
     if (p.source == "measured" || !p.points.empty()) {
       out.extrapolated = true;
@@ -161,7 +163,8 @@ void measurement_from_json(const Json& j, Profile& p) {
       if (!e.is_array() || e.size() != 4)
         throw InputError(li + ": expected [forward_ns, backward_input_ns, backward_weight_ns, step_ns]");
       int64_t v[4];
-      for (int f = 0; f < 4; ++f) v[f] = limited_value(e[f], join_path(li, static_cast<size_t>(f)), limits::kDurationNs);
+      for (int f = 0; f < 4; ++f)
+        v[f] = limited_value(e[f], join_path(li, static_cast<size_t>(f)), limits::kDurationNs);
       pt.layers.push_back({v[0], v[1], v[2], v[3]});
     }
     p.points.push_back(std::move(pt));

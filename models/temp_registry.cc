@@ -100,8 +100,7 @@ void remove_temp_files() noexcept {
   if (g_phase.load() == kCommitting) return;
   // A creation on another thread finishes in a few instructions; on this thread (the handler
   // interrupted it) it cannot, and the bound ends the wait.
-  for (int spin = 0; spin < 10000000 && g_creating.load() != 0; ++spin) {
-  }
+  for (int spin = 0; spin < 10000000 && g_creating.load() != 0; ++spin) {}
   for (Slot& s : g_slots)
     if (s.state.load() == kLive) ::unlink(s.path);
 }

@@ -14,12 +14,12 @@ constexpr int64_t kMaxLayers = 100000;
 
 void check_range(const char* flag, int64_t v, int64_t lo, int64_t hi) {
   if (v < lo || v > hi)
-    throw InputError(std::string(flag) + ": expected an integer in [" + std::to_string(lo) + ", " +
-                     std::to_string(hi) + "], got " + std::to_string(v));
+    throw InputError(std::string(flag) + ": expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                     "], got " + std::to_string(v));
 }
 
-LayerSpec make(std::string name, LayerKind kind, std::vector<std::string> inputs,
-               std::vector<int64_t> shape, std::map<std::string, int64_t> attrs = {}) {
+LayerSpec make(std::string name, LayerKind kind, std::vector<std::string> inputs, std::vector<int64_t> shape,
+               std::map<std::string, int64_t> attrs = {}) {
   LayerSpec l;
   l.name = std::move(name);
   l.kind = kind;
@@ -43,8 +43,7 @@ class Builder {
     return {std::move(name), std::move(shape)};
   }
   // A layer reading only the previously added one (none for the first).
-  Out chain(std::string name, LayerKind kind, std::vector<int64_t> shape,
-            std::map<std::string, int64_t> attrs = {}) {
+  Out chain(std::string name, LayerKind kind, std::vector<int64_t> shape, std::map<std::string, int64_t> attrs = {}) {
     std::vector<std::string> in;
     if (!layers_.empty()) in.push_back(layers_.back().name);
     return add(std::move(name), kind, std::move(in), std::move(shape), std::move(attrs));
@@ -114,22 +113,31 @@ void check_conv_options(const ZooOptions& o) {
 }
 
 // Layers over a [c, h, w] input.
-Out conv(Builder& b, const Out& in, std::string name, int64_t out_c, int64_t kernel, int64_t stride,
-         int64_t pad, bool bias) {
+Out conv(Builder& b, const Out& in, std::string name, int64_t out_c, int64_t kernel, int64_t stride, int64_t pad,
+         bool bias) {
   const int64_t oh = window_out(in.shape[1], kernel, stride, pad);
   const int64_t ow = window_out(in.shape[2], kernel, stride, pad);
   return b.add(std::move(name), LayerKind::conv2d, {in.name}, {out_c, oh, ow},
-               {{"in_c", in.shape[0]}, {"out_c", out_c}, {"kernel", kernel}, {"stride", stride},
-                {"pad", pad}, {"in_h", in.shape[1]}, {"in_w", in.shape[2]}, {"bias", bias ? 1 : 0}});
+               {{"in_c", in.shape[0]},
+                {"out_c", out_c},
+                {"kernel", kernel},
+                {"stride", stride},
+                {"pad", pad},
+                {"in_h", in.shape[1]},
+                {"in_w", in.shape[2]},
+                {"bias", bias ? 1 : 0}});
 }
 
-Out pool(Builder& b, const Out& in, std::string name, LayerKind kind, int64_t kernel, int64_t stride,
-         int64_t pad) {
+Out pool(Builder& b, const Out& in, std::string name, LayerKind kind, int64_t kernel, int64_t stride, int64_t pad) {
   const int64_t oh = window_out(in.shape[1], kernel, stride, pad);
   const int64_t ow = window_out(in.shape[2], kernel, stride, pad);
   return b.add(std::move(name), kind, {in.name}, {in.shape[0], oh, ow},
-               {{"c", in.shape[0]}, {"kernel", kernel}, {"stride", stride}, {"pad", pad},
-                {"in_h", in.shape[1]}, {"in_w", in.shape[2]}});
+               {{"c", in.shape[0]},
+                {"kernel", kernel},
+                {"stride", stride},
+                {"pad", pad},
+                {"in_h", in.shape[1]},
+                {"in_w", in.shape[2]}});
 }
 
 Out relu(Builder& b, const Out& in, std::string name) {
@@ -143,8 +151,8 @@ Out batch_norm(Builder& b, const Out& in, std::string name) {
 
 // flatten, fully connected layers of the given widths with relu (and dropout) between, the
 // classifier, loss.
-void classifier_tail(Builder& b, const Out& in, const std::vector<int64_t>& hidden, int64_t classes,
-                     int first_fc, int64_t dropout_permille = 0) {
+void classifier_tail(Builder& b, const Out& in, const std::vector<int64_t>& hidden, int64_t classes, int first_fc,
+                     int64_t dropout_permille = 0) {
   int64_t features = in.shape[0] * in.shape[1] * in.shape[2];
   Out x = b.add("flatten", LayerKind::flatten, {in.name}, {features});
   int n = first_fc;
@@ -157,8 +165,8 @@ void classifier_tail(Builder& b, const Out& in, const std::vector<int64_t>& hidd
     features = width;
     ++n;
   }
-  x = b.add(first_fc < 0 ? std::string("fc") : "fc" + std::to_string(n), LayerKind::linear, {x.name},
-            {classes}, {{"in", features}, {"out", classes}, {"bias", 1}});
+  x = b.add(first_fc < 0 ? std::string("fc") : "fc" + std::to_string(n), LayerKind::linear, {x.name}, {classes},
+            {{"in", features}, {"out", classes}, {"bias", 1}});
   b.add("loss", LayerKind::softmax_xent, {x.name}, {1}, {{"rows", 1}, {"classes", classes}});
 }
 

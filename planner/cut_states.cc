@@ -271,7 +271,7 @@ CutStates pipedream_states(const models::Profile& p, int max_states) {
   // and free of duplicates, so list and set correspond one to one).
   Augmenter augmenter(g);
   BitsetIndex index(W);
-  std::vector<int> aug_begin{0}, aug;     // augmented antichains, flat
+  std::vector<int> aug_begin{0}, aug;      // augmented antichains, flat
   std::vector<std::pair<int, int>> edges;  // state DAG edges (from, to)
   std::vector<uint64_t> scratch, next(W), kept_max(W);
   std::vector<int> anti;
@@ -399,8 +399,7 @@ CutStates prefix_states_at_allowed_starts(const CutStates& s, const models::Prof
 }
 
 CutStates prefix_states(const models::Profile& p, bool pipedream_drops) {
-  std::vector<bool> kept = pipedream_drops ? pipedream_kept_layers(p)
-                                           : std::vector<bool>(p.layers.size(), true);
+  std::vector<bool> kept = pipedream_drops ? pipedream_kept_layers(p) : std::vector<bool>(p.layers.size(), true);
   const Dag g = build_dag(p, kept);
   const int W = g.words;
   CutStates s;

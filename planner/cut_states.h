@@ -50,20 +50,20 @@ class Bitset {
 };
 
 struct CutStates {
-  std::string family;               // "pipedream-antichains" or "topological-prefixes"
-  bool complete = true;             // false: enumeration hit max_states (states are unusable)
-  std::vector<int> layers;          // profile layer indices the states range over (kept layers)
+  std::string family;       // "pipedream-antichains" or "topological-prefixes"
+  bool complete = true;     // false: enumeration hit max_states (states are unusable)
+  std::vector<int> layers;  // profile layer indices the states range over (kept layers)
   int num_states() const { return static_cast<int>(compute_ns.size()); }
   // Per state, sums over its downset (profile units: ns and bytes).
-  std::vector<int64_t> compute_ns;  // forward + backward, data-loading sources count 0
+  std::vector<int64_t> compute_ns;        // forward + backward, data-loading sources count 0
   std::vector<int64_t> activation_bytes;  // output bytes (PipeDream's activation_size)
   std::vector<int64_t> stash_bytes;
   std::vector<int64_t> parameter_bytes;
-  std::vector<int64_t> out_bytes;   // augmented antichain activation (tensors live across the cut)
-  std::vector<int64_t> cut_bytes;   // exact: outputs of members with a consumer outside the downset
-  std::vector<Bitset> members;      // downset, over profile layer indices
+  std::vector<int64_t> out_bytes;       // augmented antichain activation (tensors live across the cut)
+  std::vector<int64_t> cut_bytes;       // exact: outputs of members with a consumer outside the downset
+  std::vector<Bitset> members;          // downset, over profile layer indices
   std::vector<std::vector<int>> preds;  // strict predecessor states (in the state DAG), ascending
-  std::vector<Bitset> pred_set;     // same, as bitsets over states
+  std::vector<Bitset> pred_set;         // same, as bitsets over states
 };
 
 CutStates pipedream_states(const models::Profile& p, int max_states);

@@ -84,9 +84,14 @@ std::vector<int> device_balanced_cuts(const std::vector<int64_t>& cost, int p, i
 
 Plan interleave_plan(const Plan& base, const models::Profile& profile, int chunks) {
   const int p = base.num_stages();
-  if (chunks < 2) throw InputError("--chunks: interleaved-1f1b needs at least 2 chunks per device, got " + std::to_string(chunks));
-  if (p < 2) throw InputError("interleaved-1f1b: the plan uses " + std::to_string(p) + " stage; interleaving needs 2 or more devices");
-  if (!base.layer_order.empty()) throw InputError("interleaved-1f1b: plans in a layer order of their own (PipeDream antichains) are not interleaved");
+  if (chunks < 2)
+    throw InputError("--chunks: interleaved-1f1b needs at least 2 chunks per device, got " + std::to_string(chunks));
+  if (p < 2)
+    throw InputError("interleaved-1f1b: the plan uses " + std::to_string(p) +
+                     " stage; interleaving needs 2 or more devices");
+  if (!base.layer_order.empty())
+    throw InputError(
+        "interleaved-1f1b: plans in a layer order of their own (PipeDream antichains) are not interleaved");
   for (const StagePlan& s : base.stages)
     if (s.replicas() != 1) throw InputError("interleaved-1f1b: replicated stages are not interleaved");
   if (base.num_micro_batches % p != 0) {

@@ -6,11 +6,10 @@
 // micro-batch size and count, and re-cuts the model into p * v contiguous virtual stages
 // that balance the per-micro-batch compute (F + B + W of the profile's layers, data-loading
 // sources included at their cost): device_balanced_cuts below, over the segments between the
-// places a stage may begin (models::stage_starts_allowed; every layer without module paths). Virtual stage k runs on the devices of the base plan's stage k mod p
-// (Megatron's layout, as planner::make_schedule lays interleaved stages out), chunks = v,
-// schedule interleaved-1f1b. Recompute is copied from the base plan's stage k mod p.
-// Per-stage predictions are left empty: the caller simulates the plan (the prediction and the
-// memory check, as for zb-h2).
+// places a stage may begin (models::stage_starts_allowed; every layer without module paths). Virtual stage k runs on
+// the devices of the base plan's stage k mod p (Megatron's layout, as planner::make_schedule lays interleaved stages
+// out), chunks = v, schedule interleaved-1f1b. Recompute is copied from the base plan's stage k mod p. Per-stage
+// predictions are left empty: the caller simulates the plan (the prediction and the memory check, as for zb-h2).
 //
 // Throws InputError when v < 2, the base plan has replicated stages, a layer order of its own
 // (PipeDream antichains), fewer than 2 stages, a micro-batch count not a multiple of p

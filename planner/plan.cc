@@ -103,8 +103,8 @@ void check_stage_devices(const Plan& p) {
     for (int d : p.stages[k].devices) {
       auto [it, fresh] = stage_of.emplace(d, k);
       if (!fresh)
-        throw InputError("/stages/" + std::to_string(k) + "/devices: device " + std::to_string(d) +
-                         " is also stage " + std::to_string(it->second) + "'s (a device runs one stage)");
+        throw InputError("/stages/" + std::to_string(k) + "/devices: device " + std::to_string(d) + " is also stage " +
+                         std::to_string(it->second) + "'s (a device runs one stage)");
     }
 }
 
@@ -280,12 +280,14 @@ Plan plan_from_json(const Json& j) {
     if (sj.contains("layers")) {
       const Json& names = require_array(sj, "layers", at);
       for (size_t i = 0; i < names.size(); ++i) {
-        if (!names[i].is_string()) throw InputError(join_path(at, "layers") + "/" + std::to_string(i) + ": expected a string");
+        if (!names[i].is_string())
+          throw InputError(join_path(at, "layers") + "/" + std::to_string(i) + ": expected a string");
         s.layer_names.push_back(names[i].get<std::string>());
       }
       // An empty list is what to_json writes for a plan read without names: names not given.
       if (!s.layer_names.empty() && static_cast<int>(s.layer_names.size()) != s.end_layer - s.first_layer)
-        throw InputError(join_path(at, "layers") + ": expected " + std::to_string(s.end_layer - s.first_layer) + " names");
+        throw InputError(join_path(at, "layers") + ": expected " + std::to_string(s.end_layer - s.first_layer) +
+                         " names");
     }
     const Json& devs = require_array(sj, "devices", at);
     if (devs.empty()) throw InputError(join_path(at, "devices") + ": a stage needs at least one device");
@@ -295,7 +297,8 @@ Plan plan_from_json(const Json& j) {
     for (size_t i = 0; i < devs.size(); ++i) {
       const std::string di = join_path(join_path(at, "devices"), i);
       const int d = static_cast<int>(models::limited_value(devs[i], di, {0, lim::kDevices.max - 1}));
-      if (!distinct.insert(d).second) throw InputError(di + ": device " + std::to_string(d) + " appears twice in the stage");
+      if (!distinct.insert(d).second)
+        throw InputError(di + ": device " + std::to_string(d) + " appears twice in the stage");
       s.devices.push_back(d);
       max_device = std::max(max_device, d);
     }

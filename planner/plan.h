@@ -20,51 +20,51 @@
 namespace pw::planner {
 
 struct StagePrediction {
-  int64_t forward_ns = 0;          // per micro-batch, one replica
-  int64_t backward_ns = 0;         // per micro-batch (B + W; with recompute, includes the re-forward)
-  int64_t comm_ns = 0;             // per micro-batch: input + output transfers
-  int64_t allreduce_ns = 0;        // per mini-batch gradient all-reduce among replicas
-  int64_t memory_bytes = 0;        // peak per device of this stage
+  int64_t forward_ns = 0;               // per micro-batch, one replica
+  int64_t backward_ns = 0;              // per micro-batch (B + W; with recompute, includes the re-forward)
+  int64_t comm_ns = 0;                  // per micro-batch: input + output transfers
+  int64_t allreduce_ns = 0;             // per mini-batch gradient all-reduce among replicas
+  int64_t memory_bytes = 0;             // peak per device of this stage
   int64_t weights_optimizer_bytes = 0;  // weights + gradients + optimizer state
   int64_t activation_bytes = 0;         // stashed activations at peak
 };
 
 struct StagePlan {
-  int first_layer = 0;             // index into the profile's layers
-  int end_layer = 0;               // one past the last
+  int first_layer = 0;  // index into the profile's layers
+  int end_layer = 0;    // one past the last
   std::vector<std::string> layer_names;
-  std::vector<int> devices;        // device ids in the cluster; size() == replicas
-  bool recompute = false;          // re-materialize activations in backward
+  std::vector<int> devices;  // device ids in the cluster; size() == replicas
+  bool recompute = false;    // re-materialize activations in backward
   StagePrediction predicted;
 
   int replicas() const { return static_cast<int>(devices.size()); }
 };
 
 struct PlanPrediction {
-  double iteration_time_s = 0;       // one mini-batch (sync: fill + steady + drain)
-  double bottleneck_time_s = 0;      // slowest stage's time per mini-batch (steady state)
+  double iteration_time_s = 0;   // one mini-batch (sync: fill + steady + drain)
+  double bottleneck_time_s = 0;  // slowest stage's time per mini-batch (steady state)
   double throughput_samples_per_s = 0;
   // Kept for compatibility: (iteration - busy of the longest-span stage) / iteration (DESIGN.md;
   // sync: that stage is stage 0). It mixes the schedule's bubble with stage imbalance and
   // communication; the three figures below separate them (planner/plan_figures.h).
   double bubble_rate = 0;
-  int64_t peak_memory_bytes = 0;     // largest over devices
+  int64_t peak_memory_bytes = 0;  // largest over devices
   // Figures that rank plans (planner/plan_figures.h; optional in JSON, 0 in older plans):
-  double schedule_bubble = 0;        // idle share the schedule causes with stage costs equalised
-  double stage_imbalance = 0;        // 1 - mean device busy / max device busy
-  double idle_share = 0;             // 1 - mean over devices of busy / iteration
+  double schedule_bubble = 0;  // idle share the schedule causes with stage costs equalised
+  double stage_imbalance = 0;  // 1 - mean device busy / max device busy
+  double idle_share = 0;       // 1 - mean over devices of busy / iteration
 };
 
 struct Plan {
   std::string model;
-  std::string profile_hash;          // content hash of the profile JSON (hex)
+  std::string profile_hash;  // content hash of the profile JSON (hex)
   std::string cluster_name;
   std::string cluster_hash;
-  std::string objective = "sync";    // "sync", "async" (our replicated model) or "pipedream" (its exact model)
-  std::string partitioner = "dp";    // "dp", "gpipe-greedy", "even"
+  std::string objective = "sync";  // "sync", "async" (our replicated model) or "pipedream" (its exact model)
+  std::string partitioner = "dp";  // "dp", "gpipe-greedy", "even"
   ScheduleKind schedule = ScheduleKind::one_f_one_b;
-  int chunks = 1;                    // virtual chunks per device (interleaved)
-  int64_t batch = 1;                 // samples per mini-batch
+  int chunks = 1;     // virtual chunks per device (interleaved)
+  int64_t batch = 1;  // samples per mini-batch
   int64_t micro_batch_size = 1;
   int num_micro_batches = 1;
   std::string remainder_rule = "none";  // "none" when batch == size*count, else how the rest is spread

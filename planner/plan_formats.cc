@@ -66,8 +66,9 @@ std::string megatron(const Plan& plan, const models::Profile& profile) {
         }
         in_loss = true;
       } else {
-        throw InputError("--format megatron: layer \"" + plan.stages[s].layer_names[k] + "\" (kind " + kind +
-                         ") has no Megatron layout symbol (E embedding, t transformer layer, L final norm, output and loss)");
+        throw InputError(
+            "--format megatron: layer \"" + plan.stages[s].layer_names[k] + "\" (kind " + kind +
+            ") has no Megatron layout symbol (E embedding, t transformer layer, L final norm, output and loss)");
       }
     }
     stage += repeat('t', run);
@@ -103,8 +104,8 @@ std::string deepspeed(const Plan& plan, const models::Profile& profile) {
     last.push_back(l);
   }
   std::ostringstream os;
-  os << "# DeepSpeed PipelineModule(layers=<the model's " << n << " layers in this order, input excluded>, num_stages="
-     << plan.num_stages() << ")\n"
+  os << "# DeepSpeed PipelineModule(layers=<the model's " << n
+     << " layers in this order, input excluded>, num_stages=" << plan.num_stages() << ")\n"
      << "# stage s owns layers[parts[s]:parts[s+1]] (PipelineModule.parts; set them by overriding "
         "_partition_layers)\n"
      << "num_stages = " << plan.num_stages() << "\nparts = [";
@@ -116,8 +117,8 @@ std::string deepspeed(const Plan& plan, const models::Profile& profile) {
     else os << " (empty)";
     os << "\n";
   }
-  os << "# micro_batch_size = " << plan.micro_batch_size << ", gradient_accumulation_steps = "
-     << plan.num_micro_batches << "\n";
+  os << "# micro_batch_size = " << plan.micro_batch_size << ", gradient_accumulation_steps = " << plan.num_micro_batches
+     << "\n";
   return os.str();
 }
 
@@ -157,10 +158,8 @@ std::string torch_split(const Plan& plan, const models::Profile& profile) {
      << "# pipe = pipeline(model, mb_args=(<one micro-batch of " << plan.micro_batch_size
      << " samples>,), split_spec=split_spec)  # " << plan.num_stages() << " stages\n";
   const std::string cls = torch_schedule_class(plan);
-  if (cls.empty())
-    os << "# schedule: " << to_string(plan.schedule) << " has no torch.distributed.pipelining class\n";
-  else
-    os << "# schedule: " << cls << "(stages, n_microbatches=" << plan.num_micro_batches << ", loss_fn=...)\n";
+  if (cls.empty()) os << "# schedule: " << to_string(plan.schedule) << " has no torch.distributed.pipelining class\n";
+  else os << "# schedule: " << cls << "(stages, n_microbatches=" << plan.num_micro_batches << ", loss_fn=...)\n";
   return os.str();
 }
 

@@ -14,8 +14,8 @@
 // - torch: torch.distributed.pipelining split points: one `SplitPoint.BEGINNING` at the
 //   first layer of every stage after the first, named by its LayerProfile::module (the
 //   submodule path the PyTorch bridge exported) where the profile has module paths, else by
-//   its layer name; a stage that begins where no submodule call begins cannot be expressed, for `pipeline(module, mb_args, split_spec=...)`, and the
-//   schedule class that runs the plan's schedule.
+//   its layer name; a stage that begins where no submodule call begins cannot be expressed, for `pipeline(module,
+//   mb_args, split_spec=...)`, and the schedule class that runs the plan's schedule.
 // Each text ends with a newline. Stage ranges use the plan's layer_names (authoritative).
 // Throws InputError when the plan cannot be expressed: a replicated stage (these frameworks
 // put one rank on a stage), a layer kind without a Megatron symbol, a plan whose layers are

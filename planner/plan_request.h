@@ -25,9 +25,9 @@ enum class Partitioner { dp, gpipe_greedy, even };
 // automatic ("auto"): the planner decides per stage, re-materializing only where memory needs it.
 enum class RecomputeChoice { automatic, on, off };
 
-std::string_view to_string(Objective o);         // "sync", "async", "pipedream"
-std::string_view to_string(Partitioner p);       // "dp", "gpipe-greedy", "even"
-std::string_view to_string(RecomputeChoice r);   // "auto", "on", "off"
+std::string_view to_string(Objective o);        // "sync", "async", "pipedream"
+std::string_view to_string(Partitioner p);      // "dp", "gpipe-greedy", "even"
+std::string_view to_string(RecomputeChoice r);  // "auto", "on", "off"
 Objective parse_objective(std::string_view s, const std::string& where);
 Partitioner parse_partitioner(std::string_view s, const std::string& where);
 RecomputeChoice parse_recompute_choice(std::string_view s, const std::string& where);

@@ -87,8 +87,8 @@ struct SyncSetup {
 };
 
 // `fast`: the solver for repeated layers, used wherever it gives the DP's answer (else null).
-SyncBest best_sync(const SyncModel& model, const models::Profile& p, const PlanRequest& req,
-                   const SyncSetup& su, int64_t batch, int64_t mem, const UniformSync* fast = nullptr) {
+SyncBest best_sync(const SyncModel& model, const models::Profile& p, const PlanRequest& req, const SyncSetup& su,
+                   int64_t batch, int64_t mem, const UniformSync* fast = nullptr) {
   SyncBest best;
   for (int m : su.ms) {
     if (m > batch) continue;
@@ -118,12 +118,13 @@ std::vector<int> micro_batch_counts(int count, int64_t batch) {
   for (int64_t d = 1; d <= batch && d <= 1 << 20; ++d)
     if (batch % d == 0) divisors.push_back(static_cast<int>(d));
   if (count == 0) return divisors;
-  if (count < 0) throw InputError("--micro-batches: expected \"auto\" or a positive integer, got " + std::to_string(count));
+  if (count < 0)
+    throw InputError("--micro-batches: expected \"auto\" or a positive integer, got " + std::to_string(count));
   const std::string s = std::to_string(count);
   const int64_t v = count;
   if (v > batch)
-    throw InputError("--micro-batches: " + s + " micro-batches need a batch of at least " + s +
-                     " samples (batch is " + std::to_string(batch) + ")");
+    throw InputError("--micro-batches: " + s + " micro-batches need a batch of at least " + s + " samples (batch is " +
+                     std::to_string(batch) + ")");
   if (batch % v != 0) {
     std::string shown;
     for (size_t i = 0; i < divisors.size() && i < 16; ++i) shown += (i ? ", " : "") + std::to_string(divisors[i]);
@@ -158,7 +159,9 @@ models::Cluster cluster_per_stage(const models::Cluster& c, int k) {
       rest /= l.count;
       l.count = 1;
     } else {
-      return models::Cluster(c.name(), c.device(), {{"stages", std::max(1, c.num_devices() / k), lv[0].bandwidth_bytes_per_s, lv[0].latency_ns}});
+      return models::Cluster(
+          c.name(), c.device(),
+          {{"stages", std::max(1, c.num_devices() / k), lv[0].bandwidth_bytes_per_s, lv[0].latency_ns}});
     }
   }
   if (rest != 1) return models::Cluster(c.name(), c.device(), {{"stages", 1, lv[0].bandwidth_bytes_per_s, 0}});
@@ -191,7 +194,8 @@ PlanOutcome plan_sync(const models::Profile& p, const models::Cluster& c, const 
   su.ppb = ppb;
   const ScheduleKind kind = req.schedule.value_or(ScheduleKind::one_f_one_b);
   if (kind != ScheduleKind::gpipe && kind != ScheduleKind::one_f_one_b && kind != ScheduleKind::zb_h1)
-    throw InputError("--schedule: the sync objective plans gpipe, 1f1b or zb-h1, got \"" + std::string(to_string(kind)) + "\"");
+    throw InputError("--schedule: the sync objective plans gpipe, 1f1b or zb-h1, got \"" +
+                     std::string(to_string(kind)) + "\"");
   su.gpipe = kind == ScheduleKind::gpipe;
   su.zb = kind == ScheduleKind::zb_h1;
   su.recompute = req.recompute == RecomputeChoice::on ? 1 : req.recompute == RecomputeChoice::off ? 0 : -1;
@@ -200,7 +204,8 @@ PlanOutcome plan_sync(const models::Profile& p, const models::Cluster& c, const 
     const double need = l.parameter_bytes * ppb;
     if (mem > 0 && need > mem)
       throw InputError("memory limit " + std::to_string(mem) + " bytes is smaller than layer \"" + l.name +
-                       "\" needs for weights and optimizer state (" + std::to_string(static_cast<int64_t>(need)) + " bytes)");
+                       "\" needs for weights and optimizer state (" + std::to_string(static_cast<int64_t>(need)) +
+                       " bytes)");
   }
   // Measured (or per-size analytic) points: search threads per stage x micro-batch count
   // jointly, each (k, m) costed at its own point (models/profile_points.h).
@@ -256,7 +261,7 @@ PlanOutcome plan_sync(const models::Profile& p, const models::Cluster& c, const 
     if (std::optional<UniformRun> run = find_uniform_run(pp)) fast = std::make_unique<UniformSync>(model, *run);
   PlanOutcome out;
   // A fixed thread count that no micro-batch count fits is infeasible, not a plan of another k.
-  SyncBest best = use_point ? win.best
+  SyncBest best = use_point                   ? win.best
                   : req.threads_per_stage > 0 ? SyncBest{}
                                               : best_sync(model, p, req, su, batch, mem, fast.get());
   if (!best.found) {
@@ -358,8 +363,8 @@ PlanOutcome plan_replicated(const models::Profile& p, const models::Cluster& c, 
   const bool quirks = req.objective == Objective::pipedream;
   const int64_t batch = quirks ? p.micro_batch : (req.batch > 0 ? req.batch : p.micro_batch);
   if (req.schedule && *req.schedule != ScheduleKind::pipedream_async)
-    throw InputError("--schedule: the " + std::string(to_string(req.objective)) + " objective plans pipedream-async, got \"" +
-                     std::string(to_string(*req.schedule)) + "\"");
+    throw InputError("--schedule: the " + std::string(to_string(req.objective)) +
+                     " objective plans pipedream-async, got \"" + std::string(to_string(*req.schedule)) + "\"");
   CutStates states;
   if (quirks) {
     states = pipedream_states(p, kMaxPipeDreamStates);
@@ -449,7 +454,8 @@ PlanOutcome plan_replicated(const models::Profile& p, const models::Cluster& c, 
   int64_t peak = 0;
   // In flight on a stage: ceil(devices of this and every later stage / its replicas).
   std::vector<int64_t> from_here(r.stages.size() + 1, 0);
-  for (size_t s = r.stages.size(); s-- > 0;) from_here[s] = from_here[s + 1] + static_cast<int64_t>(r.stages[s].devices.size());
+  for (size_t s = r.stages.size(); s-- > 0;)
+    from_here[s] = from_here[s + 1] + static_cast<int64_t>(r.stages[s].devices.size());
   for (size_t s = 0; s < r.stages.size(); ++s) {
     StagePlan sp;
     sp.first_layer = pos;
@@ -503,27 +509,31 @@ PlanOutcome make_plan(const models::Profile& profile, const models::Cluster& clu
     throw InputError("--partitioner: baselines exist for the sync objective only");
   const auto& opt = models::find_optimizer(req.optimizer);
   const double ppb = opt.total() / opt.weight_bytes;
-  if (profile.source == "pipedream" && req.objective != Objective::pipedream && models::infer_pipedream_batch(profile) == 0) {
+  if (profile.source == "pipedream" && req.objective != Objective::pipedream &&
+      models::infer_pipedream_batch(profile) == 0) {
     // The profile does not say how many samples its numbers hold: --batch says it (else the default).
     models::Profile holds = profile;
     holds.micro_batch = req.batch > 0 ? req.batch : kUnknownPipeDreamBatch;
-    return req.objective == Objective::sync ? plan_sync(holds, cluster, req, ppb) : plan_replicated(holds, cluster, req, ppb);
+    return req.objective == Objective::sync ? plan_sync(holds, cluster, req, ppb)
+                                            : plan_replicated(holds, cluster, req, ppb);
   }
   return req.objective == Objective::sync ? plan_sync(profile, cluster, req, ppb)
-                                 : plan_replicated(profile, cluster, req, ppb);
+                                          : plan_replicated(profile, cluster, req, ppb);
 }
 
 std::string format_plan_table(const Plan& plan) {
   std::ostringstream os;
-  os << "plan for " << plan.model << " on " << plan.cluster_name << ": objective " << plan.objective
-     << ", partitioner " << plan.partitioner << ", schedule " << to_string(plan.schedule) << ", batch "
-     << plan.batch << " = " << plan.num_micro_batches << " x " << plan.micro_batch_size;
+  os << "plan for " << plan.model << " on " << plan.cluster_name << ": objective " << plan.objective << ", partitioner "
+     << plan.partitioner << ", schedule " << to_string(plan.schedule) << ", batch " << plan.batch << " = "
+     << plan.num_micro_batches << " x " << plan.micro_batch_size;
   if (plan.threads_per_stage > 0) os << ", " << plan.threads_per_stage << " core(s) per stage";
   os << "\n";
-  if (plan.extrapolated) os << "warning: costs extrapolated beyond the measured points: " << plan.extrapolation_note << "\n";
-  os << std::left << std::setw(6) << "stage" << std::setw(14) << "layers" << std::setw(10) << "replicas"
-     << std::setw(8) << "recomp" << std::setw(12) << "fwd ms" << std::setw(12) << "bwd ms" << std::setw(12)
-     << "comm ms" << std::setw(14) << "allreduce ms" << "memory MiB\n";
+  if (plan.extrapolated)
+    os << "warning: costs extrapolated beyond the measured points: " << plan.extrapolation_note << "\n";
+  os << std::left << std::setw(6) << "stage" << std::setw(14) << "layers" << std::setw(10) << "replicas" << std::setw(8)
+     << "recomp" << std::setw(12) << "fwd ms" << std::setw(12) << "bwd ms" << std::setw(12) << "comm ms"
+     << std::setw(14) << "allreduce ms"
+     << "memory MiB\n";
   for (int s = 0; s < plan.num_stages(); ++s) {
     const auto& st = plan.stages[s];
     std::ostringstream range;
@@ -541,8 +551,8 @@ std::string format_plan_table(const Plan& plan) {
      << plan.predicted.throughput_samples_per_s << " samples/s, peak memory " << std::setprecision(1)
      << plan.predicted.peak_memory_bytes / 1048576.0 << " MiB, devices " << plan.num_devices_used << "\n";
   os << std::setprecision(2) << "schedule bubble " << 100 * plan.predicted.schedule_bubble << "%, stage imbalance "
-     << 100 * plan.predicted.stage_imbalance << "%, idle share " << 100 * plan.predicted.idle_share
-     << "% (bubble_rate " << std::setprecision(3) << plan.predicted.bubble_rate
+     << 100 * plan.predicted.stage_imbalance << "%, idle share " << 100 * plan.predicted.idle_share << "% (bubble_rate "
+     << std::setprecision(3) << plan.predicted.bubble_rate
      << ": the idle share of the longest-span stage, all causes mixed)\n";
   return os.str();
 }

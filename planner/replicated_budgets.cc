@@ -166,7 +166,8 @@ ReplicatedResult Solver::run() {
     // better on every case there: gnmt_large 16x4 6.4 s -> 0.9 s.)
     auto set_caps = [&](double G) {
       cap_[L - 1] = G * (1 + 1e-9);
-      for (int level = L - 2; level >= 0; --level) cap_[level] = cap_[level + 1] * levels_[level + 1].machines * (1 + 1e-9);
+      for (int level = L - 2; level >= 0; --level)
+        cap_[level] = cap_[level + 1] * levels_[level + 1].machines * (1 + 1e-9);
     };
     const double H = single_stage_bound();
     res.single_stage_bound_s = H;
@@ -196,7 +197,11 @@ ReplicatedResult Solver::run() {
   for (const auto& l : levels_) span *= l.machines;
   std::ostringstream table;
   table.precision(17);
-  struct Seg { int start, end; std::vector<int> bases; int reps = 1; };
+  struct Seg {
+    int start, end;
+    std::vector<int> bases;
+    int reps = 1;
+  };
   std::vector<Seg> segs{{0, n_, {0}, 1}};
   for (int level = L - 1; level >= 0; --level) {
     const int Ml = levels_[level].machines;
@@ -205,7 +210,8 @@ ReplicatedResult Solver::run() {
     table << "Level " << level + 1 << "\n";
     std::vector<Seg> next;
     for (const Seg& seg : segs) {
-      std::vector<Cell> row = level == L - 1 ? top : solve_row(level, seg.start, per_parent_ && bound_[seg.start] ? seg.reps : 1);
+      std::vector<Cell> row =
+          level == L - 1 ? top : solve_row(level, seg.start, per_parent_ && bound_[seg.start] ? seg.reps : 1);
       // Collect (start, end, machines) back to front.
       std::vector<std::array<int, 3>> parts;
       int j = seg.end - 1, m = Ml - 1;
@@ -227,7 +233,8 @@ ReplicatedResult Solver::run() {
         for (int b : seg.bases)
           for (int q = 0; q < pt[2]; ++q) child.bases.push_back(static_cast<int>(b + (machine + q) * gs));
         machine += pt[2];
-        const double time = static_cast<double>(s_.compute_ns[pt[1] - 1] - (pt[0] == 0 ? 0 : s_.compute_ns[pt[0] - 1])) / 1e9;
+        const double time =
+            static_cast<double>(s_.compute_ns[pt[1] - 1] - (pt[0] == 0 ? 0 : s_.compute_ns[pt[0] - 1])) / 1e9;
         table << "(" << pt[0] << ", " << pt[1] << ") " << time << " " << pt[2] << "\n";
         next.push_back(std::move(child));
       }

@@ -104,7 +104,8 @@ std::vector<Cell> Solver::solve_row(int level, int i, int r_parent, bool* memory
       // Outermost level (one row, i = 0): the states after j need the other M - 1 - m machines,
       // at least their compute * unit / (M - 1 - m) (none left: no plan through this cell).
       if (capped && top && j < n_ - 1 &&
-          (m == M - 1 || static_cast<double>(s_.compute_ns[n_ - 1] - s_.compute_ns[j]) * unit > cap * (M - 1 - m) * (1 + 1e-9)))
+          (m == M - 1 ||
+           static_cast<double>(s_.compute_ns[n_ - 1] - s_.compute_ns[j]) * unit > cap * (M - 1 - m) * (1 + 1e-9)))
         continue;
       // Without "fewer machines" the final cell reads no other cell of the last state.
       if (top && !o_.exhaustive_splits && !o_.fewer_machines && j == n_ - 1 && m < M - 1) continue;
@@ -153,7 +154,8 @@ std::vector<Cell> Solver::solve_row(int level, int i, int r_parent, bool* memory
         bool use_cap = false;  // the prefix cap costs a search: only for wide windows
         auto set_bounds = [&] {
           if (o_.exhaustive_splits) return;
-          if (!(thr < std::numeric_limits<double>::infinity())) {  // no bound: only the states with no feasible prefix go
+          if (!(thr <
+                std::numeric_limits<double>::infinity())) {  // no bound: only the states with no feasible prefix go
             if (use_cap) hi_c = prefix_cap(sufmin, mprev, std::numeric_limits<double>::max());
             return;
           }
@@ -166,21 +168,28 @@ std::vector<Cell> Solver::solve_row(int level, int i, int r_parent, bool* memory
         if (hi_c < lo_c) continue;
         // Prefix states: the predecessors of j are 0..j-1 in this order, and A[i][k] needs k >= i.
         const size_t first = prefix_family_ && !o_.exhaustive_splits ? static_cast<size_t>(i) : 0;
-        size_t lo = static_cast<size_t>(std::partition_point(cs.begin() + first, cs.end(), [&](int64_t c) { return static_cast<double>(c) < lo_c; }) - cs.begin());
-        size_t hi = static_cast<size_t>(std::partition_point(cs.begin() + lo, cs.end(), [&](int64_t c) { return static_cast<double>(c) <= hi_c; }) - cs.begin());
+        size_t lo = static_cast<size_t>(std::partition_point(cs.begin() + first, cs.end(),
+                                                             [&](int64_t c) { return static_cast<double>(c) < lo_c; }) -
+                                        cs.begin());
+        size_t hi = static_cast<size_t>(
+            std::partition_point(cs.begin() + lo, cs.end(), [&](int64_t c) { return static_cast<double>(c) <= hi_c; }) -
+            cs.begin());
         if (lo >= hi) continue;
         if (hi - lo > kCapMinWindow && !o_.exhaustive_splits) {
           use_cap = true;
           set_bounds();
-          hi = static_cast<size_t>(std::partition_point(cs.begin() + lo, cs.begin() + hi, [&](int64_t c) { return static_cast<double>(c) <= hi_c; }) - cs.begin());
+          hi = static_cast<size_t>(std::partition_point(cs.begin() + lo, cs.begin() + hi,
+                                                        [&](int64_t c) { return static_cast<double>(c) <= hi_c; }) -
+                                   cs.begin());
           if (lo >= hi) continue;
           // Prefix states, corrected model: the last stage (k, j] shrinks as k grows, so its
           // memory check fails exactly below some k (a monotone test in floating point too).
           if (!o_.quirks && o_.use_memory_constraint && level == 0 && prefix_family_) {
             const int fh = M - (m + 1) + mp;
-            lo = static_cast<size_t>(std::partition_point(ks.begin() + lo, ks.begin() + hi, [&](int k) {
-                   return !corrected_mem_ok_here(k + 1, j, mp, fh);
-                 }) - ks.begin());
+            lo = static_cast<size_t>(
+                std::partition_point(ks.begin() + lo, ks.begin() + hi,
+                                     [&](int k) { return !corrected_mem_ok_here(k + 1, j, mp, fh); }) -
+                ks.begin());
             if (lo >= hi) continue;
           }
         }
@@ -217,7 +226,8 @@ std::vector<Cell> Solver::solve_row(int level, int i, int r_parent, bool* memory
             }
             const double Pl = diff(s_.parameter_bytes, k + 1, j);
             const double clb = static_cast<double>(s_.compute_ns[j] - s_.compute_ns[k]) * unit * (1 - 1e-9);
-            if (loses(o_.quirks ? (clb + 4.0 * (mp - 1) * Pl / Bmp) / mp : (clb + allreduce(level, mp, Pl)) / mp)) return;
+            if (loses(o_.quirks ? (clb + 4.0 * (mp - 1) * Pl / Bmp) / mp : (clb + allreduce(level, mp, Pl)) / mp))
+              return;
           }
           // Level 1 under per-r_parent costs: the cost with r_parent = r' itself (no cheaper
           // bound is known without solving that row); else the one cost.
@@ -231,8 +241,8 @@ std::vector<Cell> Solver::solve_row(int level, int i, int r_parent, bool* memory
           const double Pl = diff(s_.parameter_bytes, k + 1, j);
           double t;
           if (o_.quirks) {
-            const double stash = (diff(s_.activation_bytes, k + 1, j) + Pl) *
-                                 static_cast<double>(ceil_div(M - (m + 1), mp));
+            const double stash =
+                (diff(s_.activation_bytes, k + 1, j) + Pl) * static_cast<double>(ceil_div(M - (m + 1), mp));
             if (o_.use_memory_constraint && stash > o_.memory_bytes) return;
             const double last = (Cl + 4.0 * (mp - 1) * Pl / Bmp) / mp;
             t = std::max(prev.t, last);
@@ -261,12 +271,20 @@ std::vector<Cell> Solver::solve_row(int level, int i, int r_parent, bool* memory
         // Start where the prefix's time meets the last stage's compute bound (a guess at the
         // best split, so the incumbent tightens early), then walk outwards in both directions;
         // each walk stops at the bound on its side, which shrinks as the incumbent improves.
-        size_t q0 = !use_cap ? lo : static_cast<size_t>(std::partition_point(ks.begin() + lo, ks.begin() + hi, [&](int k) {
-                      const double pt = at(k, mprev).t;
-                      const double lb = level == 0 ? last_lb(s_.compute_ns[j] - s_.compute_ns[k], s_.parameter_bytes[j] - s_.parameter_bytes[k], mp, B, lat)
-                                                   : static_cast<double>(s_.compute_ns[j] - s_.compute_ns[k]) * unit / mp;
-                      return !(pt >= lb);
-                    }) - ks.begin());
+        size_t q0 = !use_cap ? lo
+                             : static_cast<size_t>(
+                                   std::partition_point(
+                                       ks.begin() + lo, ks.begin() + hi,
+                                       [&](int k) {
+                                         const double pt = at(k, mprev).t;
+                                         const double lb =
+                                             level == 0
+                                                 ? last_lb(s_.compute_ns[j] - s_.compute_ns[k],
+                                                           s_.parameter_bytes[j] - s_.parameter_bytes[k], mp, B, lat)
+                                                 : static_cast<double>(s_.compute_ns[j] - s_.compute_ns[k]) * unit / mp;
+                                         return !(pt >= lb);
+                                       }) -
+                                   ks.begin());
         if (q0 == hi) --q0;
         for (size_t q = q0; q < hi; ++q) {
           if (static_cast<double>(cs[q]) > hi_c) break;

@@ -39,8 +39,8 @@
 // cannot fit in G on the machines left. A final value <= G proves the result exact. G is the
 // single-stage bound H (two or more levels: the outermost DP with every inner segment one stage
 // on all machines below, O(1) per cost, no inner row solved), or U = the whole model replicated
-// on every outermost machine when that is smaller or H has no plan. An inner row's cells have their own budgets: its cost T enters the level
-// above as a stage of r replicas taking (T + all-reduce there) / r, so T above G r minus that
+// on every outermost machine when that is smaller or H has no plan. An inner row's cells have their own budgets: its
+// cost T enters the level above as a stage of r replicas taking (T + all-reduce there) / r, so T above G r minus that
 // all-reduce, for every r the level above may give it (fewer when the states before the row
 // need machines of the outermost level), is of no use. Before a candidate of an inner level
 // makes a row be solved, its transfers and its last stage's time with the row's cost replaced
@@ -60,21 +60,21 @@
 namespace pw::planner {
 
 struct ReplicatedLevel {
-  int machines = 1;          // M_l
-  double bandwidth = 1e9;    // bytes/s
-  double latency_s = 0;      // per transfer (corrected model only)
+  int machines = 1;        // M_l
+  double bandwidth = 1e9;  // bytes/s
+  double latency_s = 0;    // per transfer (corrected model only)
 };
 
 struct ReplicatedOptions {
   bool quirks = true;
   bool straight = false;
   bool fewer_machines = false;
-  bool activation_comm = true;        // quirks: --activation_compression_ratio 1 given
+  bool activation_comm = true;  // quirks: --activation_compression_ratio 1 given
   bool use_memory_constraint = false;
   double memory_bytes = 16e9;
   // Corrected model only: scale of profile times/activations to one mini-batch, optimizer bytes
   // per parameter byte (total / weight bytes).
-  double time_scale = 1e-9;           // profile ns -> seconds per mini-batch
+  double time_scale = 1e-9;  // profile ns -> seconds per mini-batch
   double activation_scale = 1.0;
   double persistent_per_parameter_byte = 4.0;
   // Visit every split instead of the windows the lower bounds leave (tests: same result).
@@ -89,9 +89,9 @@ struct ReplicatedStage {
 
 struct ReplicatedResult {
   bool feasible = false;
-  double bottleneck_s = 0;   // "Time per stage in pipeline"
+  double bottleneck_s = 0;              // "Time per stage in pipeline"
   std::vector<ReplicatedStage> stages;  // finest-level stages in pipeline order
-  std::string table;         // per level "(start, end) time replicas" lines
+  std::string table;                    // per level "(start, end) time replicas" lines
   // Diagnostics of the budgets (tests): the bound G the final attempt ran under and the
   // single-stage bound H (see replicated_partition; 0 when not computed, +inf when no plan).
   double budget_s = 0;
@@ -104,7 +104,7 @@ ReplicatedResult replicated_partition(const CutStates& s, const std::vector<Repl
 // Re-evaluates a hierarchical plan: stages grouped per level by the device groups they occupy
 // (outer stages = maximal runs of stages on the same set of level-l groups). Returns the
 // bottleneck under the same cost model; used to check that printed plans reproduce the DP value.
-double replicated_evaluate(const CutStates& s, const std::vector<ReplicatedLevel>& levels,
-                           const ReplicatedOptions& o, const std::vector<ReplicatedStage>& stages);
+double replicated_evaluate(const CutStates& s, const std::vector<ReplicatedLevel>& levels, const ReplicatedOptions& o,
+                           const std::vector<ReplicatedStage>& stages);
 
 }  // namespace pw::planner

@@ -85,11 +85,10 @@ struct Evaluator {
 
 }  // namespace
 
-double replicated_evaluate(const CutStates& s, const std::vector<ReplicatedLevel>& levels,
-                           const ReplicatedOptions& o, const std::vector<ReplicatedStage>& stages) {
+double replicated_evaluate(const CutStates& s, const std::vector<ReplicatedLevel>& levels, const ReplicatedOptions& o,
+                           const std::vector<ReplicatedStage>& stages) {
   Evaluator ev{s, levels, o};
   return ev.eval(static_cast<int>(levels.size()) - 1, stages);
 }
-
 
 }  // namespace pw::planner

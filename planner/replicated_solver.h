@@ -41,7 +41,8 @@ class Solver {
     if (j < i) return kNone;
     // Level 0 and solved rows inline, the rest out of line: this runs once per candidate.
     if (level == 0) return segment_compute_s(s_, o_, i, j);
-    if (!single_stage_ && solved_cap_[level - 1][i] >= row_cap(level - 1, 1) && !(level == 1 && per_parent_ && r_parent > 1 && bound_[i]))
+    if (!single_stage_ && solved_cap_[level - 1][i] >= row_cap(level - 1, 1) &&
+        !(level == 1 && per_parent_ && r_parent > 1 && bound_[i]))
       return tables_[level][static_cast<size_t>(i) * n_ + j];
     return inner_cost(level, i, j, r_parent);
   }
@@ -52,7 +53,8 @@ class Solver {
   bool row_ready(int level, int i, int r_prime) const {
     if (single_stage_) return true;
     if (!(solved_cap_[level - 1][i] >= row_cap(level - 1, 1))) return false;
-    return !(level == 1 && per_parent_ && r_prime > 1 && bound_[i]) || rrows_cap_[r_prime - 1][i] >= row_cap(0, r_prime);
+    return !(level == 1 && per_parent_ && r_prime > 1 && bound_[i]) ||
+           rrows_cap_[r_prime - 1][i] >= row_cap(0, r_prime);
   }
 
   // Solves start row i of `level` (r_parent = 1) on first use and keeps its full-group column
@@ -75,7 +77,8 @@ class Solver {
     const int M = levels_[0].machines;
     const double P = diff(s_.parameter_bytes, i0, j);
     const double act = diff(s_.stash_bytes, i0, j) * o_.activation_scale;
-    const int64_t inflight = ceil_div(devices_ - static_cast<int64_t>(r_parent) * (M - from_here), static_cast<int64_t>(r) * r_parent);
+    const int64_t inflight =
+        ceil_div(devices_ - static_cast<int64_t>(r_parent) * (M - from_here), static_cast<int64_t>(r) * r_parent);
     const bool ok = P * o_.persistent_per_parameter_byte + (inflight - 1) * P + inflight * act <= o_.memory_bytes;
     if (!ok && memory_bound) *memory_bound = true;
     return ok;
@@ -166,22 +169,22 @@ class Solver {
   const std::vector<ReplicatedLevel>& levels_;
   const ReplicatedOptions& o_;
   int n_;
-  int64_t devices_ = 1;  // D: devices of the whole cluster
+  int64_t devices_ = 1;                                    // D: devices of the whole cluster
   mutable std::vector<std::unique_ptr<double[]>> tables_;  // [level][i * n + j]: rows solved so far
-  mutable std::vector<std::vector<double>> solved_cap_;  // [level][i]: budget row i was solved under (NaN: not yet)
-  std::vector<double> cap_;                          // per level: budget of a cell (see run)
-  bool per_parent_ = false;  // two levels, corrected model with memory: level-1 costs per r_parent
+  mutable std::vector<std::vector<double>> solved_cap_;    // [level][i]: budget row i was solved under (NaN: not yet)
+  std::vector<double> cap_;                                // per level: budget of a cell (see run)
+  bool per_parent_ = false;            // two levels, corrected model with memory: level-1 costs per r_parent
   mutable bool single_stage_ = false;  // ct answers single-stage costs (single_stage_bound)
-  mutable std::vector<char> bound_;  // per start row: the memory check cut something at r_parent = 1
+  mutable std::vector<char> bound_;    // per start row: the memory check cut something at r_parent = 1
   mutable std::vector<std::vector<std::vector<double>>> rrows_;  // [r_parent - 1][i]: see ct
   mutable std::vector<std::vector<double>> rrows_cap_;           // ... budget solved under
-  std::vector<std::vector<int>> by_compute_;      // per state: preds by (compute_ns, index)
-  std::vector<std::vector<int64_t>> compute_of_;  // their compute_ns, ascending
-  std::vector<std::vector<int64_t>> pmax_of_;     // running maximum of their parameter_bytes
-  std::vector<double> units_;                     // per level: seconds per profile ns per machine
-  bool prefix_family_ = false;                    // preds(j) = 0..j-1, also in compute order
-  std::vector<int> order_;                        // states by (compute_ns, index)
-  std::vector<int64_t> order_compute_;            // their compute_ns
+  std::vector<std::vector<int>> by_compute_;                     // per state: preds by (compute_ns, index)
+  std::vector<std::vector<int64_t>> compute_of_;                 // their compute_ns, ascending
+  std::vector<std::vector<int64_t>> pmax_of_;                    // running maximum of their parameter_bytes
+  std::vector<double> units_;                                    // per level: seconds per profile ns per machine
+  bool prefix_family_ = false;                                   // preds(j) = 0..j-1, also in compute order
+  std::vector<int> order_;                                       // states by (compute_ns, index)
+  std::vector<int64_t> order_compute_;                           // their compute_ns
 };
 
 }  // namespace pw::planner::replicated_internal

@@ -20,9 +20,14 @@ constexpr std::pair<ScheduleKind, std::string_view> kScheduleNames[] = {
     {ScheduleKind::two_bw, "2bw"},
 };
 constexpr std::pair<OpKind, std::string_view> kOpNames[] = {
-    {OpKind::F, "F"},       {OpKind::B, "B"},       {OpKind::W, "W"},
-    {OpKind::BW, "BW"},     {OpKind::send, "send"}, {OpKind::recv, "recv"},
-    {OpKind::allreduce, "allreduce"}, {OpKind::step, "step"},
+    {OpKind::F, "F"},
+    {OpKind::B, "B"},
+    {OpKind::W, "W"},
+    {OpKind::BW, "BW"},
+    {OpKind::send, "send"},
+    {OpKind::recv, "recv"},
+    {OpKind::allreduce, "allreduce"},
+    {OpKind::step, "step"},
 };
 
 }  // namespace
@@ -33,9 +38,7 @@ ScheduleKind parse_schedule_kind(std::string_view s, const std::string& where) {
   return models::parse_enum_word(kScheduleNames, s, where, "schedule");
 }
 
-bool is_synchronous(ScheduleKind kind) {
-  return kind != ScheduleKind::pipedream_async && kind != ScheduleKind::two_bw;
-}
+bool is_synchronous(ScheduleKind kind) { return kind != ScheduleKind::pipedream_async && kind != ScheduleKind::two_bw; }
 
 bool splits_backward(ScheduleKind kind) { return kind == ScheduleKind::zb_h1 || kind == ScheduleKind::zb_h2; }
 

@@ -62,9 +62,9 @@ inline Op compute_op(OpKind kind, int stage, int mb) { return Op{kind, stage, mb
 struct Schedule {
   ScheduleKind kind = ScheduleKind::gpipe;
   int num_devices = 1;
-  int num_stages = 1;            // virtual stages (= devices * chunks for interleaved)
+  int num_stages = 1;  // virtual stages (= devices * chunks for interleaved)
   int num_micro_batches = 1;
-  std::vector<int> stage_device; // virtual stage -> device (replica 0's device when replicated)
+  std::vector<int> stage_device;            // virtual stage -> device (replica 0's device when replicated)
   std::vector<std::vector<Op>> device_ops;  // per device, in execution order
   // Replicated stages (data parallelism inside a stage, as PipeDream): stage_replicas[s] lists
   // the devices of stage s's replicas, replica 0 first (stage_replicas[s][0] == stage_device[s]);
@@ -75,9 +75,7 @@ struct Schedule {
 
   int chunks() const { return num_stages / num_devices; }
   size_t num_ops() const;
-  int replicas(int stage) const {
-    return stage_replicas.empty() ? 1 : static_cast<int>(stage_replicas[stage].size());
-  }
+  int replicas(int stage) const { return stage_replicas.empty() ? 1 : static_cast<int>(stage_replicas[stage].size()); }
   // The device running micro-batch j (>= 0; < 0: replica 0) of `stage`.
   int device_of(int stage, int micro_batch) const {
     if (stage_replicas.empty()) return stage_device[stage];

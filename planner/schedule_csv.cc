@@ -76,7 +76,8 @@ Parsed parse_action(const std::string& cell, const std::string& at) {
   if (!all_digits(stage)) throw InputError(at + ": \"" + cell + "\" has no stage index" + expected);
   if (type == "SEND_F" || type == "RECV_F" || type == "SEND_B" || type == "RECV_B" || type == "UNSHARD" ||
       type == "RESHARD" || type == "REDUCE_GRAD")
-    throw InputError(at + ": \"" + cell + "\" is a communication action; only the compute_only format (F, B, I, W) is read");
+    throw InputError(at + ": \"" + cell +
+                     "\" is a communication action; only the compute_only format (F, B, I, W) is read");
   OpKind kind;
   if (type == "F") kind = OpKind::F;
   else if (type == "B") kind = OpKind::BW;
@@ -170,10 +171,10 @@ Schedule schedule_from_csv(std::string_view text, const std::string& where, std:
     s.stage_device.push_back(it->second.first);
     if (++stages_of_rank[it->second.first] > 1) ranks_with_many.insert(it->second.first);
   }
-  s.kind = kind ? *kind
-                : split                    ? ScheduleKind::zb_h1
-                  : !ranks_with_many.empty() ? ScheduleKind::interleaved_1f1b
-                                             : ScheduleKind::one_f_one_b;
+  s.kind = kind                       ? *kind
+           : split                    ? ScheduleKind::zb_h1
+           : !ranks_with_many.empty() ? ScheduleKind::interleaved_1f1b
+                                      : ScheduleKind::one_f_one_b;
   if (is_synchronous(s.kind))
     for (auto& ops : s.device_ops) ops.push_back({OpKind::step, -1, -1});
   return s;

@@ -43,8 +43,7 @@ Schedule make_replicated_schedule(ScheduleKind kind, const std::vector<int>& rep
     any = any || replicas[s] > 1;
   }
   if (!any) return make_schedule(kind, S, m);
-  if (m < 1)
-    throw InputError(name + " schedule: number of micro-batches must be >= 1, got " + std::to_string(m));
+  if (m < 1) throw InputError(name + " schedule: number of micro-batches must be >= 1, got " + std::to_string(m));
   if (kind != ScheduleKind::gpipe && kind != ScheduleKind::one_f_one_b && kind != ScheduleKind::pipedream_async &&
       kind != ScheduleKind::two_bw)
     throw InputError(name + " schedule: replicated stages are simulated with gpipe, 1f1b, pipedream-async or 2bw");

@@ -15,8 +15,8 @@ std::string op_label(const Op& op) {
       return "allreduce(" + std::to_string(op.stage) +
              (op.micro_batch >= 0 ? "," + std::to_string(op.micro_batch) : std::string()) + ")";
     default:
-      return std::string(to_string(op.kind)) + "(" + std::to_string(op.stage) + "," +
-             std::to_string(op.micro_batch) + ")";
+      return std::string(to_string(op.kind)) + "(" + std::to_string(op.stage) + "," + std::to_string(op.micro_batch) +
+             ")";
   }
 }
 
@@ -51,24 +51,24 @@ void check_shape(const Schedule& s) {
                      std::to_string(s.num_devices) + " devices");
   if (s.stage_replicas.empty()) return;
   if (static_cast<int>(s.stage_replicas.size()) != s.num_stages)
-    throw InputError("schedule: stage_replicas has " + std::to_string(s.stage_replicas.size()) +
-                     " entries, expected " + std::to_string(s.num_stages));
+    throw InputError("schedule: stage_replicas has " + std::to_string(s.stage_replicas.size()) + " entries, expected " +
+                     std::to_string(s.num_stages));
   std::set<int> used;
   for (int k = 0; k < s.num_stages; ++k) {
     const auto& r = s.stage_replicas[k];
     const std::string at = "schedule: stage_replicas[" + std::to_string(k) + "]";
     if (r.empty()) throw InputError(at + " is empty");
     if (r[0] != s.stage_device[k])
-      throw InputError(at + "[0] = " + std::to_string(r[0]) + " is not stage_device[" + std::to_string(k) + "] = " +
-                       std::to_string(s.stage_device[k]));
+      throw InputError(at + "[0] = " + std::to_string(r[0]) + " is not stage_device[" + std::to_string(k) +
+                       "] = " + std::to_string(s.stage_device[k]));
     for (int d : r) {
       if (d < 0 || d >= s.num_devices) throw InputError(at + ": device " + std::to_string(d) + " out of range");
       if (!used.insert(d).second) throw InputError(at + ": device " + std::to_string(d) + " runs two replicas");
     }
     if (!is_synchronous(s.kind) && s.num_micro_batches % static_cast<int>(r.size()) != 0)
-      throw InputError(at + ": " + std::to_string(r.size()) + " replicas of an asynchronous schedule need a multiple of " +
-                       std::to_string(r.size()) + " micro-batches per iteration, got " +
-                       std::to_string(s.num_micro_batches));
+      throw InputError(at + ": " + std::to_string(r.size()) +
+                       " replicas of an asynchronous schedule need a multiple of " + std::to_string(r.size()) +
+                       " micro-batches per iteration, got " + std::to_string(s.num_micro_batches));
   }
   if (static_cast<int>(used.size()) != s.num_devices)
     throw InputError("schedule: stage_replicas use " + std::to_string(used.size()) + " of " +
@@ -89,8 +89,8 @@ void check_coverage(const Schedule& s, std::vector<uint8_t>& seen) {
         throw InputError("schedule: " + dev + " op " + std::to_string(k) + ": explicit " +
                          std::string(to_string(op.kind)) + " is not supported (communication is implicit)");
       if (op.kind == OpKind::step) {
-        if (!sync) throw InputError("schedule: " + dev + ": step op in asynchronous schedule " +
-                                    std::string(to_string(s.kind)));
+        if (!sync)
+          throw InputError("schedule: " + dev + ": step op in asynchronous schedule " + std::string(to_string(s.kind)));
         if (++steps > 1 || k + 1 != ops.size())
           throw InputError("schedule: " + dev + ": step must be the last op, once");
         continue;
@@ -157,18 +157,27 @@ void validate_schedule(const Schedule& s) {
     const int st = op.stage, j = op.micro_batch;
     switch (op.kind) {
       case OpKind::F:
-        if (st > 0 && !(done[idx(st - 1, j)] & kF)) { dep = {OpKind::F, st - 1, j}; return true; }
+        if (st > 0 && !(done[idx(st - 1, j)] & kF)) {
+          dep = {OpKind::F, st - 1, j};
+          return true;
+        }
         return false;
       case OpKind::B:
       case OpKind::BW:
-        if (!(done[idx(st, j)] & kF)) { dep = {OpKind::F, st, j}; return true; }
+        if (!(done[idx(st, j)] & kF)) {
+          dep = {OpKind::F, st, j};
+          return true;
+        }
         if (st + 1 < S && !(done[idx(st + 1, j)] & (kB | kBW))) {
           dep = {kinds[idx(st + 1, j)] & kBW ? OpKind::BW : OpKind::B, st + 1, j};
           return true;
         }
         return false;
       case OpKind::W:
-        if (!(done[idx(st, j)] & kB)) { dep = {OpKind::B, st, j}; return true; }
+        if (!(done[idx(st, j)] & kB)) {
+          dep = {OpKind::B, st, j};
+          return true;
+        }
         return false;
       case OpKind::allreduce:
         // The all-reduce after a replica's backward of j needs that backward.
@@ -190,15 +199,18 @@ void validate_schedule(const Schedule& s) {
     return op.kind == OpKind::allreduce && s.replicas(op.stage) > 1 && is_synchronous(s.kind);
   };
   auto group_of = [&](int d, const Op& op) {
-    return std::make_pair(op.stage, op.micro_batch >= 0 ? op.micro_batch / s.replicas(op.stage)
-                                                        : -1 - passed[d][op.stage]);
+    return std::make_pair(op.stage,
+                          op.micro_batch >= 0 ? op.micro_batch / s.replicas(op.stage) : -1 - passed[d][op.stage]);
   };
   std::vector<size_t> pos(D, 0);
   std::vector<char> queued(D, 1);
   std::deque<int> work;
   for (int d = 0; d < D; ++d) work.push_back(d);
   auto wake_device = [&](int d) {
-    if (!queued[d]) { queued[d] = 1; work.push_back(d); }
+    if (!queued[d]) {
+      queued[d] = 1;
+      work.push_back(d);
+    }
   };
   auto wake = [&](int st, int j) {
     if (st < 0 || st >= S) return;
@@ -225,8 +237,10 @@ void validate_schedule(const Schedule& s) {
         if (cur.micro_batch < 0) ++passed[d][cur.stage];
       }
       const Op& op = ops[pos[d]++];
-      if (op.kind == OpKind::F) { done[idx(op.stage, op.micro_batch)] |= kF; wake(op.stage + 1, op.micro_batch); }
-      else if (op.kind == OpKind::B || op.kind == OpKind::BW) {
+      if (op.kind == OpKind::F) {
+        done[idx(op.stage, op.micro_batch)] |= kF;
+        wake(op.stage + 1, op.micro_batch);
+      } else if (op.kind == OpKind::B || op.kind == OpKind::BW) {
         done[idx(op.stage, op.micro_batch)] |= bit_of(op.kind);
         wake(op.stage - 1, op.micro_batch);
       } else if (op.kind == OpKind::W) {

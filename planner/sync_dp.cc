@@ -140,8 +140,8 @@ SyncEvaluation SyncModel::evaluate(const std::vector<SyncStage>& stages, const S
 }
 
 struct SyncModel::Solved {
-  double sum = 0;   // S, computed in the DP's order
-  double max = 0;   // M of the partition found
+  double sum = 0;  // S, computed in the DP's order
+  double max = 0;  // M of the partition found
   std::vector<SyncStage> stages;
   // Scratch reused between evaluations (per class c: row c of (n + 1) entries).
   std::vector<double> G, w, wr;
@@ -159,12 +159,12 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 // into `period` classes by (q - q0) mod period: the in-flight count min(q, m) is constant from
 // q0 = m on (gpipe: q0 = 1) and the link after a stage depends on q modulo the inner group size.
 struct StageClass {
-  int q_rep = 1;          // a member q used for the link level (>= 2 when has_cut)
+  int q_rep = 1;  // a member q used for the link level (>= 2 when has_cut)
   int64_t inflight = 1;
-  int64_t reforward = 1;  // re-materialized stashes held at once (an upper bound for the class)
-  bool has_last = false;  // q = 1 is a member: the stage may end the pipeline
-  bool has_cut = false;   // a member q >= 2: the stage may be followed by others
-  int prev[2] = {-1, -1}; // classes of q - 1 for the members q >= 2
+  int64_t reforward = 1;   // re-materialized stashes held at once (an upper bound for the class)
+  bool has_last = false;   // q = 1 is a member: the stage may end the pipeline
+  bool has_cut = false;    // a member q >= 2: the stage may be followed by others
+  int prev[2] = {-1, -1};  // classes of q - 1 for the members q >= 2
 };
 }  // namespace
 
@@ -183,8 +183,8 @@ bool SyncModel::solve(const SyncConfig& cfg, double bound, Solved& out, bool exa
   auto inflight = [&](int q) -> int64_t { return held(cfg, q, P).kept; };
   const int q0 = cfg.gpipe_memory ? 1 : cfg.m;
   // zb-h1's re-forward count depends on q itself: exact classes only.
-  const bool periodic = !exact && !cfg.exact_stage_classes && !cfg.zb_memory &&
-                        static_cast<int64_t>(q0) + 2 * period_ <= P;
+  const bool periodic =
+      !exact && !cfg.exact_stage_classes && !cfg.zb_memory && static_cast<int64_t>(q0) + 2 * period_ <= P;
   std::vector<StageClass> cls;
   if (!periodic) {
     for (int q = 1; q <= P; ++q) {
@@ -218,8 +218,8 @@ bool SyncModel::solve(const SyncConfig& cfg, double bound, Solved& out, bool exa
       if (r > 0) {
         c.prev[0] = self - 1;
       } else {
-        c.prev[0] = self + period_ - 1;     // q - 1 >= q0 (q = q0 + t * period, t >= 1)
-        if (q0 >= 2) c.prev[1] = q0 - 2;    // q - 1 = q0 - 1
+        c.prev[0] = self + period_ - 1;   // q - 1 >= q0 (q = q0 + t * period, t >= 1)
+        if (q0 >= 2) c.prev[1] = q0 - 2;  // q - 1 = q0 - 1
       }
       cls.push_back(c);
     }
@@ -257,8 +257,9 @@ bool SyncModel::solve(const SyncConfig& cfg, double bound, Solved& out, bool exa
     if (!plain_time_ok(a, b)) return false;
     if (L <= 0) return true;
     return persist(a, b) + working(a, b) +
-               static_cast<int64_t>(std::ceil(sc.inflight * ((stash_[b] - stash_[a]) * scale) +
-                                              zb_pending(a, b, sc))) <= L;
+               static_cast<int64_t>(
+                   std::ceil(sc.inflight * ((stash_[b] - stash_[a]) * scale) + zb_pending(a, b, sc))) <=
+           L;
   };
   auto rec_ok = [&](int a, int b, const StageClass& sc) {
     if (!rec_time_ok(a, b)) return false;
@@ -266,12 +267,14 @@ bool SyncModel::solve(const SyncConfig& cfg, double bound, Solved& out, bool exa
     return persist(a, b) + working(a, b) +
                static_cast<int64_t>(std::ceil(sc.inflight * (input_bytes(a, b) * scale) +
                                               sc.reforward * ((stash_[b] - stash_[a]) * scale) +
-                                              zb_pending(a, b, sc))) <= L;
+                                              zb_pending(a, b, sc))) <=
+           L;
   };
   // Re-materialization can only help where a plain stage does not fit in memory.
   bool rec_useful = allow_rec;
   if (allow_rec && allow_plain && L > 0) {
-    const int64_t worst = persist(0, n) + working(0, n) + static_cast<int64_t>(std::ceil(inflight(P) * ((stash_[n] - stash_[0]) * scale)));
+    const int64_t worst = persist(0, n) + working(0, n) +
+                          static_cast<int64_t>(std::ceil(inflight(P) * ((stash_[n] - stash_[0]) * scale)));
     if (worst <= L) rec_useful = false;
   }
   // Sparse tables (per class) of the first minimum of wr over [j, j + 2^l), filled as j is finished.
@@ -394,7 +397,8 @@ bool SyncModel::solve(const SyncConfig& cfg, double bound, Solved& out, bool exa
     const int j = out.next[cell];
     const bool r = out.rec[cell];
     out.stages.push_back({k, j, r});
-    out.max = std::max(out.max, (r ? 2 * (fwd_[j] - fwd_[k]) + (bwd_[j] - bwd_[k]) : (fwd_[j] - fwd_[k]) + (bwd_[j] - bwd_[k])) * s);
+    out.max = std::max(
+        out.max, (r ? 2 * (fwd_[j] - fwd_[k]) + (bwd_[j] - bwd_[k]) : (fwd_[j] - fwd_[k]) + (bwd_[j] - bwd_[k])) * s);
     if (j == n) break;
     out.max = std::max(out.max, cut_level_s(j, level[c], scale));
     c = out.prev_class[c * W + j];
@@ -421,7 +425,9 @@ std::vector<SyncStage> SyncModel::optimize(const SyncConfig& cfg, double* best_i
   consider(sol);
   if (m1 > 0) {
     // Intervals (lo, hi) of the bottleneck still to search, with g(top) known for the part above.
-    struct Interval { double lo, top_sum, top_max; };
+    struct Interval {
+      double lo, top_sum, top_max;
+    };
     // Every partition has M >= the slowest layer and >= the mean stage time.
     const int n = this->n();
     const double s = static_cast<double>(cfg.micro_batch_size) / profile_batch_ * 1e-9;
@@ -447,7 +453,7 @@ std::vector<SyncStage> SyncModel::optimize(const SyncConfig& cfg, double* best_i
       }
       consider(sol);
       if (mid < hi) todo.push_back({mid, iv.top_sum, iv.top_max});  // (mid, hi): S >= g(hi) >= top_sum
-      todo.push_back({iv.lo, sol.sum, sol.max});                     // (lo, sol.max)
+      todo.push_back({iv.lo, sol.sum, sol.max});                    // (lo, sol.max)
     }
   }
   if (best_stages.empty()) return {};

@@ -130,14 +130,14 @@ class SyncModel {
   const models::Cluster& cluster_;
   int64_t profile_batch_;
   std::vector<int64_t> fwd_, bwd_, stash_, param_, work_;  // prefix sums (size n+1)
-  std::vector<int64_t> pending_;  // prefix sums of weight_pending_bytes (held B..W in zb-h1)
+  std::vector<int64_t> pending_;                           // prefix sums of weight_pending_bytes (held B..W in zb-h1)
   std::vector<int64_t> cut_bytes_;                         // size n+1 (0 at 0 and n)
-  std::vector<int64_t> in_bytes_;   // size n+1: bytes crossing cut c, data-loading outputs included
-  std::vector<int64_t> load_;       // prefix sums of data-loading output bytes (stage 0's input)
+  std::vector<int64_t> in_bytes_;               // size n+1: bytes crossing cut c, data-loading outputs included
+  std::vector<int64_t> load_;                   // prefix sums of data-loading output bytes (stage 0's input)
   std::vector<std::vector<int64_t>> work_max_;  // sparse table: max workspace over [i, i + 2^l)
   int64_t work_range(int a, int b) const;       // max workspace of layers [a, b)
   int64_t input_bytes(int a, int b) const { return a == 0 ? load_[b] : in_bytes_[a]; }
-  int period_ = 1;  // link level after a stage repeats with this period in q
+  int period_ = 1;            // link level after a stage repeats with this period in q
   std::vector<bool> starts_;  // per layer: a stage may begin there (models::stage_starts_allowed)
   bool restricted_ = false;
   mutable int last_evaluations_ = 0;

@@ -38,8 +38,8 @@ std::optional<UniformRun> find_uniform_run(const models::Profile& p) {
 UniformSync::UniformSync(const SyncModel& model, UniformRun run) : m_(model), run_(run) {
   interior_uniform_ = run.length() >= 2 && run.end <= model.n();
   for (int c = run.begin + 2; interior_uniform_ && c < run.end; ++c)
-    interior_uniform_ = model.cut_bytes_[c] == model.cut_bytes_[run.begin + 1] &&
-                        model.in_bytes_[c] == model.in_bytes_[run.begin + 1];
+    interior_uniform_ =
+        model.cut_bytes_[c] == model.cut_bytes_[run.begin + 1] && model.in_bytes_[c] == model.in_bytes_[run.begin + 1];
 }
 
 // Everything that depends on the configuration: caps of the run's layers per stage by
@@ -50,15 +50,21 @@ struct UniformSync::Setup {
   int n, A, Z, R, P;
   bool rec;
   double scale, s;
-  int64_t tu;                        // time of one repeated layer (ns at the profile's batch)
-  std::vector<int64_t> mc;           // mc[q]: repeated layers a stage of the run holds at q (q = 1..P)
-  std::vector<int64_t> mc_prefix;    // prefix sums of mc
+  int64_t tu;                      // time of one repeated layer (ns at the profile's batch)
+  std::vector<int64_t> mc;         // mc[q]: repeated layers a stage of the run holds at q (q = 1..P)
+  std::vector<int64_t> mc_prefix;  // prefix sums of mc
   mutable std::vector<std::vector<int64_t>> first_cap, last_cap;  // [c_h or c_t - Z][inflight], -1 unknown
   std::vector<std::vector<int>> level_count;  // [level][q]: cuts after stages q' in 2..q at that level
   std::vector<double> x_interior;             // per level: a cut inside the run
 
   Setup(const SyncModel& model, const SyncConfig& c, UniformRun run, bool recompute)
-      : m(model), cfg(c), n(model.n()), A(run.begin), Z(run.end), R(run.length()), P(model.max_stages()),
+      : m(model),
+        cfg(c),
+        n(model.n()),
+        A(run.begin),
+        Z(run.end),
+        R(run.length()),
+        P(model.max_stages()),
         rec(recompute) {
     scale = static_cast<double>(cfg.micro_batch_size) / m.profile_batch_;
     s = scale * 1e-9;
@@ -73,7 +79,8 @@ struct UniformSync::Setup {
     for (int q = 1; q <= P; ++q) {
       const int64_t f = inflight(q);
       if (by_inflight[f] < 0)  // a stage strictly inside the run: [A + 1, A + 1 + k), k <= R - 2
-        by_inflight[f] = R >= 3 ? largest(R - 2, [&](int64_t k) { return fits(A + 1, A + 1 + static_cast<int>(k), q); }) : 0;
+        by_inflight[f] =
+            R >= 3 ? largest(R - 2, [&](int64_t k) { return fits(A + 1, A + 1 + static_cast<int>(k), q); }) : 0;
       mc[q] = by_inflight[f];
       mc_prefix[q] = mc_prefix[q - 1] + mc[q];
     }
@@ -173,9 +180,10 @@ bool UniformSync::applies(const SyncConfig& cfg) const {
   const int n = m_.n();
   const double scale = static_cast<double>(cfg.micro_batch_size) / m_.profile_batch_;
   const int64_t kept = cfg.gpipe_memory ? cfg.m : std::min<int64_t>(m_.max_stages(), cfg.m);
-  const int64_t worst = static_cast<int64_t>(std::ceil((m_.param_[n] - m_.param_[0]) * cfg.persistent_per_parameter_byte)) +
-                        static_cast<int64_t>(std::ceil(m_.work_range(0, n) * scale)) +
-                        static_cast<int64_t>(std::ceil(kept * ((m_.stash_[n] - m_.stash_[0]) * scale)));
+  const int64_t worst =
+      static_cast<int64_t>(std::ceil((m_.param_[n] - m_.param_[0]) * cfg.persistent_per_parameter_byte)) +
+      static_cast<int64_t>(std::ceil(m_.work_range(0, n) * scale)) +
+      static_cast<int64_t>(std::ceil(kept * ((m_.stash_[n] - m_.stash_[0]) * scale)));
   return worst <= cfg.memory_limit;
 }
 

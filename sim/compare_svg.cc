@@ -87,17 +87,19 @@ std::string compare_svg(const Trace& predicted, const Trace& measured, const std
     const Trace& t = which == 0 ? predicted : measured;
     for (int d = 0; d < devices; ++d) {
       const double y = row_y(d, which);
-      std::snprintf(buf, sizeof buf,
-                    "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"/>\n"
-                    "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" text-anchor=\"end\" fill=\"#333\">worker %d %s</text>\n"
-                    "<text class=\"busy-share\" x=\"%.1f\" y=\"%.1f\" font-size=\"11\" fill=\"#333\">%.0f%% busy</text>\n",
-                    left, y, width, row - 4, which == 0 ? "#f3f6fb" : "#f7f3ef", left - 8, y + row / 2 + 2, d,
-                    which == 0 ? "predicted" : "measured", left + width + 6, y + row / 2 + 2,
-                    100.0 * draw::busy_share(t, d, span));
+      std::snprintf(
+          buf, sizeof buf,
+          "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"/>\n"
+          "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" text-anchor=\"end\" fill=\"#333\">worker %d %s</text>\n"
+          "<text class=\"busy-share\" x=\"%.1f\" y=\"%.1f\" font-size=\"11\" fill=\"#333\">%.0f%% busy</text>\n",
+          left, y, width, row - 4, which == 0 ? "#f3f6fb" : "#f7f3ef", left - 8, y + row / 2 + 2, d,
+          which == 0 ? "predicted" : "measured", left + width + 6, y + row / 2 + 2,
+          100.0 * draw::busy_share(t, d, span));
       o += buf;
       draw::draw_row(o, t, d, y + 1, row - 6, xm, occupancy, 0);
     }
-    std::snprintf(buf, sizeof buf, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" font-weight=\"bold\" fill=\"#222\">%s</text>\n",
+    std::snprintf(buf, sizeof buf,
+                  "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" font-weight=\"bold\" fill=\"#222\">%s</text>\n",
                   left + 5, row_y(0, which) - 8, which == 0 ? "predicted" : "measured");
     o += buf;
     // Transfers between the same kind of rows (predicted to predicted, measured to measured).
@@ -110,7 +112,8 @@ std::string compare_svg(const Trace& predicted, const Trace& measured, const std
   draw::draw_legend(o, {&predicted, &measured}, left, 70, true, occupancy);
   // Busy table.
   std::snprintf(buf, sizeof buf,
-                "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" font-weight=\"bold\" fill=\"#222\" xml:space=\"preserve\">stage   busy "
+                "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" font-weight=\"bold\" fill=\"#222\" "
+                "xml:space=\"preserve\">stage   busy "
                 "predicted ms   busy measured ms   difference</text>\n",
                 left, table_top);
   o += buf;

@@ -4,8 +4,8 @@
 #include <cmath>
 #include <limits>
 #include <map>
-#include <tuple>
 #include <queue>
+#include <tuple>
 
 #include "models/error.h"
 #include "planner/schedule_validate.h"
@@ -352,8 +352,8 @@ class Engine {
     if (!async_) {
       // Synchronous: a barrier of the replicas (as planner::validate_schedule groups them: the
       // iteration's allreduce with micro_batch -1, else the micro-batches g / r).
-      const auto key = std::make_pair(st, op.micro_batch >= 0 ? static_cast<int64_t>(op.micro_batch / r)
-                                                              : -1 - static_cast<int64_t>(v.iter));
+      const auto key = std::make_pair(
+          st, op.micro_batch >= 0 ? static_cast<int64_t>(op.micro_batch / r) : -1 - static_cast<int64_t>(v.iter));
       std::vector<int>& arrived = groups_[key];
       arrived.push_back(d);
       v.waiting = true;
@@ -465,10 +465,14 @@ class Engine {
     if (op.kind == OpKind::F) {
       const size_t i = idx(st, op.micro_batch);
       f_done_[i] = sp;
-      if (st + 1 < S_) send(hop(st, op.micro_batch, true), EventKind::forward_arrives, st + 1, idx(st + 1, op.micro_batch), sp, op, v.cur_iter);
+      if (st + 1 < S_)
+        send(hop(st, op.micro_batch, true), EventKind::forward_arrives, st + 1, idx(st + 1, op.micro_batch), sp, op,
+             v.cur_iter);
     } else if (op.kind == OpKind::B || op.kind == OpKind::BW) {
       b_done_[idx(st, op.micro_batch)] = sp;
-      if (st > 0) send(hop(st, op.micro_batch, false), EventKind::gradient_arrives, st - 1, idx(st - 1, op.micro_batch), sp, op, v.cur_iter);
+      if (st > 0)
+        send(hop(st, op.micro_batch, false), EventKind::gradient_arrives, st - 1, idx(st - 1, op.micro_batch), sp, op,
+             v.cur_iter);
     }
     try_start(d);
   }
@@ -518,9 +522,9 @@ class Engine {
   std::vector<Hop> fwd_, bwd_;
   bool replicated_ = false;
   const Network* net_ = nullptr;
-  std::vector<int> slot_base_;                                   // stage -> first replica slot
-  std::map<std::tuple<int, bool, int, int>, Hop> hops_;          // replicated: (stage, fwd, a, b)
-  std::map<std::pair<int, int64_t>, std::vector<int>> groups_;   // collective -> devices arrived
+  std::vector<int> slot_base_;                                  // stage -> first replica slot
+  std::map<std::tuple<int, bool, int, int>, Hop> hops_;         // replicated: (stage, fwd, a, b)
+  std::map<std::pair<int, int64_t>, std::vector<int>> groups_;  // collective -> devices arrived
   std::vector<int64_t> link_keys_, link_free_;
   std::vector<Dev> devs_;
   std::vector<int> stage_in_flight_;

@@ -69,8 +69,8 @@ namespace pw::sim {
 struct StageCosts {
   // Per virtual stage, for one micro-batch (ns).
   std::vector<int64_t> forward_ns, backward_input_ns, backward_weight_ns;
-  std::vector<int64_t> allreduce_ns;   // per allreduce op of the stage; empty = 0
-  std::vector<int64_t> step_ns;        // per device; empty = 0
+  std::vector<int64_t> allreduce_ns;  // per allreduce op of the stage; empty = 0
+  std::vector<int64_t> step_ns;       // per device; empty = 0
   // Per device; empty = 0. Synchronous schedules: the device is busy for data_ns[d] at the start
   // of every iteration, before its first op: the next mini-batch, drawn by the last stage's
   // worker, idle while the pipeline fills, when the workers own every core
@@ -84,21 +84,20 @@ struct StageCosts {
   std::vector<int64_t> weights_optimizer_bytes, parameter_bytes;
   std::vector<int64_t> stash_bytes_per_micro_batch, input_bytes_per_micro_batch, working_bytes;
   std::vector<int64_t> weight_pending_bytes_per_micro_batch;
-  std::vector<uint8_t> recompute;      // per virtual stage; empty = none
+  std::vector<uint8_t> recompute;  // per virtual stage; empty = none
   int64_t samples_per_micro_batch = 1;
 
   int num_stages() const { return static_cast<int>(forward_ns.size()); }
   // Equal stages: F, B, W times and zeros elsewhere.
-  static StageCosts uniform(int num_stages, int64_t forward_ns, int64_t backward_input_ns,
-                            int64_t backward_weight_ns);
+  static StageCosts uniform(int num_stages, int64_t forward_ns, int64_t backward_input_ns, int64_t backward_weight_ns);
   // Throws InputError if sizes do not match num_stages (or devices) or a value is negative.
   void validate(int num_stages, int num_devices) const;
 };
 
 struct SimOptions {
   int iterations = 1;
-  bool record_trace = false;   // events and memory samples
-  bool validate = true;        // run planner::validate_schedule first
+  bool record_trace = false;  // events and memory samples
+  bool validate = true;       // run planner::validate_schedule first
   // Optional: the duration of each op instead of the costs' (trace replay, sim/replay.h):
   // (device, op as in the device's list, iteration, the costs' duration) -> ns >= 0.
   std::function<int64_t(int, const planner::Op&, int, int64_t)> op_duration;
@@ -113,7 +112,7 @@ struct SimOptions {
 
 struct SimResult {
   Report report;
-  Trace trace;                 // empty unless record_trace
+  Trace trace;  // empty unless record_trace
 };
 
 // Throws InputError for an invalid schedule, mismatched costs or iterations < 1.

@@ -17,8 +17,8 @@ namespace {
 int pipeline_devices(const planner::Plan& plan) {
   const int S = plan.num_stages();
   if (plan.chunks < 1 || S % plan.chunks != 0)
-    throw InputError("plan: " + std::to_string(S) + " stages are not a multiple of chunks = " +
-                     std::to_string(plan.chunks));
+    throw InputError("plan: " + std::to_string(S) +
+                     " stages are not a multiple of chunks = " + std::to_string(plan.chunks));
   return S / plan.chunks;
 }
 
@@ -179,8 +179,9 @@ planner::Schedule schedule_for_plan(const planner::Plan& plan, const StageCosts&
     std::vector<bool> ar(plan.num_stages(), false);
     for (int k = 0; k < plan.num_stages() && !costs.allreduce_ns.empty(); ++k) ar[k] = costs.allreduce_ns[k] > 0;
     const std::vector<int> r = replica_counts(plan);
-    const int m = planner::is_synchronous(plan.schedule) ? plan.num_micro_batches
-                                                         : planner::round_robin_micro_batches(plan.num_micro_batches, r);
+    const int m = planner::is_synchronous(plan.schedule)
+                      ? plan.num_micro_batches
+                      : planner::round_robin_micro_batches(plan.num_micro_batches, r);
     return planner::make_replicated_schedule(plan.schedule, r, m, ar);
   }
   planner::Schedule s = planner::make_schedule(plan.schedule, p, plan.num_micro_batches, plan.chunks);

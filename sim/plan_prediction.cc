@@ -74,7 +74,8 @@ planner::PlanOutcome plan_with_prediction(const models::Profile& profile, const 
   const bool zb_h2 = req.schedule == planner::ScheduleKind::zb_h2;
   const bool interleaved = req.schedule == planner::ScheduleKind::interleaved_1f1b;
   if ((zb_h2 || interleaved) && req.objective != planner::Objective::sync)
-    throw InputError("--schedule " + planner::to_string(req.schedule) + ": planned by the sync objective only, got --objective " +
+    throw InputError("--schedule " + planner::to_string(req.schedule) +
+                     ": planned by the sync objective only, got --objective " +
                      std::string(planner::to_string(req.objective)));
   if (req.chunks != 0 && !interleaved) throw InputError("--chunks: only with --schedule interleaved-1f1b");
   const int chunks = req.chunks != 0 ? req.chunks : 2;
@@ -105,9 +106,10 @@ planner::PlanOutcome plan_with_prediction(const models::Profile& profile, const 
   const int64_t peak = out.plan.predicted.peak_memory_bytes;
   if (peak > have) {
     out.feasible = false;
-    out.reason = std::string(zb_h2 ? "zb-h2 on the zb-h1 partition" : "interleaved-1f1b") + " needs " + models::human_bytes(static_cast<double>(peak)) +
-                 " per device, more than " + models::human_bytes(static_cast<double>(have)) + "; try " + (zb_h2 ? "--schedule zb-h1" : "--schedule 1f1b") +
-                 " or fewer --micro-batches";
+    out.reason = std::string(zb_h2 ? "zb-h2 on the zb-h1 partition" : "interleaved-1f1b") + " needs " +
+                 models::human_bytes(static_cast<double>(peak)) + " per device, more than " +
+                 models::human_bytes(static_cast<double>(have)) + "; try " +
+                 (zb_h2 ? "--schedule zb-h1" : "--schedule 1f1b") + " or fewer --micro-batches";
     out.min_memory_bytes_to_fit = peak;
     out.max_batch_that_fits = -1;
   }

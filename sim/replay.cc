@@ -34,7 +34,8 @@ int64_t predicted_duration(const StageCosts& c, OpKind kind, int stage_or_device
     case OpKind::B: return at_or_zero(c.backward_input_ns, s) + (rc ? at_or_zero(c.forward_ns, s) : 0);
     case OpKind::W: return at_or_zero(c.backward_weight_ns, s);
     case OpKind::BW:
-      return at_or_zero(c.backward_input_ns, s) + at_or_zero(c.backward_weight_ns, s) + (rc ? at_or_zero(c.forward_ns, s) : 0);
+      return at_or_zero(c.backward_input_ns, s) + at_or_zero(c.backward_weight_ns, s) +
+             (rc ? at_or_zero(c.forward_ns, s) : 0);
     case OpKind::step: return at_or_zero(c.step_ns, s);
     default: return 0;
   }
@@ -215,9 +216,7 @@ ReplayResult replay_run_trace(const RunTrace& rt, const std::string& where) {
     const planner::Schedule schedule =
         planner::make_schedule(rt.schedule, rt.stages / rt.chunks, rt.micro_batches, rt.chunks);
     return replay(schedule, rt.trace, rt.predicted, replay_first_iteration(rt), 0, rt.handoff_ns);
-  } catch (const InputError& e) {
-    throw InputError(where + ": " + e.what());
-  }
+  } catch (const InputError& e) { throw InputError(where + ": " + e.what()); }
 }
 
 }  // namespace pw::sim

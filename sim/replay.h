@@ -13,9 +13,9 @@
 // receiver's last compute op before the take: the hand-off's own work is in the sending op,
 // a message that waited while the receiver was busy costs the transfer nothing, and the wait
 // is the simulation's own (a receiver delayed by something else is scheduling error, not
-// transfer cost). A simulated trace's transfers end on arrival. A transfer the trace lacks (traces written without them) takes the
-// hand-off latency given to replay(), or nothing. Iteration times are medians over the K
-// iterations (one slow iteration, a hiccup of the machine, does not move them) of:
+// transfer cost). A simulated trace's transfers end on arrival. A transfer the trace lacks (traces written without
+// them) takes the hand-off latency given to replay(), or nothing. Iteration times are medians over the K iterations
+// (one slow iteration, a hiccup of the machine, does not move them) of:
 // - measured: the span of iteration k's ops in the trace (first start to last end);
 // - replayed: the makespan of the replay of iteration k;
 // - predicted: the makespan of one iteration simulated with the predicted StageCosts.
@@ -43,7 +43,7 @@
 namespace pw::sim {
 
 struct OpKindError {
-  int stage = 0;            // virtual stage (step: the device)
+  int stage = 0;  // virtual stage (step: the device)
   planner::OpKind kind = planner::OpKind::F;
   int count = 0;            // ops per iteration
   double predicted_ns = 0;  // per op

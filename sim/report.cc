@@ -145,8 +145,7 @@ std::string format_report(const Report& r) {
   out += buf;
   if (!r.stage_replicas.empty()) {
     out += "replicas per stage:";
-    for (size_t s = 0; s < r.stage_replicas.size(); ++s)
-      out += (s ? ", " : " ") + std::to_string(r.stage_replicas[s]);
+    for (size_t s = 0; s < r.stage_replicas.size(); ++s) out += (s ? ", " : " ") + std::to_string(r.stage_replicas[s]);
     out += " (round-robin over micro-batches; " + std::to_string(r.num_devices) + " devices)\n";
   }
   std::snprintf(buf, sizeof buf,

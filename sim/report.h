@@ -56,7 +56,7 @@ struct DeviceReport {
 };
 
 struct Report {
-  std::string schedule;         // schedule kind name
+  std::string schedule;  // schedule kind name
   int num_devices = 0;
   int num_stages = 0;
   int num_micro_batches = 0;

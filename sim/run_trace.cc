@@ -98,7 +98,8 @@ RunTrace run_trace_from_json(const Json& j) {
       const Json& a = require_array(p, key, "/predicted");
       std::vector<int64_t> v;
       if (a.size() > static_cast<size_t>(lim::kDevices.max))
-        throw InputError(join_path("/predicted", key) + ": more than " + std::to_string(lim::kDevices.max) + " entries");
+        throw InputError(join_path("/predicted", key) + ": more than " + std::to_string(lim::kDevices.max) +
+                         " entries");
       for (size_t i = 0; i < a.size(); ++i)
         v.push_back(models::limited_value(a[i], join_path(join_path("/predicted", key), i), lim::kDurationNs));
       if (want > 0 && v.size() != want)

@@ -28,7 +28,7 @@ struct RunTrace {
   int stages = 1, chunks = 1, micro_batches = 1, warmup_iterations = 0;
   bool has_predicted = false;
   StageCosts predicted;
-  int64_t handoff_ns = 0;  // latency charged per transfer between devices (replay's handoff_ns)
+  int64_t handoff_ns = 0;                    // latency charged per transfer between devices (replay's handoff_ns)
   std::vector<IterationSummary> iterations;  // every iteration of the run; may be empty
   Trace trace;                               // the kept iterations' events
 };

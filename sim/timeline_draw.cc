@@ -247,7 +247,7 @@ void draw_legend(std::string& o, const std::vector<const Trace*>& traces, double
     bool present = false;
     for (const Trace* t : traces)
       present = present || std::any_of(t->events.begin(), t->events.end(),
-                                        [k](const TraceEvent& e) { return drawn(e) && e.kind == k; });
+                                       [k](const TraceEvent& e) { return drawn(e) && e.kind == k; });
     if (!present) continue;
     std::snprintf(buf, sizeof buf,
                   "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"12\" fill=\"%s\"/>\n"

@@ -28,7 +28,9 @@ std::map<int, IterSpan> iteration_spans(const Trace& t) {
   return it;
 }
 
-std::string range_text(int a, int b) { return a == b ? std::to_string(a) : std::to_string(a) + "-" + std::to_string(b); }
+std::string range_text(int a, int b) {
+  return a == b ? std::to_string(a) : std::to_string(a) + "-" + std::to_string(b);
+}
 
 }  // namespace
 
@@ -99,7 +101,8 @@ std::string timeline_svg(const Trace& t, const Report& r, const std::string& tit
   o += buf;
   char memory[64] = "";
   if (r.peak_memory_bytes > 0)
-    std::snprintf(memory, sizeof memory, "  |  peak memory %.1f MiB", static_cast<double>(r.peak_memory_bytes) / (1 << 20));
+    std::snprintf(memory, sizeof memory, "  |  peak memory %.1f MiB",
+                  static_cast<double>(r.peak_memory_bytes) / (1 << 20));
   std::snprintf(buf, sizeof buf,
                 "<text x=\"%.0f\" y=\"26\" font-size=\"17\" font-weight=\"bold\" fill=\"#222\">%s</text>\n"
                 "<text x=\"%.0f\" y=\"46\" font-size=\"13\" fill=\"#444\">schedule bubble %s  |  makespan %.3f ms  |  "
@@ -109,13 +112,13 @@ std::string timeline_svg(const Trace& t, const Report& r, const std::string& tit
   o += buf;
   for (int dev = 0; dev < rows; ++dev) {
     const double y = row_y(dev);
-    std::snprintf(buf, sizeof buf,
-                  "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#f3f3f3\"/>\n"
-                  "<text x=\"%.1f\" y=\"%.1f\" font-size=\"%d\" text-anchor=\"end\" fill=\"#333\">device %d</text>\n"
-                  "<text class=\"busy-share\" x=\"%.1f\" y=\"%.1f\" font-size=\"%d\" fill=\"#333\">%.0f%% busy</text>\n",
-                  xm.left, y, xm.width, row_h, left - 8, y + row_h / 2 + 4, rows > 32 ? 9 : 12, dev,
-                  xm.left + xm.width + 6, y + row_h / 2 + 4, rows > 32 ? 9 : 11,
-                  100.0 * draw::busy_share(d, dev, end));
+    std::snprintf(
+        buf, sizeof buf,
+        "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#f3f3f3\"/>\n"
+        "<text x=\"%.1f\" y=\"%.1f\" font-size=\"%d\" text-anchor=\"end\" fill=\"#333\">device %d</text>\n"
+        "<text class=\"busy-share\" x=\"%.1f\" y=\"%.1f\" font-size=\"%d\" fill=\"#333\">%.0f%% busy</text>\n",
+        xm.left, y, xm.width, row_h, left - 8, y + row_h / 2 + 4, rows > 32 ? 9 : 12, dev, xm.left + xm.width + 6,
+        y + row_h / 2 + 4, rows > 32 ? 9 : 11, 100.0 * draw::busy_share(d, dev, end));
     o += buf;
     draw::draw_row(o, d, dev, y, row_h, xm, occupancy, rows);
   }
@@ -146,8 +149,9 @@ std::string timeline_svg(const Trace& t, const Report& r, const std::string& tit
     note += buf;
     if (hidden > warm) note += ", earlier steady-state " + range_text(iters[static_cast<size_t>(warm)], last_hidden);
     note += "; time is measured from the start of iteration " + std::to_string(shown.front());
-    std::snprintf(buf, sizeof buf, "<text class=\"warmup-note\" x=\"%.1f\" y=\"%.1f\" font-size=\"12\" fill=\"#444\">%s</text>\n",
-                  left, axis_y + 78, xml_escape(note).c_str());
+    std::snprintf(buf, sizeof buf,
+                  "<text class=\"warmup-note\" x=\"%.1f\" y=\"%.1f\" font-size=\"12\" fill=\"#444\">%s</text>\n", left,
+                  axis_y + 78, xml_escape(note).c_str());
     o += buf;
   }
   draw::draw_time_axis(o, xm, axis_y, hidden > 0 ? "time since iteration " + std::to_string(shown.front()) : "time");

@@ -15,16 +15,16 @@
 namespace pw::sim {
 
 struct TraceEvent {
-  int device = 0;             // compute device; for a transfer, the sending device
+  int device = 0;  // compute device; for a transfer, the sending device
   planner::OpKind kind = planner::OpKind::F;
-  int stage = 0;              // virtual stage (-1 for step)
-  int micro_batch = 0;        // -1 where not applicable
+  int stage = 0;        // virtual stage (-1 for step)
+  int micro_batch = 0;  // -1 where not applicable
   int iteration = 0;
   int64_t start_ns = 0;
   int64_t end_ns = 0;
-  int64_t bytes = 0;          // transfer payload
+  int64_t bytes = 0;  // transfer payload
   bool is_transfer = false;
-  int dst_device = -1;        // receiving device of a transfer
+  int dst_device = -1;  // receiving device of a transfer
 };
 
 struct MemorySample {
@@ -34,7 +34,7 @@ struct MemorySample {
 };
 
 struct Trace {
-  std::string source;         // "predicted" or "measured"
+  std::string source;  // "predicted" or "measured"
   int num_devices = 0;
   std::vector<TraceEvent> events;
   std::vector<MemorySample> memory;

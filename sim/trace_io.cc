@@ -20,8 +20,9 @@ using planner::OpKind;
 void to_json(Json& j, const Trace& t) {
   Json events = Json::array();
   for (const TraceEvent& e : t.events) {
-    Json o = {{"device", e.device},         {"op", std::string(to_string(e.kind))}, {"stage", e.stage},
-              {"micro_batch", e.micro_batch}, {"iteration", e.iteration},           {"start_ns", e.start_ns},
+    Json o = {{"device", e.device},       {"op", std::string(to_string(e.kind))},
+              {"stage", e.stage},         {"micro_batch", e.micro_batch},
+              {"iteration", e.iteration}, {"start_ns", e.start_ns},
               {"end_ns", e.end_ns}};
     if (e.is_transfer) {
       o["transfer"] = true;
@@ -82,8 +83,7 @@ Trace trace_from_json(const Json& j) {
 namespace {
 
 std::string event_name(const TraceEvent& e) {
-  if (e.kind == OpKind::step || e.kind == OpKind::allreduce || e.micro_batch < 0)
-    return std::string(to_string(e.kind));
+  if (e.kind == OpKind::step || e.kind == OpKind::allreduce || e.micro_batch < 0) return std::string(to_string(e.kind));
   return std::string(to_string(e.kind)) + std::to_string(e.micro_batch);
 }
 

@@ -49,8 +49,8 @@ models::Cluster build_cluster(const ClusterFlags& f, const CLI::App& sub) {
   const int forms = !f.cluster.empty() + (f.devices >= 0) + !f.levels.empty();
   if (forms > 1) throw InputError("--cluster, --devices and --levels: give only one of them");
   if (!f.cluster.empty()) {
-    for (const char* flag : {"--memory", "--intra-node", "--interconnect", "--devices-per-node", "--bandwidth",
-                             "--bandwidths"})
+    for (const char* flag :
+         {"--memory", "--intra-node", "--interconnect", "--devices-per-node", "--bandwidth", "--bandwidths"})
       if (sub.count(flag) > 0) throw InputError(std::string(flag) + ": not used with --cluster (the file gives it)");
     return models::load_cluster_file(f.cluster);
   }
@@ -64,7 +64,8 @@ models::Cluster build_cluster(const ClusterFlags& f, const CLI::App& sub) {
       if (sub.count(flag) > 0)
         throw InputError(std::string(flag) + ": not used with --levels (give each level's rate with --bandwidths)");
     auto counts = parse_list<int>(f.levels, "--levels");
-    auto bws = f.bandwidths.empty() ? std::vector<double>(counts.size(), 1e9) : parse_list<double>(f.bandwidths, "--bandwidths");
+    auto bws = f.bandwidths.empty() ? std::vector<double>(counts.size(), 1e9)
+                                    : parse_list<double>(f.bandwidths, "--bandwidths");
     if (bws.size() != counts.size())
       throw InputError("--bandwidths: expected " + std::to_string(counts.size()) + " values, one per --levels entry");
     std::vector<models::Level> lv;
@@ -73,7 +74,8 @@ models::Cluster build_cluster(const ClusterFlags& f, const CLI::App& sub) {
   }
   const int n = f.devices < 0 ? 1 : f.devices;
   if (n < 1) throw InputError("--devices: expected at least 1 device, got " + std::to_string(n));
-  const bool links_given = sub.count("--intra-node") + sub.count("--interconnect") + sub.count("--devices-per-node") > 0;
+  const bool links_given =
+      sub.count("--intra-node") + sub.count("--interconnect") + sub.count("--devices-per-node") > 0;
   if (sub.count("--bandwidth") > 0 && links_given)
     throw InputError("--bandwidth and --intra-node/--interconnect/--devices-per-node: give one of them");
   if (sub.count("--bandwidth") == 0 && (is_accelerator(dev) || links_given))

@@ -51,9 +51,9 @@ std::string describe(const pw::models::Cluster& c) {
   o << ")\n";
   for (size_t k = 0; k < c.levels().size(); ++k) {
     const auto& l = c.levels()[k];
-    o << "  level " << k << " \"" << l.name << "\": " << l.count << (k == 0 ? " devices" : " groups")
-      << " joined at " << rate(l.bandwidth_bytes_per_s) << ", latency " << l.latency_ns << " ns; "
-      << c.group_size(static_cast<int>(k)) << " devices per group\n";
+    o << "  level " << k << " \"" << l.name << "\": " << l.count << (k == 0 ? " devices" : " groups") << " joined at "
+      << rate(l.bandwidth_bytes_per_s) << ", latency " << l.latency_ns << " ns; " << c.group_size(static_cast<int>(k))
+      << " devices per group\n";
   }
   return o.str();
 }
@@ -85,8 +85,10 @@ void run(ClusterArgs& a, const CLI::App& sub) {
     for (const char* flag : {"--device", "--cluster", "--devices", "--devices-per-node", "--intra-node",
                              "--interconnect", "--bandwidth", "--memory", "--levels", "--bandwidths"})
       if (sub.count(flag) > 0 && !(a.here && std::string(flag) == "--memory"))
-        throw pw::InputError(std::string(a.list ? "--list" : a.here ? "--here" : "--describe") + ": does not take " +
-                             flag);
+        throw pw::InputError(std::string(a.list   ? "--list"
+                                         : a.here ? "--here"
+                                                  : "--describe") +
+                             ": does not take " + flag);
   if (a.list) {
     list_catalog();
     return;

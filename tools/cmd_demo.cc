@@ -22,8 +22,8 @@
 #include "tools/model_report.h"
 #ifdef PW_HAVE_EXEC
 #include "exec/machine/machine_load.h"
-#include "exec/parallel.h"
 #include "exec/machine/pinning.h"
+#include "exec/parallel.h"
 #include "exec/profile/profiler.h"
 #include "exec/runtime/run_compare.h"
 #include "exec/runtime/run_pipeline.h"
@@ -62,8 +62,8 @@ void describe(const DemoArgs& a, const pw::tools::ModelSource& src) {
 namespace exec = pw::exec;
 
 pw::models::Profile measure_on_this_cpu(const DemoArgs& a, const pw::models::Model& model, int threads) {
-  std::cout << "\n== 3. Measured profile on this CPU (micro-batch " << a.micro_batch << ", " << threads
-            << " thread" << (threads > 1 ? "s" : "") << ") ==\n";
+  std::cout << "\n== 3. Measured profile on this CPU (micro-batch " << a.micro_batch << ", " << threads << " thread"
+            << (threads > 1 ? "s" : "") << ") ==\n";
   exec::MeasureOptions mo;
   mo.micro_batch = a.micro_batch;
   mo.reps = 7;
@@ -145,8 +145,9 @@ void print_comparison(const DemoArgs& a, const TrainedRun& t, const exec::Machin
               exec::describe(load_before).c_str(), load_after.busy_cores, exec::describe_wait_policy().c_str(),
               static_cast<long long>(run.transport_spin_ns / 1000));
   if (exec::is_busy(load_before) || exec::is_busy(load_after))
-    std::printf("note: the machine was busy with other work, so the measured times include waiting for the CPU; "
-                "the prediction assumes the cores to ourselves: compare on a quiet machine\n");
+    std::printf(
+        "note: the machine was busy with other work, so the measured times include waiting for the CPU; "
+        "the prediction assumes the cores to ourselves: compare on a quiet machine\n");
 }
 
 void write_outputs(const DemoArgs& a, const pw::models::Profile& measured, const pw::planner::Plan& plan,
@@ -155,7 +156,8 @@ void write_outputs(const DemoArgs& a, const pw::models::Profile& measured, const
   pw::planner::save_plan_file(out_path(a, "plan.json"), plan);
   pw::sim::write_timeline_files(predicted.trace, predicted.report, "predicted: default model",
                                 out_path(a, "predicted.trace.json"), out_path(a, "predicted.svg"));
-  const pw::sim::Report measured_report = pw::sim::summarize(t.run.trace, pw::sim::run_info_for_plan(plan, t.recorded_steps));
+  const pw::sim::Report measured_report =
+      pw::sim::summarize(t.run.trace, pw::sim::run_info_for_plan(plan, t.recorded_steps));
   pw::sim::write_timeline_files(t.run.trace, measured_report, "measured: default model",
                                 out_path(a, "measured.trace.json"), out_path(a, "measured.svg"));
   std::cout << "wrote profile.json, plan.json, predicted/measured .trace.json and .svg to " << a.out_dir << "\n";
@@ -199,8 +201,8 @@ void run(const DemoArgs& a) {
       throw pw::InputError("--out-dir: cannot create the directory " + a.out_dir +
                            (ec ? " (" + ec.message() + ")" : std::string(" (a file of that name exists)")));
 #ifdef PW_HAVE_EXEC
-    for (const char* name : {"profile.json", "plan.json", "predicted.trace.json", "predicted.svg",
-                             "measured.trace.json", "measured.svg"})
+    for (const char* name :
+         {"profile.json", "plan.json", "predicted.trace.json", "predicted.svg", "measured.trace.json", "measured.svg"})
       outputs.add("--out-dir", out_path(a, name));
 #endif
   }
@@ -217,8 +219,8 @@ void run(const DemoArgs& a) {
 
 pw::tools::CommandRegistrar register_demo("demo", [](CLI::App& app) {
   auto a = std::make_shared<DemoArgs>();
-  auto* sub = app.add_subcommand(
-      "demo", "The main job on the built-in default model: profile, plan, simulate, run, compare");
+  auto* sub =
+      app.add_subcommand("demo", "The main job on the built-in default model: profile, plan, simulate, run, compare");
   sub->add_option("--device", a->device, "catalog device of the analytic profile")->capture_default_str();
   sub->add_option("--micro-batch", a->micro_batch, "samples per micro-batch when profiling")->capture_default_str();
   sub->add_option("--steps", a->steps, "training steps of the pipeline run")->capture_default_str();

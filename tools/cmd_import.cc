@@ -17,8 +17,7 @@ struct ImportArgs {
 };
 
 void run(const ImportArgs& a) {
-  if (a.format != "pipedream")
-    throw pw::InputError("import: unknown format \"" + a.format + "\" (expected pipedream)");
+  if (a.format != "pipedream") throw pw::InputError("import: unknown format \"" + a.format + "\" (expected pipedream)");
   const pw::models::PipeDreamGraph g = pw::models::read_pipedream_graph(a.file);
   const auto& p = g.profile;
   if (a.json) {

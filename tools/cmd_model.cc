@@ -4,8 +4,8 @@
 #include <memory>
 
 #include "models/error.h"
-#include "models/output_set.h"
 #include "models/layer_graph.h"
+#include "models/output_set.h"
 #include "tools/command_registry.h"
 #include "tools/model_report.h"
 #include "tools/zoo_flags.h"
@@ -24,8 +24,10 @@ void run(const ModelArgs& a, const CLI::App& sub) {
     const char* flag = pw::tools::first_size_flag_given(sub);
     if (flag == nullptr && sub.count("--batch") > 0) flag = "--batch";
     if (flag != nullptr)
-      throw pw::InputError(std::string(flag) + ": sizing options apply to a zoo family (gpt, mlp, vgg16, "
-                           "resnet50), not to \"" + a.spec + "\"");
+      throw pw::InputError(std::string(flag) +
+                           ": sizing options apply to a zoo family (gpt, mlp, vgg16, "
+                           "resnet50), not to \"" +
+                           a.spec + "\"");
   }
   if (pw::tools::is_zoo_name(a.spec) && a.spec != "default") pw::tools::check_size_flags_for_family(a.spec, sub);
   pw::tools::ModelSource src = pw::tools::resolve_model(a.spec, a.zoo, "MODEL");

@@ -10,8 +10,8 @@
 #include "models/cost.h"
 #include "models/defaults.h"
 #include "models/error.h"
-#include "models/output_set.h"
 #include "models/median.h"
+#include "models/output_set.h"
 #include "models/pipedream_import.h"
 #include "models/profile.h"
 #include "planner/plan_formats.h"
@@ -39,7 +39,7 @@ struct PlanArgs {
   std::string profile, model, device;
   pw::tools::ClusterFlags cl;  // tools/cluster_flags.h
   pw::models::ZooOptions zoo;  // sizing flags of a zoo --model
-  std::string dtype;  // "" = models::default_dtype of the device
+  std::string dtype;           // "" = models::default_dtype of the device
   bool bf16 = false;
   double efficiency = pw::models::kDefaultEfficiency;
   pw::planner::PlanRequest req;  // its typed choices are parsed from `choice` (check_flags)
@@ -50,11 +50,11 @@ struct PlanArgs {
   std::string batch_str;
   bool json = false;
   std::string output;
-  std::string format;  // --format megatron|deepspeed|torch (planner/plan_formats.h)
-  bool measure = false;  // measure --model on this machine and plan for this machine
-  int trials = 3;        // --measure: rounds of trial runs of the near ties (tools/plan_trials.h)
+  std::string format;                         // --format megatron|deepspeed|torch (planner/plan_formats.h)
+  bool measure = false;                       // measure --model on this machine and plan for this machine
+  int trials = 3;                             // --measure: rounds of trial runs of the near ties (tools/plan_trials.h)
   double trial_band = pw::tools::kTrialBand;  // --trial-band
-  double trial_seconds = pw::tools::kTrialSeconds;  // --trial-seconds
+  double trial_seconds = pw::tools::kTrialSeconds;          // --trial-seconds
   std::shared_ptr<const pw::models::Model> measured_model;  // --measure: the model run in trials
   // Set while loading: what the plan records as its inputs (planner::Plan::inputs).
   pw::Json model_json;
@@ -64,11 +64,8 @@ struct PlanArgs {
 // A zoo or file --model also sets the default batch: the model's own (PipeDream graphs and
 // profiles carry theirs).
 pw::models::Profile load_profile(PlanArgs& a, const CLI::App& sub) {
-  if (!a.profile.empty() && !a.model.empty())
-    throw pw::InputError("--profile and --model: give one of them");
-  if (!a.profile.empty()) {
-    return pw::models::load_any_profile_file(a.profile);
-  }
+  if (!a.profile.empty() && !a.model.empty()) throw pw::InputError("--profile and --model: give one of them");
+  if (!a.profile.empty()) { return pw::models::load_any_profile_file(a.profile); }
   if (a.model.empty()) throw pw::InputError("plan: expected --profile FILE or --model M --device D");
   if (a.device.empty()) throw pw::InputError("--model: needs --device");
   if (const char* flag = pw::tools::first_size_flag_given(sub);
@@ -129,8 +126,9 @@ std::pair<pw::models::Profile, pw::models::Cluster> measure_here(PlanArgs& a) {
   // (0 when unknown: this_machine_cluster then takes the RAM's share.)
   int64_t memory = a.cl.memory;
   if (memory <= 0)
-    memory = static_cast<int64_t>(pw::exec::kMeasureMemoryShare * static_cast<double>(pw::exec::available_memory_bytes())) /
-             cores;
+    memory =
+        static_cast<int64_t>(pw::exec::kMeasureMemoryShare * static_cast<double>(pw::exec::available_memory_bytes())) /
+        cores;
   return {p, pw::exec::this_machine_cluster(memory)};
 }
 #endif
@@ -145,7 +143,8 @@ void check_flags(PlanArgs& a, const CLI::App& sub) {
   if (sub.count("--trials") > 0 && !a.measure) throw pw::InputError("--trials: only with --measure");
   if (a.trials < 0) throw pw::InputError("--trials: expected rounds >= 0, got " + std::to_string(a.trials));
   if (sub.count("--trial-band") > 0 && !a.measure) throw pw::InputError("--trial-band: only with --measure");
-  if (!(a.trial_band >= 0)) throw pw::InputError("--trial-band: expected a fraction >= 0, got " + std::to_string(a.trial_band));
+  if (!(a.trial_band >= 0))
+    throw pw::InputError("--trial-band: expected a fraction >= 0, got " + std::to_string(a.trial_band));
   if (sub.count("--trial-seconds") > 0 && !a.measure) throw pw::InputError("--trial-seconds: only with --measure");
   if (!(a.trial_seconds >= 0))
     throw pw::InputError("--trial-seconds: expected seconds >= 0, got " + std::to_string(a.trial_seconds));
@@ -176,8 +175,7 @@ std::pair<pw::models::Profile, pw::models::Cluster> load_inputs(PlanArgs& a, con
   if (out.min_memory_bytes_to_fit > 0)
     msg << pw::tools::human_bytes(static_cast<double>(out.min_memory_bytes_to_fit)) << " (--memory-limit "
         << out.min_memory_bytes_to_fit << ")";
-  else
-    msg << "none (no partition exists)";
+  else msg << "none (no partition exists)";
   msg << "; largest batch that fits now: " << out.max_batch_that_fits;
   if (out.max_batch_that_fits > 0) msg << " (--batch " << out.max_batch_that_fits << ")";
   throw pw::Infeasible(msg.str());
@@ -240,13 +238,16 @@ void record_inputs(pw::planner::Plan& plan, const PlanArgs& a, const pw::models:
                    const pw::models::Cluster& cluster, const TrialRecords& records) {
   pw::planner::set_plan_inputs(plan, profile, cluster, /*embed=*/true);
   plan.inputs.model = a.model_json;
-  plan.inputs.options = {{"dtype", a.dtype_used},     {"optimizer", a.req.optimizer},
-                         {"efficiency", a.efficiency}, {"batch", a.req.batch},
+  plan.inputs.options = {{"dtype", a.dtype_used},
+                         {"optimizer", a.req.optimizer},
+                         {"efficiency", a.efficiency},
+                         {"batch", a.req.batch},
                          {"micro_batches", pw::planner::micro_batches_to_string(a.req.micro_batches)},
                          {"schedule", pw::planner::to_string(a.req.schedule)},
                          {"objective", pw::planner::to_string(a.req.objective)},
                          {"recompute", pw::planner::to_string(a.req.recompute)},
-                         {"partitioner", pw::planner::to_string(a.req.partitioner)}, {"memory_limit_bytes", a.req.memory_limit_bytes},
+                         {"partitioner", pw::planner::to_string(a.req.partitioner)},
+                         {"memory_limit_bytes", a.req.memory_limit_bytes},
                          {"measured_here", a.measure}};
   if (a.req.schedule == pw::planner::ScheduleKind::interleaved_1f1b) plan.inputs.options["chunks"] = plan.chunks;
   if (!records.trials.is_null()) plan.inputs.options["trials"] = records.trials;
@@ -263,18 +264,16 @@ void run(PlanArgs a, const CLI::App& sub) {
 #ifdef PW_HAVE_EXEC
   const bool closed_form = a.req.schedule != pw::planner::ScheduleKind::zb_h2 &&
                            a.req.schedule != pw::planner::ScheduleKind::interleaved_1f1b;
-  if (a.measure && a.req.objective == pw::planner::Objective::sync && closed_form) options.choose = trial_chooser(a, profile, cluster, records);
+  if (a.measure && a.req.objective == pw::planner::Objective::sync && closed_form)
+    options.choose = trial_chooser(a, profile, cluster, records);
 #endif
   pw::planner::PlanOutcome out = pw::sim::plan_with_prediction(profile, cluster, a.req, options);
   if (!out.feasible) throw_infeasible(out, a, cluster);
   pw::planner::Plan& plan = out.plan;
   record_inputs(plan, a, profile, cluster, records);
-  if (!a.format.empty())
-    std::cout << pw::planner::format_plan_for(plan, profile, format);
-  else if (a.json)
-    std::cout << pw::Json(plan).dump(2) << "\n";
-  else
-    std::cout << pw::planner::format_plan_table(plan);
+  if (!a.format.empty()) std::cout << pw::planner::format_plan_for(plan, profile, format);
+  else if (a.json) std::cout << pw::Json(plan).dump(2) << "\n";
+  else std::cout << pw::planner::format_plan_table(plan);
   if (!a.output.empty()) pw::planner::save_plan_file(a.output, plan);
 }
 
@@ -291,7 +290,8 @@ pw::tools::CommandRegistrar register_plan("plan", [](CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--batch", a->req.batch, "samples per mini-batch (default: the profile's)");
   sub->add_option("--micro-batches", a->choice.micro_batches, "auto or a count")->capture_default_str();
-  sub->add_option("--schedule", a->choice.schedule, "auto | gpipe | 1f1b | zb-h1 | zb-h2 | interleaved-1f1b | pipedream-async")
+  sub->add_option("--schedule", a->choice.schedule,
+                  "auto | gpipe | 1f1b | zb-h1 | zb-h2 | interleaved-1f1b | pipedream-async")
       ->capture_default_str();
   sub->add_option("--chunks", a->req.chunks, "interleaved-1f1b: virtual stages per device (default 2)");
   sub->add_option("--objective", a->choice.objective, "sync | async | pipedream (PipeDream's exact cost model)")
@@ -301,8 +301,9 @@ pw::tools::CommandRegistrar register_plan("plan", [](CLI::App& app) {
   sub->add_option("--optimizer", a->req.optimizer,
                   "sgd | sgd-momentum | rmsprop | adam | adam-mixed (under bf16, adam is priced as adam-mixed)")
       ->capture_default_str();
-  sub->add_option("--memory-limit", a->req.memory_limit_bytes,
-                  "bytes per device (sync/async: default the device memory; pipedream: its -s, enables the constraint)");
+  sub->add_option(
+      "--memory-limit", a->req.memory_limit_bytes,
+      "bytes per device (sync/async: default the device memory; pipedream: its -s, enables the constraint)");
   sub->add_flag("--straight", a->req.straight, "no replication (PipeDream's --straight_pipeline)");
   sub->add_flag("--fewer-devices", a->req.fewer_devices, "allow idle devices (PipeDream's --use_fewer_machines)");
   sub->add_flag("--activation-comm", a->req.activation_comm,

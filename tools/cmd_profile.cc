@@ -9,8 +9,8 @@
 #include "models/cost.h"
 #include "models/defaults.h"
 #include "models/error.h"
-#include "models/output_set.h"
 #include "models/optimizer_memory.h"
+#include "models/output_set.h"
 #include "models/profile.h"
 #include "tools/command_registry.h"
 #include "tools/model_report.h"
@@ -59,8 +59,7 @@ std::vector<T> parse_positive_list(const std::string& s, const std::string& flag
     const std::string item = s.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
     char* end = nullptr;
     const long long v = std::strtoll(item.c_str(), &end, 10);
-    if (!item.empty() && *end == '\0' && v < 1)
-      throw pw::InputError(flag + ": expected an integer >= 1, got " + item);
+    if (!item.empty() && *end == '\0' && v < 1) throw pw::InputError(flag + ": expected an integer >= 1, got " + item);
     if (item.empty() || *end != '\0')
       throw pw::InputError(flag + ": expected a positive integer or a comma-separated list of them, got \"" + s + "\"");
     out.push_back(static_cast<T>(v));
@@ -86,9 +85,7 @@ void check_args(ProfileArgs& a) {
     throw pw::InputError("--efficiency: expected a number in (0, 1], got " + std::to_string(a.efficiency));
   try {
     pw::models::find_optimizer(a.optimizer);
-  } catch (const pw::InputError& e) {
-    throw pw::InputError(std::string("--optimizer: ") + e.what());
-  }
+  } catch (const pw::InputError& e) { throw pw::InputError(std::string("--optimizer: ") + e.what()); }
 }
 
 pw::models::Profile analytic(const ProfileArgs& a, const pw::models::Model& model) {
@@ -144,16 +141,15 @@ pw::models::Profile make_profile(ProfileArgs& a, const CLI::App& sub) {
 
 void run(ProfileArgs a, const CLI::App& sub) {
   const pw::models::Profile p = make_profile(a, sub);
-  if (a.json)
-    std::cout << pw::Json(p).dump(2) << "\n";
-  else
-    pw::tools::print_profile(std::cout, p);
+  if (a.json) std::cout << pw::Json(p).dump(2) << "\n";
+  else pw::tools::print_profile(std::cout, p);
   if (!a.output.empty()) pw::models::save_profile_file(a.output, p);
 }
 
 pw::tools::CommandRegistrar register_profile("profile", [](CLI::App& app) {
   auto a = std::make_shared<ProfileArgs>();
-  auto* sub = app.add_subcommand("profile", "Per-layer time and memory of a model on a device (analytic) or measured here (--measure)");
+  auto* sub = app.add_subcommand(
+      "profile", "Per-layer time and memory of a model on a device (analytic) or measured here (--measure)");
   sub->add_option("--model", a->model, "a model JSON file, or gpt | mlp | vgg16 | resnet50 | default")->required();
   sub->add_option("--device", a->device,
                   "a catalog device (a100-80g, cpu-core-avx2, ...) or a device JSON file (required unless --measure)");

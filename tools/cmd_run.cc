@@ -36,9 +36,9 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <iostream>
 #include <cstdlib>
 #include <functional>
+#include <iostream>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -46,11 +46,11 @@
 #include <chrono>
 
 #include "exec/layers/network.h"
+#include "exec/machine/memory.h"
+#include "exec/machine/pinning.h"
 #include "exec/numerics.h"
 #include "exec/optimizer.h"
 #include "exec/parallel.h"
-#include "exec/machine/memory.h"
-#include "exec/machine/pinning.h"
 #include "exec/profile/profiler.h"
 #include "exec/runtime/compare_session.h"
 #include "exec/runtime/run_compare.h"
@@ -90,7 +90,7 @@ constexpr int kDefaultTraceKeep = 20;
 
 struct RunArgs {
   std::string plan, model, trace, svg, schedule = "1f1b";
-  std::string run_trace;  // --run-trace: the measured run for `simulate --replay`
+  std::string run_trace;     // --run-trace: the measured run for `simulate --replay`
   std::string schedule_csv;  // --schedule-csv: run a schedule imported from PyTorch's CSV format
   pw::models::ZooOptions zoo;
   pw::tools::TrainingFlags t = [] {
@@ -101,7 +101,7 @@ struct RunArgs {
   int stages = 0, micro_batches = 0, chunks = 0;
   int trace_keep = kDefaultTraceKeep;
   bool trace_all = false;
-  int warmup_steps = -1;  // -1: 10 with --compare (timings are compared), else 0
+  int warmup_steps = -1;       // -1: 10 with --compare (timings are compared), else 0
   double step_deadline_s = 0;  // --step-deadline: 0 = derived from the measured steps
   int64_t micro_batch_size = 0;
   bool recompute = false, compare = false, vertical_sync = false;
@@ -165,11 +165,13 @@ struct Prepared {
 void check_imported_flags(const RunArgs& a, const CLI::App& sub) {
   for (const char* f : {"--plan", "--stages", "--micro-batches", "--schedule", "--chunks"})
     if (sub.count(f) > 0)
-      throw pw::InputError(std::string("--schedule-csv: the CSV gives the stages, micro-batches and schedule; drop ") + f);
+      throw pw::InputError(std::string("--schedule-csv: the CSV gives the stages, micro-batches and schedule; drop ") +
+                           f);
   if (a.model.empty()) throw pw::InputError("--schedule-csv: needs --model (the model the schedule runs)");
   if (a.compare)
-    throw pw::InputError("--compare: not supported with --schedule-csv (price the CSV with `pipewright schedule import " +
-                         a.schedule_csv + " --plan P`)");
+    throw pw::InputError(
+        "--compare: not supported with --schedule-csv (price the CSV with `pipewright schedule import " +
+        a.schedule_csv + " --plan P`)");
   if (!a.run_trace.empty())
     throw pw::InputError("--run-trace: not supported with --schedule-csv (replay rebuilds the schedule from its kind)");
 }
@@ -180,7 +182,8 @@ void check_run_flags(const RunArgs& a, const CLI::App& sub) {
   if (imported) check_imported_flags(a, sub);
   const bool quick = !sub.get_option("--stages")->empty();
   if (a.plan.empty() && !quick && !imported)
-    throw pw::InputError("run: expected --plan FILE, --model M --stages S --micro-batches M, or --model M --schedule-csv F");
+    throw pw::InputError(
+        "run: expected --plan FILE, --model M --stages S --micro-batches M, or --model M --schedule-csv F");
   if (!a.plan.empty() && quick) throw pw::InputError("--stages: give either --plan or the quick form, not both");
   if (quick && a.model.empty()) throw pw::InputError("--stages: the quick form needs --model");
   pw::tools::check_training_flags(a.t, sub);
@@ -191,7 +194,8 @@ void check_run_flags(const RunArgs& a, const CLI::App& sub) {
     throw pw::InputError("--checkpoint-every: expected at most " + std::to_string(std::numeric_limits<int>::max()));
   if (a.trace_keep < 1) throw pw::InputError("--trace-keep: expected >= 1, got " + std::to_string(a.trace_keep));
   if (sub.count("--step-deadline") > 0 && !(a.step_deadline_s >= 0.001 && a.step_deadline_s <= 86400))
-    throw pw::InputError("--step-deadline: expected seconds from 0.001 to 86400, got " + std::to_string(a.step_deadline_s));
+    throw pw::InputError("--step-deadline: expected seconds from 0.001 to 86400, got " +
+                         std::to_string(a.step_deadline_s));
   if (a.trace_all && sub.count("--trace-keep") > 0)
     throw pw::InputError("--trace-all: give either --trace-all or --trace-keep K, not both");
 }
@@ -210,7 +214,8 @@ pw::tools::ModelSource resolve_run_model(const RunArgs& a, const CLI::App& sub, 
   // A plan made from a model carries it (planner::Plan::inputs): that model, not a zoo default.
   const bool embedded = a.model.empty() && !plan.inputs.model.is_null();
   if (embedded && pw::tools::first_size_flag_given(sub) != nullptr)
-    throw pw::InputError(std::string(pw::tools::first_size_flag_given(sub)) + ": " + a.plan + " carries its model; drop the sizes");
+    throw pw::InputError(std::string(pw::tools::first_size_flag_given(sub)) + ": " + a.plan +
+                         " carries its model; drop the sizes");
   return embedded ? pw::tools::model_from_document(plan.inputs.model, a.plan + ": /inputs/model")
                   : pw::tools::resolve_model(model_spec, z, a.model.empty() ? a.plan + ": /model" : "--model");
 }
@@ -221,14 +226,12 @@ pw::planner::Plan quick_plan(const RunArgs& a, const pw::models::Model& model) {
   if (a.micro_batches < 1) throw pw::InputError("--micro-batches: expected >= 1");
   const auto kind = pw::planner::parse_schedule_kind(a.schedule, "--schedule");
   const int chunks = a.chunks > 0 ? a.chunks : (kind == pw::planner::ScheduleKind::interleaved_1f1b ? 2 : 1);
-  const int64_t mbs = a.micro_batch_size > 0 ? a.micro_batch_size
-                                             : std::max<int64_t>(1, model.batch() / a.micro_batches);
+  const int64_t mbs =
+      a.micro_batch_size > 0 ? a.micro_batch_size : std::max<int64_t>(1, model.batch() / a.micro_batches);
   pw::planner::Plan plan = pw::exec::even_plan(model, a.stages, a.micro_batches, mbs, kind, a.recompute, chunks);
   try {
     pw::planner::make_schedule(kind, a.stages, a.micro_batches, chunks);
-  } catch (const pw::InputError& e) {
-    throw pw::InputError(std::string("--schedule: ") + e.what());
-  }
+  } catch (const pw::InputError& e) { throw pw::InputError(std::string("--schedule: ") + e.what()); }
   return plan;
 }
 
@@ -237,18 +240,17 @@ pw::planner::Schedule imported_plan(const RunArgs& a, const pw::models::Model& m
   pw::planner::Schedule sched = pw::planner::load_schedule_csv(a.schedule_csv);
   try {
     pw::planner::validate_schedule(sched);
-  } catch (const pw::InputError& e) {
-    throw pw::InputError(a.schedule_csv + ": " + e.what());
-  }
-  const int64_t mbs = a.micro_batch_size > 0 ? a.micro_batch_size
-                                             : std::max<int64_t>(1, model.batch() / sched.num_micro_batches);
+  } catch (const pw::InputError& e) { throw pw::InputError(a.schedule_csv + ": " + e.what()); }
+  const int64_t mbs =
+      a.micro_batch_size > 0 ? a.micro_batch_size : std::max<int64_t>(1, model.batch() / sched.num_micro_batches);
   plan = pw::exec::even_plan_for_schedule(model, sched, mbs, a.recompute, a.schedule_csv);
   return sched;
 }
 
 // What replicated stages cannot do yet.
 void check_replicated(const RunArgs& a, const pw::planner::Plan& plan) {
-  const bool replicated = std::any_of(plan.stages.begin(), plan.stages.end(), [](auto& st) { return st.replicas() > 1; });
+  const bool replicated =
+      std::any_of(plan.stages.begin(), plan.stages.end(), [](auto& st) { return st.replicas() > 1; });
   if (!replicated) return;
   if (a.compare) throw pw::InputError("--compare: not supported with replicated stages yet");
   if (!a.t.checkpoint.empty() || !a.t.resume.empty())
@@ -323,13 +325,12 @@ std::function<void(const pw::exec::StepReport&)> banner_and_progress(Prepared& p
   const std::string name = p.src.model.name();
   p.o.on_start = [&lines, &plan, name, devices, ranks] {
     char buf[512];
-    std::snprintf(buf, sizeof buf, "run: %s, %d stages on %d %s, %s, %d micro-batches of %lld%s\n", name.c_str(),
-                  plan.num_stages(), devices, ranks ? "MPI ranks" : "workers",
-                  std::string(pw::planner::to_string(plan.schedule)).c_str(), plan.num_micro_batches,
-                  static_cast<long long>(plan.micro_batch_size),
-                  std::any_of(plan.stages.begin(), plan.stages.end(), [](auto& s) { return s.recompute; })
-                      ? ", recompute"
-                      : "");
+    std::snprintf(
+        buf, sizeof buf, "run: %s, %d stages on %d %s, %s, %d micro-batches of %lld%s\n", name.c_str(),
+        plan.num_stages(), devices, ranks ? "MPI ranks" : "workers",
+        std::string(pw::planner::to_string(plan.schedule)).c_str(), plan.num_micro_batches,
+        static_cast<long long>(plan.micro_batch_size),
+        std::any_of(plan.stages.begin(), plan.stages.end(), [](auto& s) { return s.recompute; }) ? ", recompute" : "");
     lines.set_banner(buf);
   };
   const auto start = std::chrono::steady_clock::now();
@@ -354,10 +355,10 @@ void write_run_outputs(const RunArgs& a, const Prepared& p, const pw::exec::Pipe
   if (!a.trace.empty())
     pw::write_file_atomic(a.trace, pw::sim::chrome_trace_json(pw::sim::trim_trace(r.trace, trace_keep)).dump() + "\n");
   if (!a.svg.empty() && !cmp)
-    pw::sim::write_timeline_files(r.trace, pw::sim::summarize(r.trace, info),
-                                  "measured: " + p.src.model.name() + ", " + info.schedule + ", " +
-                                      std::to_string(devices) + " workers",
-                                  "", a.svg);
+    pw::sim::write_timeline_files(
+        r.trace, pw::sim::summarize(r.trace, info),
+        "measured: " + p.src.model.name() + ", " + info.schedule + ", " + std::to_string(devices) + " workers", "",
+        a.svg);
 }
 
 // Rank 0 (or the threaded run) predicts with --compare; under mpirun a failure ends the job,
@@ -378,8 +379,8 @@ pw::exec::Prediction predict(pw::exec::CompareSession& cmp, World* world) {
 void finish_run(const RunArgs& a, const Prepared& p, const pw::exec::PipelineRunResult& r,
                 const pw::exec::Prediction* c, int devices, bool ranks, pw::OutputSet* outputs) {
   write_run_outputs(a, p, r, c, devices);
-  const pw::exec::RunReport report{p.plan, p.src.model.name(), devices, a.t.steps, p.o.warmup_steps,
-                                   p.o.prefetch, a.t.checkpoint, r, c};
+  const pw::exec::RunReport report{p.plan,       p.src.model.name(), devices, a.t.steps, p.o.warmup_steps,
+                                   p.o.prefetch, a.t.checkpoint,     r,       c};
   if (a.t.json) pw::tools::print_run_json(report);
   else pw::tools::print_run_text(report);
   std::cout.flush();
@@ -415,7 +416,8 @@ void execute(const RunArgs& a, Prepared& p, World* world, pw::OutputSet* outputs
   // --compare under mpirun: the other ranks wait (sleeping) until rank 0 has measured.
   const auto compare_barrier = [&] {
     if (world && compared)
-      world->barrier(std::chrono::steady_clock::now() + std::chrono::hours(1), "waiting for rank 0's --compare measurement");
+      world->barrier(std::chrono::steady_clock::now() + std::chrono::hours(1),
+                     "waiting for rank 0's --compare measurement");
   };
   if (world && world->rank() != 0) {
     compare_barrier();
@@ -434,8 +436,10 @@ void execute(const RunArgs& a, Prepared& p, World* world, pw::OutputSet* outputs
   }
   if (!r.warning.empty()) std::fprintf(stderr, "%s\n", r.warning.c_str());
   if (r.data_bound)
-    std::fprintf(stderr, "note: data loading is the bottleneck: the steps waited %.2f s of %.2f s for mini-batches (--prefetch %d)\n",
-                 r.data_wait_s, r.wall_s, p.o.prefetch);
+    std::fprintf(
+        stderr,
+        "note: data loading is the bottleneck: the steps waited %.2f s of %.2f s for mini-batches (--prefetch %d)\n",
+        r.data_wait_s, r.wall_s, p.o.prefetch);
   std::optional<pw::exec::Prediction> cmp;
   if (compared) cmp = predict(measurement, world);
   compare_barrier();
@@ -485,9 +489,7 @@ void run_mpi(const RunArgs& a, const CLI::App& sub) {
     // Every rank has the same text (exec/runtime/run_ranks.h); rank 0 prints it.
     exit_after(0, pw::tools::kExitNumericalFault,
                std::string("pipewright: numerical fault: ") + e.what() + "; no checkpoint");
-  } catch (const pw::tools::CommandExit& e) {
-    exit_after(0, e.code(), e.what());
-  }
+  } catch (const pw::tools::CommandExit& e) { exit_after(0, e.code(), e.what()); }
 }
 #endif
 
@@ -516,7 +518,8 @@ void add_layout_flags(CLI::App* sub, RunArgs& a) {
   sub->add_option("--micro-batches", a.micro_batches, "quick form: micro-batches per step");
   sub->add_option("--micro-batch,--micro-batch-size", a.micro_batch_size,
                   "quick form: samples per micro-batch (default batch / M)");
-  sub->add_option("--schedule", a.schedule, "quick form: gpipe | 1f1b | zb-h1 | zb-h2 | interleaved-1f1b | pipedream-async | 2bw")
+  sub->add_option("--schedule", a.schedule,
+                  "quick form: gpipe | 1f1b | zb-h1 | zb-h2 | interleaved-1f1b | pipedream-async | 2bw")
       ->capture_default_str();
   sub->add_option("--chunks", a.chunks, "quick form: model chunks per worker (interleaved; default 2)");
   sub->add_option("--schedule-csv", a.schedule_csv,
@@ -528,12 +531,14 @@ void add_layout_flags(CLI::App* sub, RunArgs& a) {
 // What a run writes and compares: traces, SVG, --compare.
 void add_output_flags(CLI::App* sub, RunArgs& a) {
   sub->add_option("--trace", a.trace, "write the measured timeline as Chrome trace-event JSON");
-  sub->add_option("--svg", a.svg, "write the measured timeline as SVG (with --compare: predicted and measured side by side)");
+  sub->add_option("--svg", a.svg,
+                  "write the measured timeline as SVG (with --compare: predicted and measured side by side)");
   sub->add_option("--trace-keep", a.trace_keep,
                   "--trace and --run-trace keep the last K iterations in full, plus one summary per iteration")
       ->capture_default_str();
   sub->add_flag("--trace-all", a.trace_all, "--trace and --run-trace keep every iteration in full");
-  sub->add_option("--run-trace", a.run_trace, "write the measured run (and, with --compare, the prediction) for simulate --replay");
+  sub->add_option("--run-trace", a.run_trace,
+                  "write the measured run (and, with --compare, the prediction) for simulate --replay");
   sub->add_flag("--compare", a.compare, "measure a profile, simulate the plan, print predicted vs measured");
 }
 

@@ -47,9 +47,7 @@ planner::Schedule plan_schedule(const planner::Plan& plan, const std::string& pl
   const sim::StageCosts costs = plan_costs(plan, plan_file, profile, "").costs;
   try {
     return sim::schedule_for_plan(plan, costs);
-  } catch (const InputError& e) {
-    throw InputError(plan_file + ": " + e.what());
-  }
+  } catch (const InputError& e) { throw InputError(plan_file + ": " + e.what()); }
 }
 
 void run_export(const ExportArgs& a, CLI::App* sub) {
@@ -67,9 +65,7 @@ void run_export(const ExportArgs& a, CLI::App* sub) {
     const planner::ScheduleKind kind = planner::parse_schedule_kind(a.schedule, "--schedule");
     try {
       s = planner::make_schedule(kind, a.stages, a.micro_batches, a.chunks);
-    } catch (const InputError& e) {
-      throw InputError(std::string("--schedule ") + a.schedule + ": " + e.what());
-    }
+    } catch (const InputError& e) { throw InputError(std::string("--schedule ") + a.schedule + ": " + e.what()); }
   }
   const std::string csv = planner::schedule_to_csv(s);
   if (a.output.empty()) std::cout << csv;
@@ -90,9 +86,7 @@ void run_import(const ImportArgs& a, CLI::App* sub) {
   planner::Schedule s = planner::load_schedule_csv(a.csv, kind);
   try {
     planner::validate_schedule(s);
-  } catch (const InputError& e) {
-    throw InputError(a.csv + ": " + e.what());
-  }
+  } catch (const InputError& e) { throw InputError(a.csv + ": " + e.what()); }
   sim::StageCosts costs;
   sim::Network net = sim::Network::fixed(ms_to_ns(a.t_comm, "--t-comm"));
   if (!a.plan.empty()) {
@@ -103,9 +97,7 @@ void run_import(const ImportArgs& a, CLI::App* sub) {
     costs = pc.costs;
     try {
       sim::check_schedule_on_plan(s, plan);
-    } catch (const InputError& e) {
-      throw InputError(a.csv + " with " + a.plan + ": " + e.what());
-    }
+    } catch (const InputError& e) { throw InputError(a.csv + " with " + a.plan + ": " + e.what()); }
     if (!sub->count("--t-comm")) net = sim::network_for_plan(plan, pc.cluster_ptr());  // as simulate --plan
   } else {
     if (!a.profile.empty()) throw InputError("--profile: only used with --plan");
@@ -138,7 +130,8 @@ CommandRegistrar register_schedule("schedule", [](CLI::App& app) {
   auto* ex = sub->add_subcommand("export", "write a schedule as PyTorch's compute_only CSV (one row per rank)");
   ex->add_option("--plan", e->plan, "plan JSON (pipewright.plan/1): its schedule");
   ex->add_option("--profile", e->profile, "with --plan: the profile it was made from (orders zb-h2 by cost)");
-  ex->add_option("--schedule", e->schedule, "gpipe|1f1b|interleaved-1f1b|zb-h1|zb-h2|pipedream-async|2bw (default 1f1b)");
+  ex->add_option("--schedule", e->schedule,
+                 "gpipe|1f1b|interleaved-1f1b|zb-h1|zb-h2|pipedream-async|2bw (default 1f1b)");
   ex->add_option("--stages", e->stages, "pipeline stages (ranks)");
   ex->add_option("--micro-batches", e->micro_batches, "micro-batches per iteration");
   ex->add_option("--chunks", e->chunks, "model chunks per rank (interleaved-1f1b)");
@@ -148,8 +141,9 @@ CommandRegistrar register_schedule("schedule", [](CLI::App& app) {
   auto i = std::make_shared<ImportArgs>();
   auto* im = sub->add_subcommand("import", "read a PyTorch schedule CSV: validate, simulate, draw");
   im->add_option("csv", i->csv, "CSV file (row r = rank r; actions like 0F1, 1I1, 1W1, 0B1)")->required();
-  im->add_option("--kind", i->kind, "schedule kind (default: inferred: zb-h1 with I/W, interleaved-1f1b with "
-                                    "several stages per rank, else 1f1b)");
+  im->add_option("--kind", i->kind,
+                 "schedule kind (default: inferred: zb-h1 with I/W, interleaved-1f1b with "
+                 "several stages per rank, else 1f1b)");
   im->add_option("--plan", i->plan, "price the schedule with this plan's stage costs (same stage count)");
   im->add_option("--profile", i->profile, "with --plan: the profile it was made from");
   im->add_option("--t-f", i->t_f, "without --plan: forward time per stage and micro-batch (ms, default 1)");

@@ -14,10 +14,10 @@
 #include "planner/schedule_gen.h"
 #include "sim/engine.h"
 #include "sim/plan_costs.h"
+#include "sim/plan_prediction.h"
 #include "sim/replay.h"
 #include "sim/report.h"
 #include "sim/trace_io.h"
-#include "sim/plan_prediction.h"
 #include "tools/command_registry.h"
 #include "tools/plan_inputs.h"
 
@@ -55,17 +55,26 @@ void run_replay(const SimulateArgs& a, CLI::App* sub) {
     info.schedule = std::string(planner::to_string(rt.schedule));
     info.num_stages = rt.stages;
     info.num_micro_batches = rt.micro_batches;
-    sim::write_timeline_files(r.replayed, sim::summarize(r.replayed, info), "replayed: " + info.schedule, a.trace, a.svg);
+    sim::write_timeline_files(r.replayed, sim::summarize(r.replayed, info), "replayed: " + info.schedule, a.trace,
+                              a.svg);
   }
   if (a.json) {
     Json ops = Json::array();
     for (const auto& e : r.ops)
-      ops.push_back({{"stage", e.stage}, {"op", std::string(planner::to_string(e.kind))}, {"count", e.count},
-                     {"predicted_ns", e.predicted_ns}, {"measured_ns", e.measured_ns}, {"error_ns", e.error_ns()}});
+      ops.push_back({{"stage", e.stage},
+                     {"op", std::string(planner::to_string(e.kind))},
+                     {"count", e.count},
+                     {"predicted_ns", e.predicted_ns},
+                     {"measured_ns", e.measured_ns},
+                     {"error_ns", e.error_ns()}});
     Json j{{"format", format_tag("replay", 1)},
-           {"first_iteration", r.first_iteration}, {"iterations", r.iterations},
-           {"measured_ns", r.measured_ns}, {"replayed_ns", r.replayed_ns}, {"predicted_ns", r.predicted_ns},
-           {"cost_model_error_ns", r.cost_model_error_ns()}, {"scheduling_error_ns", r.scheduling_error_ns()},
+           {"first_iteration", r.first_iteration},
+           {"iterations", r.iterations},
+           {"measured_ns", r.measured_ns},
+           {"replayed_ns", r.replayed_ns},
+           {"predicted_ns", r.predicted_ns},
+           {"cost_model_error_ns", r.cost_model_error_ns()},
+           {"scheduling_error_ns", r.scheduling_error_ns()},
            {"ops", ops}};
     std::cout << j.dump(2) << "\n";
   } else {
@@ -77,8 +86,7 @@ void run_replay(const SimulateArgs& a, CLI::App* sub) {
 // renamed into place after it (models/output_set.h).
 void simulate(const SimulateArgs& a, CLI::App* sub) {
   if (!a.replay.empty()) return run_replay(a, sub);
-  if (a.uniform == !a.plan.empty())
-    throw InputError("simulate: give exactly one of --plan FILE or --uniform");
+  if (a.uniform == !a.plan.empty()) throw InputError("simulate: give exactly one of --plan FILE or --uniform");
   if (a.iterations < 1) throw InputError("--iterations: expected >= 1, got " + std::to_string(a.iterations));
   planner::Schedule schedule;
   sim::StageCosts costs;
@@ -93,24 +101,21 @@ void simulate(const SimulateArgs& a, CLI::App* sub) {
     if (!sub->count("--t-f")) throw InputError("--t-f: required with --uniform");
     if (!sub->count("--t-b")) throw InputError("--t-b: required with --uniform");
     if (a.stages < 1) throw InputError("--stages: expected >= 1, got " + std::to_string(a.stages));
-    if (a.micro_batches < 1)
-      throw InputError("--micro-batches: expected >= 1, got " + std::to_string(a.micro_batches));
+    if (a.micro_batches < 1) throw InputError("--micro-batches: expected >= 1, got " + std::to_string(a.micro_batches));
     const planner::ScheduleKind kind = planner::parse_schedule_kind(a.schedule, "--schedule");
     const int64_t f = ms_to_ns(a.t_f, "--t-f"), b = ms_to_ns(a.t_b, "--t-b"), w = ms_to_ns(a.t_w, "--t-w");
     const int64_t comm = ms_to_ns(a.t_comm, "--t-comm");
     try {
       schedule = planner::make_schedule(kind, a.stages, a.micro_batches, a.chunks);
-    } catch (const InputError& e) {
-      throw InputError(std::string("--schedule ") + a.schedule + ": " + e.what());
-    }
+    } catch (const InputError& e) { throw InputError(std::string("--schedule ") + a.schedule + ": " + e.what()); }
     costs = sim::StageCosts::uniform(schedule.num_stages, f, b, w);
     network = sim::Network::fixed(comm);
     title = a.schedule + ": " + std::to_string(a.stages) + " stages" +
             (a.chunks > 1 ? " x " + std::to_string(a.chunks) + " chunks" : "") + ", " +
             std::to_string(a.micro_batches) + " micro-batches";
   } else {
-    for (const char* flag : {"--stages", "--micro-batches", "--t-f", "--t-b", "--t-w", "--t-comm", "--schedule",
-                             "--chunks"})
+    for (const char* flag :
+         {"--stages", "--micro-batches", "--t-f", "--t-b", "--t-w", "--t-comm", "--schedule", "--chunks"})
       if (sub->count(flag)) throw InputError(std::string(flag) + ": only used with --uniform");
     const planner::Plan plan = planner::load_plan_file(a.plan);
     const PlanCosts pc = plan_costs(plan, a.plan, a.profile, a.cluster);
@@ -119,9 +124,7 @@ void simulate(const SimulateArgs& a, CLI::App* sub) {
     try {
       schedule = sim::schedule_for_plan(plan, costs);
       network = sim::network_for_plan(plan, cl);
-    } catch (const InputError& e) {
-      throw InputError(a.plan + ": " + e.what());
-    }
+    } catch (const InputError& e) { throw InputError(a.plan + ": " + e.what()); }
     title = "plan " + plan.model + ": " + std::string(to_string(plan.schedule)) + ", " +
             std::to_string(plan.num_stages()) + " stages, " + std::to_string(plan.num_micro_batches) +
             " micro-batches of " + std::to_string(plan.micro_batch_size);
@@ -145,7 +148,7 @@ void simulate(const SimulateArgs& a, CLI::App* sub) {
   if (!a.plan.empty() && !sub->count("--iterations") && !planner::is_synchronous(schedule.kind)) {
     opt.iterations = sim::kAsyncPlanIterations;
     note += "asynchronous plan: " + std::to_string(sim::kAsyncPlanIterations) +
-           " iterations simulated for the steady state (--iterations to change)\n";
+            " iterations simulated for the steady state (--iterations to change)\n";
   }
   opt.record_trace = !a.trace.empty() || !a.svg.empty();
   opt.schedule_bubble = true;
@@ -178,7 +181,8 @@ CommandRegistrar register_simulate("simulate", [](CLI::App& app) {
   sub->add_option("--cluster", args->cluster, "cluster JSON (link bandwidth and latency)");
   sub->add_option("--replay", args->replay,
                   "a measured run (run --compare --run-trace F): replay its op durations, split the error");
-  sub->add_option("--iterations", args->iterations, "iterations simulated back to back (default 1; 100 for an asynchronous --plan)");
+  sub->add_option("--iterations", args->iterations,
+                  "iterations simulated back to back (default 1; 100 for an asynchronous --plan)");
   sub->add_flag("--uniform", args->uniform, "equal stages with the times given below");
   sub->add_option("--stages", args->stages, "pipeline stages (devices)");
   sub->add_option("--micro-batches", args->micro_batches, "micro-batches per iteration");

@@ -21,10 +21,10 @@
 #include <iostream>
 #include <memory>
 
-#include "exec/layer.h"
-#include "exec/numerics.h"
 #include "exec/data/data.h"
 #include "exec/data/loader.h"
+#include "exec/layer.h"
+#include "exec/numerics.h"
 #include "exec/parallel.h"
 #include "exec/runtime/trainer.h"
 #include "models/defaults.h"
@@ -74,7 +74,6 @@ void check_train_device(const pw::exec::Device& d) {
                        ": training on a GPU is not available yet (the CUDA layers exist; the trainer "
                        "still runs on the host)");
 }
-
 
 std::string fmt_time(double s) {
   char buf[32];
@@ -140,18 +139,17 @@ void print_json(const TrainArgs& a, const pw::tools::ModelSource& src, const pw:
 }
 
 void print_text(const pw::tools::ModelSource& src, const pw::exec::TrainOptions& o, const pw::exec::TrainResult& r) {
-  std::printf("model %s, %lld steps of batch %lld on %s\n", src.model.name().c_str(),
-              static_cast<long long>(o.steps), static_cast<long long>(o.batch), r.data.c_str());
+  std::printf("model %s, %lld steps of batch %lld on %s\n", src.model.name().c_str(), static_cast<long long>(o.steps),
+              static_cast<long long>(o.batch), r.data.c_str());
   std::printf("loss %.4f -> %.4f (%.1f%% lower)\n", r.losses.front(), r.losses.back(),
               100.0 * (1.0 - r.losses.back() / r.losses.front()));
-  std::printf("%.1f samples/s end to end, %s, peak memory %s (parameters %s, optimizer state %s)\n",
-              r.samples_per_s, fmt_time(r.seconds).c_str(), pw::tools::human_bytes(double(r.peak_memory_bytes)).c_str(),
+  std::printf("%.1f samples/s end to end, %s, peak memory %s (parameters %s, optimizer state %s)\n", r.samples_per_s,
+              fmt_time(r.seconds).c_str(), pw::tools::human_bytes(double(r.peak_memory_bytes)).c_str(),
               pw::tools::human_bytes(double(r.parameter_bytes)).c_str(),
               pw::tools::human_bytes(double(r.optimizer_bytes)).c_str());
   std::printf("step %.2f ms (median, data waits excluded), %.1f samples/s; waited %.2f s for data\n", r.step_ms,
               r.step_samples_per_s, r.data_wait_s);
 }
-
 
 void run(const TrainArgs& a, const CLI::App& sub) {
   auto [src, o] = prepare(a, sub);
@@ -167,7 +165,8 @@ void run(const TrainArgs& a, const CLI::App& sub) {
   }
   lines.finish();
   if (r.data_bound)
-    std::fprintf(stderr, "note: data loading is the bottleneck: the steps waited %.2f s of %.2f s for data (--prefetch %d)\n",
+    std::fprintf(stderr,
+                 "note: data loading is the bottleneck: the steps waited %.2f s of %.2f s for data (--prefetch %d)\n",
                  r.data_wait_s, r.seconds, a.t.prefetch);
   if (a.t.json) print_json(a, src, o, r);
   else print_text(src, o, r);
@@ -187,14 +186,14 @@ pw::tools::CommandRegistrar register_train("train", [](CLI::App& app) {
   sub->add_option("--micro-batch", a->micro_batch, "samples per forward/backward (gradient accumulation); 0 = batch")
       ->capture_default_str();
   sub->add_option("--weight-decay", a->weight_decay, "weight decay (adam: decoupled)")->capture_default_str();
-  pw::tools::add_training_flags(
-      sub, a->t,
-      {"optimizer steps", "OpenMP threads (default: all)",
-       "mini-batches drawn ahead in the background (0: draw in the step)",
-       "print a JSON summary (losses, samples_per_s, peak_memory_bytes, ...)",
-       "steps between checkpoints (0: only at the end)",
-       "continue from the checkpoint in DIR (same model, layout and options)"});
-  sub->add_option("--device", a->device, "where to train: cpu | cuda | cuda:N (the CUDA backend)")->capture_default_str();
+  pw::tools::add_training_flags(sub, a->t,
+                                {"optimizer steps", "OpenMP threads (default: all)",
+                                 "mini-batches drawn ahead in the background (0: draw in the step)",
+                                 "print a JSON summary (losses, samples_per_s, peak_memory_bytes, ...)",
+                                 "steps between checkpoints (0: only at the end)",
+                                 "continue from the checkpoint in DIR (same model, layout and options)"});
+  sub->add_option("--device", a->device, "where to train: cpu | cuda | cuda:N (the CUDA backend)")
+      ->capture_default_str();
   sub->callback([a, sub] { run(*a, *sub); });
 });
 

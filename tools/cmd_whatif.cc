@@ -20,6 +20,7 @@
 #include "models/pipedream_import.h"
 #include "models/profile.h"
 #include "tools/cmd_whatif_best.h"
+#include "tools/command_registry.h"
 #include "whatif/charts.h"
 #include "whatif/config.h"
 #include "whatif/eval.h"
@@ -27,7 +28,6 @@
 #include "whatif/runner.h"
 #include "whatif/sweep.h"
 #include "whatif/throughput.h"
-#include "tools/command_registry.h"
 
 namespace {
 
@@ -69,18 +69,22 @@ void add_model_flags(CLI::App* sub, CommonArgs& a) {
                   "sgd | sgd-momentum | rmsprop | adam | adam-mixed (under bf16, adam is priced as adam-mixed)")
       ->capture_default_str();
   sub->add_option("--partitioner", c.partitioner, "dp | gpipe-greedy | even")->capture_default_str();
-  sub->add_option("--efficiency", c.efficiency, "fraction of peak FLOP/s the cost model assumes")->capture_default_str();
+  sub->add_option("--efficiency", c.efficiency, "fraction of peak FLOP/s the cost model assumes")
+      ->capture_default_str();
   sub->add_option("--dtype", a.dtype, "fp32 | bf16 analytic costs (default: bf16 on an accelerator, fp32 on a CPU)");
   sub->add_flag("--fp32", a.fp32, "same as --dtype fp32");
   sub->add_flag("--json", a.json, "print rows as JSON");
   sub->add_option("--svg", a.svg, "write the study's pictures to this SVG file");
   sub->add_option("--threads", a.threads, "worker threads (default: all hardware threads)");
-  sub->add_flag("--progress", a.progress, "progress lines on a pipe from the start (default there: a line every 10% or 10 s once a run takes over 1 s)");
+  sub->add_flag(
+      "--progress", a.progress,
+      "progress lines on a pipe from the start (default there: a line every 10% or 10 s once a run takes over 1 s)");
   sub->add_flag("--no-progress", a.no_progress, "no progress output");
 }
 
 void finish_common(CommonArgs& a) {
-  if (a.fp32 && !a.dtype.empty() && a.dtype != "fp32") throw pw::InputError("--fp32 and --dtype " + a.dtype + ": give one of them");
+  if (a.fp32 && !a.dtype.empty() && a.dtype != "fp32")
+    throw pw::InputError("--fp32 and --dtype " + a.dtype + ": give one of them");
   if (a.fp32) a.cfg.bf16 = false;
   else if (!a.dtype.empty()) a.cfg.bf16 = pw::models::parse_dtype(a.dtype, "--dtype");
   if (a.threads < 0) throw pw::InputError("--threads: expected an integer >= 0");
@@ -89,7 +93,9 @@ void finish_common(CommonArgs& a) {
   pw::whatif::validate_config(a.cfg, "");
 }
 
-pw::whatif::ProgressMode show_progress(const CommonArgs& a) { return pw::whatif::progress_mode(a.progress, a.no_progress); }
+pw::whatif::ProgressMode show_progress(const CommonArgs& a) {
+  return pw::whatif::progress_mode(a.progress, a.no_progress);
+}
 
 std::string gib(int64_t bytes) {
   char buf[32];
@@ -117,10 +123,8 @@ std::string model_title(const WhatifConfig& c) {
   std::ostringstream o;
   if (c.family == "gpt")
     o << "GPT d_model " << c.d_model << ", heads " << c.heads << ", seq " << c.seq << ", vocab " << c.vocab;
-  else if (c.family == "mlp")
-    o << "MLP width " << c.width;
-  else
-    o << c.family;
+  else if (c.family == "mlp") o << "MLP width " << c.width;
+  else o << c.family;
   o << ", batch " << c.batch << ", " << pw::whatif::whatif_optimizer(c) << " on " << c.device;
   return o.str();
 }
@@ -143,8 +147,18 @@ void run_max_model(MaxModelArgs& a) {
     std::cout << Json(pw::whatif::StudyRows{"max-model", t}).dump(2) << "\n";
   } else {
     pw::whatif::Table v;
-    v.columns = {"devices", "mode", pw::whatif::max_model_size_setting(c.family), "parameters", "weights+opt GiB",
-                 "activations GiB", "total GiB", "stages", "M", "recompute", "iteration s", "probes"};
+    v.columns = {"devices",
+                 "mode",
+                 pw::whatif::max_model_size_setting(c.family),
+                 "parameters",
+                 "weights+opt GiB",
+                 "activations GiB",
+                 "total GiB",
+                 "stages",
+                 "M",
+                 "recompute",
+                 "iteration s",
+                 "probes"};
     for (const auto& r : rows) {
       if (!r.reason.empty()) {
         v.rows.push_back({r.devices, std::string(to_string(r.mode)), 0, "does not fit", nullptr, nullptr, nullptr,
@@ -152,10 +166,10 @@ void run_max_model(MaxModelArgs& a) {
         continue;
       }
       v.rows.push_back({r.devices, std::string(to_string(r.mode)),
-                        r.capped ? Json(std::to_string(r.layers) + "+") : Json(r.layers), human_count(r.parameters), gib(r.weights_optimizer_bytes),
-                        gib(r.activation_bytes), gib(r.memory_bytes), r.stages, r.micro_batches,
-                        std::to_string(r.recompute_stages) + "/" + std::to_string(r.stages), round_to(r.iteration_s, 3),
-                        r.probes});
+                        r.capped ? Json(std::to_string(r.layers) + "+") : Json(r.layers), human_count(r.parameters),
+                        gib(r.weights_optimizer_bytes), gib(r.activation_bytes), gib(r.memory_bytes), r.stages,
+                        r.micro_batches, std::to_string(r.recompute_stages) + "/" + std::to_string(r.stages),
+                        round_to(r.iteration_s, 3), r.probes});
     }
     std::cout << "largest model that fits: " << model_title(c) << " (" << gib(rows.front().device_memory_bytes)
               << " GiB per device)\n"
@@ -214,23 +228,23 @@ void run_throughput(ThroughputArgs& a) {
   }
   std::vector<pw::whatif::ThroughputCell> cells = pw::whatif::throughput_grid(c, req);
   pw::whatif::Table t = pw::whatif::throughput_table(cells);
-  const std::string title = a.profile.empty() ? model_title(c)
-                                              : "profile of " + measured.model + ", batch " + std::to_string(c.batch) +
-                                                    " on " + c.device;
+  const std::string title =
+      a.profile.empty() ? model_title(c)
+                        : "profile of " + measured.model + ", batch " + std::to_string(c.batch) + " on " + c.device;
   if (a.common.json) {
     std::cout << Json(pw::whatif::StudyRows{"throughput", t}).dump(2) << "\n";
   } else {
     pw::whatif::Table v;
-    v.columns = {"K", "M", "schedule", "stages", "iteration s", "samples/s", "normalized", "idle share", "peak GiB",
-                 "note"};
+    v.columns = {"K",         "M",          "schedule",   "stages",   "iteration s",
+                 "samples/s", "normalized", "idle share", "peak GiB", "note"};
     for (const auto& cell : cells) {
       if (!cell.feasible) {
-        v.rows.push_back({cell.stages, cell.micro_batches, cell.schedule, nullptr, nullptr, nullptr, nullptr,
-                          nullptr, nullptr, "does not fit: " + cell.reason});
+        v.rows.push_back({cell.stages, cell.micro_batches, cell.schedule, nullptr, nullptr, nullptr, nullptr, nullptr,
+                          nullptr, "does not fit: " + cell.reason});
         continue;
       }
-      v.rows.push_back({cell.stages, cell.micro_batches, cell.schedule, cell.stages_used,
-                        round_to(cell.iteration_s, 4), round_to(cell.throughput_samples_per_s, 1),
+      v.rows.push_back({cell.stages, cell.micro_batches, cell.schedule, cell.stages_used, round_to(cell.iteration_s, 4),
+                        round_to(cell.throughput_samples_per_s, 1),
                         cell.normalized >= 0 ? Json(round_to(cell.normalized, 3)) : Json(nullptr),
                         round_to(cell.idle_share, 3), round_to(cell.peak_memory_bytes / double(1LL << 30), 2),
                         cell.peak_memory_bytes > cell.device_memory_bytes
@@ -267,7 +281,8 @@ void run_sweep_cmd(SweepArgs& a) {
   pw::whatif::expand_sweep(spec);  // invalid combinations fail before any work
   // So does a chart that could not be drawn.
   std::string x;
-  if (!a.svg.empty()) x = pw::whatif::check_sweep_chart(spec.axes, pw::whatif::whatif_result_columns(), a.svg_x, a.svg_metric);
+  if (!a.svg.empty())
+    x = pw::whatif::check_sweep_chart(spec.axes, pw::whatif::whatif_result_columns(), a.svg_x, a.svg_metric);
   pw::whatif::SweepOptions o;
   o.threads = a.threads;
   o.progress = pw::whatif::progress_mode(a.progress, a.no_progress);
@@ -287,7 +302,8 @@ void run_sweep_cmd(SweepArgs& a) {
   if (!a.svg.empty()) {
     std::vector<std::string> axes;
     for (const auto& ax : spec.axes) axes.push_back(ax.name);
-    pw::write_file_atomic(a.svg, pw::whatif::sweep_svg(t, axes, x, a.svg_metric, "Sweep " + a.spec + ": " + a.svg_metric));
+    pw::write_file_atomic(a.svg,
+                          pw::whatif::sweep_svg(t, axes, x, a.svg_metric, "Sweep " + a.spec + ": " + a.svg_metric));
   }
   int feasible = 0;
   const int fi = t.column("feasible");
@@ -309,8 +325,9 @@ pw::tools::CommandRegistrar register_whatif("whatif", [](CLI::App& app) {
   add_model_flags(m, mm->common);
   m->add_option("--devices", mm->devices, "device counts, e.g. 1,8,64")->delimiter(',')->capture_default_str();
   m->add_option("--micro-batches", mm->common.cfg.micro_batches, "pipelined: auto or a count")->capture_default_str();
-  m->add_option("--recompute", mm->common.cfg.recompute,
-                "pipelined: on | auto (only the stages whose memory requires it: the same largest size, far slower) | off")
+  m->add_option(
+       "--recompute", mm->common.cfg.recompute,
+       "pipelined: on | auto (only the stages whose memory requires it: the same largest size, far slower) | off")
       ->capture_default_str();
   m->add_option("--schedule", mm->common.cfg.schedule, "pipelined: gpipe | 1f1b | zb-h1")->capture_default_str();
   m->add_option("--max-layers", mm->max_layers, "stop the search at this size")->capture_default_str();
@@ -352,7 +369,9 @@ pw::tools::CommandRegistrar register_whatif("whatif", [](CLI::App& app) {
   s->add_option("--svg-metric", sw->svg_metric, "result column on the y axis")->capture_default_str();
   s->add_option("--threads", sw->threads, "worker threads (default: all hardware threads)");
   s->add_flag("--no-simulate", sw->no_simulate, "planner predictions only (faster)");
-  s->add_flag("--progress", sw->progress, "progress lines on a pipe from the start (default there: a line every 10% or 10 s once a run takes over 1 s)");
+  s->add_flag(
+      "--progress", sw->progress,
+      "progress lines on a pipe from the start (default there: a line every 10% or 10 s once a run takes over 1 s)");
   s->add_flag("--no-progress", sw->no_progress, "no progress output");
   s->callback([sw] {
     pw::OutputSet outputs;

@@ -48,21 +48,26 @@ std::vector<bool> on_off(const std::string& v, const std::string& flag) {
 
 std::string line(const whatif::Layout& l, const whatif::Evaluation& e) {
   char buf[256];
-  std::snprintf(buf, sizeof buf, "t %d p %d d %d b %d v %d rc %s sp %s z1 %s: %.3f s, %.1f TFLOP/s/dev, MFU %.3f, %.1f GB",
-                l.tp, l.pp, l.dp, l.micro_batch, l.chunks, l.recompute ? "on" : "off",
-                l.sequence_parallel ? "on" : "off", l.zero1 ? "on" : "off", e.iteration_s, e.tflops_per_device, e.mfu,
-                e.peak_memory_bytes / 1e9);
+  std::snprintf(buf, sizeof buf,
+                "t %d p %d d %d b %d v %d rc %s sp %s z1 %s: %.3f s, %.1f TFLOP/s/dev, MFU %.3f, %.1f GB", l.tp, l.pp,
+                l.dp, l.micro_batch, l.chunks, l.recompute ? "on" : "off", l.sequence_parallel ? "on" : "off",
+                l.zero1 ? "on" : "off", e.iteration_s, e.tflops_per_device, e.mfu, e.peak_memory_bytes / 1e9);
   return buf;
 }
 
 void run_best(const BestArgs& a) {
   if (a.threads < 0) throw InputError("--threads: expected an integer >= 0");
-  for (auto [v, flag] : {std::pair{a.g.layers, "--layers"}, {a.g.hidden, "--d-model"}, {a.g.heads, "--heads"},
-                         {a.g.seq, "--seq"}, {a.g.vocab, "--vocab"}, {a.batch, "--batch"}})
+  for (auto [v, flag] : {std::pair{a.g.layers, "--layers"},
+                         {a.g.hidden, "--d-model"},
+                         {a.g.heads, "--heads"},
+                         {a.g.seq, "--seq"},
+                         {a.g.vocab, "--vocab"},
+                         {a.batch, "--batch"}})
     if (v < 1) throw InputError(std::string(flag) + ": expected an integer >= 1");
   if (a.devices < 1 || a.devices_per_node < 1) throw InputError("--devices, --devices-per-node: expected >= 1");
   if (a.devices > a.devices_per_node && a.devices % a.devices_per_node)
-    throw InputError("--devices: expected a multiple of --devices-per-node (" + std::to_string(a.devices_per_node) + ")");
+    throw InputError("--devices: expected a multiple of --devices-per-node (" + std::to_string(a.devices_per_node) +
+                     ")");
   if (!(a.efficiency > 0 && a.efficiency <= 1)) throw InputError("--efficiency: expected a value in (0, 1]");
   whatif::Machine m;
   m.device = models::find_device(a.device);
@@ -71,7 +76,8 @@ void run_best(const BestArgs& a) {
   m.devices = a.devices;
   m.devices_per_node = std::min(a.devices_per_node, a.devices);
   m.efficiency = a.efficiency;
-  if (a.fp32 && !a.dtype.empty() && a.dtype != "fp32") throw InputError("--fp32 and --dtype " + a.dtype + ": give one of them");
+  if (a.fp32 && !a.dtype.empty() && a.dtype != "fp32")
+    throw InputError("--fp32 and --dtype " + a.dtype + ": give one of them");
   m.bf16 = a.fp32 ? false : a.dtype.empty() ? models::default_bf16(m.device) : models::parse_dtype(a.dtype, "--dtype");
   whatif::SearchAxes axes;
   axes.tp = a.tp;
@@ -101,14 +107,17 @@ void run_best(const BestArgs& a) {
     c.x_label = "layout (t, p, d, micro-batch, chunks; R recompute, S sequence parallel, Z ZeRO-1)";
     c.y_label = "seconds per iteration";
     c.stacked = true;
-    c.series = {{"compute", {}, ""}, {"bubble (idle)", {}, ""}, {"TP all-reduce", {}, ""},
-                {"PP transfers (overlapped)", {}, ""}, {"DP all-reduce", {}, ""}};
+    c.series = {{"compute", {}, ""},
+                {"bubble (idle)", {}, ""},
+                {"TP all-reduce", {}, ""},
+                {"PP transfers (overlapped)", {}, ""},
+                {"DP all-reduce", {}, ""}};
     for (int k : r.frontier) {
       const auto& l = r.layouts[k];
       const auto& e = r.evaluations[k];
       c.categories.push_back(std::to_string(l.tp) + "," + std::to_string(l.pp) + "," + std::to_string(l.dp) + "," +
-                             std::to_string(l.micro_batch) + "," + std::to_string(l.chunks) + (l.recompute ? " R" : "") +
-                             (l.sequence_parallel ? " S" : "") + (l.zero1 ? " Z" : ""));
+                             std::to_string(l.micro_batch) + "," + std::to_string(l.chunks) +
+                             (l.recompute ? " R" : "") + (l.sequence_parallel ? " S" : "") + (l.zero1 ? " Z" : ""));
       const double vals[] = {e.split.compute, e.split.bubble, e.split.tp, e.split.pp, e.split.dp};
       for (int q = 0; q < 5; ++q) c.series[q].values.push_back(vals[q]);
     }
@@ -151,7 +160,8 @@ void add_whatif_best(CLI::App* whatif) {
   s->add_option("--device", a->device, "device kind from the catalog")->capture_default_str();
   s->add_option("--intra-node", a->intra, "link inside a node")->capture_default_str();
   s->add_option("--interconnect", a->inter, "link between nodes (per device)")->capture_default_str();
-  s->add_option("--efficiency", a->efficiency, "fraction of peak FLOP/s the matrix products reach")->capture_default_str();
+  s->add_option("--efficiency", a->efficiency, "fraction of peak FLOP/s the matrix products reach")
+      ->capture_default_str();
   s->add_option("--dtype", a->dtype, "fp32 | bf16 (default: bf16 on an accelerator, fp32 on a CPU)");
   s->add_flag("--fp32", a->fp32, "same as --dtype fp32");
   s->add_option("--tp", a->tp, "tensor-parallel sizes to try (default: divisors of a node)")->delimiter(',');
@@ -160,15 +170,17 @@ void add_whatif_best(CLI::App* whatif) {
   s->add_option("--micro-batch", a->micro_batch, "micro-batch sizes (default: 1,2,4,8)")->delimiter(',');
   s->add_option("--chunks", a->chunks, "interleaving chunks v (default: 1,2,4; 1 = plain 1F1B)")->delimiter(',');
   s->add_option("--stage-layers", a->stage_layers,
-                 "transformer blocks of each of the p x v pipeline stages, e.g. 7,7,6,4 (default: equal, Megatron's "
-                 "cut); only layouts with that many stages are searched")
+                "transformer blocks of each of the p x v pipeline stages, e.g. 7,7,6,4 (default: equal, Megatron's "
+                "cut); only layouts with that many stages are searched")
       ->delimiter(',');
   s->add_option("--recompute", a->recompute, "on | off | auto (both)")->capture_default_str();
   s->add_option("--sequence-parallel", a->sequence_parallel, "on | off | auto (both)")->capture_default_str();
   s->add_option("--zero1", a->zero1, "on | off | auto (both)")->capture_default_str();
   s->add_option("--threads", a->threads, "worker threads (default: all hardware threads)");
   s->add_flag("--json", a->json, "print JSON (pipewright.whatif-best/1)");
-  s->add_flag("--progress", a->progress, "progress lines on a pipe from the start (default there: a line every 10% or 10 s once a run takes over 1 s)");
+  s->add_flag(
+      "--progress", a->progress,
+      "progress lines on a pipe from the start (default there: a line every 10% or 10 s once a run takes over 1 s)");
   s->add_flag("--no-progress", a->no_progress, "no progress output");
   s->add_flag("--all", a->all, "also list every candidate");
   s->add_option("--svg", a->svg, "write the time split of the frontier layouts (stacked bars) to this SVG file");

@@ -33,25 +33,42 @@ constexpr double lo(const models::Limit& l) { return static_cast<double>(l.min);
 constexpr double hi(const models::Limit& l) { return static_cast<double>(l.max); }
 constexpr double kMaxMs = hi(lim::kDurationNs) / 1e6;  // the --t-* flags are in ms
 constexpr Bound kBounds[] = {
-    {"--layers", 1, hi(lim::kLayers)}, {"--d-model", lo(lim::kDModel), hi(lim::kDModel)},
-    {"--heads", lo(lim::kHeads), hi(lim::kHeads)}, {"--ffn", lo(lim::kFfn), hi(lim::kFfn)},
-    {"--seq", lo(lim::kSeq), hi(lim::kSeq)}, {"--vocab", lo(lim::kVocab), hi(lim::kVocab)},
-    {"--depth", 1, hi(lim::kLayers)}, {"--width", lo(lim::kWidth), hi(lim::kWidth)},
-    {"--image", lo(lim::kImage), hi(lim::kImage)}, {"--width-divisor", 1, 1 << 14},
-    {"--classes", lo(lim::kClasses), hi(lim::kClasses)}, {"--batch", lo(lim::kBatch), hi(lim::kBatch)},
+    {"--layers", 1, hi(lim::kLayers)},
+    {"--d-model", lo(lim::kDModel), hi(lim::kDModel)},
+    {"--heads", lo(lim::kHeads), hi(lim::kHeads)},
+    {"--ffn", lo(lim::kFfn), hi(lim::kFfn)},
+    {"--seq", lo(lim::kSeq), hi(lim::kSeq)},
+    {"--vocab", lo(lim::kVocab), hi(lim::kVocab)},
+    {"--depth", 1, hi(lim::kLayers)},
+    {"--width", lo(lim::kWidth), hi(lim::kWidth)},
+    {"--image", lo(lim::kImage), hi(lim::kImage)},
+    {"--width-divisor", 1, 1 << 14},
+    {"--classes", lo(lim::kClasses), hi(lim::kClasses)},
+    {"--batch", lo(lim::kBatch), hi(lim::kBatch)},
     {"--micro-batch", 0, hi(lim::kMicroBatchSize)},
     {"--micro-batch-size", lo(lim::kMicroBatchSize), hi(lim::kMicroBatchSize)},
     {"--micro-batches", lo(lim::kMicroBatches), hi(lim::kMicroBatches)},
-    {"--stages", lo(lim::kStages), hi(lim::kStages)}, {"--chunks", lo(lim::kChunks), hi(lim::kChunks)},
-    {"--steps", lo(lim::kSteps), hi(lim::kSteps)}, {"--warmup-steps", -1, hi(lim::kWarmupSteps)},
+    {"--stages", lo(lim::kStages), hi(lim::kStages)},
+    {"--chunks", lo(lim::kChunks), hi(lim::kChunks)},
+    {"--steps", lo(lim::kSteps), hi(lim::kSteps)},
+    {"--warmup-steps", -1, hi(lim::kWarmupSteps)},
     {"--iterations", lo(lim::kIterations), hi(lim::kIterations)},
-    {"--prefetch", 0, 64},          {"--trace-keep", 1, 1e9},
-    {"--reps", 1, 1e6},             {"--warmup", 0, 1e6},            {"--devices", lo(lim::kDevices), hi(lim::kDevices)},
+    {"--prefetch", 0, 64},
+    {"--trace-keep", 1, 1e9},
+    {"--reps", 1, 1e6},
+    {"--warmup", 0, 1e6},
+    {"--devices", lo(lim::kDevices), hi(lim::kDevices)},
     {"--devices-per-node", lo(lim::kDevicesPerNode), hi(lim::kDevicesPerNode)},
-    {"--max-layers", 1, hi(lim::kLayers)}, {"--levels", 1, hi(lim::kDevices)},
-    {"--efficiency", lim::kEfficiency.min, lim::kEfficiency.max},      {"--lr", 0, 1e6},                {"--weight-decay", 0, 1e6},
-    {"--t-f", 0, kMaxMs},           {"--t-b", 0, kMaxMs},            {"--t-w", 0, kMaxMs},
-    {"--t-comm", 0, kMaxMs},        {"--seed", 0, 18446744073709551616.0},
+    {"--max-layers", 1, hi(lim::kLayers)},
+    {"--levels", 1, hi(lim::kDevices)},
+    {"--efficiency", lim::kEfficiency.min, lim::kEfficiency.max},
+    {"--lr", 0, 1e6},
+    {"--weight-decay", 0, 1e6},
+    {"--t-f", 0, kMaxMs},
+    {"--t-b", 0, kMaxMs},
+    {"--t-w", 0, kMaxMs},
+    {"--t-comm", 0, kMaxMs},
+    {"--seed", 0, 18446744073709551616.0},
     {"--memory", lo(lim::kMemoryBytes), hi(lim::kMemoryBytes), FlagUnit::bytes},
     {"--memory-limit", 0, hi(lim::kBytes), FlagUnit::bytes},
     {"--bandwidth", lo(lim::kBandwidth), hi(lim::kBandwidth), FlagUnit::bytes_per_s},
@@ -82,8 +99,8 @@ struct UnitSuffix {
 
 // Memory sizes: decimal (kB, MB, GB, TB) and binary (KiB, MiB, GiB, TiB) bytes.
 constexpr UnitSuffix kByteUnits[] = {
-    {"B", 1},       {"kB", 1e3},          {"KB", 1e3},          {"MB", 1e6},           {"GB", 1e9},
-    {"TB", 1e12},   {"KiB", 1024.0},      {"MiB", 1048576.0},   {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
+    {"B", 1},     {"kB", 1e3},     {"KB", 1e3},        {"MB", 1e6},           {"GB", 1e9},
+    {"TB", 1e12}, {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
 };
 // Bandwidths: bytes per second (B/s, GB/s, GiB/s, ...) and bits per second (bps, Gbps, Gb/s).
 constexpr UnitSuffix kBitRateUnits[] = {
@@ -148,7 +165,8 @@ std::string check_value(const std::string& flag, const std::string& type, std::s
   const FlagUnit unit = b ? b->unit : FlagUnit::number;
   const bool integer = type == "INT" || type == "UINT" || (b && unit != FlagUnit::number);
   double lo = type == "UINT" ? 0 : -kNoMax, hi = kNoMax;
-  if (integer && type != "FLOAT") lo = std::max(lo, type == "UINT" ? 0.0 : -kI64), hi = std::min(hi, type == "UINT" ? 18446744073709551616.0 : kI64);
+  if (integer && type != "FLOAT")
+    lo = std::max(lo, type == "UINT" ? 0.0 : -kI64), hi = std::min(hi, type == "UINT" ? 18446744073709551616.0 : kI64);
   if (b) lo = std::max(lo, b->min), hi = std::min(hi, b->max);
   if (flag == "--threads") lo = 0, hi = max_threads();
   double v = 0;
@@ -159,8 +177,7 @@ std::string check_value(const std::string& flag, const std::string& type, std::s
     return msg.substr(flag.size() + 2);  // CLI11 puts "<flag>: " in front
   }
   const bool want_integer = integer && unit == FlagUnit::number && type != "FLOAT";
-  if (want_integer && v != std::floor(v))
-    return "expected an integer, got \"" + escape_for_message(text) + "\"";
+  if (want_integer && v != std::floor(v)) return "expected an integer, got \"" + escape_for_message(text) + "\"";
   if (unit == FlagUnit::bytes && v != std::floor(v))
     return "expected a whole number of bytes, got \"" + escape_for_message(text) + "\"";
   if (v < lo || v > hi) {
@@ -185,8 +202,7 @@ void install_on(CLI::App* app) {
     for (const std::string& l : opt->get_lnames()) lname = "--" + l;
     const std::string key = lname.empty() ? opt->get_name() : lname;
     const bool numeric = type == "INT" || type == "UINT" || type == "FLOAT";
-    if (!numeric && !is_numeric_list_flag(key) && !(bound_of(key) && bound_of(key)->unit != FlagUnit::number))
-      continue;
+    if (!numeric && !is_numeric_list_flag(key) && !(bound_of(key) && bound_of(key)->unit != FlagUnit::number)) continue;
     if (opt->get_expected_min() == 0) continue;  // a flag without a value
     if (!numeric) type = "LIST";
     opt->transform(CLI::Validator(

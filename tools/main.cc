@@ -5,8 +5,8 @@
 
 #include "models/error.h"
 #include "models/error_text.h"
-#include "tools/flag_checks.h"
 #include "tools/command_registry.h"
+#include "tools/flag_checks.h"
 #include "tools/notes.h"
 #include "tools/signals.h"
 #include "tools/suggest.h"
@@ -53,13 +53,13 @@ std::string flag_hint(CLI::App& app, const CLI::ParseError& e, int argc, char** 
   CLI::App* sub = nullptr;
   try {
     sub = app.get_subcommand_ptr(argv[1]).get();
-  } catch (const CLI::Error&) {
-  }
+  } catch (const CLI::Error&) {}
   if (sub == nullptr) return "";
   std::vector<std::string> flags, positionals;
   for (const CLI::Option* o : sub->get_options()) {
     for (const std::string& n : o->get_lnames()) flags.push_back("--" + n);
-    if (o->get_lnames().empty() && o->get_snames().empty() && !o->get_name().empty()) positionals.push_back(o->get_name());
+    if (o->get_lnames().empty() && o->get_snames().empty() && !o->get_name().empty())
+      positionals.push_back(o->get_name());
   }
   return pw::tools::unknown_flag_hint(std::vector<std::string>(argv + 2, argv + argc), flags, positionals);
 }
@@ -77,13 +77,11 @@ int main(int argc, char** argv) {
   choose_openmp_wait_policy(argc, argv);
 #endif
   pw::tools::install_cleanup_handlers();  // no temporary output file survives a signal
-  CLI::App app{"pipewright: plans, simulates and runs pipeline-parallel training of deep networks",
-               "pipewright"};
+  CLI::App app{"pipewright: plans, simulates and runs pipeline-parallel training of deep networks", "pipewright"};
   app.set_version_flag("--version", std::string("pipewright ") + PW_VERSION);
   app.require_subcommand(1);
   auto& registry = pw::tools::command_registry();
-  std::sort(registry.begin(), registry.end(),
-            [](const auto& a, const auto& b) { return a.name < b.name; });
+  std::sort(registry.begin(), registry.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
   for (auto& entry : registry) entry.setup(app);
   std::vector<std::string> names;
   for (const auto& entry : registry) names.push_back(entry.name);
@@ -95,13 +93,9 @@ int main(int argc, char** argv) {
   pw::tools::install_flag_checks(app);  // every numeric flag: bounded, finite, units
   try {
     app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
+  } catch (const CLI::CallForHelp& e) { return app.exit(e); } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
+  } catch (const CLI::CallForVersion& e) { return app.exit(e); } catch (const CLI::ParseError& e) {
     std::cerr << "pipewright: error: " << pw::one_line_message(e.what() + flag_hint(app, e, argc, argv))
               << " (see --help)\n";
     return 2;

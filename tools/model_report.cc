@@ -22,8 +22,9 @@ std::string printf_str(const char* fmt, double v) {
 // Left-aligned first columns, right-aligned numbers.
 class Table {
  public:
-  Table(std::vector<std::string> header, size_t left_columns)
-      : left_(left_columns) { rows_.push_back(std::move(header)); }
+  Table(std::vector<std::string> header, size_t left_columns) : left_(left_columns) {
+    rows_.push_back(std::move(header));
+  }
   void add(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
   void print(std::ostream& os) const {
     std::vector<size_t> width(rows_[0].size(), 0);
@@ -89,8 +90,7 @@ void print_model_layers(std::ostream& os, const models::Model& m) {
   for (size_t i = 0; i < m.size(); ++i) {
     const models::LayerSpec& l = m.layers()[i];
     t.add({std::to_string(i), l.name, std::string(models::to_string(l.kind)), shape_str(l.output_shape),
-           std::to_string(models::layer_parameter_count(l)),
-           human_count(models::layer_cost(l, 1).forward_flops)});
+           std::to_string(models::layer_parameter_count(l)), human_count(models::layer_cost(l, 1).forward_flops)});
   }
   t.print(os);
 }
@@ -114,8 +114,8 @@ Json model_summary_json(const ModelSource& src) {
 }
 
 void print_profile(std::ostream& os, const models::Profile& p) {
-  os << "profile of " << p.model << " on " << p.device.name << " (" << p.source << ", micro-batch "
-     << p.micro_batch << ")\n";
+  os << "profile of " << p.model << " on " << p.device.name << " (" << p.source << ", micro-batch " << p.micro_batch
+     << ")\n";
   Table t({"layer", "kind", "fwd us", "bwd-B us", "bwd-W us", "output", "stash", "params", "optimizer"}, 2);
   int64_t stash = 0, optimizer = 0, data_ns = 0;
   for (const models::LayerProfile& l : p.layers) {
@@ -133,8 +133,8 @@ void print_profile(std::ostream& os, const models::Profile& p) {
       bwd_in += l.backward_input_ns;
       bwd_w += l.backward_weight_ns;
     }
-  os << "total: forward " << millis(p.total_forward_ns()) << ", backward " << millis(p.total_backward_ns())
-     << " (B " << millis(bwd_in) << ", W " << millis(bwd_w) << "), compute per micro-batch "
+  os << "total: forward " << millis(p.total_forward_ns()) << ", backward " << millis(p.total_backward_ns()) << " (B "
+     << millis(bwd_in) << ", W " << millis(bwd_w) << "), compute per micro-batch "
      << millis(p.total_forward_ns() + p.total_backward_ns()) << "\n";
   if (data_ns > 0) os << "data loading: " << millis(data_ns) << " (not compute)\n";
   os << "memory: parameters " << human_bytes(double(p.total_parameter_bytes())) << ", optimizer "

@@ -1,6 +1,5 @@
 #include "tools/plan_inputs.h"
 
-
 #include "models/error.h"
 #include "models/pipedream_import.h"
 #include "models/profile.h"
@@ -37,12 +36,10 @@ PlanCosts plan_costs(const planner::Plan& plan, const std::string& plan_file, co
   }
   if (out.cluster) {
     try {
-      planner::check_plan_on_cluster(plan, out.cluster->num_devices(),
-                                     cluster_file.empty() ? "its cluster \"" + out.cluster->name() + "\""
-                                                          : cluster_file);
-    } catch (const InputError& e) {
-      throw InputError(plan_file + ": " + e.what());
-    }
+      planner::check_plan_on_cluster(
+          plan, out.cluster->num_devices(),
+          cluster_file.empty() ? "its cluster \"" + out.cluster->name() + "\"" : cluster_file);
+    } catch (const InputError& e) { throw InputError(plan_file + ": " + e.what()); }
   }
   std::optional<models::Profile> profile;
   std::string profile_name = profile_file;
@@ -55,16 +52,15 @@ PlanCosts plan_costs(const planner::Plan& plan, const std::string& plan_file, co
     profile_name = "its profile";
   }
   if (!profile) {
-    defer_note(plan_file + " carries no profile and none was given (--profile): using its per-stage predictions; "
+    defer_note(plan_file +
+               " carries no profile and none was given (--profile): using its per-stage predictions; "
                "transfers and activation memory are unknown");
     out.costs = sim::stage_costs_from_predictions(plan);
     return out;
   }
   try {
     out.costs = sim::stage_costs_from_plan(plan, *profile, out.cluster_ptr());
-  } catch (const InputError& e) {
-    throw InputError(plan_file + " with " + profile_name + ": " + e.what());
-  }
+  } catch (const InputError& e) { throw InputError(plan_file + " with " + profile_name + ": " + e.what()); }
   return out;
 }
 

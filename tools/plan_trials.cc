@@ -74,8 +74,8 @@ TrialReport run_trials(const models::Model& model, const models::Profile& profil
       const exec::PipelineRunResult r = exec::run_pipeline(model, plan, ro, nullptr);
       if (r.stopped) {
         const int sig = StopSignals::received();
-        throw CommandExit(exit_code_for_signal(sig),
-                          "pipewright: stopped by " + StopSignals::name(sig) + " during the trial runs; no plan written");
+        throw CommandExit(exit_code_for_signal(sig), "pipewright: stopped by " + StopSignals::name(sig) +
+                                                         " during the trial runs; no plan written");
       }
       e.measured_ms.push_back(r.median_iteration_ms);
       std::fprintf(stderr, "  round %d: %-38s predicted %9.3f ms, measured %9.3f ms\n", round + 1,

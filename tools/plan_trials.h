@@ -40,7 +40,7 @@ inline constexpr double kTrialBand = 0.25;
 inline constexpr int kTrialMaxPlans = 6;
 inline constexpr int kTrialWarmupSteps = 3;
 inline constexpr int kTrialSteps = 8;
-inline constexpr double kTrialSeconds = 12;       // no round past the minimum starts after this
+inline constexpr double kTrialSeconds = 12;  // no round past the minimum starts after this
 inline constexpr int kTrialMaxRounds = 12;
 inline constexpr double kTrialSettleMargin = 0.03;  // a median ahead by more than 3% is settled
 

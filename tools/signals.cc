@@ -23,7 +23,7 @@ volatile std::sig_atomic_t g_from_parent = 0;
 // them (exec/data/loader.cc); OpenMP workers (--threads > 1) do not yet.
 alignas(64) char g_stop_stack[64 * 1024];
 
-constexpr int kCleanupSignals[] = {SIGHUP, SIGINT,  SIGQUIT, SIGTERM, SIGPIPE, SIGALRM,
+constexpr int kCleanupSignals[] = {SIGHUP,  SIGINT,  SIGQUIT, SIGTERM, SIGPIPE, SIGALRM,
                                    SIGUSR1, SIGUSR2, SIGXCPU, SIGXFSZ, SIGABRT};
 constexpr int kMaxSignal = 65;
 struct sigaction g_previous[kMaxSignal];
@@ -37,10 +37,10 @@ extern "C" void on_cleanup_signal(int sig) {
 
 extern "C" void on_stop_signal(int sig, siginfo_t* info, void*) {
   if (g_received == 0) {
-    g_from_parent = (sig == SIGINT || sig == SIGTERM) && info != nullptr && info->si_code == SI_USER &&
-                            info->si_pid == getppid()
-                        ? 1
-                        : 0;
+    g_from_parent =
+        (sig == SIGINT || sig == SIGTERM) && info != nullptr && info->si_code == SI_USER && info->si_pid == getppid()
+            ? 1
+            : 0;
     g_received = sig;
     return;
   }

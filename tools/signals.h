@@ -52,8 +52,9 @@ class StopSignals {
 
  private:
   bool forwarded_too_ = false;
-  struct sigaction old_int_ {}, old_term_ {}, old_usr1_ {}, old_usr2_ {};
-  stack_t old_stack_ {};
+  struct sigaction old_int_ {
+  }, old_term_{}, old_usr1_{}, old_usr2_{};
+  stack_t old_stack_{};
 };
 
 // Exit code of a run stopped by `sig`: 128 + sig (130 SIGINT, 143 SIGTERM).

@@ -75,21 +75,21 @@ void check_fits_in_memory(const models::Model& model, const exec::OptimizerOptio
 
 void exit_numerical_fault(const std::string& what, const std::string& checkpoint_dir) {
   const int64_t kept = checkpoint_dir.empty() ? -1 : exec::checkpoint_step(checkpoint_dir);
-  throw CommandExit(kExitNumericalFault,
-                    "pipewright: numerical fault: " + what +
-                        (kept >= 0 ? "; last good checkpoint: " + checkpoint_dir + " (step " + std::to_string(kept) + ")"
-                                   : std::string("; no checkpoint")));
+  throw CommandExit(kExitNumericalFault, "pipewright: numerical fault: " + what +
+                                             (kept >= 0 ? "; last good checkpoint: " + checkpoint_dir + " (step " +
+                                                              std::to_string(kept) + ")"
+                                                        : std::string("; no checkpoint")));
 }
 
 void exit_stopped(int64_t done, int64_t total, const std::string& checkpoint_dir, int64_t checkpoint_step, int sig) {
   if (sig == 0) sig = StopSignals::received();
-  throw CommandExit(exit_code_for_signal(sig),
-                    "pipewright: stopped by " + StopSignals::name(sig) + " after step " + std::to_string(done) +
-                        " of " + std::to_string(total) + "; " +
-                        (checkpoint_step >= 0 ? "checkpoint: " + checkpoint_dir + " (step " +
-                                                    std::to_string(checkpoint_step) + "; continue with --resume " +
-                                                    checkpoint_dir + ")"
-                                              : std::string("no checkpoint (--checkpoint DIR not given)")));
+  throw CommandExit(
+      exit_code_for_signal(sig),
+      "pipewright: stopped by " + StopSignals::name(sig) + " after step " + std::to_string(done) + " of " +
+          std::to_string(total) + "; " +
+          (checkpoint_step >= 0 ? "checkpoint: " + checkpoint_dir + " (step " + std::to_string(checkpoint_step) +
+                                      "; continue with --resume " + checkpoint_dir + ")"
+                                : std::string("no checkpoint (--checkpoint DIR not given)")));
 }
 
 ProgressLines::ProgressLines(int64_t log_every, int64_t steps, bool tty)
@@ -98,9 +98,9 @@ ProgressLines::ProgressLines(int64_t log_every, int64_t steps, bool tty)
 void ProgressLines::step(int64_t step, int64_t steps, double elapsed_s, const std::string& line) {
   const bool final = step == steps;
   const double since = elapsed_s - last_s_;
-  const bool print = tty_ ? since >= 0.1 || final
-                          : log_every_ > 0 ? step % log_every_ == 0 || final
-                                           : elapsed_s >= 10.0 && (step % every_ == 0 || final || since >= 10.0);
+  const bool print = tty_             ? since >= 0.1 || final
+                     : log_every_ > 0 ? step % log_every_ == 0 || final
+                                      : elapsed_s >= 10.0 && (step % every_ == 0 || final || since >= 10.0);
   if (!print) return;
   if (!banner_.empty()) {
     std::fputs(banner_.c_str(), stderr);

@@ -1,8 +1,8 @@
 // The flags `run` (a pipeline) and `train` (one process) share: --steps --lr --optimizer --seed
 // --threads --data --prefetch --json --checkpoint --checkpoint-every --resume --log-every,
-// declared and checked here once, and the progress lines both print (ProgressLines). Where the two commands mean a flag slightly differently (threads per
-// worker or per process, warm-up steps counted by checkpoints), each gives its own help text
-// through TrainingFlagHelp; the checks and defaults other than --steps are the same.
+// declared and checked here once, and the progress lines both print (ProgressLines). Where the two commands mean a flag
+// slightly differently (threads per worker or per process, warm-up steps counted by checkpoints), each gives its own
+// help text through TrainingFlagHelp; the checks and defaults other than --steps are the same.
 #pragma once
 
 #include <cstdint>

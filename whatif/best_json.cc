@@ -5,13 +5,28 @@ namespace pw::whatif {
 void to_json(Json& j, const EvaluatedLayout& row) {
   const Layout& l = row.layout;
   const Evaluation& e = row.evaluation;
-  j = Json{{"tp", l.tp}, {"pp", l.pp}, {"dp", l.dp}, {"micro_batch", l.micro_batch}, {"chunks", l.chunks},
-           {"schedule", l.schedule()}, {"recompute", l.recompute}, {"sequence_parallel", l.sequence_parallel},
-           {"zero1", l.zero1}, {"feasible", e.feasible}, {"reason", e.reason}, {"iteration_s", e.iteration_s},
-           {"samples_per_s", e.samples_per_s}, {"tflops_per_device", e.tflops_per_device}, {"mfu", e.mfu},
-           {"peak_memory_bytes", e.peak_memory_bytes}, {"weights_optimizer_bytes", e.weights_optimizer_bytes},
-           {"compute_s", e.split.compute}, {"bubble_s", e.split.bubble}, {"tp_s", e.split.tp},
-           {"pp_s", e.split.pp}, {"dp_s", e.split.dp}};
+  j = Json{{"tp", l.tp},
+           {"pp", l.pp},
+           {"dp", l.dp},
+           {"micro_batch", l.micro_batch},
+           {"chunks", l.chunks},
+           {"schedule", l.schedule()},
+           {"recompute", l.recompute},
+           {"sequence_parallel", l.sequence_parallel},
+           {"zero1", l.zero1},
+           {"feasible", e.feasible},
+           {"reason", e.reason},
+           {"iteration_s", e.iteration_s},
+           {"samples_per_s", e.samples_per_s},
+           {"tflops_per_device", e.tflops_per_device},
+           {"mfu", e.mfu},
+           {"peak_memory_bytes", e.peak_memory_bytes},
+           {"weights_optimizer_bytes", e.weights_optimizer_bytes},
+           {"compute_s", e.split.compute},
+           {"bubble_s", e.split.bubble},
+           {"tp_s", e.split.tp},
+           {"pp_s", e.split.pp},
+           {"dp_s", e.split.dp}};
 }
 
 void to_json(Json& j, const BestDocument& doc) {

@@ -27,11 +27,10 @@ std::string num(double v) {
 
 struct Axis {
   bool log = false;
-  double lo = 0, hi = 1;     // data-space range shown
+  double lo = 0, hi = 1;        // data-space range shown
   double px_lo = 0, px_hi = 1;  // pixel positions of lo and hi
   double map(double v) const {
-    double t = log ? (std::log10(v) - std::log10(lo)) / (std::log10(hi) - std::log10(lo))
-                   : (v - lo) / (hi - lo);
+    double t = log ? (std::log10(v) - std::log10(lo)) / (std::log10(hi) - std::log10(lo)) : (v - lo) / (hi - lo);
     return px_lo + t * (px_hi - px_lo);
   }
 };
@@ -48,15 +47,14 @@ void header(std::ostringstream& o, int w, int h) {
     << "<rect x=\"0\" y=\"0\" width=\"" << w << "\" height=\"" << h << "\" fill=\"#ffffff\"/>\n";
 }
 
-void text(std::ostringstream& o, double x, double y, std::string_view s, int size,
-          const char* anchor = "middle", const char* extra = "") {
-  o << "<text x=\"" << num(x) << "\" y=\"" << num(y) << "\" font-size=\"" << size << "\" " << kFont
-    << " text-anchor=\"" << anchor << "\" fill=\"#222222\"" << extra << '>' << xml_escape(s)
-    << "</text>\n";
+void text(std::ostringstream& o, double x, double y, std::string_view s, int size, const char* anchor = "middle",
+          const char* extra = "") {
+  o << "<text x=\"" << num(x) << "\" y=\"" << num(y) << "\" font-size=\"" << size << "\" " << kFont << " text-anchor=\""
+    << anchor << "\" fill=\"#222222\"" << extra << '>' << xml_escape(s) << "</text>\n";
 }
 
-void titles(std::ostringstream& o, const Frame& f, int w, std::string_view title,
-            std::string_view x_label, std::string_view y_label) {
+void titles(std::ostringstream& o, const Frame& f, int w, std::string_view title, std::string_view x_label,
+            std::string_view y_label) {
   // Bold 18 px sans-serif averages about 10.5 px per character: long titles shrink, then wrap.
   const double fits18 = (w - 20) / 10.5;
   if (title.size() <= fits18) {
@@ -72,16 +70,16 @@ void titles(std::ostringstream& o, const Frame& f, int w, std::string_view title
   text(o, (f.left + f.right) / 2, f.bottom + 48, x_label, 14);
   double cy = (f.top + f.bottom) / 2;
   o << "<text x=\"22\" y=\"" << num(cy) << "\" font-size=\"14\" " << kFont
-    << " text-anchor=\"middle\" fill=\"#222222\" transform=\"rotate(-90 22 " << num(cy) << ")\">"
-    << xml_escape(y_label) << "</text>\n";
+    << " text-anchor=\"middle\" fill=\"#222222\" transform=\"rotate(-90 22 " << num(cy) << ")\">" << xml_escape(y_label)
+    << "</text>\n";
 }
 
 void y_grid(std::ostringstream& o, const Frame& f, const Axis& ay, const std::vector<AxisTick>& ticks) {
   for (const AxisTick& t : ticks) {
     if (t.value < ay.lo * (1 - 1e-9) - 1e-300 || t.value > ay.hi * (1 + 1e-9) + 1e-300) continue;
     double y = ay.map(t.value);
-    o << "<line x1=\"" << num(f.left) << "\" y1=\"" << num(y) << "\" x2=\"" << num(f.right) << "\" y2=\""
-      << num(y) << "\" stroke=\"#dddddd\" stroke-width=\"1\"/>\n";
+    o << "<line x1=\"" << num(f.left) << "\" y1=\"" << num(y) << "\" x2=\"" << num(f.right) << "\" y2=\"" << num(y)
+      << "\" stroke=\"#dddddd\" stroke-width=\"1\"/>\n";
     text(o, f.left - 8, y + 4, t.label, 12, "end");
   }
 }
@@ -112,7 +110,8 @@ Style style_of(const LineSeries& s, size_t index) {
   const int d = s.dash >= 0 ? s.dash : (s.dashed ? 1 : 0);
   const int m = s.marker >= 0 ? s.marker : c;
   const int rank = c % kPaletteSize;
-  return {color(static_cast<size_t>(c)), dash_array(d), m % 5, std::max(1.5, 7.0 - 2.2 * rank), std::max(2.5, 7.5 - 2.0 * rank)};
+  return {color(static_cast<size_t>(c)), dash_array(d), m % 5, std::max(1.5, 7.0 - 2.2 * rank),
+          std::max(2.5, 7.5 - 2.0 * rank)};
 }
 
 void marker(std::ostringstream& o, double x, double y, const Style& st, const std::string& title) {
@@ -127,8 +126,8 @@ void marker(std::ostringstream& o, double x, double y, const Style& st, const st
         << ' ' << num(x + 1.1 * r) << ',' << num(y + r) << "\"";
       break;
     case 3:
-      o << "<polygon points=\"" << num(x) << ',' << num(y - 1.3 * r) << ' ' << num(x + 1.3 * r) << ',' << num(y)
-        << ' ' << num(x) << ',' << num(y + 1.3 * r) << ' ' << num(x - 1.3 * r) << ',' << num(y) << "\"";
+      o << "<polygon points=\"" << num(x) << ',' << num(y - 1.3 * r) << ' ' << num(x + 1.3 * r) << ',' << num(y) << ' '
+        << num(x) << ',' << num(y + 1.3 * r) << ' ' << num(x - 1.3 * r) << ',' << num(y) << "\"";
       break;
     case 4:
       o << "<polygon points=\"" << num(x) << ',' << num(y + 1.2 * r) << ' ' << num(x - 1.1 * r) << ',' << num(y - r)
@@ -187,11 +186,10 @@ double plot_right(int width, const std::vector<std::string>& names) {
 }
 
 void check_finite(double v, const std::string& title, const std::string& series, bool positive) {
-  if (!std::isfinite(v))
-    throw InputError("chart \"" + title + "\": series \"" + series + "\" has a non-finite value");
+  if (!std::isfinite(v)) throw InputError("chart \"" + title + "\": series \"" + series + "\" has a non-finite value");
   if (positive && v <= 0)
-    throw InputError("chart \"" + title + "\": series \"" + series +
-                     "\" has a value <= 0 on a log axis (" + format_tick(v) + ")");
+    throw InputError("chart \"" + title + "\": series \"" + series + "\" has a value <= 0 on a log axis (" +
+                     format_tick(v) + ")");
 }
 
 std::string closing() { return "</svg>\n"; }
@@ -248,7 +246,10 @@ std::vector<AxisTick> linear_ticks(double lo, double hi, int target) {
   double mag = std::pow(10, std::floor(std::log10(raw)));
   double step = mag;
   for (double m : {1.0, 2.0, 5.0, 10.0})
-    if (m * mag >= raw) { step = m * mag; break; }
+    if (m * mag >= raw) {
+      step = m * mag;
+      break;
+    }
   double first = std::floor(lo / step + 1e-9) * step;
   double last = std::ceil(hi / step - 1e-9) * step;
   std::vector<AxisTick> ticks;
@@ -282,8 +283,8 @@ std::string render_line_chart_svg(const LineChart& c) {
   for (const LineSeries& s : c.series) no_points = no_points && s.x.empty();
   for (const LineSeries& s : c.series) {
     if (s.x.size() != s.y.size())
-      throw InputError("chart \"" + c.title + "\": series \"" + s.name + "\" has " +
-                       std::to_string(s.x.size()) + " x values but " + std::to_string(s.y.size()) + " y values");
+      throw InputError("chart \"" + c.title + "\": series \"" + s.name + "\" has " + std::to_string(s.x.size()) +
+                       " x values but " + std::to_string(s.y.size()) + " y values");
     for (size_t i = 0; i < s.x.size(); ++i) {
       check_finite(s.x[i], c.title, s.name, c.log_x);
       check_finite(s.y[i], c.title, s.name, c.log_y);
@@ -383,8 +384,8 @@ std::string render_bar_chart_svg(const BarChart& c) {
   std::vector<double> stack_top(nc, 0.0);
   for (const BarSeries& s : c.series) {
     if (s.values.size() != nc)
-      throw InputError("chart \"" + c.title + "\": series \"" + s.name + "\" has " +
-                       std::to_string(s.values.size()) + " values for " + std::to_string(nc) + " categories");
+      throw InputError("chart \"" + c.title + "\": series \"" + s.name + "\" has " + std::to_string(s.values.size()) +
+                       " values for " + std::to_string(nc) + " categories");
     for (size_t i = 0; i < nc; ++i) {
       check_finite(s.values[i], c.title, s.name, false);
       if (c.stacked && s.values[i] < 0)

@@ -1,5 +1,6 @@
 // Generic SVG charts for reports: a line chart (linear or log axes, one polyline per series
-// with markers, styled by colour, dash and marker shape, infeasible points marked, legend) and a bar chart (grouped or stacked bars per category, legend).
+// with markers, styled by colour, dash and marker shape, infeasible points marked, legend) and a bar chart (grouped or
+// stacked bars per category, legend).
 //
 // Output is a self-contained, well-formed SVG 1.1 document (UTF-8; every text node and
 // attribute value is XML-escaped). Sizes are in SVG user units (pixels); labels use a

@@ -87,7 +87,9 @@ std::string throughput_svg(const std::vector<ThroughputCell>& cells, const std::
   }
   std::sort(depths.begin(), depths.end());
   depths.erase(std::unique(depths.begin(), depths.end()), depths.end());
-  auto index_of = [](const auto& v, const auto& x) { return static_cast<int>(std::find(v.begin(), v.end(), x) - v.begin()); };
+  auto index_of = [](const auto& v, const auto& x) {
+    return static_cast<int>(std::find(v.begin(), v.end(), x) - v.begin());
+  };
   std::map<std::pair<std::string, int>, LineSeries> lines;
   std::vector<std::pair<std::string, int>> order;
   std::vector<double> ms;
@@ -124,8 +126,8 @@ std::string throughput_svg(const std::vector<ThroughputCell>& cells, const std::
         best = &c;
     if (!best) continue;
     BarChart bc;
-    bc.title = "Memory per stage, " + s + " K=" + std::to_string(best->stages) + " M=" +
-               std::to_string(best->micro_batches) + " (GiB)";
+    bc.title = "Memory per stage, " + s + " K=" + std::to_string(best->stages) +
+               " M=" + std::to_string(best->micro_batches) + " (GiB)";
     bc.x_label = "stage";
     bc.y_label = "GiB";
     bc.stacked = true;
@@ -177,7 +179,8 @@ std::string check_sweep_chart(const std::vector<SweepAxis>& axes, const std::vec
   }
   bool metric_is_axis = false;
   for (const SweepAxis& a : axes) metric_is_axis = metric_is_axis || a.name == metric;
-  if (!metric_is_axis && !is_result(metric)) throw InputError("--svg-metric: no column \"" + metric + "\" in the sweep");
+  if (!metric_is_axis && !is_result(metric))
+    throw InputError("--svg-metric: no column \"" + metric + "\" in the sweep");
   size_t lines = 1;
   for (const SweepAxis& a : axes)
     if (a.name != x_name) lines *= std::max<size_t>(a.values.size(), 1);
@@ -186,23 +189,22 @@ std::string check_sweep_chart(const std::vector<SweepAxis>& axes, const std::vec
 }
 
 std::string axis_words(const std::string& column) {
-  static const std::map<std::string, std::string> words = {
-      {"throughput_samples_per_s", "samples per second"},
-      {"samples_per_s", "samples per second"},
-      {"iteration_s", "iteration time (s)"},
-      {"micro_batches", "micro-batches per mini-batch"},
-      {"micro_batch_size", "samples per micro-batch"},
-      {"stages", "pipeline stages"},
-      {"stages_used", "pipeline stages used"},
-      {"devices", "devices"},
-      {"normalized", "throughput relative to the baseline"},
-      {"bubble_rate", "idle share of the iteration"},
-      {"peak_memory_bytes", "peak memory per device (bytes)"},
-      {"parameters", "parameters"},
-      {"flops_per_iteration", "FLOPs per iteration"},
-      {"batch", "samples per mini-batch"},
-      {"layers", "layers"},
-      {"hidden", "hidden size"}};
+  static const std::map<std::string, std::string> words = {{"throughput_samples_per_s", "samples per second"},
+                                                           {"samples_per_s", "samples per second"},
+                                                           {"iteration_s", "iteration time (s)"},
+                                                           {"micro_batches", "micro-batches per mini-batch"},
+                                                           {"micro_batch_size", "samples per micro-batch"},
+                                                           {"stages", "pipeline stages"},
+                                                           {"stages_used", "pipeline stages used"},
+                                                           {"devices", "devices"},
+                                                           {"normalized", "throughput relative to the baseline"},
+                                                           {"bubble_rate", "idle share of the iteration"},
+                                                           {"peak_memory_bytes", "peak memory per device (bytes)"},
+                                                           {"parameters", "parameters"},
+                                                           {"flops_per_iteration", "FLOPs per iteration"},
+                                                           {"batch", "samples per mini-batch"},
+                                                           {"layers", "layers"},
+                                                           {"hidden", "hidden size"}};
   auto it = words.find(column);
   if (it != words.end()) return it->second;
   std::string w = column;

@@ -6,8 +6,8 @@
 
 #include "models/device.h"
 #include "models/error.h"
-#include "models/limits.h"
 #include "models/error_text.h"
+#include "models/limits.h"
 #include "models/optimizer_memory.h"
 #include "models/zoo.h"
 #include "planner/schedule.h"
@@ -27,8 +27,9 @@ std::string known_list() {
 
 int64_t as_int(const Json& v, const std::string& path, int64_t min_value,
                int64_t max_value = std::numeric_limits<int64_t>::max()) {
-  std::string what = "an integer in [" + std::to_string(min_value) + ", " +
-                     (max_value == std::numeric_limits<int64_t>::max() ? std::string("inf") : std::to_string(max_value)) + "]";
+  std::string what =
+      "an integer in [" + std::to_string(min_value) + ", " +
+      (max_value == std::numeric_limits<int64_t>::max() ? std::string("inf") : std::to_string(max_value)) + "]";
   if (v.is_number_integer()) {
     int64_t x = v.get<int64_t>();
     if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(max_value)) bad(path, what, v);
@@ -66,11 +67,33 @@ std::string one_of(const Json& v, const std::string& path, std::initializer_list
 }  // namespace
 
 const std::vector<std::string_view>& whatif_setting_names() {
-  static const std::vector<std::string_view> names = {
-      "family", "layers", "d_model", "heads", "ffn", "seq", "vocab", "depth", "width", "image",
-      "width_divisor", "classes", "tied_embeddings", "devices", "device", "devices_per_node",
-      "intra_node", "interconnect", "free_transfers", "batch", "micro_batches", "schedule", "recompute",
-      "optimizer", "partitioner", "bf16", "efficiency"};
+  static const std::vector<std::string_view> names = {"family",
+                                                      "layers",
+                                                      "d_model",
+                                                      "heads",
+                                                      "ffn",
+                                                      "seq",
+                                                      "vocab",
+                                                      "depth",
+                                                      "width",
+                                                      "image",
+                                                      "width_divisor",
+                                                      "classes",
+                                                      "tied_embeddings",
+                                                      "devices",
+                                                      "device",
+                                                      "devices_per_node",
+                                                      "intra_node",
+                                                      "interconnect",
+                                                      "free_transfers",
+                                                      "batch",
+                                                      "micro_batches",
+                                                      "schedule",
+                                                      "recompute",
+                                                      "optimizer",
+                                                      "partitioner",
+                                                      "bf16",
+                                                      "efficiency"};
   return names;
 }
 
@@ -104,7 +127,8 @@ void apply_setting(WhatifConfig& c, std::string_view name, const Json& v, const 
   else if (name == "batch") c.batch = as_int(v, path, 1, int64_t{1} << 22);  // 4M samples: simulated in seconds
   else if (name == "micro_batches") {
     if (v.is_string() && v.get<std::string>() == "auto") c.micro_batches = "auto";
-    else if (v.is_number()) c.micro_batches = std::to_string(as_int(v, path, lim::kMicroBatches.min, lim::kMicroBatches.max));
+    else if (v.is_number())
+      c.micro_batches = std::to_string(as_int(v, path, lim::kMicroBatches.min, lim::kMicroBatches.max));
     else bad(path, "\"auto\" or an integer >= 1", v);
   } else if (name == "schedule") c.schedule = as_string(v, path);
   else if (name == "recompute") {
@@ -188,8 +212,9 @@ void check_catalog_name(std::string_view setting, const std::string& value) {
 void validate_config(const WhatifConfig& c, const std::string& where) {
   auto prefix = [&](const std::string& setting) { return where.empty() ? setting : where + ": " + setting; };
   const std::pair<const char*, const std::string*> names[] = {
-      {"family", &c.family},       {"device", &c.device},       {"intra_node", &c.intra_node},
-      {"interconnect", &c.interconnect}, {"optimizer", &c.optimizer}, {"schedule", &c.schedule}};
+      {"family", &c.family},         {"device", &c.device},
+      {"intra_node", &c.intra_node}, {"interconnect", &c.interconnect},
+      {"optimizer", &c.optimizer},   {"schedule", &c.schedule}};
   for (const auto& [setting, value] : names) {
     try {
       check_catalog_name(setting, *value);
@@ -200,8 +225,8 @@ void validate_config(const WhatifConfig& c, const std::string& where) {
     }
   }
   if (c.family == "gpt" && c.d_model % c.heads != 0)
-    throw InputError(prefix("d_model") + ": " + std::to_string(c.d_model) + " is not divisible by heads = " +
-                     std::to_string(c.heads));
+    throw InputError(prefix("d_model") + ": " + std::to_string(c.d_model) +
+                     " is not divisible by heads = " + std::to_string(c.heads));
 }
 
 bool whatif_bf16(const WhatifConfig& c) {

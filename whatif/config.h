@@ -56,7 +56,7 @@ struct WhatifConfig {
   int devices_per_node = models::kDefaultDevicesPerNode;
   std::string intra_node = models::kDefaultIntraNode;
   std::string interconnect = models::kDefaultInterconnect;
-  bool free_transfers = false;         // every transfer costs 0 ns (idealized, as in GPipe's tables)
+  bool free_transfers = false;  // every transfer costs 0 ns (idealized, as in GPipe's tables)
 
   int64_t batch = 64;
   std::string micro_batches = "auto";  // "auto" or a positive integer in decimal
@@ -64,7 +64,7 @@ struct WhatifConfig {
   std::string recompute = models::kDefaultRecompute;  // "auto", "on", "off"
   std::string optimizer = models::kDefaultOptimizer;  // as given; whatif_optimizer prices it
   std::string partitioner = "dp";
-  std::optional<bool> bf16;            // unset: models::default_bf16(device); see whatif_bf16
+  std::optional<bool> bf16;  // unset: models::default_bf16(device); see whatif_bf16
   double efficiency = models::kDefaultEfficiency;
 };
 

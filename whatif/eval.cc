@@ -73,7 +73,8 @@ double flops_per_iteration(const models::Model& model, const planner::Plan& plan
   const auto& layers = model.layers();
   std::vector<bool> recomputed(layers.size(), false);
   for (const planner::StagePlan& s : plan.stages)
-    for (int l = s.first_layer; l < s.end_layer && l < static_cast<int>(layers.size()); ++l) recomputed[l] = s.recompute;
+    for (int l = s.first_layer; l < s.end_layer && l < static_cast<int>(layers.size()); ++l)
+      recomputed[l] = s.recompute;
   double per_sample = 0;
   for (size_t i = 0; i < layers.size(); ++i) {
     if (!is_matmul(layers[i].kind)) continue;
@@ -117,7 +118,8 @@ WhatifEvaluation evaluate_whatif(const WhatifConfig& c, const EvalOptions& optio
     const double all = static_cast<double>(memory) * cluster.num_devices();
     if (total > all) {
       char buf[160];
-      std::snprintf(buf, sizeof buf, "weights, gradients and optimizer state (%.1f GiB) exceed the memory of all %d devices (%.1f GiB)",
+      std::snprintf(buf, sizeof buf,
+                    "weights, gradients and optimizer state (%.1f GiB) exceed the memory of all %d devices (%.1f GiB)",
                     total / (1LL << 30), cluster.num_devices(), all / (1LL << 30));
       e.reason = buf;
       return e;
@@ -147,10 +149,22 @@ WhatifEvaluation evaluate_whatif(const WhatifConfig& c, const EvalOptions& optio
 }
 
 const std::vector<std::string>& whatif_result_columns() {
-  static const std::vector<std::string> cols = {
-      "feasible", "reason", "parameters", "stages", "micro_batches_used", "micro_batch_size",
-      "recompute_stages", "iteration_s", "throughput_samples_per_s", "tflops_per_device", "bubble_rate",
-      "peak_memory_bytes", "weights_optimizer_bytes", "activation_bytes", "min_memory_bytes_to_fit", "source"};
+  static const std::vector<std::string> cols = {"feasible",
+                                                "reason",
+                                                "parameters",
+                                                "stages",
+                                                "micro_batches_used",
+                                                "micro_batch_size",
+                                                "recompute_stages",
+                                                "iteration_s",
+                                                "throughput_samples_per_s",
+                                                "tflops_per_device",
+                                                "bubble_rate",
+                                                "peak_memory_bytes",
+                                                "weights_optimizer_bytes",
+                                                "activation_bytes",
+                                                "min_memory_bytes_to_fit",
+                                                "source"};
   return cols;
 }
 
@@ -184,8 +198,7 @@ Json whatif_result_row(const WhatifEvaluation& e) {
   }
   r["iteration_s"] = iteration_s;
   r["throughput_samples_per_s"] = iteration_s > 0 ? static_cast<double>(p.batch) / iteration_s : 0.0;
-  r["tflops_per_device"] =
-      iteration_s > 0 ? e.flops_per_iteration / iteration_s / p.num_devices_used / 1e12 : 0.0;
+  r["tflops_per_device"] = iteration_s > 0 ? e.flops_per_iteration / iteration_s / p.num_devices_used / 1e12 : 0.0;
   r["bubble_rate"] = bubble;
   r["peak_memory_bytes"] = peak;
   r["weights_optimizer_bytes"] = fullest->predicted.weights_optimizer_bytes;

@@ -52,12 +52,12 @@ double flops_per_iteration(const models::Model& model, const planner::Plan& plan
 
 struct WhatifEvaluation {
   bool feasible = false;
-  std::string reason;                 // why not, when infeasible
+  std::string reason;  // why not, when infeasible
   int64_t parameters = 0;
   planner::PlanOutcome outcome;
-  double flops_per_iteration = 0;     // 0 when infeasible
+  double flops_per_iteration = 0;  // 0 when infeasible
   bool simulated = false;
-  sim::Report report;                    // when simulated
+  sim::Report report;  // when simulated
 };
 
 struct EvalOptions {

@@ -31,8 +31,8 @@ std::string_view to_string(MaxModelMode m) { return m == MaxModelMode::naive ? "
 std::string max_model_size_setting(const std::string& family) {
   if (family == "gpt") return "layers";
   if (family == "mlp") return "depth";
-  throw InputError("--family: max-model searches over the number of layers of gpt or the depth of mlp; \"" +
-                   family + "\" has a fixed depth");
+  throw InputError("--family: max-model searches over the number of layers of gpt or the depth of mlp; \"" + family +
+                   "\" has a fixed depth");
 }
 
 MaxModelResult find_max_model(const WhatifConfig& config, MaxModelMode mode, int64_t max_size,
@@ -58,7 +58,7 @@ MaxModelResult find_max_model(const WhatifConfig& config, MaxModelMode mode, int
   int64_t best_size = 0;
   // Memory the planner reports at a probed size: the fullest device's need when it fits, the
   // smallest per-device memory that would fit when not (<= 0: unknown).
-  int64_t lo = 0, hi = 0;          // largest size that fits; smallest that does not (0: none yet)
+  int64_t lo = 0, hi = 0;  // largest size that fits; smallest that does not (0: none yet)
   double mem_lo = 0, mem_hi = 0;
   auto probe = [&](int64_t size) {
     set_size(c, size);
@@ -132,7 +132,8 @@ MaxModelResult find_max_model(const WhatifConfig& config, MaxModelMode mode, int
   r.probes = probes;
   for (const planner::StagePlan& s : p.stages) {
     r.recompute_stages += s.recompute ? 1 : 0;
-    r.stage_memory.push_back({s.predicted.weights_optimizer_bytes, s.predicted.activation_bytes, s.predicted.memory_bytes});
+    r.stage_memory.push_back(
+        {s.predicted.weights_optimizer_bytes, s.predicted.activation_bytes, s.predicted.memory_bytes});
     if (s.predicted.memory_bytes > r.memory_bytes) {
       r.memory_bytes = s.predicted.memory_bytes;
       r.weights_optimizer_bytes = s.predicted.weights_optimizer_bytes;
@@ -182,9 +183,22 @@ std::vector<MaxModelResult> max_model_study(const WhatifConfig& config, const st
 
 Table max_model_table(const std::vector<MaxModelResult>& rows) {
   Table t;
-  t.columns = {"devices", "mode", "layers", "parameters", "weights_optimizer_bytes", "activation_bytes",
-               "memory_bytes", "device_memory_bytes", "stages", "micro_batches", "micro_batch_size",
-               "recompute_stages", "iteration_s", "throughput_samples_per_s", "probes", "reason"};
+  t.columns = {"devices",
+               "mode",
+               "layers",
+               "parameters",
+               "weights_optimizer_bytes",
+               "activation_bytes",
+               "memory_bytes",
+               "device_memory_bytes",
+               "stages",
+               "micro_batches",
+               "micro_batch_size",
+               "recompute_stages",
+               "iteration_s",
+               "throughput_samples_per_s",
+               "probes",
+               "reason"};
   for (const MaxModelResult& r : rows)
     t.add_row(Json{{"devices", r.devices},
                    {"mode", std::string(to_string(r.mode))},

@@ -40,23 +40,23 @@ struct StageMemory {
 };
 
 struct MaxModelResult {
-  int devices = 0;                     // devices of the configuration (1 for naive)
+  int devices = 0;  // devices of the configuration (1 for naive)
   MaxModelMode mode = MaxModelMode::pipelined;
-  int64_t layers = 0;                  // the searched size (layers or depth)
+  int64_t layers = 0;  // the searched size (layers or depth)
   int64_t parameters = 0;
-  int64_t weights_optimizer_bytes = 0; // of the fullest device
-  int64_t activation_bytes = 0;        // of the fullest device
-  int64_t memory_bytes = 0;            // fullest device's total (planner's model)
-  int64_t device_memory_bytes = 0;     // capacity
+  int64_t weights_optimizer_bytes = 0;  // of the fullest device
+  int64_t activation_bytes = 0;         // of the fullest device
+  int64_t memory_bytes = 0;             // fullest device's total (planner's model)
+  int64_t device_memory_bytes = 0;      // capacity
   int stages = 0;
   int micro_batches = 0;
   int64_t micro_batch_size = 0;
   int recompute_stages = 0;
-  double iteration_s = 0;              // planner's prediction at that size
+  double iteration_s = 0;  // planner's prediction at that size
   double throughput_samples_per_s = 0;
-  int probes = 0;                      // planner calls made
-  bool capped = false;                 // still fitting at max_size
-  std::string reason;                  // non-empty: not even size 1 fits (layers = 0)
+  int probes = 0;                         // planner calls made
+  bool capped = false;                    // still fitting at max_size
+  std::string reason;                     // non-empty: not even size 1 fits (layers = 0)
   std::vector<StageMemory> stage_memory;  // per stage of the plan
 };
 

@@ -40,7 +40,9 @@ struct PassTimes {
 };
 
 // The constant-efficiency model: every product at peak x efficiency, B and W each as much as F.
-PassTimes constant_layer(double flops_fwd, double rate) { return {flops_fwd / rate, flops_fwd / rate, flops_fwd / rate}; }
+PassTimes constant_layer(double flops_fwd, double rate) {
+  return {flops_fwd / rate, flops_fwd / rate, flops_fwd / rate};
+}
 
 // The device's GEMM curve (models/gemm_efficiency.h) on Megatron's products, plus the
 // memory-bound kernels at memory bandwidth (bf16, 2 bytes an element). Products per device
@@ -76,7 +78,8 @@ PassTimes curve_layer(const models::DeviceSpec& dev, double b, double s, double 
   const double ew_fwd = (2 * 4 + 2 * 7) * sbh + 4 * mlp + (4 + 5) * scores;
   const double ew_bwd = (2 * 6 + 2 * 5 + 2 * 6) * sbh + 6 * mlp + (6 + 5) * scores;
   const double grad_acc = 10 * (12 * h * h + 13 * h) / t;
-  return {models::total_gemm_seconds(dev, fwd) + ew_fwd / bw_bytes, models::total_gemm_seconds(dev, bin) + ew_bwd / bw_bytes,
+  return {models::total_gemm_seconds(dev, fwd) + ew_fwd / bw_bytes,
+          models::total_gemm_seconds(dev, bin) + ew_bwd / bw_bytes,
           models::total_gemm_seconds(dev, bw) + grad_acc / bw_bytes};
 }
 
@@ -170,7 +173,8 @@ Evaluation evaluate_layout(const GptShape& g, int64_t batch, const Machine& m, c
   if (batch % (static_cast<int64_t>(d) * b) != 0) return fail("d x b does not divide the batch");
   const int64_t mb = batch / (d * b);  // micro-batches per pipeline
   if (v > 1 && (p < 2 || mb % p != 0)) return fail("interleaving needs p > 1 and micro-batches % p == 0");
-  if (!(m.efficiency >= 0 && m.efficiency <= 1)) return fail("efficiency must be 0 (the device's GEMM curve) or in (0, 1]");
+  if (!(m.efficiency >= 0 && m.efficiency <= 1))
+    return fail("efficiency must be 0 (the device's GEMM curve) or in (0, 1]");
 
   const double s = g.seq, h = g.hidden, a = g.heads, V = g.vocab;
   const bool curve = m.efficiency == 0 && models::has_gemm_curve(m.device, m.bf16);
@@ -259,8 +263,7 @@ Evaluation evaluate_layout(const GptShape& g, int64_t batch, const Machine& m, c
   std::vector<models::Level> levels{{"node", m.devices_per_node, m.intra.bandwidth_bytes_per_s, m.intra.latency_ns}};
   if (m.devices > m.devices_per_node)
     levels.push_back({"cluster", m.devices / m.devices_per_node, m.inter.bandwidth_bytes_per_s, m.inter.latency_ns});
-  else
-    levels[0].count = m.devices;
+  else levels[0].count = m.devices;
   models::Cluster cluster("3d", m.device, levels);
   std::vector<int> device_of;
   for (int k = 0; k < p; ++k) device_of.push_back(k * t * d);
@@ -336,15 +339,15 @@ std::vector<Layout> candidate_layouts(const GptShape& g, int64_t batch, const Ma
   return out;
 }
 
-SearchResult search_layouts(const GptShape& g, int64_t batch, const Machine& m, const SearchAxes& axes,
-                            int threads, ProgressMode progress) {
+SearchResult search_layouts(const GptShape& g, int64_t batch, const Machine& m, const SearchAxes& axes, int threads,
+                            ProgressMode progress) {
   SearchResult res;
   res.layouts = candidate_layouts(g, batch, m, axes);
   res.evaluations.resize(res.layouts.size());
   ProgressBar bar(stderr, res.layouts.size(), "best", progress);
   parallel_for(
-      res.layouts.size(), threads,
-      [&](size_t k) { res.evaluations[k] = evaluate_layout(g, batch, m, res.layouts[k]); }, &bar);
+      res.layouts.size(), threads, [&](size_t k) { res.evaluations[k] = evaluate_layout(g, batch, m, res.layouts[k]); },
+      &bar);
   bar.finish();
   std::vector<int> feasible;
   for (size_t k = 0; k < res.layouts.size(); ++k)

@@ -69,19 +69,19 @@ double megatron_flops(const GptShape& g, int64_t batch, bool recompute);
 
 struct Machine {
   models::DeviceSpec device;
-  models::LinkSpec intra;       // joins the devices of a node
-  models::LinkSpec inter;       // joins nodes (per device: each device has its own port)
+  models::LinkSpec intra;  // joins the devices of a node
+  models::LinkSpec inter;  // joins nodes (per device: each device has its own port)
   int devices_per_node = 8;
   int devices = 8;
-  double efficiency = 0;        // (0, 1]: a constant fraction of peak for every product;
-                                // 0: the device's GEMM curve (see above)
+  double efficiency = 0;  // (0, 1]: a constant fraction of peak for every product;
+                          // 0: the device's GEMM curve (see above)
   bool bf16 = true;
 };
 
 struct Layout {
-  int tp = 1, pp = 1, dp = 1;   // tp * pp * dp == devices
-  int micro_batch = 1;          // samples per micro-batch (b)
-  int chunks = 1;               // v > 1: interleaved 1F1B with v model chunks per device
+  int tp = 1, pp = 1, dp = 1;  // tp * pp * dp == devices
+  int micro_batch = 1;         // samples per micro-batch (b)
+  int chunks = 1;              // v > 1: interleaved 1F1B with v model chunks per device
   bool recompute = true;
   bool sequence_parallel = false;
   bool zero1 = false;
@@ -107,13 +107,13 @@ struct TimeSplit {
 
 struct Evaluation {
   bool feasible = false;
-  std::string reason;           // why not (shape or memory)
+  std::string reason;  // why not (shape or memory)
   double iteration_s = 0;
   double samples_per_s = 0;
-  double tflops_per_device = 0; // the paper's F (with or without recompute as laid out) / time / N
-  double mfu = 0;               // model FLOPs (no recompute) / time / N / peak
-  int64_t peak_memory_bytes = 0;       // largest over devices, from the simulator
-  int64_t weights_optimizer_bytes = 0; // of the fullest device
+  double tflops_per_device = 0;         // the paper's F (with or without recompute as laid out) / time / N
+  double mfu = 0;                       // model FLOPs (no recompute) / time / N / peak
+  int64_t peak_memory_bytes = 0;        // largest over devices, from the simulator
+  int64_t weights_optimizer_bytes = 0;  // of the fullest device
   TimeSplit split;
 };
 
@@ -142,7 +142,7 @@ struct SearchResult {
   std::vector<int> frontier;            // feasible, Pareto in (iteration time, peak memory), by time
 };
 // Progress (one item per layout) on stderr as `progress` says (whatif/runner.h).
-SearchResult search_layouts(const GptShape& g, int64_t batch, const Machine& m, const SearchAxes& axes,
-                            int threads, ProgressMode progress = ProgressMode::off);
+SearchResult search_layouts(const GptShape& g, int64_t batch, const Machine& m, const SearchAxes& axes, int threads,
+                            ProgressMode progress = ProgressMode::off);
 
 }  // namespace pw::whatif

@@ -18,8 +18,13 @@ ProgressMode progress_mode(bool force, bool no_progress) {
 
 ProgressBar::ProgressBar(std::FILE* out, size_t total, std::string label, ProgressMode mode,
                          std::chrono::milliseconds heartbeat)
-    : out_(out), total_(total), label_(std::move(label)), mode_(out ? mode : ProgressMode::off),
-      enabled_(mode_ != ProgressMode::off), start_(std::chrono::steady_clock::now()), last_draw_(start_) {
+    : out_(out),
+      total_(total),
+      label_(std::move(label)),
+      mode_(out ? mode : ProgressMode::off),
+      enabled_(mode_ != ProgressMode::off),
+      start_(std::chrono::steady_clock::now()),
+      last_draw_(start_) {
   if ((mode_ == ProgressMode::lines || mode_ == ProgressMode::lines_when_slow) && heartbeat.count() > 0)
     heartbeat_ = std::thread([this, heartbeat] { heartbeat_main(heartbeat); });
   // A bar is redrawn every second while no item finishes, so its clock and estimate move.
@@ -79,7 +84,8 @@ std::string ProgressBar::render(size_t done, double elapsed_s) const {
   char tail[96];
   std::snprintf(tail, sizeof tail, "] %zu/%zu %3d%% %.1f s", done, total_,
                 static_cast<int>(100 * std::min(done, total) / total), elapsed_s);
-  return label_ + " [" + std::string(filled, '#') + std::string(kWidth - filled, '.') + tail + left_text(done, elapsed_s);
+  return label_ + " [" + std::string(filled, '#') + std::string(kWidth - filled, '.') + tail +
+         left_text(done, elapsed_s);
 }
 
 void ProgressBar::draw(bool final_draw) {
@@ -100,8 +106,8 @@ void ProgressBar::advance(size_t n) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (tenth > last_tenth_ && !finished_) {
       last_tenth_ = tenth;
-      const bool quiet = mode_ == ProgressMode::lines_when_slow &&
-                         std::chrono::steady_clock::now() - start_ < std::chrono::seconds(1);
+      const bool quiet =
+          mode_ == ProgressMode::lines_when_slow && std::chrono::steady_clock::now() - start_ < std::chrono::seconds(1);
       if (!quiet) print_line_locked(done);
     }
     return;

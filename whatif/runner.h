@@ -72,7 +72,7 @@ class ProgressBar {
   ProgressMode mode_;
   bool enabled_;
   bool finished_ = false;
-  size_t last_tenth_ = 0;     // lines modes: tenths of the work already reported
+  size_t last_tenth_ = 0;  // lines modes: tenths of the work already reported
   bool printed_total_ = false;
   bool printed_any_ = false;
   std::condition_variable stop_cv_;
@@ -86,7 +86,6 @@ class ProgressBar {
 // Hardware threads, at least 1.
 int available_threads();
 
-void parallel_for(size_t n, int threads, const std::function<void(size_t)>& fn,
-                  ProgressBar* progress = nullptr);
+void parallel_for(size_t n, int threads, const std::function<void(size_t)>& fn, ProgressBar* progress = nullptr);
 
 }  // namespace pw::whatif

@@ -62,8 +62,8 @@ SweepSpec sweep_spec_from_json(const Json& j) {
       check_value(key, value[i], join_path(path, i));
       for (size_t k = 0; k < i; ++k)
         if (value[k] == value[i])
-          throw InputError(join_path(path, i) + ": duplicate value " + describe_json_value(value[i]) + " (also at index " +
-                           std::to_string(k) + ")");
+          throw InputError(join_path(path, i) + ": duplicate value " + describe_json_value(value[i]) +
+                           " (also at index " + std::to_string(k) + ")");
     }
   }
   for (std::string_view name : whatif_setting_names()) {
@@ -113,8 +113,8 @@ std::vector<SweepPoint> expand_sweep(const SweepSpec& s) {
   return points;
 }
 
-Table run_sweep(const SweepSpec& s, const std::vector<std::string>& result_columns,
-                const SweepEvaluator& evaluate, const SweepOptions& options) {
+Table run_sweep(const SweepSpec& s, const std::vector<std::string>& result_columns, const SweepEvaluator& evaluate,
+                const SweepOptions& options) {
   std::vector<SweepPoint> points = expand_sweep(s);
   std::vector<Json> results(points.size());
   ProgressBar bar(options.progress_out, points.size(), "sweep", options.progress);

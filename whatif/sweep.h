@@ -59,15 +59,15 @@ std::vector<SweepPoint> expand_sweep(const SweepSpec& s);
 using SweepEvaluator = std::function<Json(const WhatifConfig&)>;
 
 struct SweepOptions {
-  int threads = 0;                   // 0 = available_threads()
+  int threads = 0;                            // 0 = available_threads()
   ProgressMode progress = ProgressMode::off;  // progress on progress_out (whatif/runner.h)
   std::FILE* progress_out = stderr;
 };
 
 // Table columns: "point", the axis names, then result_columns; one row per point in grid
 // order (independent of the thread count).
-Table run_sweep(const SweepSpec& s, const std::vector<std::string>& result_columns,
-                const SweepEvaluator& evaluate, const SweepOptions& options = {});
+Table run_sweep(const SweepSpec& s, const std::vector<std::string>& result_columns, const SweepEvaluator& evaluate,
+                const SweepOptions& options = {});
 
 // {"format": "pipewright.sweep-result/1", "spec": ..., "columns": [...], "rows": [{...}]}
 Json sweep_result_json(const SweepSpec& s, const Table& t);

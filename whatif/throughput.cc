@@ -96,11 +96,26 @@ std::vector<ThroughputCell> throughput_grid(const WhatifConfig& config, const Th
 
 Table throughput_table(const std::vector<ThroughputCell>& cells) {
   Table t;
-  t.columns = {"stages", "micro_batches", "schedule", "feasible", "stages_used", "micro_batch_size", "parameters",
-               "flops_per_iteration", "iteration_s", "throughput_samples_per_s", "normalized", "bubble_rate",
-               "idle_share", "peak_memory_bytes", "device_memory_bytes", "stage_peak_memory_bytes", "reason"};
+  t.columns = {"stages",
+               "micro_batches",
+               "schedule",
+               "feasible",
+               "stages_used",
+               "micro_batch_size",
+               "parameters",
+               "flops_per_iteration",
+               "iteration_s",
+               "throughput_samples_per_s",
+               "normalized",
+               "bubble_rate",
+               "idle_share",
+               "peak_memory_bytes",
+               "device_memory_bytes",
+               "stage_peak_memory_bytes",
+               "reason"};
   for (const ThroughputCell& c : cells) {
-    Json r{{"stages", c.stages}, {"micro_batches", c.micro_batches}, {"schedule", c.schedule}, {"feasible", c.feasible}};
+    Json r{
+        {"stages", c.stages}, {"micro_batches", c.micro_batches}, {"schedule", c.schedule}, {"feasible", c.feasible}};
     if (c.feasible) {
       r["stages_used"] = c.stages_used;
       r["micro_batch_size"] = c.micro_batch_size;

@@ -26,16 +26,16 @@
 namespace pw::whatif {
 
 struct ThroughputRequest {
-  std::vector<int> stages;              // K values (>= 1)
-  std::vector<int> micro_batches;       // M values (>= 1)
-  std::vector<std::string> schedules;   // schedule names the planner's sync objective accepts
+  std::vector<int> stages;             // K values (>= 1)
+  std::vector<int> micro_batches;      // M values (>= 1)
+  std::vector<std::string> schedules;  // schedule names the planner's sync objective accepts
   // Baseline cell; 0 / "" = the first value of the corresponding list.
   int baseline_stages = 0;
   int baseline_micro_batches = 0;
   std::string baseline_schedule;
-  int threads = 0;                      // 0 = available_threads()
+  int threads = 0;                            // 0 = available_threads()
   ProgressMode progress = ProgressMode::off;  // progress on stderr (whatif/runner.h)
-  const models::Profile* profile = nullptr;  // measured profile instead of the analytic one
+  const models::Profile* profile = nullptr;   // measured profile instead of the analytic one
 };
 
 struct ThroughputCell {
@@ -46,18 +46,18 @@ struct ThroughputCell {
   std::string reason;
   int stages_used = 0;
   int64_t micro_batch_size = 0;
-  int64_t parameters = 0;               // of the model (0 with a measured profile)
-  double flops_per_iteration = 0;       // matmul FLOPs (whatif/eval.h), 0 with a measured profile
-  double iteration_s = 0;               // simulated steady-state iteration
+  int64_t parameters = 0;          // of the model (0 with a measured profile)
+  double flops_per_iteration = 0;  // matmul FLOPs (whatif/eval.h), 0 with a measured profile
+  double iteration_s = 0;          // simulated steady-state iteration
   double throughput_samples_per_s = 0;
-  double normalized = 0;                // < 0 when the baseline does not fit
-  double bubble_rate = 0;               // simulated (sim/report.h: idle of the longest-span device)
-  double idle_share = 0;                // simulated: 1 - mean busy / (devices x iteration)
-  int64_t peak_memory_bytes = 0;        // simulated, largest over devices
-  int64_t device_memory_bytes = 0;      // capacity (the simulated peak may exceed it: the
-                                        // planner's memory model is not the simulator's)
-  std::vector<StageMemory> stage_memory;        // planner's per-stage breakdown
-  std::vector<int64_t> stage_peak_memory_bytes; // simulated peak per stage's device
+  double normalized = 0;                         // < 0 when the baseline does not fit
+  double bubble_rate = 0;                        // simulated (sim/report.h: idle of the longest-span device)
+  double idle_share = 0;                         // simulated: 1 - mean busy / (devices x iteration)
+  int64_t peak_memory_bytes = 0;                 // simulated, largest over devices
+  int64_t device_memory_bytes = 0;               // capacity (the simulated peak may exceed it: the
+                                                 // planner's memory model is not the simulator's)
+  std::vector<StageMemory> stage_memory;         // planner's per-stage breakdown
+  std::vector<int64_t> stage_peak_memory_bytes;  // simulated peak per stage's device
 };
 
 // Throws InputError for empty lists, bad values, or a baseline that is not in the grid.

@@ -64,10 +64,11 @@ int main(int argc, char** argv) {
       const double ms =
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / double(reps);
       const double tflops = 2.0 * double(rows) * double(s.n) * double(s.k) / (ms * 1e-3) / 1e12;
-      std::printf("%s\n {\"name\": \"%s\", \"m\": %lld, \"n\": %lld, \"k\": %lld, \"tf32\": %s, \"ms\": %.4f, "
-                  "\"tflops\": %.3f}",
-                  first ? "" : ",", s.name, static_cast<long long>(rows), static_cast<long long>(s.n),
-                  static_cast<long long>(s.k), tf32 ? "true" : "false", ms, tflops);
+      std::printf(
+          "%s\n {\"name\": \"%s\", \"m\": %lld, \"n\": %lld, \"k\": %lld, \"tf32\": %s, \"ms\": %.4f, "
+          "\"tflops\": %.3f}",
+          first ? "" : ",", s.name, static_cast<long long>(rows), static_cast<long long>(s.n),
+          static_cast<long long>(s.k), tf32 ? "true" : "false", ms, tflops);
       first = false;
     }
   }

@@ -165,8 +165,6 @@ void CachingAllocator::release_cache() {
 
 void StreamMemory::fill(float* p, int64_t n, float v) { alloc_.driver().fill(p, n, v, stream_); }
 
-void StreamMemory::copy(void* dst, const void* src, size_t bytes) {
-  alloc_.driver().copy(dst, src, bytes, stream_);
-}
+void StreamMemory::copy(void* dst, const void* src, size_t bytes) { alloc_.driver().copy(dst, src, bytes, stream_); }
 
 }  // namespace pw::exec::cuda

@@ -15,8 +15,7 @@ namespace pw::exec::cuda {
 namespace {
 
 void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess)
-    throw std::runtime_error(std::string("CUDA: ") + what + ": " + cudaGetErrorString(e));
+  if (e != cudaSuccess) throw std::runtime_error(std::string("CUDA: ") + what + ": " + cudaGetErrorString(e));
 }
 
 constexpr size_t kWorkspaceBytes = size_t{32} << 20;  // cuBLASLt's split-K / stream-K scratch
@@ -61,12 +60,10 @@ class RuntimeDriver : public DeviceDriver {
     if (v == 0.0f)
       check(cudaMemsetAsync(p, 0, static_cast<size_t>(n) * sizeof(float), static_cast<cudaStream_t>(s)),
             "cudaMemsetAsync");
-    else
-      kernels::fill(p, n, v, s);
+    else kernels::fill(p, n, v, s);
   }
   void copy(void* dst, const void* src, size_t bytes, StreamHandle s) override {
-    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(s)),
-          "cudaMemcpyAsync");
+    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(s)), "cudaMemcpyAsync");
   }
 
  private:
@@ -107,8 +104,8 @@ CudaDevice& CudaDevice::get(int index) {
   std::lock_guard<std::mutex> lock(mu);
   if (const std::string why = unusable_reason(); !why.empty()) throw InputError("--device cuda: " + why);
   if (index < 0 || index >= device_count() || index >= kMaxDevices)
-    throw InputError("--device cuda:" + std::to_string(index) + ": this machine has " +
-                     std::to_string(device_count()) + " CUDA device(s)");
+    throw InputError("--device cuda:" + std::to_string(index) + ": this machine has " + std::to_string(device_count()) +
+                     " CUDA device(s)");
   if (!devices[index]) devices[index] = new CudaDevice(index);
   devices[index]->make_current();
   return *devices[index];

@@ -5,8 +5,8 @@
 
 #include <array>
 #include <map>
-#include <mutex>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 
@@ -71,8 +71,8 @@ cublasLtEpilogue_t lt_epilogue(Epilogue e) {
 
 // The row-major product C = op(A)·op(B) is the column-major product Cᵀ = op(B)ᵀ·op(A)ᵀ: cuBLASLt's
 // first operand is our B, its second our A, and its [n, m] column-major result is our C.
-std::unique_ptr<Plan> make_plan(CudaDevice& dev, const GemmShape& s, int64_t lda, int64_t ldb, int64_t ldc,
-                                Epilogue ep, const std::array<int64_t, 4>& align) {
+std::unique_ptr<Plan> make_plan(CudaDevice& dev, const GemmShape& s, int64_t lda, int64_t ldb, int64_t ldc, Epilogue ep,
+                                const std::array<int64_t, 4>& align) {
   auto p = std::make_unique<Plan>();
   const cublasComputeType_t compute = dev.tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   check(cublasLtMatmulDescCreate(&p->desc, compute, CUDA_R_32F), "cublasLtMatmulDescCreate");
@@ -103,9 +103,8 @@ std::unique_ptr<Plan> make_plan(CudaDevice& dev, const GemmShape& s, int64_t lda
   cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_c, sizeof al_c);
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
-  const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(static_cast<cublasLtHandle_t>(dev.blas_handle()),
-                                                           p->desc, p->a, p->b, p->c, p->c, pref, 1, &result,
-                                                           &found);
+  const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(static_cast<cublasLtHandle_t>(dev.blas_handle()), p->desc,
+                                                           p->a, p->b, p->c, p->c, pref, 1, &result, &found);
   cublasLtMatmulPreferenceDestroy(pref);
   if (st != CUBLAS_STATUS_SUCCESS || found == 0)
     throw std::runtime_error("cuBLASLt: no algorithm for the product [" + std::to_string(s.m) + "x" +
@@ -117,8 +116,8 @@ std::unique_ptr<Plan> make_plan(CudaDevice& dev, const GemmShape& s, int64_t lda
 
 }  // namespace
 
-void gemm(CudaDevice& dev, const GemmShape& s, const float* a, const float* b, float* c, float beta,
-          Epilogue epilogue, const float* bias) {
+void gemm(CudaDevice& dev, const GemmShape& s, const float* a, const float* b, float* c, float beta, Epilogue epilogue,
+          const float* bias) {
   PW_CHECK(s.m >= 1 && s.n >= 1 && s.k >= 1 && s.batch >= 1, "gemm sizes must be >= 1");
   const bool has_bias = epilogue == Epilogue::bias || epilogue == Epilogue::bias_gelu;
   PW_CHECK(!has_bias || bias != nullptr, "gemm bias epilogue without a bias");
@@ -128,9 +127,25 @@ void gemm(CudaDevice& dev, const GemmShape& s, const float* a, const float* b, f
   const int64_t ldb = s.ldb ? s.ldb : (s.trans_b ? s.k : s.n);
   const int64_t ldc = s.ldc ? s.ldc : s.n;
   const std::array<int64_t, 4> align{alignment(a), alignment(b), alignment(c), 0};
-  const Key key{s.m, s.n, s.k, s.trans_a, s.trans_b, lda, ldb, ldc, s.batch, s.stride_a, s.stride_b,
-                s.stride_c, static_cast<int64_t>(epilogue), dev.tf32(), beta != 0.0f, align[0], align[1],
-                align[2], dev.device().index};
+  const Key key{s.m,
+                s.n,
+                s.k,
+                s.trans_a,
+                s.trans_b,
+                lda,
+                ldb,
+                ldc,
+                s.batch,
+                s.stride_a,
+                s.stride_b,
+                s.stride_c,
+                static_cast<int64_t>(epilogue),
+                dev.tf32(),
+                beta != 0.0f,
+                align[0],
+                align[1],
+                align[2],
+                dev.device().index};
   // Plans per device (keyed by the device index), created on first use; the map is used by the
   // device's one thread, guarded for the rare case of two devices driven from two threads.
   static std::mutex mu;
@@ -146,9 +161,9 @@ void gemm(CudaDevice& dev, const GemmShape& s, const float* a, const float* b, f
     check(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias),
           "bias pointer");
   const float alpha = 1.0f;
-  check(cublasLtMatmul(static_cast<cublasLtHandle_t>(dev.blas_handle()), plan->desc, &alpha, b, plan->a, a,
-                       plan->b, &beta, c, plan->c, c, plan->c, &plan->algo, dev.workspace(),
-                       dev.workspace_bytes(), static_cast<cudaStream_t>(dev.stream())),
+  check(cublasLtMatmul(static_cast<cublasLtHandle_t>(dev.blas_handle()), plan->desc, &alpha, b, plan->a, a, plan->b,
+                       &beta, c, plan->c, c, plan->c, &plan->algo, dev.workspace(), dev.workspace_bytes(),
+                       static_cast<cudaStream_t>(dev.stream())),
         "cublasLtMatmul");
 }
 

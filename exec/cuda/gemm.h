@@ -33,7 +33,7 @@ struct GemmShape {
   int64_t stride_a = 0, stride_b = 0, stride_c = 0;  // elements between batch members
 };
 
-void gemm(CudaDevice& dev, const GemmShape& shape, const float* a, const float* b, float* c,
-          float beta = 0.0f, Epilogue epilogue = Epilogue::none, const float* bias = nullptr);
+void gemm(CudaDevice& dev, const GemmShape& shape, const float* a, const float* b, float* c, float beta = 0.0f,
+          Epilogue epilogue = Epilogue::none, const float* bias = nullptr);
 
 }  // namespace pw::exec::cuda

@@ -22,8 +22,7 @@ inline unsigned grid_for(int64_t n) {
 
 inline void check_launch(const char* kernel) {
   const cudaError_t e = cudaGetLastError();
-  if (e != cudaSuccess)
-    throw std::runtime_error(std::string("CUDA kernel ") + kernel + ": " + cudaGetErrorString(e));
+  if (e != cudaSuccess) throw std::runtime_error(std::string("CUDA kernel ") + kernel + ": " + cudaGetErrorString(e));
 }
 
 __device__ inline int64_t global_index() { return int64_t(blockIdx.x) * blockDim.x + threadIdx.x; }
@@ -47,14 +46,18 @@ __device__ T block_reduce(T v, Op op) {
 
 struct SumOp {
   template <typename T>
-  __device__ T operator()(T a, T b) const { return a + b; }
+  __device__ T operator()(T a, T b) const {
+    return a + b;
+  }
 };
 struct MaxOp {
   __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
 };
 
 template <typename T>
-__device__ T block_sum(T v) { return block_reduce(v, SumOp{}); }
+__device__ T block_sum(T v) {
+  return block_reduce(v, SumOp{});
+}
 __device__ inline float block_max(float v) { return block_reduce(v, MaxOp{}); }
 
 }  // namespace pw::exec::cuda::kernels

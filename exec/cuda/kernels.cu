@@ -72,13 +72,12 @@ __device__ uint64_t mix_seed(uint64_t seed, uint64_t salt) {
 }
 
 // grid.y: samples; grid-stride over the sample's elements.
-__global__ void dropout_k(const float* x, float* mask, float* y, int64_t per, uint64_t step_seed,
-                          int64_t first, double p, float keep) {
+__global__ void dropout_k(const float* x, float* mask, float* y, int64_t per, uint64_t step_seed, int64_t first,
+                          double p, float keep) {
   const int64_t b = blockIdx.y;
   const uint64_t s0 = rng_start(mix_seed(step_seed, static_cast<uint64_t>(first + b) + 1));
   const int64_t base = b * per;
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < per;
-       i += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < per; i += int64_t(gridDim.x) * blockDim.x) {
     const uint64_t r = splitmix(s0 + static_cast<uint64_t>(i + 1) * kGolden);
     const double u = static_cast<double>(r >> 11) * 0x1.0p-53;
     const float m = u < p ? 0.0f : keep;
@@ -87,8 +86,8 @@ __global__ void dropout_k(const float* x, float* mask, float* y, int64_t per, ui
   }
 }
 
-__global__ void embedding_forward_k(const float* ids, const float* tokens, const float* positions,
-                                    float* y, int64_t rows, int64_t seq, int64_t d, int64_t vocab) {
+__global__ void embedding_forward_k(const float* ids, const float* tokens, const float* positions, float* y,
+                                    int64_t rows, int64_t seq, int64_t d, int64_t vocab) {
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const float v = ids[r];
     const int64_t id = static_cast<int64_t>(v);
@@ -101,8 +100,8 @@ __global__ void embedding_forward_k(const float* ids, const float* tokens, const
 
 // One thread per column, rows in order: deterministic without atomics (rows with the same id
 // are added in row order, as the CPU does).
-__global__ void embedding_tokens_grad_k(const float* ids, const float* dy, float* gt, int64_t rows,
-                                        int64_t d, int64_t vocab) {
+__global__ void embedding_tokens_grad_k(const float* ids, const float* dy, float* gt, int64_t rows, int64_t d,
+                                        int64_t vocab) {
   const int64_t i = global_index();
   if (i >= d) return;
   for (int64_t r = 0; r < rows; ++r) {
@@ -114,8 +113,7 @@ __global__ void embedding_tokens_grad_k(const float* ids, const float* dy, float
 }
 
 // grad_positions[s, i] += sum over b (in order) of dy[b * seq + s, i].
-__global__ void embedding_positions_grad_k(const float* dy, float* gp, int64_t rows, int64_t seq,
-                                           int64_t d) {
+__global__ void embedding_positions_grad_k(const float* dy, float* gp, int64_t rows, int64_t seq, int64_t d) {
   for (int64_t k = global_index(); k < seq * d; k += global_stride()) {
     const int64_t s = k / d, i = k % d;
     float acc = 0.0f;
@@ -125,8 +123,7 @@ __global__ void embedding_positions_grad_k(const float* dy, float* gp, int64_t r
 }
 
 // One block per row: max, then sum of exp in double, fixed reduction trees.
-__global__ void xent_forward_k(const float* x, const float* targets, float* stats, double* row_loss,
-                               int64_t c) {
+__global__ void xent_forward_k(const float* x, const float* targets, float* stats, double* row_loss, int64_t c) {
   const int64_t r = blockIdx.x;
   const float* xr = x + r * c;
   float mx = -INFINITY;
@@ -154,8 +151,8 @@ __global__ void mean_k(const double* v, int64_t n, float* out) {
   if (threadIdx.x == 0) out[0] = static_cast<float>(s / static_cast<double>(n));
 }
 
-__global__ void xent_backward_k(const float* x, const float* targets, const float* stats,
-                                const float* grad, float* dx, int64_t c, int64_t n) {
+__global__ void xent_backward_k(const float* x, const float* targets, const float* stats, const float* grad, float* dx,
+                                int64_t c, int64_t n) {
   const int64_t r = blockIdx.x;
   const float scale = grad[0] / static_cast<float>(n);
   const float mx = stats[2 * r], lse = stats[2 * r + 1];
@@ -185,8 +182,8 @@ __global__ void sgd_k(float* p, const float* g, float* v, int64_t n, float lr, f
   for (int64_t k = global_index(); k < n; k += global_stride()) sgd_update(p[k], g[k], v ? v + k : nullptr, lr, mu, wd);
 }
 
-__global__ void adam_k(float* p, const float* g, float* m, float* v, int64_t n, float lr, float b1,
-                       float b2, float c1, float c2, float eps, float wd) {
+__global__ void adam_k(float* p, const float* g, float* m, float* v, int64_t n, float lr, float b1, float b2, float c1,
+                       float c2, float eps, float wd) {
   for (int64_t k = global_index(); k < n; k += global_stride())
     adam_update(p[k], g[k], m[k], v[k], lr, b1, b2, c1, c2, eps, wd);
 }
@@ -239,44 +236,41 @@ void relu_backward(const float* x, const float* dy, float* dx, int64_t n, void* 
   check_launch("relu_backward");
 }
 
-void dropout_forward(const float* x, float* mask, float* y, int64_t batch, int64_t per,
-                     uint64_t step_seed, int64_t first_sample, double p, float keep, void* s) {
+void dropout_forward(const float* x, float* mask, float* y, int64_t batch, int64_t per, uint64_t step_seed,
+                     int64_t first_sample, double p, float keep, void* s) {
   const dim3 grid(static_cast<unsigned>(std::min<int64_t>((per + kThreads - 1) / kThreads, 1024)),
                   static_cast<unsigned>(batch));
   dropout_k<<<grid, kThreads, 0, as_stream(s)>>>(x, mask, y, per, step_seed, first_sample, p, keep);
   check_launch("dropout_forward");
 }
 
-void embedding_forward(const float* ids, const float* tokens, const float* positions, float* y,
-                       int64_t rows, int64_t seq, int64_t d, int64_t vocab, void* s) {
+void embedding_forward(const float* ids, const float* tokens, const float* positions, float* y, int64_t rows,
+                       int64_t seq, int64_t d, int64_t vocab, void* s) {
   const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(rows, 65535));
   embedding_forward_k<<<blocks, 256, 0, as_stream(s)>>>(ids, tokens, positions, y, rows, seq, d, vocab);
   check_launch("embedding_forward");
 }
 
-void embedding_backward(const float* ids, const float* dy, float* grad_tokens, float* grad_positions,
-                        int64_t rows, int64_t seq, int64_t d, int64_t vocab, void* s) {
-  embedding_tokens_grad_k<<<static_cast<unsigned>((d + 127) / 128), 128, 0, as_stream(s)>>>(
-      ids, dy, grad_tokens, rows, d, vocab);
+void embedding_backward(const float* ids, const float* dy, float* grad_tokens, float* grad_positions, int64_t rows,
+                        int64_t seq, int64_t d, int64_t vocab, void* s) {
+  embedding_tokens_grad_k<<<static_cast<unsigned>((d + 127) / 128), 128, 0, as_stream(s)>>>(ids, dy, grad_tokens, rows,
+                                                                                            d, vocab);
   check_launch("embedding_tokens_grad");
-  embedding_positions_grad_k<<<grid_for(seq * d), kThreads, 0, as_stream(s)>>>(dy, grad_positions, rows,
-                                                                                 seq, d);
+  embedding_positions_grad_k<<<grid_for(seq * d), kThreads, 0, as_stream(s)>>>(dy, grad_positions, rows, seq, d);
   check_launch("embedding_positions_grad");
 }
 
-void softmax_xent_forward(const float* x, const float* targets, float* stats, double* row_loss,
-                          float* loss, int64_t n, int64_t c, void* s) {
-  xent_forward_k<<<static_cast<unsigned>(n), kReduceThreads, 0, as_stream(s)>>>(x, targets, stats,
-                                                                                row_loss, c);
+void softmax_xent_forward(const float* x, const float* targets, float* stats, double* row_loss, float* loss, int64_t n,
+                          int64_t c, void* s) {
+  xent_forward_k<<<static_cast<unsigned>(n), kReduceThreads, 0, as_stream(s)>>>(x, targets, stats, row_loss, c);
   check_launch("softmax_xent_forward");
   mean_k<<<1, kReduceThreads, 0, as_stream(s)>>>(row_loss, n, loss);
   check_launch("softmax_xent_mean");
 }
 
-void softmax_xent_backward(const float* x, const float* targets, const float* stats, const float* grad,
-                           float* dx, int64_t n, int64_t c, void* s) {
-  xent_backward_k<<<static_cast<unsigned>(n), kReduceThreads, 0, as_stream(s)>>>(x, targets, stats, grad,
-                                                                                 dx, c, n);
+void softmax_xent_backward(const float* x, const float* targets, const float* stats, const float* grad, float* dx,
+                           int64_t n, int64_t c, void* s) {
+  xent_backward_k<<<static_cast<unsigned>(n), kReduceThreads, 0, as_stream(s)>>>(x, targets, stats, grad, dx, c, n);
   check_launch("softmax_xent_backward");
 }
 
@@ -295,8 +289,8 @@ void sgd_step(float* p, const float* g, float* momentum, int64_t n, float lr, fl
   check_launch("sgd_step");
 }
 
-void adam_step(float* p, const float* g, float* m, float* v, int64_t n, float lr, float b1, float b2,
-               float c1, float c2, float eps, float wd, void* s) {
+void adam_step(float* p, const float* g, float* m, float* v, int64_t n, float lr, float b1, float b2, float c1,
+               float c2, float eps, float wd, void* s) {
   adam_k<<<grid_for(n), kThreads, 0, as_stream(s)>>>(p, g, m, v, n, lr, b1, b2, c1, c2, eps, wd);
   check_launch("adam_step");
 }

@@ -33,51 +33,46 @@ void add_column_sums(const float* x, int64_t rows, int64_t cols, float* out, voi
 // Inverted dropout: mask[b, i] = 0 with probability p, else keep; y = x * mask. The draw of
 // element i of sample b is the (i+1)-th output of exec/layers/common.h's Rng seeded with
 // mix_seed(step_seed, first_sample + b + 1), exactly as exec/layers/dropout.cc draws it.
-void dropout_forward(const float* x, float* mask, float* y, int64_t batch, int64_t per,
-                     uint64_t step_seed, int64_t first_sample, double p, float keep, void* stream);
+void dropout_forward(const float* x, float* mask, float* y, int64_t batch, int64_t per, uint64_t step_seed,
+                     int64_t first_sample, double p, float keep, void* stream);
 // dx = dy * mask.
 void mul(const float* a, const float* b, float* y, int64_t n, void* stream);
 
 // Embedding: y[r, :] = tokens[ids[r], :] + positions[r % seq, :] for r < rows. An id that is
 // not an integer in [0, vocab) writes NaN into its row (the trainer's NaN check reports it).
-void embedding_forward(const float* ids, const float* tokens, const float* positions, float* y,
-                       int64_t rows, int64_t seq, int64_t d, int64_t vocab, void* stream);
+void embedding_forward(const float* ids, const float* tokens, const float* positions, float* y, int64_t rows,
+                       int64_t seq, int64_t d, int64_t vocab, void* stream);
 // grad_tokens[ids[r], :] += dy[r, :] and grad_positions[r % seq, :] += dy[r, :], rows in order.
-void embedding_backward(const float* ids, const float* dy, float* grad_tokens,
-                        float* grad_positions, int64_t rows, int64_t seq, int64_t d,
-                        int64_t vocab, void* stream);
+void embedding_backward(const float* ids, const float* dy, float* grad_tokens, float* grad_positions, int64_t rows,
+                        int64_t seq, int64_t d, int64_t vocab, void* stream);
 
 // Layer norm over the last dimension d (epsilon 1e-5): y = (x - mean) * rstd * g + b;
 // stats[r] = {mean, rstd}.
-void layer_norm_forward(const float* x, const float* g, const float* b, float* y, float* stats,
-                        int64_t rows, int64_t d, void* stream);
-void layer_norm_backward_input(const float* x, const float* dy, const float* g,
-                               const float* stats, float* dx, int64_t rows, int64_t d,
-                               void* stream);
+void layer_norm_forward(const float* x, const float* g, const float* b, float* y, float* stats, int64_t rows, int64_t d,
+                        void* stream);
+void layer_norm_backward_input(const float* x, const float* dy, const float* g, const float* stats, float* dx,
+                               int64_t rows, int64_t d, void* stream);
 // grad_g[i] += sum_r dy * xhat; grad_b[i] += sum_r dy (rows in order).
-void layer_norm_backward_weight(const float* x, const float* dy, const float* stats,
-                                float* grad_g, float* grad_b, int64_t rows, int64_t d,
-                                void* stream);
+void layer_norm_backward_weight(const float* x, const float* dy, const float* stats, float* grad_g, float* grad_b,
+                                int64_t rows, int64_t d, void* stream);
 
 // Softmax + cross-entropy, fused: per row r of x [n, c], stats[r] = {max, log(sum exp(x - max))}
 // and row_loss[r] = -(x[r, t_r] - max - lse); loss[0] = mean of row_loss (summed in double, in
 // order). A target that is not a class id in [0, c) makes its row's loss NaN.
-void softmax_xent_forward(const float* x, const float* targets, float* stats, double* row_loss,
-                          float* loss, int64_t n, int64_t c, void* stream);
+void softmax_xent_forward(const float* x, const float* targets, float* stats, double* row_loss, float* loss, int64_t n,
+                          int64_t c, void* stream);
 // dx[r, i] = (exp(x - max - lse) - [i == t_r]) * grad[0] / n: the softmax is recomputed from x
 // and the stats, so no [n, c] probabilities are kept.
-void softmax_xent_backward(const float* x, const float* targets, const float* stats,
-                           const float* grad, float* dx, int64_t n, int64_t c, void* stream);
+void softmax_xent_backward(const float* x, const float* targets, const float* stats, const float* grad, float* dx,
+                           int64_t n, int64_t c, void* stream);
 // loss[0] = mean (x - t)^2 (double accumulation, in order); dx = 2 * grad[0] / n * (x - t).
 void mse_forward(const float* x, const float* t, float* loss, int64_t n, void* stream);
-void mse_backward(const float* x, const float* t, const float* grad, float* dx, int64_t n,
-                  void* stream);
+void mse_backward(const float* x, const float* t, const float* grad, float* dx, int64_t n, void* stream);
 
 // Optimizer steps with the CPU Optimizer's formulas (exec/optimizer.h). momentum may be null
 // (plain SGD). c1, c2: Adam's bias corrections 1 / (1 - beta^t).
-void sgd_step(float* p, const float* g, float* momentum, int64_t n, float lr, float mu, float wd,
-              void* stream);
-void adam_step(float* p, const float* g, float* m, float* v, int64_t n, float lr, float b1,
-               float b2, float c1, float c2, float eps, float wd, void* stream);
+void sgd_step(float* p, const float* g, float* momentum, int64_t n, float lr, float mu, float wd, void* stream);
+void adam_step(float* p, const float* g, float* m, float* v, int64_t n, float lr, float b1, float b2, float c1,
+               float c2, float eps, float wd, void* stream);
 
 }  // namespace pw::exec::cuda::kernels

@@ -11,8 +11,7 @@ namespace {
 constexpr float kEps = 1e-5f;  // as exec/layers/layer_norm.cc
 
 // One block per row; two passes (mean, then the centred variance), as the CPU kernel.
-__global__ void ln_forward_k(const float* x, const float* g, const float* b, float* y, float* stats,
-                             int64_t d) {
+__global__ void ln_forward_k(const float* x, const float* g, const float* b, float* y, float* stats, int64_t d) {
   const int64_t r = blockIdx.x;
   const float* xr = x + r * d;
   float s = 0.0f;
@@ -28,8 +27,8 @@ __global__ void ln_forward_k(const float* x, const float* g, const float* b, flo
   }
 }
 
-__global__ void ln_backward_k(const float* x, const float* dy, const float* g, const float* stats,
-                              float* dx, int64_t d) {
+__global__ void ln_backward_k(const float* x, const float* dy, const float* g, const float* stats, float* dx,
+                              int64_t d) {
   const int64_t r = blockIdx.x;
   const float m = stats[2 * r], rstd = stats[2 * r + 1];
   const float* xr = x + r * d;
@@ -65,8 +64,8 @@ __global__ void column_sums_k(const float* x, int64_t rows, int64_t cols, float*
   }
 }
 
-__global__ void ln_weight_k(const float* x, const float* dy, const float* stats, float* gg, float* gb,
-                            int64_t rows, int64_t d) {
+__global__ void ln_weight_k(const float* x, const float* dy, const float* stats, float* gg, float* gb, int64_t rows,
+                            int64_t d) {
   __shared__ float pg[kGroups][kCols], pb[kGroups][kCols];
   const int64_t c = int64_t(blockIdx.x) * kCols + threadIdx.x;
   float sg = 0.0f, sb = 0.0f;
@@ -98,32 +97,31 @@ unsigned row_threads(int64_t d) {
 
 }  // namespace
 
-void layer_norm_forward(const float* x, const float* g, const float* b, float* y, float* stats,
-                        int64_t rows, int64_t d, void* s) {
+void layer_norm_forward(const float* x, const float* g, const float* b, float* y, float* stats, int64_t rows, int64_t d,
+                        void* s) {
   if (rows <= 0) return;
   ln_forward_k<<<static_cast<unsigned>(rows), row_threads(d), 0, as_stream(s)>>>(x, g, b, y, stats, d);
   check_launch("layer_norm_forward");
 }
 
-void layer_norm_backward_input(const float* x, const float* dy, const float* g, const float* stats,
-                               float* dx, int64_t rows, int64_t d, void* s) {
+void layer_norm_backward_input(const float* x, const float* dy, const float* g, const float* stats, float* dx,
+                               int64_t rows, int64_t d, void* s) {
   if (rows <= 0) return;
   ln_backward_k<<<static_cast<unsigned>(rows), row_threads(d), 0, as_stream(s)>>>(x, dy, g, stats, dx, d);
   check_launch("layer_norm_backward_input");
 }
 
-void layer_norm_backward_weight(const float* x, const float* dy, const float* stats, float* grad_g,
-                                float* grad_b, int64_t rows, int64_t d, void* s) {
+void layer_norm_backward_weight(const float* x, const float* dy, const float* stats, float* grad_g, float* grad_b,
+                                int64_t rows, int64_t d, void* s) {
   const dim3 block(kCols, kGroups);
-  ln_weight_k<<<static_cast<unsigned>((d + kCols - 1) / kCols), block, 0, as_stream(s)>>>(
-      x, dy, stats, grad_g, grad_b, rows, d);
+  ln_weight_k<<<static_cast<unsigned>((d + kCols - 1) / kCols), block, 0, as_stream(s)>>>(x, dy, stats, grad_g, grad_b,
+                                                                                          rows, d);
   check_launch("layer_norm_backward_weight");
 }
 
 void add_column_sums(const float* x, int64_t rows, int64_t cols, float* out, void* s) {
   const dim3 block(kCols, kGroups);
-  column_sums_k<<<static_cast<unsigned>((cols + kCols - 1) / kCols), block, 0, as_stream(s)>>>(
-      x, rows, cols, out);
+  column_sums_k<<<static_cast<unsigned>((cols + kCols - 1) / kCols), block, 0, as_stream(s)>>>(x, rows, cols, out);
   check_launch("add_column_sums");
 }
 

@@ -19,8 +19,9 @@ class CifarSamples final : public SampleReader {
     for (const std::string& f : files) {
       auto file = std::make_unique<ReadOnlyFile>(f);
       if (file->size() == 0 || file->size() % kCifarRecordBytes != 0)
-        throw InputError(f + ": " + std::to_string(file->size()) + " bytes is not a whole number of CIFAR-10 records (" +
-                         std::to_string(kCifarRecordBytes) + " bytes each: 1 label byte, 3072 pixel bytes)" +
+        throw InputError(f + ": " + std::to_string(file->size()) +
+                         " bytes is not a whole number of CIFAR-10 records (" + std::to_string(kCifarRecordBytes) +
+                         " bytes each: 1 label byte, 3072 pixel bytes)" +
                          (file->size() > kCifarRecordBytes ? "; truncated?" : ""));
       check_labels(*file, classes);
       total_ += static_cast<int64_t>(file->size()) / kCifarRecordBytes;
@@ -53,9 +54,9 @@ class CifarSamples final : public SampleReader {
                    chunk.data());
       for (int64_t r = 0; r < count; ++r)
         if (const int label = chunk[static_cast<size_t>(r * kCifarRecordBytes)]; label >= classes)
-          throw InputError(file.name() + ": label " + std::to_string(label) + " of record " + std::to_string(first + r) +
-                           " is out of range: the model has " + std::to_string(classes) + " classes [0, " +
-                           std::to_string(classes) + ")");
+          throw InputError(file.name() + ": label " + std::to_string(label) + " of record " +
+                           std::to_string(first + r) + " is out of range: the model has " + std::to_string(classes) +
+                           " classes [0, " + std::to_string(classes) + ")");
     }
   }
 

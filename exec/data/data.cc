@@ -39,14 +39,10 @@ class TextSource : public SeededDataSource {
     }
     return b;
   }
-  std::string describe() const override {
-    return "text " + file_ + " (" + std::to_string(bytes_.size()) + " bytes)";
-  }
+  std::string describe() const override { return "text " + file_ + " (" + std::to_string(bytes_.size()) + " bytes)"; }
 
  private:
-  float token(uint64_t i) const {
-    return static_cast<float>(static_cast<unsigned char>(bytes_[i]) % vocab_);
-  }
+  float token(uint64_t i) const { return static_cast<float>(static_cast<unsigned char>(bytes_[i]) % vocab_); }
   std::string file_, bytes_;
   int64_t seq_, vocab_;
 };
@@ -62,9 +58,12 @@ constexpr int64_t kTeacherRank = 32;
 class TeacherSource : public SeededDataSource {
  public:
   // classify: classification into `out` classes (argmax); else regression to tanh of `out` values.
-  TeacherSource(std::vector<int64_t> in_shape, std::vector<int64_t> out_shape, int64_t out,
-                bool classify, uint64_t seed)
-      : SeededDataSource(seed), in_shape_(std::move(in_shape)), out_shape_(std::move(out_shape)), out_(out),
+  TeacherSource(std::vector<int64_t> in_shape, std::vector<int64_t> out_shape, int64_t out, bool classify,
+                uint64_t seed)
+      : SeededDataSource(seed),
+        in_shape_(std::move(in_shape)),
+        out_shape_(std::move(out_shape)),
+        out_(out),
         classify_(classify) {
     in_ = 1;
     for (int64_t d : in_shape_) in_ *= d;
@@ -123,9 +122,7 @@ class TeacherSource : public SeededDataSource {
 std::string read_text(const std::string& file, const std::string& flag) {
   try {
     return read_input_file(file);  // regular file, non-empty, size-capped (models/input_file.h)
-  } catch (const InputError& e) {
-    throw InputError(flag + ": data file " + e.what());
-  }
+  } catch (const InputError& e) { throw InputError(flag + ": data file " + e.what()); }
 }
 
 std::vector<std::string> split_files(const std::string& data) {
@@ -147,7 +144,8 @@ std::unique_ptr<DataSource> open_sample_files(const models::Model& model, const 
   spec.input_shape = input.output_shape;
   if (loss.kind == LayerKind::softmax_xent) {
     if (loss.attr_or("rows", 1) != 1)
-      throw InputError(flag + ": layer \"" + loss.name + "\": training from files needs rows = 1 (one class per sample)");
+      throw InputError(flag + ": layer \"" + loss.name +
+                       "\": training from files needs rows = 1 (one class per sample)");
     spec.classes = loss.attr("classes");
   } else {
     spec.target_shape = pred.output_shape;
@@ -162,17 +160,15 @@ std::unique_ptr<DataSource> open_sample_files(const models::Model& model, const 
     if (files.size() == 2 && all_end_with(".npy"))
       return make_sample_source(open_npy_samples(files[0], files[1], spec), spec, seed);
     if (!files.empty() && all_end_with(".bin")) return make_sample_source(open_cifar_samples(files, spec), spec, seed);
-  } catch (const InputError& e) {
-    throw InputError(flag + ": " + e.what());
-  }
+  } catch (const InputError& e) { throw InputError(flag + ": " + e.what()); }
   throw InputError(flag + ": expected INPUTS.npy,TARGETS.npy or CIFAR-10 batches FILE.bin[,FILE.bin...] for model \"" +
                    model.name() + "\", got \"" + data + "\" (a text file applies to models with an embedding)");
 }
 
 }  // namespace
 
-std::unique_ptr<DataSource> make_data_source(const models::Model& model, const std::string& text_file,
-                                             uint64_t seed, const std::string& flag) {
+std::unique_ptr<DataSource> make_data_source(const models::Model& model, const std::string& text_file, uint64_t seed,
+                                             const std::string& flag) {
   const models::LayerSpec* input = nullptr;
   const models::LayerSpec* loss = nullptr;
   const models::LayerSpec* embedding = nullptr;
@@ -199,11 +195,10 @@ std::unique_ptr<DataSource> make_data_source(const models::Model& model, const s
       throw InputError("layer \"" + loss->name + "\": synthetic classification needs rows = 1");
     if (input->output_shape.size() == 3)  // images: class-dependent patterns (exec/data/data_images.h)
       return make_image_patterns_source(input->output_shape, loss->attr("classes"), seed);
-    return std::make_unique<TeacherSource>(input->output_shape, std::vector<int64_t>{1},
-                                           loss->attr("classes"), true, seed);
+    return std::make_unique<TeacherSource>(input->output_shape, std::vector<int64_t>{1}, loss->attr("classes"), true,
+                                           seed);
   }
-  return std::make_unique<TeacherSource>(input->output_shape, pred.output_shape,
-                                         pred.output_elements(), false, seed);
+  return std::make_unique<TeacherSource>(input->output_shape, pred.output_shape, pred.output_elements(), false, seed);
 }
 
 }  // namespace pw::exec

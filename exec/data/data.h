@@ -63,7 +63,7 @@ class DataSource {
 // when a file is missing, unreadable or malformed, when a text file is empty or shorter than
 // seq + 1 bytes, when sample files do not fit the model (shapes, N, class ids), or when the
 // model has no input or no loss layer.
-std::unique_ptr<DataSource> make_data_source(const models::Model& model, const std::string& text_file,
-                                             uint64_t seed, const std::string& flag = "--data");
+std::unique_ptr<DataSource> make_data_source(const models::Model& model, const std::string& text_file, uint64_t seed,
+                                             const std::string& flag = "--data");
 
 }  // namespace pw::exec

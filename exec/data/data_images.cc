@@ -34,8 +34,7 @@ class ImagePatterns final : public SeededDataSource {
         for (int64_t ch = 0; ch < c; ++ch)
           for (int64_t y = 0; y < h; ++y)
             for (int64_t x = 0; x < w; ++x)
-              p[(ch * h + y) * w + x] +=
-                  static_cast<float>(chan[ch] * std::sin(kTwoPi * (fx * x + fy * y) + phase));
+              p[(ch * h + y) * w + x] += static_cast<float>(chan[ch] * std::sin(kTwoPi * (fx * x + fy * y) + phase));
       }
     }
   }
@@ -53,8 +52,8 @@ class ImagePatterns final : public SeededDataSource {
     return b;
   }
   std::string describe() const override {
-    return "synthetic image patterns (approximately normal noise, " + std::to_string(classes_) + " classes, " + std::to_string(shape_[0]) + "x" +
-           std::to_string(shape_[1]) + "x" + std::to_string(shape_[2]) + ")";
+    return "synthetic image patterns (approximately normal noise, " + std::to_string(classes_) + " classes, " +
+           std::to_string(shape_[0]) + "x" + std::to_string(shape_[1]) + "x" + std::to_string(shape_[2]) + ")";
   }
 
  private:

@@ -3,8 +3,8 @@
 #include <pthread.h>
 
 #include <algorithm>
-#include <csignal>
 #include <chrono>
+#include <csignal>
 #include <stdexcept>
 #include <utility>
 
@@ -21,7 +21,10 @@ int64_t since_ns(std::chrono::steady_clock::time_point t0) {
 }  // namespace
 
 DataLoader::DataLoader(std::unique_ptr<DataSource> source, int64_t rows, int capacity)
-    : source_(std::move(source)), rows_(rows), capacity_(capacity), describe_(source_->describe()),
+    : source_(std::move(source)),
+      rows_(rows),
+      capacity_(capacity),
+      describe_(source_->describe()),
       consumed_(source_->state()) {
   PW_CHECK(rows_ >= 1 && capacity_ >= 0, "DataLoader: rows >= 1 and capacity >= 0 required");
   start();
@@ -80,9 +83,7 @@ void DataLoader::produce() {
     try {
       item.batch = source_->next(rows_);
       item.after = source_->state();
-    } catch (...) {
-      item.error = std::current_exception();
-    }
+    } catch (...) { item.error = std::current_exception(); }
     const bool failed = static_cast<bool>(item.error);
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -149,9 +150,7 @@ void DataLoader::rethrow(const std::exception_ptr& e) const {
     std::rethrow_exception(e);
   } catch (const InputError& x) {
     throw InputError(std::string("data loader: ") + x.what());
-  } catch (const std::exception& x) {
-    throw std::runtime_error(std::string("data loader: ") + x.what());
-  } catch (...) {
+  } catch (const std::exception& x) { throw std::runtime_error(std::string("data loader: ") + x.what()); } catch (...) {
     throw std::runtime_error("data loader: unknown exception from the data source");
   }
 }

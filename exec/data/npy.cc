@@ -53,7 +53,8 @@ class DictParser {
   }
   std::string string_literal() {
     skip();
-    if (i_ >= s_.size() || (s_[i_] != '\'' && s_[i_] != '"')) fail("expected a quoted string at byte " + std::to_string(i_));
+    if (i_ >= s_.size() || (s_[i_] != '\'' && s_[i_] != '"'))
+      fail("expected a quoted string at byte " + std::to_string(i_));
     const char q = s_[i_++];
     const size_t end = s_.find(q, i_);
     if (end == std::string::npos) fail("unterminated string");
@@ -108,8 +109,10 @@ NpyType dtype_of(const std::string& d, const std::string& file) {
 
 int64_t NpyHeader::item_bytes() const {
   switch (type) {
-    case NpyType::f32: case NpyType::i32: return 4;
-    case NpyType::f64: case NpyType::i64: return 8;
+    case NpyType::f32:
+    case NpyType::i32: return 4;
+    case NpyType::f64:
+    case NpyType::i64: return 8;
     case NpyType::u8: return 1;
   }
   return 1;
@@ -145,7 +148,8 @@ NpyHeader parse_npy_header(const std::string& head, const std::string& file) {
   bool fortran = false;
   DictParser(head.substr(text_at, len), file).parse(h, fortran);
   h.type = dtype_of(h.descr, file);
-  if (fortran) throw InputError(file + ": fortran_order True is not supported (save a C-ordered array: np.ascontiguousarray)");
+  if (fortran)
+    throw InputError(file + ": fortran_order True is not supported (save a C-ordered array: np.ascontiguousarray)");
   h.data_offset = text_at + len;
   return h;
 }
@@ -180,9 +184,24 @@ void NpyFile::read_rows(int64_t first, int64_t count, float* out, bool scale_u8)
   for (int64_t i = 0; i < n; ++i) {  // little-endian host (x86-64, aarch64)
     switch (header_.type) {
       case NpyType::u8: out[i] = scale_u8 ? static_cast<float>(r[i]) / 255.0f : static_cast<float>(r[i]); break;
-      case NpyType::i32: { int32_t v; std::memcpy(&v, r + 4 * i, 4); out[i] = static_cast<float>(v); break; }
-      case NpyType::i64: { int64_t v; std::memcpy(&v, r + 8 * i, 8); out[i] = static_cast<float>(v); break; }
-      case NpyType::f64: { double v; std::memcpy(&v, r + 8 * i, 8); out[i] = static_cast<float>(v); break; }
+      case NpyType::i32: {
+        int32_t v;
+        std::memcpy(&v, r + 4 * i, 4);
+        out[i] = static_cast<float>(v);
+        break;
+      }
+      case NpyType::i64: {
+        int64_t v;
+        std::memcpy(&v, r + 8 * i, 8);
+        out[i] = static_cast<float>(v);
+        break;
+      }
+      case NpyType::f64: {
+        double v;
+        std::memcpy(&v, r + 8 * i, 8);
+        out[i] = static_cast<float>(v);
+        break;
+      }
       case NpyType::f32: break;
     }
   }

@@ -23,9 +23,9 @@ enum class NpyType { f32, f64, i32, i64, u8 };
 
 struct NpyHeader {
   NpyType type = NpyType::f32;
-  std::string descr;            // as written, e.g. "<f4"
-  std::vector<int64_t> shape;   // empty: a scalar
-  uint64_t data_offset = 0;     // bytes before the data
+  std::string descr;           // as written, e.g. "<f4"
+  std::vector<int64_t> shape;  // empty: a scalar
+  uint64_t data_offset = 0;    // bytes before the data
   int64_t item_bytes() const;
   int64_t rows() const { return shape.empty() ? 1 : shape[0]; }
   int64_t row_elements() const;  // elements of one row (the product of shape[1:])

@@ -32,9 +32,11 @@ void ReadOnlyFile::read_at(uint64_t offset, uint64_t n, void* out) const {
   while (n > 0) {
     const ssize_t got = ::pread(fd_, p, n, static_cast<off_t>(offset));
     if (got < 0 && errno == EINTR) continue;
-    if (got < 0) throw InputError(file_ + ": read failed at byte " + std::to_string(offset) + ": " + std::strerror(errno));
+    if (got < 0)
+      throw InputError(file_ + ": read failed at byte " + std::to_string(offset) + ": " + std::strerror(errno));
     if (got == 0)
-      throw InputError(file_ + ": truncated: the file ends at byte " + std::to_string(offset) + " (it shrank while reading)");
+      throw InputError(file_ + ": truncated: the file ends at byte " + std::to_string(offset) +
+                       " (it shrank while reading)");
     p += got;
     offset += static_cast<uint64_t>(got);
     n -= static_cast<uint64_t>(got);

@@ -22,8 +22,7 @@ MatView heads_view_t(int64_t b, int64_t h, int64_t rows, int64_t cols, int64_t l
 MatView square(int64_t b, int64_t h, int64_t s) { return {{b, h, s, s}, {h * s * s, s * s, s, 1}}; }
 MatView square_t(int64_t b, int64_t h, int64_t s) { return {{b, h, s, s}, {h * s * s, s * s, 1, s}}; }
 
-models::LayerSpec sub_spec(const models::LayerSpec& parent, const std::string& part,
-                           std::vector<int64_t> out_shape) {
+models::LayerSpec sub_spec(const models::LayerSpec& parent, const std::string& part, std::vector<int64_t> out_shape) {
   models::LayerSpec s;
   s.name = parent.name + "." + part;
   s.kind = models::LayerKind::linear;
@@ -35,29 +34,32 @@ models::LayerSpec sub_spec(const models::LayerSpec& parent, const std::string& p
 AttentionCore::AttentionCore(int64_t seq, int64_t d_model, int64_t heads)
     : seq_(seq), d_(d_model), heads_(heads), dh_(heads > 0 ? d_model / heads : 0) {
   if (seq < 1 || d_model < 1 || heads < 1 || d_model % heads != 0)
-    throw InputError("attention: d_model " + std::to_string(d_model) +
-                     " must be a positive multiple of heads " + std::to_string(heads));
+    throw InputError("attention: d_model " + std::to_string(d_model) + " must be a positive multiple of heads " +
+                     std::to_string(heads));
 }
 
 Tensor AttentionCore::forward(const Tensor& qkv, Context& ctx) {
   const int64_t b = qkv.dim(0), s = seq_, h = heads_, dh = dh_, ld = 3 * d_;
   Tensor probs({b, h, s, s});
   const float* q = qkv.data();
-  scores_.run(heads_view(b, h, s, dh, ld, dh), q, heads_view_t(b, h, dh, s, ld, dh), q + d_,
-              square(b, h, s), probs.data());
+  scores_.run(heads_view(b, h, s, dh, ld, dh), q, heads_view_t(b, h, dh, s, ld, dh), q + d_, square(b, h, s),
+              probs.data());
   const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
   float* p = probs.data();
-  parallel_for(b * h * s, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      const int64_t i = r % s;
-      float* row = p + r * s;
-      softmax_row(row, i + 1, scale);
-      std::fill(row + i + 1, row + s, 0.0f);
-    }
-  }, 16);
+  parallel_for(
+      b * h * s,
+      [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+          const int64_t i = r % s;
+          float* row = p + r * s;
+          softmax_row(row, i + 1, scale);
+          std::fill(row + i + 1, row + s, 0.0f);
+        }
+      },
+      16);
   Tensor out({b, s, d_});
-  mix_.run(square(b, h, s), p, heads_view(b, h, s, dh, ld, dh), q + 2 * d_,
-           heads_view(b, h, s, dh, d_, dh), out.data());
+  mix_.run(square(b, h, s), p, heads_view(b, h, s, dh, ld, dh), q + 2 * d_, heads_view(b, h, s, dh, d_, dh),
+           out.data());
   ctx.saved.push_back(std::move(probs));
   return out;
 }
@@ -70,28 +72,29 @@ Tensor AttentionCore::backward(const Tensor& qkv, const Context& ctx, const Tens
   Tensor dqkv(qkv.shape());
   float* dq = dqkv.data();
   // dV = Pᵀ · dO
-  d_v_.run(square_t(b, h, s), probs.data(), heads_view(b, h, s, dh, d_, dh), dout,
-           heads_view(b, h, s, dh, ld, dh), dq + 2 * d_);
+  d_v_.run(square_t(b, h, s), probs.data(), heads_view(b, h, s, dh, d_, dh), dout, heads_view(b, h, s, dh, ld, dh),
+           dq + 2 * d_);
   // dP = dO · Vᵀ
   Tensor ds({b, h, s, s});
-  d_probs_.run(heads_view(b, h, s, dh, d_, dh), dout, heads_view_t(b, h, dh, s, ld, dh), q + 2 * d_,
-               square(b, h, s), ds.data());
+  d_probs_.run(heads_view(b, h, s, dh, d_, dh), dout, heads_view_t(b, h, dh, s, ld, dh), q + 2 * d_, square(b, h, s),
+               ds.data());
   const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
   const float* p = probs.data();
   float* d = ds.data();
-  parallel_for(b * h * s, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      const int64_t i = r % s;
-      float* dr = d + r * s;
-      softmax_backward_row(p + r * s, dr, i + 1, scale);
-      std::fill(dr + i + 1, dr + s, 0.0f);
-    }
-  }, 16);
+  parallel_for(
+      b * h * s,
+      [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+          const int64_t i = r % s;
+          float* dr = d + r * s;
+          softmax_backward_row(p + r * s, dr, i + 1, scale);
+          std::fill(dr + i + 1, dr + s, 0.0f);
+        }
+      },
+      16);
   // dQ = dS · K ; dK = dSᵀ · Q
-  d_q_.run(square(b, h, s), d, heads_view(b, h, s, dh, ld, dh), q + d_,
-           heads_view(b, h, s, dh, ld, dh), dq);
-  d_k_.run(square_t(b, h, s), d, heads_view(b, h, s, dh, ld, dh), q,
-           heads_view(b, h, s, dh, ld, dh), dq + d_);
+  d_q_.run(square(b, h, s), d, heads_view(b, h, s, dh, ld, dh), q + d_, heads_view(b, h, s, dh, ld, dh), dq);
+  d_k_.run(square_t(b, h, s), d, heads_view(b, h, s, dh, ld, dh), q, heads_view(b, h, s, dh, ld, dh), dq + d_);
   return dqkv;
 }
 

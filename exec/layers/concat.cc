@@ -88,10 +88,13 @@ std::vector<Tensor> Concat::backward_input(Inputs in, Context&, const Tensor& gr
     const int64_t n = in_elems_[k];
     const float* g = grad_out.data() + offset;
     float* d = dx.data();
-    parallel_for(batch, [&](int64_t b0, int64_t b1) {
-      for (int64_t b = b0; b < b1; ++b)
-        std::memcpy(d + b * n, g + b * out_elems_, static_cast<size_t>(n) * sizeof(float));
-    }, 1);
+    parallel_for(
+        batch,
+        [&](int64_t b0, int64_t b1) {
+          for (int64_t b = b0; b < b1; ++b)
+            std::memcpy(d + b * n, g + b * out_elems_, static_cast<size_t>(n) * sizeof(float));
+        },
+        1);
     offset += n;
     r.push_back(std::move(dx));
   }

@@ -23,16 +23,24 @@ struct Conv2d::Prims {
   memory scratch_fwd, scratch_data, scratch_weights;
 };
 
-Conv2d::Conv2d(models::LayerSpec spec, int64_t in_c, int64_t out_c, int64_t kernel, int64_t stride,
-               int64_t pad, int64_t in_h, int64_t in_w, bool bias, int64_t groups)
-    : Layer(std::move(spec)), in_c_(in_c), out_c_(out_c), k_(kernel), stride_(stride), pad_(pad),
-      in_h_(in_h), in_w_(in_w), has_bias_(bias), groups_(groups) {
+Conv2d::Conv2d(models::LayerSpec spec, int64_t in_c, int64_t out_c, int64_t kernel, int64_t stride, int64_t pad,
+               int64_t in_h, int64_t in_w, bool bias, int64_t groups)
+    : Layer(std::move(spec)),
+      in_c_(in_c),
+      out_c_(out_c),
+      k_(kernel),
+      stride_(stride),
+      pad_(pad),
+      in_h_(in_h),
+      in_w_(in_w),
+      has_bias_(bias),
+      groups_(groups) {
   if (in_c < 1 || out_c < 1 || kernel < 1 || stride < 1 || pad < 0 || in_h + 2 * pad < kernel ||
       in_w + 2 * pad < kernel)
     throw InputError("layer \"" + name() + "\": invalid conv2d attributes");
   if (groups < 1 || in_c % groups != 0 || out_c % groups != 0)
-    throw InputError("layer \"" + name() + "\": conv2d groups " + std::to_string(groups) +
-                     " must divide in_c " + std::to_string(in_c) + " and out_c " + std::to_string(out_c));
+    throw InputError("layer \"" + name() + "\": conv2d groups " + std::to_string(groups) + " must divide in_c " +
+                     std::to_string(in_c) + " and out_c " + std::to_string(out_c));
   out_h_ = (in_h + 2 * pad - kernel) / stride + 1;
   out_w_ = (in_w + 2 * pad - kernel) / stride + 1;
   weight_ = Tensor::zeros({out_c, in_c / groups, kernel, kernel});
@@ -66,17 +74,16 @@ Conv2d::Prims& Conv2d::prims(int64_t batch) {
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   dnnl::convolution_forward::primitive_desc fpd(
-      dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
-                                      dnnl::algorithm::convolution_direct, p->src, p->wei, p->bias,
-                                      p->dst, strides, pads, pads),
+      dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, p->src,
+                                      p->wei, p->bias, p->dst, strides, pads, pads),
       attr, eng);
   dnnl::convolution_backward_data::primitive_desc dpd(
-      dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct, p->src, p->wei,
-                                            p->dst, strides, pads, pads),
+      dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct, p->src, p->wei, p->dst, strides, pads,
+                                            pads),
       attr, eng, fpd);
   dnnl::convolution_backward_weights::primitive_desc wpd(
-      dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, p->src, p->wei,
-                                               p->bias, p->dst, strides, pads, pads),
+      dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, p->src, p->wei, p->bias, p->dst,
+                                               strides, pads, pads),
       attr, eng, fpd);
   p->fwd = dnnl::convolution_forward(fpd);
   p->bwd_data = dnnl::convolution_backward_data(dpd);
@@ -94,10 +101,10 @@ Tensor Conv2d::forward(Inputs in, Context& ctx) {
   Prims& p = prims(x.dim(0));
   Tensor y({x.dim(0), out_c_, out_h_, out_w_});
   run_primitive(p.fwd, {{DNNL_ARG_SRC, cpu_memory(p.src, x.data())},
-              {DNNL_ARG_WEIGHTS, cpu_memory(p.wei, weight_.data())},
-              {DNNL_ARG_BIAS, cpu_memory(p.bias, bias_.data())},
-              {DNNL_ARG_DST, cpu_memory(p.dst, y.data())},
-              {DNNL_ARG_SCRATCHPAD, p.scratch_fwd}});
+                        {DNNL_ARG_WEIGHTS, cpu_memory(p.wei, weight_.data())},
+                        {DNNL_ARG_BIAS, cpu_memory(p.bias, bias_.data())},
+                        {DNNL_ARG_DST, cpu_memory(p.dst, y.data())},
+                        {DNNL_ARG_SCRATCHPAD, p.scratch_fwd}});
   ctx.batch = x.dim(0);
   return y;
 }
@@ -107,9 +114,9 @@ std::vector<Tensor> Conv2d::backward_input(Inputs in, Context&, const Tensor& gr
   Prims& p = prims(x.dim(0));
   Tensor dx(x.shape());
   run_primitive(p.bwd_data, {{DNNL_ARG_DIFF_DST, cpu_memory(p.dst, grad_out.data())},
-                   {DNNL_ARG_WEIGHTS, cpu_memory(p.wei, weight_.data())},
-                   {DNNL_ARG_DIFF_SRC, cpu_memory(p.src, dx.data())},
-                   {DNNL_ARG_SCRATCHPAD, p.scratch_data}});
+                             {DNNL_ARG_WEIGHTS, cpu_memory(p.wei, weight_.data())},
+                             {DNNL_ARG_DIFF_SRC, cpu_memory(p.src, dx.data())},
+                             {DNNL_ARG_SCRATCHPAD, p.scratch_data}});
   std::vector<Tensor> r;
   r.push_back(std::move(dx));
   return r;
@@ -120,10 +127,10 @@ void Conv2d::backward_weight(Inputs in, Context&, const Tensor& grad_out) {
   Prims& p = prims(x.dim(0));
   Tensor dw(weight_.shape()), db(bias_.shape());
   run_primitive(p.bwd_weights, {{DNNL_ARG_SRC, cpu_memory(p.src, x.data())},
-                      {DNNL_ARG_DIFF_DST, cpu_memory(p.dst, grad_out.data())},
-                      {DNNL_ARG_DIFF_WEIGHTS, cpu_memory(p.wei, dw.data())},
-                      {DNNL_ARG_DIFF_BIAS, cpu_memory(p.bias, db.data())},
-                      {DNNL_ARG_SCRATCHPAD, p.scratch_weights}});
+                                {DNNL_ARG_DIFF_DST, cpu_memory(p.dst, grad_out.data())},
+                                {DNNL_ARG_DIFF_WEIGHTS, cpu_memory(p.wei, dw.data())},
+                                {DNNL_ARG_DIFF_BIAS, cpu_memory(p.bias, db.data())},
+                                {DNNL_ARG_SCRATCHPAD, p.scratch_weights}});
   add_into(grad_weight_.data(), dw.data(), dw.numel());
   if (has_bias_) add_into(grad_bias_.data(), db.data(), db.numel());
 }

@@ -12,8 +12,8 @@ namespace pw::exec {
 
 class Conv2d : public Layer {
  public:
-  Conv2d(models::LayerSpec spec, int64_t in_c, int64_t out_c, int64_t kernel, int64_t stride,
-         int64_t pad, int64_t in_h, int64_t in_w, bool bias = true, int64_t groups = 1);
+  Conv2d(models::LayerSpec spec, int64_t in_c, int64_t out_c, int64_t kernel, int64_t stride, int64_t pad, int64_t in_h,
+         int64_t in_w, bool bias = true, int64_t groups = 1);
   ~Conv2d() override;
   std::vector<std::vector<int64_t>> input_shapes() const override { return {{in_c_, in_h_, in_w_}}; }
   std::vector<int64_t> output_sample_shape() const { return {out_c_, out_h_, out_w_}; }

@@ -32,9 +32,7 @@ std::vector<Tensor> InputLayer::backward_input(Inputs, Context&, const Tensor&) 
 
 void gelu_forward(const float* x, float* y, int64_t n) { gelu_tanh_forward(x, y, n); }
 
-void gelu_backward(const float* x, const float* dy, float* dx, int64_t n) {
-  gelu_tanh_backward(x, dy, dx, n);
-}
+void gelu_backward(const float* x, const float* dy, float* dx, int64_t n) { gelu_tanh_backward(x, dy, dx, n); }
 
 Tensor ActivationLayer::forward(Inputs in, Context& ctx) {
   ctx.clear();
@@ -46,9 +44,12 @@ Tensor ActivationLayer::forward(Inputs in, Context& ctx) {
   } else {
     const float* xp = x.data();
     float* yp = y.data();
-    parallel_for(x.numel(), [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) yp[i] = xp[i] > 0.0f ? xp[i] : 0.0f;
-    }, kGrain);
+    parallel_for(
+        x.numel(),
+        [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) yp[i] = xp[i] > 0.0f ? xp[i] : 0.0f;
+        },
+        kGrain);
   }
   ctx.batch = x.dim(0);
   return y;
@@ -63,9 +64,12 @@ std::vector<Tensor> ActivationLayer::backward_input(Inputs in, Context&, const T
     const float* xp = x.data();
     const float* g = grad_out.data();
     float* d = dx.data();
-    parallel_for(x.numel(), [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) d[i] = xp[i] > 0.0f ? g[i] : 0.0f;
-    }, kGrain);
+    parallel_for(
+        x.numel(),
+        [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) d[i] = xp[i] > 0.0f ? g[i] : 0.0f;
+        },
+        kGrain);
   }
   return one(std::move(dx));
 }
@@ -74,8 +78,7 @@ Tensor ResidualAdd::forward(Inputs in, Context& ctx) {
   ctx.clear();
   check_input(*in[0], 0);
   check_input(*in[1], 1);
-  if (in[0]->dim(0) != in[1]->dim(0))
-    throw InputError("layer \"" + name() + "\": inputs have different batch sizes");
+  if (in[0]->dim(0) != in[1]->dim(0)) throw InputError("layer \"" + name() + "\": inputs have different batch sizes");
   Tensor y = in[0]->clone();
   add_into(y.data(), in[1]->data(), y.numel());
   ctx.batch = y.dim(0);

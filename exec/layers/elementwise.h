@@ -37,9 +37,7 @@ void gelu_backward(const float* x, const float* dy, float* dx, int64_t n);
 class ResidualAdd : public Layer {
  public:
   using Layer::Layer;
-  std::vector<std::vector<int64_t>> input_shapes() const override {
-    return {spec_.output_shape, spec_.output_shape};
-  }
+  std::vector<std::vector<int64_t>> input_shapes() const override { return {spec_.output_shape, spec_.output_shape}; }
   Tensor forward(Inputs in, Context& ctx) override;
   std::vector<Tensor> backward_input(Inputs in, Context& ctx, const Tensor& grad_out) override;
 };

@@ -34,26 +34,27 @@ Tensor Embedding::forward(Inputs in, Context& ctx) {
   const float* tp = tokens_.data();
   const float* pp = positions_.data();
   float* yp = y.data();
-  parallel_for(rows, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      const float v = ip[r];
-      const int64_t id = static_cast<int64_t>(v);
-      if (!(v >= 0.0f) || static_cast<float>(id) != v || id >= vocab_)
-        throw InputError("layer \"" + name() + "\": token id " + std::to_string(v) +
-                         " is not in [0, " + std::to_string(vocab_) + ")");
-      const float* t = tp + id * d;
-      const float* p = pp + (r % seq_) * d;
-      float* o = yp + r * d;
-      for (int64_t i = 0; i < d; ++i) o[i] = t[i] + p[i];
-    }
-  }, 4);
+  parallel_for(
+      rows,
+      [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+          const float v = ip[r];
+          const int64_t id = static_cast<int64_t>(v);
+          if (!(v >= 0.0f) || static_cast<float>(id) != v || id >= vocab_)
+            throw InputError("layer \"" + name() + "\": token id " + std::to_string(v) + " is not in [0, " +
+                             std::to_string(vocab_) + ")");
+          const float* t = tp + id * d;
+          const float* p = pp + (r % seq_) * d;
+          float* o = yp + r * d;
+          for (int64_t i = 0; i < d; ++i) o[i] = t[i] + p[i];
+        }
+      },
+      4);
   ctx.batch = ids.dim(0);
   return y;
 }
 
-std::vector<Tensor> Embedding::backward_input(Inputs, Context&, const Tensor&) {
-  return std::vector<Tensor>(1);
-}
+std::vector<Tensor> Embedding::backward_input(Inputs, Context&, const Tensor&) { return std::vector<Tensor>(1); }
 
 void Embedding::backward_weight(Inputs in, Context&, const Tensor& grad_out) {
   const Tensor& ids = *in[0];
@@ -62,17 +63,20 @@ void Embedding::backward_weight(Inputs in, Context&, const Tensor& grad_out) {
   const float* g = grad_out.data();
   float* gt = grad_tokens_.data();
   float* gp = grad_positions_.data();
-  parallel_for(d, [&](int64_t c0, int64_t c1) {
-    for (int64_t r = 0; r < rows; ++r) {
-      const float* gr = g + r * d;
-      float* t = gt + static_cast<int64_t>(ip[r]) * d;
-      float* p = gp + (r % seq_) * d;
-      for (int64_t i = c0; i < c1; ++i) {
-        t[i] += gr[i];
-        p[i] += gr[i];
-      }
-    }
-  }, 16);
+  parallel_for(
+      d,
+      [&](int64_t c0, int64_t c1) {
+        for (int64_t r = 0; r < rows; ++r) {
+          const float* gr = g + r * d;
+          float* t = gt + static_cast<int64_t>(ip[r]) * d;
+          float* p = gp + (r % seq_) * d;
+          for (int64_t i = c0; i < c1; ++i) {
+            t[i] += gr[i];
+            p[i] += gr[i];
+          }
+        }
+      },
+      16);
 }
 
 }  // namespace pw::exec

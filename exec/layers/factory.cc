@@ -11,8 +11,8 @@
 #include "exec/layers/embedding.h"
 #include "exec/layers/layer_norm.h"
 #include "exec/layers/linear.h"
-#include "exec/layers/pooling.h"
 #include "exec/layers/losses.h"
+#include "exec/layers/pooling.h"
 #include "exec/layers/transformer_block.h"
 #include "models/error.h"
 
@@ -34,14 +34,11 @@ std::string where(const models::LayerSpec& spec) {
 
 void expect_inputs(const models::LayerSpec& spec, const std::vector<Shape>& in, size_t n) {
   if (in.size() != n)
-    throw InputError(where(spec) + ": expected " + std::to_string(n) + " input(s), got " +
-                     std::to_string(in.size()));
+    throw InputError(where(spec) + ": expected " + std::to_string(n) + " input(s), got " + std::to_string(in.size()));
 }
 
-void expect_shape(const models::LayerSpec& spec, const std::string& what, const Shape& got,
-                  const Shape& want) {
-  if (got != want)
-    throw InputError(where(spec) + ": " + what + " has shape " + str(got) + ", expected " + str(want));
+void expect_shape(const models::LayerSpec& spec, const std::string& what, const Shape& got, const Shape& want) {
+  if (got != want) throw InputError(where(spec) + ": " + what + " has shape " + str(got) + ", expected " + str(want));
 }
 
 int64_t numel(const Shape& s) {
@@ -91,8 +88,8 @@ std::unique_ptr<Layer> make_layer(const models::LayerSpec& spec, const std::vect
     case LayerKind::gelu:
       expect_inputs(spec, in, 1);
       expect_shape(spec, "output_shape", out, in0());
-      return std::make_unique<ActivationLayer>(
-          spec, spec.kind == LayerKind::relu ? Activation::relu : Activation::gelu);
+      return std::make_unique<ActivationLayer>(spec,
+                                               spec.kind == LayerKind::relu ? Activation::relu : Activation::gelu);
     case LayerKind::layer_norm:
       expect_inputs(spec, in, 1);
       expect_shape(spec, "output_shape", out, in0());
@@ -130,9 +127,8 @@ std::unique_ptr<Layer> make_layer(const models::LayerSpec& spec, const std::vect
     case LayerKind::conv2d: {
       expect_inputs(spec, in, 1);
       auto l = std::make_unique<Conv2d>(spec, spec.attr("in_c"), spec.attr("out_c"), spec.attr("kernel"),
-                                        spec.attr_or("stride", 1), spec.attr_or("pad", 0),
-                                        spec.attr("in_h"), spec.attr("in_w"),
-                                        spec.attr_or("bias", 1) != 0, spec.attr_or("groups", 1));
+                                        spec.attr_or("stride", 1), spec.attr_or("pad", 0), spec.attr("in_h"),
+                                        spec.attr("in_w"), spec.attr_or("bias", 1) != 0, spec.attr_or("groups", 1));
       expect_shape(spec, "input", in0(), l->input_shapes()[0]);
       expect_shape(spec, "output_shape", out, l->output_sample_shape());
       return l;
@@ -140,8 +136,8 @@ std::unique_ptr<Layer> make_layer(const models::LayerSpec& spec, const std::vect
     case LayerKind::max_pool: {
       expect_inputs(spec, in, 1);
       auto l = std::make_unique<Pool>(spec, PoolKind::max, spec.attr("c"), spec.attr("kernel"),
-                                         spec.attr_or("stride", spec.attr("kernel")), spec.attr_or("pad", 0),
-                                         spec.attr("in_h"), spec.attr("in_w"));
+                                      spec.attr_or("stride", spec.attr("kernel")), spec.attr_or("pad", 0),
+                                      spec.attr("in_h"), spec.attr("in_w"));
       expect_shape(spec, "input", in0(), l->input_shapes()[0]);
       expect_shape(spec, "output_shape", out, l->output_sample_shape());
       return l;
@@ -153,8 +149,8 @@ std::unique_ptr<Layer> make_layer(const models::LayerSpec& spec, const std::vect
     case LayerKind::avg_pool: {
       expect_inputs(spec, in, 1);
       auto l = std::make_unique<Pool>(spec, PoolKind::avg, spec.attr("c"), spec.attr("kernel"),
-                                         spec.attr_or("stride", spec.attr("kernel")), spec.attr_or("pad", 0),
-                                         spec.attr("in_h"), spec.attr("in_w"));
+                                      spec.attr_or("stride", spec.attr("kernel")), spec.attr_or("pad", 0),
+                                      spec.attr("in_h"), spec.attr("in_w"));
       expect_shape(spec, "input", in0(), l->input_shapes()[0]);
       expect_shape(spec, "output_shape", out, l->output_sample_shape());
       return l;
@@ -176,10 +172,10 @@ std::unique_ptr<Layer> make_layer(const models::LayerSpec& spec, const std::vect
       expect_inputs(spec, in, 1);
       expect_shape(spec, "output_shape", out, in0());
       return std::make_unique<Dropout>(spec, in0(), spec.attr("permille"));
-    case LayerKind::opaque:
-      break;
+    case LayerKind::opaque: break;
   }
-  throw InputError(where(spec) + ": this layer kind cannot be executed (an opaque layer is known "
+  throw InputError(where(spec) +
+                   ": this layer kind cannot be executed (an opaque layer is known "
                    "only through its profile)");
 }
 

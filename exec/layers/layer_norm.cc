@@ -36,8 +36,7 @@ void norm_row(const float* x, const float* g, const float* b, float* y, int64_t 
 }
 
 PW_VECTOR_CLONES
-void norm_backward_row(const float* x, const float* dy, const float* g, float m, float rstd,
-                       int64_t d, float* dx) {
+void norm_backward_row(const float* x, const float* dy, const float* g, float m, float rstd, int64_t d, float* dx) {
   float a1[kNormLanes] = {}, a2[kNormLanes] = {};
   int64_t i = 0;
   for (; i + kNormLanes <= d; i += kNormLanes)
@@ -61,8 +60,8 @@ void norm_backward_row(const float* x, const float* dy, const float* g, float m,
 }
 
 PW_VECTOR_CLONES
-void norm_weight_rows(const float* x, const float* dy, const float* stats, int64_t rows, int64_t d,
-                      int64_t c0, int64_t c1, float* gg, float* gb) {
+void norm_weight_rows(const float* x, const float* dy, const float* stats, int64_t rows, int64_t d, int64_t c0,
+                      int64_t c1, float* gg, float* gb) {
   for (int64_t r = 0; r < rows; ++r) {
     const float m = stats[2 * r], rstd = stats[2 * r + 1];
     const float* xr = x + r * d;
@@ -106,9 +105,12 @@ Tensor LayerNorm::forward(Inputs in, Context& ctx) {
   float* sp = stats.data();
   const float* g = gamma_.data();
   const float* b = beta_.data();
-  parallel_for(rows, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) norm_row(xp + r * d, g, b, yp + r * d, d, sp + 2 * r);
-  }, 8);
+  parallel_for(
+      rows,
+      [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) norm_row(xp + r * d, g, b, yp + r * d, d, sp + 2 * r);
+      },
+      8);
   ctx.saved.push_back(std::move(stats));
   ctx.batch = x.dim(0);
   return y;
@@ -123,10 +125,13 @@ std::vector<Tensor> LayerNorm::backward_input(Inputs in, Context& ctx, const Ten
   const float* sp = ctx.saved.at(0).data();
   const float* g = gamma_.data();
   float* dxp = dx.data();
-  parallel_for(rows, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r)
-      norm_backward_row(xp + r * d, dy + r * d, g, sp[2 * r], sp[2 * r + 1], d, dxp + r * d);
-  }, 8);
+  parallel_for(
+      rows,
+      [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r)
+          norm_backward_row(xp + r * d, dy + r * d, g, sp[2 * r], sp[2 * r + 1], d, dxp + r * d);
+      },
+      8);
   std::vector<Tensor> res;
   res.push_back(std::move(dx));
   return res;
@@ -140,9 +145,8 @@ void LayerNorm::backward_weight(Inputs in, Context& ctx, const Tensor& grad_out)
   const float* sp = ctx.saved.at(0).data();
   float* gg = grad_gamma_.data();
   float* gb = grad_beta_.data();
-  parallel_for(d, [&](int64_t c0, int64_t c1) {
-    norm_weight_rows(xp, dy, sp, rows, d, c0, c1, gg, gb);
-  }, 16);
+  parallel_for(
+      d, [&](int64_t c0, int64_t c1) { norm_weight_rows(xp, dy, sp, rows, d, c0, c1, gg, gb); }, 16);
 }
 
 }  // namespace pw::exec

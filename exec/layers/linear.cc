@@ -9,8 +9,7 @@ namespace pw::exec {
 
 Linear::Linear(models::LayerSpec spec, int64_t in, int64_t out, bool bias)
     : Layer(std::move(spec)), in_(in), out_(out), has_bias_(bias), init_std_(1.0 / std::sqrt(double(in))) {
-  if (in < 1 || out < 1)
-    throw InputError("layer \"" + name() + "\": linear sizes must be >= 1");
+  if (in < 1 || out < 1) throw InputError("layer \"" + name() + "\": linear sizes must be >= 1");
   weight_ = Tensor::zeros({out, in});
   grad_weight_ = Tensor::zeros({out, in});
   w_ = &weight_;
@@ -38,8 +37,8 @@ Tensor Linear::forward(Inputs in, Context& ctx) {
   shape.back() = out_;
   Tensor y(shape);
   const int64_t m = rows(x);
-  fwd_.run(row_major(m, in_), x.data(), col_major(in_, out_), w_->data(), row_major(m, out_),
-           y.data(), has_bias_ ? bias_.data() : nullptr);
+  fwd_.run(row_major(m, in_), x.data(), col_major(in_, out_), w_->data(), row_major(m, out_), y.data(),
+           has_bias_ ? bias_.data() : nullptr);
   ctx.batch = x.dim(0);
   return y;
 }
@@ -48,8 +47,7 @@ std::vector<Tensor> Linear::backward_input(Inputs in, Context& ctx, const Tensor
   const Tensor& x = *in[0];
   Tensor dx(x.shape());
   const int64_t m = rows(x);
-  bwd_data_.run(row_major(m, out_), grad_out.data(), row_major(out_, in_), w_->data(),
-                row_major(m, in_), dx.data());
+  bwd_data_.run(row_major(m, out_), grad_out.data(), row_major(out_, in_), w_->data(), row_major(m, in_), dx.data());
   std::vector<Tensor> r;
   r.push_back(std::move(dx));
   return r;
@@ -58,8 +56,8 @@ std::vector<Tensor> Linear::backward_input(Inputs in, Context& ctx, const Tensor
 void Linear::backward_weight(Inputs in, Context& ctx, const Tensor& grad_out) {
   const Tensor& x = *in[0];
   const int64_t m = rows(x);
-  bwd_weight_.run(col_major(out_, m), grad_out.data(), row_major(m, in_), x.data(),
-                  row_major(out_, in_), gw_->data(), nullptr, /*accumulate=*/true);
+  bwd_weight_.run(col_major(out_, m), grad_out.data(), row_major(m, in_), x.data(), row_major(out_, in_), gw_->data(),
+                  nullptr, /*accumulate=*/true);
   if (has_bias_) add_column_sums(grad_out.data(), m, out_, grad_bias_.data());
 }
 

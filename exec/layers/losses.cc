@@ -7,15 +7,13 @@
 
 namespace pw::exec {
 
-SoftmaxXent::SoftmaxXent(models::LayerSpec spec, std::vector<int64_t> in_shape, int64_t rows,
-                         int64_t classes)
+SoftmaxXent::SoftmaxXent(models::LayerSpec spec, std::vector<int64_t> in_shape, int64_t rows, int64_t classes)
     : Layer(std::move(spec)), in_shape_(std::move(in_shape)), rows_(rows), classes_(classes) {
   int64_t n = 1;
   for (int64_t d : in_shape_) n *= d;
   if (rows_ < 1 || classes_ < 1 || in_shape_.empty() || in_shape_.back() != classes_ || n != rows_ * classes_)
-    throw InputError("layer \"" + name() + "\": softmax_xent with rows " + std::to_string(rows_) +
-                     " and classes " + std::to_string(classes_) +
-                     " does not match its input's per-sample shape");
+    throw InputError("layer \"" + name() + "\": softmax_xent with rows " + std::to_string(rows_) + " and classes " +
+                     std::to_string(classes_) + " does not match its input's per-sample shape");
 }
 
 Tensor SoftmaxXent::forward(Inputs in, Context& ctx) {
@@ -32,27 +30,30 @@ Tensor SoftmaxXent::forward(Inputs in, Context& ctx) {
   const float* xp = x.data();
   const float* tp = t.data();
   float* pp = probs.data();
-  parallel_for(n, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      const float* xr = xp + r * c;
-      float* pr = pp + r * c;
-      float mx = xr[0];
-      for (int64_t i = 1; i < c; ++i) mx = std::max(mx, xr[i]);
-      double sum = 0;
-      for (int64_t i = 0; i < c; ++i) {
-        pr[i] = std::exp(xr[i] - mx);
-        sum += pr[i];
-      }
-      const float inv = static_cast<float>(1.0 / sum);
-      for (int64_t i = 0; i < c; ++i) pr[i] *= inv;
-      const float tv = tp[r];
-      const int64_t k = static_cast<int64_t>(tv);
-      if (!(tv >= 0.0f) || static_cast<float>(k) != tv || k >= c)
-        throw InputError("layer \"" + name() + "\": target " + std::to_string(tv) +
-                         " is not a class id in [0, " + std::to_string(c) + ")");
-      row_loss[r] = -(static_cast<double>(xr[k]) - mx - std::log(sum));
-    }
-  }, 4);
+  parallel_for(
+      n,
+      [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+          const float* xr = xp + r * c;
+          float* pr = pp + r * c;
+          float mx = xr[0];
+          for (int64_t i = 1; i < c; ++i) mx = std::max(mx, xr[i]);
+          double sum = 0;
+          for (int64_t i = 0; i < c; ++i) {
+            pr[i] = std::exp(xr[i] - mx);
+            sum += pr[i];
+          }
+          const float inv = static_cast<float>(1.0 / sum);
+          for (int64_t i = 0; i < c; ++i) pr[i] *= inv;
+          const float tv = tp[r];
+          const int64_t k = static_cast<int64_t>(tv);
+          if (!(tv >= 0.0f) || static_cast<float>(k) != tv || k >= c)
+            throw InputError("layer \"" + name() + "\": target " + std::to_string(tv) + " is not a class id in [0, " +
+                             std::to_string(c) + ")");
+          row_loss[r] = -(static_cast<double>(xr[k]) - mx - std::log(sum));
+        }
+      },
+      4);
   double total = 0;
   for (double l : row_loss) total += l;
   Tensor loss({1});
@@ -70,12 +71,15 @@ std::vector<Tensor> SoftmaxXent::backward_input(Inputs in, Context& ctx, const T
   Tensor dx(x.shape());
   const float* pp = ctx.saved.at(0).data();
   float* d = dx.data();
-  parallel_for(n, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      for (int64_t i = 0; i < c; ++i) d[r * c + i] = pp[r * c + i] * scale;
-      d[r * c + static_cast<int64_t>(tp[r])] -= scale;
-    }
-  }, 4);
+  parallel_for(
+      n,
+      [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+          for (int64_t i = 0; i < c; ++i) d[r * c + i] = pp[r * c + i] * scale;
+          d[r * c + static_cast<int64_t>(tp[r])] -= scale;
+        }
+      },
+      4);
   std::vector<Tensor> res;
   res.push_back(std::move(dx));
   res.emplace_back();
@@ -88,8 +92,8 @@ Tensor MseLoss::forward(Inputs in, Context& ctx) {
   const Tensor& t = *in[1];
   check_input(x, 0);
   if (t.shape() != x.shape())
-    throw InputError("layer \"" + name() + "\": targets " + t.shape_string() +
-                     " do not match the prediction " + x.shape_string());
+    throw InputError("layer \"" + name() + "\": targets " + t.shape_string() + " do not match the prediction " +
+                     x.shape_string());
   double sum = 0;
   for (int64_t i = 0; i < x.numel(); ++i) {
     const double e = static_cast<double>(x.data()[i]) - t.data()[i];

@@ -78,13 +78,13 @@ int64_t Network::parameter_bytes() {
 // ---------------------------------------------------------------- LayerRange
 
 struct LayerRange::MicroBatch {
-  std::vector<Tensor> inputs;    // boundary inputs
-  std::vector<Tensor> acts;      // per layer in range: output, if read inside the range
-  std::vector<Context> ctx;      // per layer in range
-  std::vector<Tensor> grad_out;  // per layer: output gradient kept from B until W
+  std::vector<Tensor> inputs;          // boundary inputs
+  std::vector<Tensor> acts;            // per layer in range: output, if read inside the range
+  std::vector<Context> ctx;            // per layer in range
+  std::vector<Tensor> grad_out;        // per layer: output gradient kept from B until W
   int64_t step = 0, first_sample = 0;  // Context::step / first_sample of every layer
-  bool stashed = false;          // acts + ctx valid
-  bool input_done = false;       // B ran
+  bool stashed = false;                // acts + ctx valid
+  bool input_done = false;             // B ran
 };
 
 LayerRange::LayerRange(Network& net, int begin, int end) : net_(net), begin_(begin), end_(end) {
@@ -173,11 +173,13 @@ std::vector<Tensor> LayerRange::forward(int mb, std::vector<Tensor> inputs, int6
     std::vector<int64_t> want = with_batch(t.empty() ? 0 : t.dim(0), inputs_[k].sample_shape);
     if (t.empty() || t.shape() != want || t.dim(0) != inputs[0].dim(0))
       throw InputError("layer range input \"" + inputs_[k].name + "\": shape " + t.shape_string() +
-                       " does not match [batch" + [&] {
+                       " does not match [batch" +
+                       [&] {
                          std::string s;
                          for (int64_t d : inputs_[k].sample_shape) s += "x" + std::to_string(d);
                          return s;
-                       }() + "]");
+                       }() +
+                       "]");
   }
   auto m = std::make_unique<MicroBatch>();
   m->inputs = std::move(inputs);
@@ -189,9 +191,8 @@ std::vector<Tensor> LayerRange::forward(int mb, std::vector<Tensor> inputs, int6
   return outputs;
 }
 
-void LayerRange::run_backward(MicroBatch& m, std::vector<Tensor> grad_outputs, bool input,
-                              bool weight, std::vector<Tensor>* input_grads,
-                              const std::function<void(int layer)>* weight_done) {
+void LayerRange::run_backward(MicroBatch& m, std::vector<Tensor> grad_outputs, bool input, bool weight,
+                              std::vector<Tensor>* input_grads, const std::function<void(int layer)>* weight_done) {
   const int n = end_ - begin_;
   if (!m.stashed) run_forward(m, nullptr);
   std::vector<Tensor> gacc(n);
@@ -214,18 +215,16 @@ void LayerRange::run_backward(MicroBatch& m, std::vector<Tensor> grad_outputs, b
       return;
     }
     if (gacc[i].empty()) return;  // no gradient reaches this layer's output
-    std::vector<Tensor> din = weight ? layer.backward(ptrs, m.ctx[i], gacc[i])
-                                     : layer.backward_input(ptrs, m.ctx[i], gacc[i]);
+    std::vector<Tensor> din =
+        weight ? layer.backward(ptrs, m.ctx[i], gacc[i]) : layer.backward_input(ptrs, m.ctx[i], gacc[i]);
     if (!weight && layer.has_weight_grad()) m.grad_out[i] = std::move(gacc[i]);
     gacc[i] = Tensor();
     for (size_t k = 0; k < din.size(); ++k) {
       if (din[k].empty()) continue;
       const int s = sources_[i][k];
       Tensor& dst = s >= 0 ? gacc[s - begin_] : (*input_grads)[-s - 1];
-      if (dst.empty())
-        dst = std::move(din[k]);
-      else
-        add_into(dst.data(), din[k].data(), dst.numel());
+      if (dst.empty()) dst = std::move(din[k]);
+      else add_into(dst.data(), din[k].data(), dst.numel());
     }
   };
   for (int i = n - 1; i >= 0; --i) {

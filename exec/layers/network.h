@@ -145,8 +145,8 @@ class LayerRange {
   // For each layer in range and each of its forward inputs: where the tensor comes from.
   // source >= 0: layer index (inside the range); source < 0: boundary input -(source+1).
   std::vector<std::vector<int>> sources_;
-  std::vector<int> output_layers_;          // layer index of each outputs() entry
-  std::vector<bool> read_inside_;           // per layer in range: read by a later layer in range
+  std::vector<int> output_layers_;  // layer index of each outputs() entry
+  std::vector<bool> read_inside_;   // per layer in range: read by a later layer in range
   std::map<int, std::unique_ptr<MicroBatch>> in_flight_;
 };
 

@@ -24,8 +24,8 @@ struct Pool::Prims {
   dnnl::pooling_backward bwd;
 };
 
-Pool::Pool(models::LayerSpec spec, PoolKind kind, int64_t c, int64_t kernel, int64_t stride, int64_t pad,
-           int64_t in_h, int64_t in_w)
+Pool::Pool(models::LayerSpec spec, PoolKind kind, int64_t c, int64_t kernel, int64_t stride, int64_t pad, int64_t in_h,
+           int64_t in_w)
     : Layer(std::move(spec)), kind_(kind), c_(c), k_(kernel), stride_(stride), pad_(pad), in_h_(in_h), in_w_(in_w) {
   if (c < 1 || kernel < 1 || stride < 1 || pad < 0 || pad >= kernel || in_h + 2 * pad < kernel ||
       in_w + 2 * pad < kernel)
@@ -63,7 +63,8 @@ Tensor Pool::forward(Inputs in, Context& ctx) {
   check_input(x, 0);
   Prims& p = prims(x.dim(0));
   Tensor y({x.dim(0), c_, out_h_, out_w_});
-  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, cpu_memory(p.src, x.data())}, {DNNL_ARG_DST, cpu_memory(p.dst, y.data())}};
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, cpu_memory(p.src, x.data())},
+                                       {DNNL_ARG_DST, cpu_memory(p.dst, y.data())}};
   if (kind_ == PoolKind::max) {
     const int64_t ws_floats = std::max<int64_t>(1, static_cast<int64_t>((p.ws.get_size() + 3) / 4));
     Tensor ws({ws_floats});

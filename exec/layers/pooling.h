@@ -20,8 +20,8 @@ enum class PoolKind { max, avg };
 class Pool : public Layer {
  public:
   // Throws InputError naming the layer when the window does not fit the input.
-  Pool(models::LayerSpec spec, PoolKind kind, int64_t c, int64_t kernel, int64_t stride, int64_t pad,
-       int64_t in_h, int64_t in_w);
+  Pool(models::LayerSpec spec, PoolKind kind, int64_t c, int64_t kernel, int64_t stride, int64_t pad, int64_t in_h,
+       int64_t in_w);
   ~Pool() override;
   std::vector<std::vector<int64_t>> input_shapes() const override { return {{c_, in_h_, in_w_}}; }
   std::vector<int64_t> output_sample_shape() const { return {c_, out_h_, out_w_}; }

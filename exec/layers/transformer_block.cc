@@ -7,8 +7,8 @@
 namespace pw::exec {
 
 namespace {
-models::LayerSpec part(const models::LayerSpec& parent, const std::string& name,
-                       models::LayerKind kind, std::vector<int64_t> out) {
+models::LayerSpec part(const models::LayerSpec& parent, const std::string& name, models::LayerKind kind,
+                       std::vector<int64_t> out) {
   models::LayerSpec s;
   s.name = parent.name + "." + name;
   s.kind = kind;
@@ -23,8 +23,7 @@ enum { kH1, kX1, kH2, kF, kG, kDF, kDH2, kDX1, kDH1, kDX };
 enum { cLn1, cAttn, cLn2, cFc1, cFc2 };
 }  // namespace
 
-TransformerBlock::TransformerBlock(models::LayerSpec spec, int64_t seq, int64_t d_model,
-                                   int64_t heads, int64_t ffn)
+TransformerBlock::TransformerBlock(models::LayerSpec spec, int64_t seq, int64_t d_model, int64_t heads, int64_t ffn)
     : Layer(std::move(spec)), seq_(seq), d_(d_model), ffn_(ffn) {
   using K = models::LayerKind;
   if (ffn < 1) throw InputError("layer \"" + name() + "\": ffn must be >= 1");
@@ -32,8 +31,7 @@ TransformerBlock::TransformerBlock(models::LayerSpec spec, int64_t seq, int64_t 
                                      std::vector<int64_t>{seq, d_model}, d_model);
   ln2_ = std::make_unique<LayerNorm>(part(spec_, "ln2", K::layer_norm, {seq, d_model}),
                                      std::vector<int64_t>{seq, d_model}, d_model);
-  attn_ = std::make_unique<Attention>(part(spec_, "attn", K::attention, {seq, d_model}), seq,
-                                      d_model, heads);
+  attn_ = std::make_unique<Attention>(part(spec_, "attn", K::attention, {seq, d_model}), seq, d_model, heads);
   fc1_ = std::make_unique<Linear>(part(spec_, "fc1", K::linear, {seq, ffn}), d_model, ffn, true);
   fc2_ = std::make_unique<Linear>(part(spec_, "fc2", K::linear, {seq, d_model}), ffn, d_model, true);
   fc1_->set_init_std(0.02);

@@ -133,7 +133,8 @@ WaitPolicy choose_openmp_wait_policy() {
   p.spin_count = p.busy ? kBusySpinCount : kQuietSpinCount;
   char value[32];
   std::snprintf(value, sizeof value, "%ld", p.spin_count);
-  p.changed = ::setenv("GOMP_SPINCOUNT", value, 0) == 0 && ::setenv("PW_OPENMP_SPIN", p.busy ? "busy" : "quiet", 1) == 0;
+  p.changed =
+      ::setenv("GOMP_SPINCOUNT", value, 0) == 0 && ::setenv("PW_OPENMP_SPIN", p.busy ? "busy" : "quiet", 1) == 0;
   return p;
 }
 

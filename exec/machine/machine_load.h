@@ -20,9 +20,9 @@ namespace pw::exec {
 
 // A reading of the CPUs this process may run on.
 struct MachineLoad {
-  int cores = 1;              // CPUs in this process's affinity mask
-  double busy_cores = 0;      // CPU time used by everything on the machine, in cores, over the window
-  double window_s = 0;        // length of the sampling window (0: instantaneous estimate)
+  int cores = 1;          // CPUs in this process's affinity mask
+  double busy_cores = 0;  // CPU time used by everything on the machine, in cores, over the window
+  double window_s = 0;    // length of the sampling window (0: instantaneous estimate)
 };
 
 // Samples /proc/stat twice, `window_s` apart, and reports the busy share of the machine's CPUs
@@ -44,12 +44,12 @@ inline constexpr long kBusySpinCount = 100;
 inline constexpr double kWaitPolicySampleSeconds = 0.04;
 
 struct WaitPolicy {
-  bool user_set = false;   // OMP_WAIT_POLICY or GOMP_SPINCOUNT was in the environment: untouched
-  bool changed = false;    // this call exported GOMP_SPINCOUNT: libgomp of this process has not seen it
-  bool busy = false;       // the instantaneous estimate found the cores busy
-  long spin_count = 0;     // what GOMP_SPINCOUNT was set to (when !user_set)
-  double runnable_others = 0;  // runnable tasks besides this one at both ends of the sample (/proc/loadavg)
-  double load_1min = 0;        // 1-minute load average (reported, not used: it lags)
+  bool user_set = false;          // OMP_WAIT_POLICY or GOMP_SPINCOUNT was in the environment: untouched
+  bool changed = false;           // this call exported GOMP_SPINCOUNT: libgomp of this process has not seen it
+  bool busy = false;              // the instantaneous estimate found the cores busy
+  long spin_count = 0;            // what GOMP_SPINCOUNT was set to (when !user_set)
+  double runnable_others = 0;     // runnable tasks besides this one at both ends of the sample (/proc/loadavg)
+  double load_1min = 0;           // 1-minute load average (reported, not used: it lags)
   double busy_cores_sampled = 0;  // other processes' CPU use over a short sample, in cores
   int cores = 1;
 };

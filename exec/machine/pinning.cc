@@ -54,8 +54,7 @@ std::vector<CoreSet> assign_cores(const std::vector<int>& package_of_core, int n
   std::vector<int> count(P, 1);
   int left = num_workers - P;
   std::vector<double> want(P);
-  for (int p = 0; p < P; ++p)
-    want[p] = static_cast<double>(num_workers) * cores_of[p].size() / num_cores - 1.0;
+  for (int p = 0; p < P; ++p) want[p] = static_cast<double>(num_workers) * cores_of[p].size() / num_cores - 1.0;
   while (left > 0) {
     int best = 0;
     for (int p = 1; p < P; ++p)
@@ -115,12 +114,8 @@ Machine::~Machine() {
 }
 
 int Machine::num_cores() const { return hwloc_get_nbobjs_by_type(impl_->topo, HWLOC_OBJ_CORE); }
-int Machine::num_packages() const {
-  return std::max(1, hwloc_get_nbobjs_by_type(impl_->topo, HWLOC_OBJ_PACKAGE));
-}
-int Machine::num_numa_nodes() const {
-  return std::max(1, hwloc_get_nbobjs_by_type(impl_->topo, HWLOC_OBJ_NUMANODE));
-}
+int Machine::num_packages() const { return std::max(1, hwloc_get_nbobjs_by_type(impl_->topo, HWLOC_OBJ_PACKAGE)); }
+int Machine::num_numa_nodes() const { return std::max(1, hwloc_get_nbobjs_by_type(impl_->topo, HWLOC_OBJ_NUMANODE)); }
 
 std::vector<int> Machine::package_of_core() const {
   std::vector<int> out;

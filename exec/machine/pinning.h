@@ -19,9 +19,9 @@
 namespace pw::exec {
 
 struct CoreSet {
-  std::vector<int> cores;  // logical core indices (hwloc order)
-  int package = 0;         // package (socket) of the cores
-  bool shared = false;     // another worker also runs on (some of) these cores
+  std::vector<int> cores;         // logical core indices (hwloc order)
+  int package = 0;                // package (socket) of the cores
+  bool shared = false;            // another worker also runs on (some of) these cores
   std::string to_string() const;  // "cores 0-3 (socket 0)"
 };
 

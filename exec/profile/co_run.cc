@@ -6,8 +6,8 @@
 #include <thread>
 #include <vector>
 
-#include "exec/parallel.h"
 #include "exec/machine/pinning.h"
+#include "exec/parallel.h"
 #include "models/error.h"
 
 namespace pw::exec {
@@ -26,7 +26,8 @@ class StdBarrier final : public CoRunBarrier {
 }  // namespace
 
 void co_run_on(const CopyThreads& threads, const std::function<void(int, CoRunBarrier&)>& fn) {
-  if (threads.workers < 1) throw InputError("co-run: expected at least one worker, got " + std::to_string(threads.workers));
+  if (threads.workers < 1)
+    throw InputError("co-run: expected at least one worker, got " + std::to_string(threads.workers));
   StdBarrier barrier(threads.workers);
   std::mutex mu;
   std::exception_ptr first;

@@ -26,7 +26,7 @@ namespace pw::exec {
 
 struct HandoffOptions {
   int trials = 41;
-  std::chrono::microseconds idle{300};  // a typical wait in a pipeline bubble
+  std::chrono::microseconds idle{300};                    // a typical wait in a pipeline bubble
   std::chrono::nanoseconds spin = kDefaultTransportSpin;  // the run's RuntimeOptions::spin
 };
 

@@ -31,8 +31,8 @@ Tensor synthetic_data(const models::Model& model, int idx, int64_t mb, Rng& rng)
   for (const auto& l : model.layers())
     if (l.kind == LayerKind::embedding && !l.inputs.empty() && l.inputs[0] == spec.name) vocab = l.attr("vocab");
   for (int64_t i = 0; i < t.numel(); ++i)
-    t.data()[i] = vocab > 0 ? static_cast<float>(rng.below(static_cast<uint64_t>(vocab)))
-                            : static_cast<float>(rng.normal());
+    t.data()[i] =
+        vocab > 0 ? static_cast<float>(rng.below(static_cast<uint64_t>(vocab))) : static_cast<float>(rng.normal());
   return t;
 }
 
@@ -47,8 +47,8 @@ Tensor synthetic_targets(const models::LayerSpec& spec, const std::vector<int64_
   Tensor t(with_batch(mb, shape));
   const int64_t classes = spec.kind == LayerKind::softmax_xent ? spec.attr("classes") : 0;
   for (int64_t i = 0; i < t.numel(); ++i)
-    t.data()[i] = classes > 0 ? static_cast<float>(rng.below(static_cast<uint64_t>(classes)))
-                              : static_cast<float>(rng.normal());
+    t.data()[i] =
+        classes > 0 ? static_cast<float>(rng.below(static_cast<uint64_t>(classes))) : static_cast<float>(rng.normal());
   return t;
 }
 
@@ -108,7 +108,11 @@ int check_pass_layout(const PassOptions& o, int n) {
       int& st = state[op.micro_batch][i];
       const int from = op.kind == K::F ? 0 : op.kind == K::W ? 2 : 1;
       if (st != from)
-        throw InputError("profiler: the pass order runs " + std::string(op.kind == K::F ? "F" : op.kind == K::B ? "B" : op.kind == K::W ? "W" : "BW") +
+        throw InputError("profiler: the pass order runs " +
+                         std::string(op.kind == K::F   ? "F"
+                                     : op.kind == K::B ? "B"
+                                     : op.kind == K::W ? "W"
+                                                       : "BW") +
                          " of layer " + std::to_string(i) + " of micro-batch " + std::to_string(op.micro_batch) +
                          " out of turn (F, then BW or B and W, once each)");
       st = op.kind == K::F ? 1 : op.kind == K::B ? 2 : 3;
@@ -148,7 +152,8 @@ PassTimes time_in_context(const models::Model& model, const PassOptions& o) {
   std::vector<std::unique_ptr<Optimizer>> opts(n);
   for (int i = 0; i < n; ++i) {
     Layer& l = net.layer(i);
-    if (runs(i) && !l.parameters().empty()) opts[i] = std::make_unique<Optimizer>(l.parameters(), l.gradients(), o.optimizer);
+    if (runs(i) && !l.parameters().empty())
+      opts[i] = std::make_unique<Optimizer>(l.parameters(), l.gradients(), o.optimizer);
   }
   const bool cpu = o.thread_cpu_time;
   PassTimes t;
@@ -269,8 +274,7 @@ PassTimes time_in_context(const models::Model& model, const PassOptions& o) {
         opts[i]->step();
         const bool finite = all_finite(net.layer(i).parameters()) && grads_finite;
         net.layer(i).zero_grad();
-        if (!finite)
-          throw InputError("profiler: layer " + specs[i].name + " became NaN or Inf while measuring");
+        if (!finite) throw InputError("profiler: layer " + specs[i].name + " became NaN or Inf while measuring");
       }
       if (keep) t.step[i].push_back(opts[i] ? profiler_now_ns(cpu) - a : 0);
     }

@@ -92,8 +92,7 @@ Tensor synthetic_data(const models::Model& model, int idx, int64_t mb, Rng& rng)
 // A stand-in for layer `idx`'s output at batch `mb`: synthetic_data for an input layer (unless
 // `values`), else normal values of its output shape (`values`: always those, as for a gradient).
 Tensor synthetic_output(const models::Model& model, int idx, int64_t mb, Rng& rng, bool values = false);
-Tensor synthetic_targets(const models::LayerSpec& spec, const std::vector<int64_t>& shape, int64_t mb,
-                         Rng& rng);
+Tensor synthetic_targets(const models::LayerSpec& spec, const std::vector<int64_t>& shape, int64_t mb, Rng& rng);
 
 // The runtime's optimizer for a profile's optimizer name ("adam", "adam-mixed" -> Adam;
 // "sgd-momentum" -> SGD with momentum 0.9; "sgd", "rmsprop" -> SGD without momentum).

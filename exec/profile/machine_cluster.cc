@@ -9,8 +9,8 @@
 
 #include "exec/machine/machine_load.h"
 #include "exec/machine/memory.h"
-#include "exec/profile/profiler.h"
 #include "exec/profile/handoff.h"
+#include "exec/profile/profiler.h"
 #include "models/device.h"
 #include "models/error.h"
 

@@ -60,7 +60,8 @@ std::string measure_memory_shortfall(int64_t mb, int copies, int64_t need, int64
   if (available <= 0) return "";
   if (static_cast<double>(need) <= kMeasureMemoryShare * static_cast<double>(available)) return "";
   return "micro-batch " + std::to_string(mb) + " with " + std::to_string(copies) + " co-run cop" +
-         (copies == 1 ? "y" : "ies") + " needs about " + gib(static_cast<double>(need)) + ", more than " + std::to_string(static_cast<int>(kMeasureMemoryShare * 100 + 0.5)) + "% of the " +
+         (copies == 1 ? "y" : "ies") + " needs about " + gib(static_cast<double>(need)) + ", more than " +
+         std::to_string(static_cast<int>(kMeasureMemoryShare * 100 + 0.5)) + "% of the " +
          gib(static_cast<double>(available)) + " available";
 }
 

@@ -8,8 +8,8 @@
 
 namespace pw::exec {
 
-int price_op_totals(std::vector<models::PointTimes>& times, const PassTimes& samples,
-                    const std::vector<PassOp>& order, double trim) {
+int price_op_totals(std::vector<models::PointTimes>& times, const PassTimes& samples, const std::vector<PassOp>& order,
+                    double trim) {
   using K = PassOp::Kind;
   std::set<std::tuple<int, int, int>> ranges;  // (kind, begin, end)
   for (const PassOp& op : order) ranges.insert({static_cast<int>(op.kind), op.begin, op.end});
@@ -36,7 +36,8 @@ int price_op_totals(std::vector<models::PointTimes>& times, const PassTimes& sam
     double priced = 0;
     for (int i = begin; i < end; ++i) {
       const models::PointTimes& t = times[i];
-      priced += static_cast<double>((f ? t.forward_ns : 0) + (b ? t.backward_input_ns : 0) + (w ? t.backward_weight_ns : 0));
+      priced +=
+          static_cast<double>((f ? t.forward_ns : 0) + (b ? t.backward_input_ns : 0) + (w ? t.backward_weight_ns : 0));
     }
     if (priced <= 0) continue;
     const double factor = models::trimmed_mean_of(totals, trim) / priced;

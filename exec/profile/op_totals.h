@@ -24,7 +24,7 @@ namespace pw::exec {
 // backward_input_ns; W: backward_weight_ns; BW: both) scaled by one factor so that they add up
 // to it. A range whose layers hold different sample counts, or whose estimates add up to 0, is
 // left as it is. Returns how many ranges were rescaled. Pure.
-int price_op_totals(std::vector<models::PointTimes>& times, const PassTimes& samples,
-                    const std::vector<PassOp>& order, double trim);
+int price_op_totals(std::vector<models::PointTimes>& times, const PassTimes& samples, const std::vector<PassOp>& order,
+                    double trim);
 
 }  // namespace pw::exec

@@ -45,7 +45,9 @@ Stat stat(std::vector<int64_t> v, bool trimmed = false) {
   return s;
 }
 
-Tensor make_data(const models::Model& model, int idx, int64_t mb, Rng& rng) { return synthetic_data(model, idx, mb, rng); }
+Tensor make_data(const models::Model& model, int idx, int64_t mb, Rng& rng) {
+  return synthetic_data(model, idx, mb, rng);
+}
 Tensor make_targets(const models::LayerSpec& spec, const std::vector<int64_t>& shape, int64_t mb, Rng& rng) {
   return synthetic_targets(spec, shape, mb, rng);
 }
@@ -80,11 +82,8 @@ models::Profile measure_isolated(const models::Model& model, const MeasureOption
   const models::OptimizerMemory* opt = nullptr;
   try {
     opt = &models::find_optimizer(o.optimizer);
-  } catch (const InputError& e) {
-    throw InputError(std::string("--optimizer: ") + e.what());
-  }
-  if (o.thread_cpu_time && o.threads != 1)
-    throw InputError("profiler: thread CPU time needs threads = 1");
+  } catch (const InputError& e) { throw InputError(std::string("--optimizer: ") + e.what()); }
+  if (o.thread_cpu_time && o.threads != 1) throw InputError("profiler: thread CPU time needs threads = 1");
   if (o.threads > 0) set_num_threads(o.threads);
   g_cpu_clock = o.thread_cpu_time;
   Allocator& alloc = Allocator::global();
@@ -124,8 +123,7 @@ models::Profile measure_isolated(const models::Model& model, const MeasureOption
     for (const Tensor& t : owned) in_bytes += t.bytes();
     for (size_t k = 0; k < spec.inputs.size(); ++k) {
       const int j = model.index_of(spec.inputs[k]);
-      bool counted = std::find(spec.inputs.begin(), spec.inputs.begin() + k, spec.inputs[k]) !=
-                     spec.inputs.begin() + k;
+      bool counted = std::find(spec.inputs.begin(), spec.inputs.begin() + k, spec.inputs[k]) != spec.inputs.begin() + k;
       for (const auto& e : model.edges())
         if (e.from == j && e.to < i) counted = true;
       if (!counted) in_bytes += outputs.at(j).bytes();
@@ -144,7 +142,8 @@ models::Profile measure_isolated(const models::Model& model, const MeasureOption
       const int64_t ctx_fwd = ctx.bytes();  // B may add to ctx what W reads; not held from F on
       Tensor dy = Tensor(y.shape());
       if (layer.is_loss()) dy.fill(1.0f);
-      else for (int64_t k = 0; k < dy.numel(); ++k) dy.data()[k] = 1e-3f * static_cast<float>((k % 7) - 3);
+      else
+        for (int64_t k = 0; k < dy.numel(); ++k) dy.data()[k] = 1e-3f * static_cast<float>((k % 7) - 3);
       t0 = now_ns();
       std::vector<Tensor> dx = layer.backward_input(in, ctx, dy);
       const int64_t b = (now_ns() - t0);
@@ -175,8 +174,8 @@ models::Profile measure_isolated(const models::Model& model, const MeasureOption
     lp.output_bytes = out_bytes;
     lp.stash_bytes = spec.kind == LayerKind::input ? 0 : stash;
     lp.parameter_bytes = layer.parameter_bytes();
-    lp.optimizer_bytes = static_cast<int64_t>(static_cast<double>(lp.parameter_bytes) / 4.0 *
-                                              (opt->total() - 2 * opt->weight_bytes));
+    lp.optimizer_bytes =
+        static_cast<int64_t>(static_cast<double>(lp.parameter_bytes) / 4.0 * (opt->total() - 2 * opt->weight_bytes));
     lp.workspace_bytes = workspace;
     lp.weight_pending_bytes = spec.kind == LayerKind::input ? 0 : pending;
     lp.is_data_loading = spec.kind == LayerKind::input;
@@ -225,10 +224,8 @@ std::vector<PassTimes> run_in_context(const models::Model& model, const MeasureO
     if (!o.copy_order.empty()) q.order = o.copy_order.at(static_cast<size_t>(w));
     per[w] = time_in_context(model, q);
   };
-  if (on && on->workers == workers)
-    co_run_on(*on, copy);
-  else
-    co_run(workers, threads, copy);
+  if (on && on->workers == workers) co_run_on(*on, copy);
+  else co_run(workers, threads, copy);
   return per;
 }
 
@@ -267,8 +264,10 @@ void check_measure_options(const MeasureOptions& o) {
   for (const size_t k : {o.copy_layers.size(), o.copy_order.size()})
     if (k > 0 && (!o.in_context || static_cast<int>(k) != workers_for(o, o.threads) || o.micro_batches.size() > 1 ||
                   o.thread_counts.size() > 1))
-      throw InputError("profiler: per-copy layers or orders need the in-context mode, one point and one entry per "
-                       "co-run copy (" + std::to_string(workers_for(o, o.threads)) + "), got " + std::to_string(k));
+      throw InputError(
+          "profiler: per-copy layers or orders need the in-context mode, one point and one entry per "
+          "co-run copy (" +
+          std::to_string(workers_for(o, o.threads)) + "), got " + std::to_string(k));
   for (int64_t b : o.micro_batches)
     if (b < 1) throw InputError("--micro-batch: expected sizes >= 1, got " + std::to_string(b));
   for (int k : o.thread_counts)
@@ -308,7 +307,8 @@ void add_point(models::Profile& prof, int64_t mb, int threads, int workers, std:
   pt.layers = std::move(times);
   for (size_t i = 0; i < pt.layers.size(); ++i) {
     if (prof.layers[i].is_data_loading) pt.layers[i].backward_input_ns = 0;
-    if (prof.layers[i].backward_weight_ns == 0 && prof.layers[i].parameter_bytes == 0) pt.layers[i].backward_weight_ns = 0;
+    if (prof.layers[i].backward_weight_ns == 0 && prof.layers[i].parameter_bytes == 0)
+      pt.layers[i].backward_weight_ns = 0;
   }
   prof.points.push_back(std::move(pt));
 }
@@ -321,7 +321,8 @@ void add_point(models::Profile& prof, int64_t mb, int threads, int workers, std:
 // copies slept and woke at every parallel region. The 2-thread in-context profile of the
 // default gpt then read 17-20% slower than the run it predicts (36 ms per micro-batch against
 // 30.5 ms; bench/RESULTS.md).
-models::Profile bytes_pass(const models::Model& model, const MeasureOptions& o, std::vector<LayerMeasurement>* spreads) {
+models::Profile bytes_pass(const models::Model& model, const MeasureOptions& o,
+                           std::vector<LayerMeasurement>* spreads) {
   MeasureOptions base = o;
   base.reps = 1;
   base.warmup = std::min(o.warmup, 1);
@@ -464,7 +465,8 @@ models::Profile ProfileInRounds::profile(std::vector<LayerMeasurement>* spreads,
       per_copy->push_back(prof);
       const std::vector<PassOp> none;
       fill_base(per_copy->back(), summarize(s.model, s.base_per_copy[c], s.o.trimmed_mean,
-                                            s.o.copy_order.empty() ? none : s.o.copy_order.at(c)).layers);
+                                            s.o.copy_order.empty() ? none : s.o.copy_order.at(c))
+                                      .layers);
       models::validate_profile(per_copy->back(), "measured profile of one co-run copy");
     }
   models::validate_profile(prof, "measured profile");

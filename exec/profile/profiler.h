@@ -64,10 +64,10 @@ struct MeasureOptions {
   int64_t micro_batch = 1;
   int reps = 10;
   int warmup = 2;
-  int threads = 0;                 // 0: leave the OpenMP default
-  bool in_context = true;          // false: each layer alone, in a loop (isolated)
-  int co_run_workers = 0;          // in context: copies at once; 0 = one per `threads` cores
-  int passes_per_step = 1;         // in context: optimizer step after every this many passes (PassOptions)
+  int threads = 0;          // 0: leave the OpenMP default
+  bool in_context = true;   // false: each layer alone, in a loop (isolated)
+  int co_run_workers = 0;   // in context: copies at once; 0 = one per `threads` cores
+  int passes_per_step = 1;  // in context: optimizer step after every this many passes (PassOptions)
   // In context, one point only: per co-run copy, the layers it runs and the order of its ops
   // (PassOptions::layers and ::order; each list empty = every copy runs whole-model passes,
   // else one entry per copy). The prediction of a given plan (exec/runtime/run_compare.h)

@@ -67,9 +67,7 @@ class AtomicBlobWriter {
     TempFile t;
     try {
       t = create_temp_file(target_.string());
-    } catch (const InputError& e) {
-      throw InputError(flag_ + " " + e.what());
-    }
+    } catch (const InputError& e) { throw InputError(flag_ + " " + e.what()); }
     fd_ = t.fd;
     tmp_ = t.name;
     buf_.reserve(1 << 20);
@@ -93,7 +91,9 @@ class AtomicBlobWriter {
     }
   }
   template <class T>
-  void put_value(T v) { put(&v, sizeof v); }
+  void put_value(T v) {
+    put(&v, sizeof v);
+  }
   uint64_t hash() const { return hash_; }
   int64_t bytes() const { return bytes_; }
   void commit() {
@@ -268,9 +268,7 @@ void save_checkpoint(const std::string& dir, const Json& identity, int64_t step,
          {"stages", files}};
   try {
     save_json_file((fs::path(dir) / kManifest).string(), m);
-  } catch (const InputError& e) {
-    throw InputError(flag + " " + e.what());
-  }
+  } catch (const InputError& e) { throw InputError(flag + " " + e.what()); }
   fsync_dir(dir, flag);
   // The new checkpoint is complete: older stage files can go.
   static const std::regex kStage(R"(stage-\d+\.step-\d+\.bin)");
@@ -280,8 +278,7 @@ void save_checkpoint(const std::string& dir, const Json& identity, int64_t step,
   }
 }
 
-CheckpointInfo open_checkpoint(const std::string& dir, const Json& identity, int num_stages,
-                               const std::string& flag) {
+CheckpointInfo open_checkpoint(const std::string& dir, const Json& identity, int num_stages, const std::string& flag) {
   const std::string at = flag + " " + dir;
   if (!fs::is_directory(dir)) throw InputError(at + ": not a directory");
   const fs::path mpath = fs::path(dir) / kManifest;
@@ -318,8 +315,9 @@ CheckpointInfo open_checkpoint(const std::string& dir, const Json& identity, int
     std::vector<std::string> stage_hashes;
     for (const CheckpointStageFile& f : info.stages) stage_hashes.push_back(f.fnv1a64);
     if (data_sum != data_checksum(info.data, info.step, stage_hashes))
-      throw InputError("/data: rng_state and batches do not match their checksum /data/fnv1a64 (edited, or from "
-                       "another checkpoint)");
+      throw InputError(
+          "/data: rng_state and batches do not match their checksum /data/fnv1a64 (edited, or from "
+          "another checkpoint)");
   } catch (const InputError& e) {
     const std::string msg = e.what();
     throw InputError(at + ": " + (msg.rfind(mpath.string(), 0) == 0 ? msg : mpath.string() + ": " + msg));
@@ -358,7 +356,8 @@ void load_stage(const std::string& dir, const CheckpointInfo& info, int stage, S
   };
   char magic[8];
   need(magic, sizeof magic, "the header");
-  if (std::memcmp(magic, kCheckpointMagic, sizeof magic) != 0) throw InputError(at + ": not a pipewright checkpoint stage file");
+  if (std::memcmp(magic, kCheckpointMagic, sizeof magic) != 0)
+    throw InputError(at + ": not a pipewright checkpoint stage file");
   uint32_t st = 0, count = 0;
   int64_t step = 0, opt_steps = 0, version = 0;
   need(&st, 4, "the header");
@@ -374,8 +373,8 @@ void load_stage(const std::string& dir, const CheckpointInfo& info, int stage, S
   for (auto& [name, t] : into.tensors) {
     uint32_t len = 0;
     need(&len, 4, "a tensor name");
-    if (len != name.size()) throw InputError(at + ": expected tensor \"" + name + "\", found a name of " +
-                                             std::to_string(len) + " bytes");
+    if (len != name.size())
+      throw InputError(at + ": expected tensor \"" + name + "\", found a name of " + std::to_string(len) + " bytes");
     std::string got(len, '\0');
     need(got.data(), len, "a tensor name");
     if (got != name) throw InputError(at + ": expected tensor \"" + name + "\", found another name");
@@ -409,9 +408,7 @@ int64_t checkpoint_step(const std::string& dir) {
   try {
     const Json m = load_json_file(mpath.string());
     return get_int(m, "step", "", 0);
-  } catch (const InputError&) {
-    return -1;
-  }
+  } catch (const InputError&) { return -1; }
 }
 
 }  // namespace pw::exec

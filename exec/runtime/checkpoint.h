@@ -61,7 +61,7 @@ void add_optimizer_state(std::vector<std::pair<std::string, Tensor*>> state, Sta
 
 struct CheckpointStageFile {
   int stage = 0;
-  std::string file;   // name inside the checkpoint directory
+  std::string file;  // name inside the checkpoint directory
   int64_t bytes = 0;
   std::string fnv1a64;  // 16 hex digits
 };

@@ -23,10 +23,13 @@ bool fits_between_steps(const CompareMemory& memory, int64_t memory_bytes) {
   return memory_bytes > 0 && memory.run_bytes + memory.copies_bytes <= 0.5 * static_cast<double>(memory_bytes);
 }
 
-CompareSession::CompareSession(const models::Model& model, const planner::Plan& plan,
-                               const PipelineRunOptions& options, int devices, bool ranks,
-                               std::function<void(const std::string&)> note)
-    : model_(model), plan_(plan), options_(options), devices_(std::max(1, devices)), ranks_(ranks),
+CompareSession::CompareSession(const models::Model& model, const planner::Plan& plan, const PipelineRunOptions& options,
+                               int devices, bool ranks, std::function<void(const std::string&)> note)
+    : model_(model),
+      plan_(plan),
+      options_(options),
+      devices_(std::max(1, devices)),
+      ranks_(ranks),
       note_(std::move(note)) {
   const int cores = Machine::instance().num_cores();
   threads_ = options.threads_per_worker > 0 ? options.threads_per_worker : std::max(1, cores / devices_);
@@ -37,8 +40,8 @@ CompareSession::~CompareSession() = default;
 bool CompareSession::measure_between_steps(PipelineRunOptions& options, int64_t memory_bytes) {
   if (ranks_ || !fits_between_steps(compare_memory(model_, plan_, options.optimizer, devices_), memory_bytes))
     return false;
-  options.between_steps = compare_rounds_between_steps(
-      options.warmup_steps, options.steps, [this]() -> PredictionMeasurement& { return measurement(); });
+  options.between_steps = compare_rounds_between_steps(options.warmup_steps, options.steps,
+                                                       [this]() -> PredictionMeasurement& { return measurement(); });
   return true;
 }
 

@@ -42,8 +42,8 @@ class CompareSession {
  public:
   // `devices`: the schedule's devices (workers or MPI ranks); `ranks`: the run is one rank of an
   // MPI job; `note` (may be empty) gets the one line said when the measurement starts.
-  CompareSession(const models::Model& model, const planner::Plan& plan, const PipelineRunOptions& options,
-                 int devices, bool ranks, std::function<void(const std::string&)> note = {});
+  CompareSession(const models::Model& model, const planner::Plan& plan, const PipelineRunOptions& options, int devices,
+                 bool ranks, std::function<void(const std::string&)> note = {});
   ~CompareSession();
   CompareSession(const CompareSession&) = delete;
   CompareSession& operator=(const CompareSession&) = delete;

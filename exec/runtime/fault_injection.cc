@@ -30,7 +30,8 @@ FaultSpec parse_fault_spec(const std::string& spec, const std::string& where) {
 
 void FaultInjectingCompute::maybe_fail(const char* kind, const OpContext& ctx) {
   if (fired_ || rank_ != spec_.rank) return;
-  const std::string label = std::string(kind) + "(" + std::to_string(ctx.stage) + "," + std::to_string(ctx.micro_batch) + ")";
+  const std::string label =
+      std::string(kind) + "(" + std::to_string(ctx.stage) + "," + std::to_string(ctx.micro_batch) + ")";
   if (label != spec_.op) return;
   fired_ = true;
   if (spec_.kill) ::kill(::getpid(), SIGKILL);
@@ -45,7 +46,8 @@ void FaultInjectingCompute::maybe_poison(int stage) {
   if (!poison_) return;
   poison_ = false;
   const std::vector<Tensor*> g = inner_.weight_gradients(stage);
-  PW_CHECK(!g.empty() && g[0]->numel() > 0, "PW_TEST_INJECT_FAULT: stage " + std::to_string(stage) + " has no weight gradient");
+  PW_CHECK(!g.empty() && g[0]->numel() > 0,
+           "PW_TEST_INJECT_FAULT: stage " + std::to_string(stage) + " has no weight gradient");
   g[0]->data()[0] = std::numeric_limits<float>::quiet_NaN();
 }
 

@@ -19,8 +19,8 @@
 namespace pw::exec {
 
 struct FaultSpec {
-  int rank = -1;        // -1: no fault
-  std::string op;       // "B(1,3)"
+  int rank = -1;   // -1: no fault
+  std::string op;  // "B(1,3)"
   bool kill = false;
   bool nan = false;
 };
@@ -42,7 +42,8 @@ class InjectedFault : public std::runtime_error {
 
 class FaultInjectingCompute final : public StageCompute {
  public:
-  FaultInjectingCompute(StageCompute& inner, FaultSpec spec, int rank) : inner_(inner), spec_(std::move(spec)), rank_(rank) {}
+  FaultInjectingCompute(StageCompute& inner, FaultSpec spec, int rank)
+      : inner_(inner), spec_(std::move(spec)), rank_(rank) {}
 
   int num_stages() const override { return inner_.num_stages(); }
   std::vector<Tensor> forward(const OpContext& ctx, std::vector<Tensor> input) override;

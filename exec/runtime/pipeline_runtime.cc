@@ -191,9 +191,7 @@ int64_t PipelineRuntime::run_iteration() {
     try {
       std::rethrow_exception(e);
     } catch (const TransportCancelled&) {
-    } catch (const PipelineStall&) {
-      stalled = true;
-    } catch (...) {
+    } catch (const PipelineStall&) { stalled = true; } catch (...) {
       if (!compute_error) compute_error = e;
     }
   }

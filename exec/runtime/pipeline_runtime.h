@@ -41,16 +41,16 @@
 namespace pw::exec {
 
 struct RuntimeOptions {
-  int channel_capacity = 4;                    // unexpected messages buffered per channel
+  int channel_capacity = 4;                               // unexpected messages buffered per channel
   std::chrono::nanoseconds spin = kDefaultTransportSpin;  // spin before sleeping (run_pipeline: transport_spin)
-  std::chrono::milliseconds timeout{0};        // per iteration; 0 = wait forever
-  bool pin_threads = true;                     // hwloc binding of worker threads
-  bool set_thread_count = true;                // set each worker's OpenMP thread count:
-  int threads_per_worker = 0;                  //   this many, or 0 = its number of cores
+  std::chrono::milliseconds timeout{0};                   // per iteration; 0 = wait forever
+  bool pin_threads = true;                                // hwloc binding of worker threads
+  bool set_thread_count = true;                           // set each worker's OpenMP thread count:
+  int threads_per_worker = 0;                             //   this many, or 0 = its number of cores
   bool record_trace = true;
-  bool vertical_sync = false;                  // PipeDream vertical sync (async kinds only)
-  bool overlap_allreduce = true;               // replicated stages: bucketed, overlapped ring (stage_worker.h)
-  int64_t allreduce_bucket_bytes = 4 << 20;    // ... its bucket size (<= 0: one bucket, started at the flush)
+  bool vertical_sync = false;                // PipeDream vertical sync (async kinds only)
+  bool overlap_allreduce = true;             // replicated stages: bucketed, overlapped ring (stage_worker.h)
+  int64_t allreduce_bucket_bytes = 4 << 20;  // ... its bucket size (<= 0: one bucket, started at the flush)
   // Optional: called on each worker thread after pinning (e.g. to warm up per-thread state).
   std::function<void(int device, const CoreSet& cores)> on_worker_start;
   // Optional: called on each worker thread at the start of every iteration, inside its timing,
@@ -71,8 +71,7 @@ class PipelineRuntime {
   PipelineRuntime(planner::Schedule schedule, StageCompute& compute, RuntimeOptions options = {});
   // Replicated stages: device_computes[d] is the compute device d drives (one per replica, so
   // replicas share no weights; devices of unreplicated stages may share one). Not owned.
-  PipelineRuntime(planner::Schedule schedule, std::vector<StageCompute*> device_computes,
-                  RuntimeOptions options = {});
+  PipelineRuntime(planner::Schedule schedule, std::vector<StageCompute*> device_computes, RuntimeOptions options = {});
   ~PipelineRuntime();
   PipelineRuntime(const PipelineRuntime&) = delete;
   PipelineRuntime& operator=(const PipelineRuntime&) = delete;

@@ -87,16 +87,15 @@ RankRuntime::RankRuntime(planner::Schedule schedule, StageCompute& compute, mpi:
   world_.barrier(deadline(), "the start barrier");
   t0_ = Clock::now();
   transport_.set_epoch(t0_);
-  worker_ = std::make_unique<StageWorker>(worker_config(options_, world_.rank(), &schedule_, &compute, &transport_, t0_));
+  worker_ =
+      std::make_unique<StageWorker>(worker_config(options_, world_.rank(), &schedule_, &compute, &transport_, t0_));
 }
 
 int64_t RankRuntime::run_iteration() {
   const auto start = Clock::now();
   try {
     worker_->run_iteration(iterations_, start + timeout_);
-  } catch (const mpi::PeerFailed&) {
-    throw;
-  } catch (const PipelineStall& e) {
+  } catch (const mpi::PeerFailed&) { throw; } catch (const PipelineStall& e) {
     throw mpi::TransportTimeout("rank " + std::to_string(world_.rank()) + ": " + e.what());
   } catch (const NumericalFault& e) {
     const std::string text = "rank " + std::to_string(world_.rank()) + ", op " +

@@ -7,10 +7,14 @@
 
 namespace pw::exec {
 
-RingAllreduce::RingAllreduce(Transport& tr, int device, std::vector<int> replicas, int iteration, int stage,
-                             int round, std::vector<Tensor*> grads, bool average, int64_t flat_begin,
-                             int64_t flat_end)
-    : tr_(tr), device_(device), iteration_(iteration), stage_(stage), round_(round), grads_(std::move(grads)),
+RingAllreduce::RingAllreduce(Transport& tr, int device, std::vector<int> replicas, int iteration, int stage, int round,
+                             std::vector<Tensor*> grads, bool average, int64_t flat_begin, int64_t flat_end)
+    : tr_(tr),
+      device_(device),
+      iteration_(iteration),
+      stage_(stage),
+      round_(round),
+      grads_(std::move(grads)),
       average_(average) {
   const auto me = std::find(replicas.begin(), replicas.end(), device);
   PW_CHECK(me != replicas.end(), "all-reduce of stage " + std::to_string(stage) + " on device " +
@@ -76,9 +80,8 @@ void RingAllreduce::start_step() {
     for_chunk(c, [&](const float* src, int64_t len, int64_t off) { std::copy(src, src + len, t.data() + off); });
     m.tensors.push_back(std::move(t));
   }
-  m.send_time_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                       Transport::Clock::now().time_since_epoch())
-                       .count();
+  m.send_time_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Transport::Clock::now().time_since_epoch()).count();
   auto send = tr_.isend(device_, next_, tag_of(step_), std::move(m));
   if (!send->test()) sends_.emplace_back(std::move(send), tag_of(step_));
   recv_tag_ = tag_of(step_);
@@ -89,10 +92,10 @@ void RingAllreduce::apply(const Message& m) {
   const int c = recv_chunk(step_);
   const int64_t n = chunk_end(c) - chunk_begin(c);
   const int64_t got = m.tensors.empty() ? 0 : m.tensors[0].numel();
-  PW_CHECK(m.tensors.size() <= 1 && got == n,
-           "all-reduce " + to_string(recv_tag_) + ": device " + std::to_string(prev_) + " sent " +
-               std::to_string(got) + " values of chunk " + std::to_string(c) + ", expected " + std::to_string(n) +
-               " (the replicas' gradients differ in size)");
+  PW_CHECK(m.tensors.size() <= 1 && got == n, "all-reduce " + to_string(recv_tag_) + ": device " +
+                                                  std::to_string(prev_) + " sent " + std::to_string(got) +
+                                                  " values of chunk " + std::to_string(c) + ", expected " +
+                                                  std::to_string(n) + " (the replicas' gradients differ in size)");
   if (n == 0) return;
   const float* s = m.tensors[0].data();
   if (step_ < r_ - 1) {
@@ -130,9 +133,9 @@ MessageTag RingAllreduce::waiting_tag() const { return step_ < steps_ ? recv_tag
 
 int RingAllreduce::waiting_peer() const { return step_ < steps_ ? prev_ : next_; }
 
-void replica_allreduce(Transport& tr, int device, const std::vector<int>& replicas, int iteration, int stage,
-                       int round, const std::vector<Tensor*>& grads, bool average, const RequestWait& wait,
-                       int64_t flat_begin, int64_t flat_end) {
+void replica_allreduce(Transport& tr, int device, const std::vector<int>& replicas, int iteration, int stage, int round,
+                       const std::vector<Tensor*>& grads, bool average, const RequestWait& wait, int64_t flat_begin,
+                       int64_t flat_end) {
   RingAllreduce ring(tr, device, replicas, iteration, stage, round, grads, average, flat_begin, flat_end);
   while (!ring.progress()) wait(ring.waiting(), ring.waiting_tag(), ring.waiting_peer());
 }

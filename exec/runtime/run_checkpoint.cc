@@ -14,12 +14,15 @@ Json run_checkpoint_identity(const models::Model& model, const planner::Plan& pl
   Json options_id = optimizer_identity(options.optimizer);
   options_id["seed"] = options.seed;
   options_id["data"] = slicer.describe();
-  return checkpoint_identity(
-      model,
-      Json{{"command", "run"}, {"stages", stages}, {"schedule", std::string(planner::to_string(plan.schedule))},
-           {"chunks", plan.chunks}, {"micro_batch_size", plan.micro_batch_size},
-           {"num_micro_batches", plan.num_micro_batches}, {"batch", plan.batch}},
-      options_id);
+  return checkpoint_identity(model,
+                             Json{{"command", "run"},
+                                  {"stages", stages},
+                                  {"schedule", std::string(planner::to_string(plan.schedule))},
+                                  {"chunks", plan.chunks},
+                                  {"micro_batch_size", plan.micro_batch_size},
+                                  {"num_micro_batches", plan.num_micro_batches},
+                                  {"batch", plan.batch}},
+                             options_id);
 }
 
 void check_run_checkpointing(const RunSetup& setup, const planner::Plan& plan, const PipelineRunOptions& options) {
@@ -28,11 +31,13 @@ void check_run_checkpointing(const RunSetup& setup, const planner::Plan& plan, c
   if (checkpointing && !setup.schedule.stage_replicas.empty())
     throw InputError(flag + ": not supported with replicated stages yet (only one replica's state would be saved)");
   if (checkpointing && options.vertical_sync)
-    throw InputError(flag + ": not supported with --vertical-sync (the weight versions it keeps across steps are not saved)");
+    throw InputError(flag +
+                     ": not supported with --vertical-sync (the weight versions it keeps across steps are not saved)");
   if (checkpointing && plan.schedule == planner::ScheduleKind::two_bw)
     throw InputError(flag + ": not supported with 2bw yet (its second weight buffer is not saved)");
   if (checkpointing && setup.compute->splits_tied_table())
-    throw InputError(flag + ": not supported yet with tied embeddings split across stages (the shared table's copy is not saved)");
+    throw InputError(
+        flag + ": not supported yet with tied embeddings split across stages (the shared table's copy is not saved)");
   if (options.checkpoint_every < 0) throw InputError("--checkpoint-every: expected >= 0");
   if (options.checkpoint_every > 0 && options.checkpoint_dir.empty())
     throw InputError("--checkpoint-every: needs --checkpoint DIR");

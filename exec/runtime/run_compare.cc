@@ -6,21 +6,21 @@
 #include <memory>
 #include <utility>
 
-#include "exec/machine/machine_load.h"
-#include "exec/layers/network.h"
-#include "exec/numerics.h"
-#include "exec/profile/profiler.h"
 #include "exec/data/data.h"
-#include "exec/profile/handoff.h"
+#include "exec/layers/network.h"
+#include "exec/machine/machine_load.h"
 #include "exec/machine/pinning.h"
+#include "exec/numerics.h"
+#include "exec/profile/handoff.h"
+#include "exec/profile/profiler.h"
 #include "exec/runtime/run_pipeline.h"
 #include "exec/runtime/run_setup.h"
+#include "models/json_util.h"
 #include "planner/schedule.h"
-#include "sim/engine.h"
 #include "sim/compare_svg.h"
+#include "sim/engine.h"
 #include "sim/plan_costs.h"
 #include "sim/replay.h"
-#include "models/json_util.h"
 
 namespace pw::exec {
 
@@ -76,8 +76,7 @@ int64_t in_context_pass_ns(const models::Profile& profile) {
 
 bool price_on_own_cores(sim::StageCosts& costs, const planner::Plan& plan, const planner::Schedule& sched,
                         const std::vector<models::Profile>& per_copy) {
-  if (sched.num_devices < 2 || static_cast<int>(per_copy.size()) != sched.num_devices ||
-      !sched.stage_replicas.empty())
+  if (sched.num_devices < 2 || static_cast<int>(per_copy.size()) != sched.num_devices || !sched.stage_replicas.empty())
     return false;
   std::vector<sim::StageCosts> own;
   for (const models::Profile& p : per_copy) own.push_back(sim::stage_costs_from_plan(plan, p));
@@ -100,7 +99,8 @@ bool worker_passes(const planner::Plan& plan, MeasureOptions& mo) {
   const int devices = plan.num_stages() / std::max(1, plan.chunks);
   bool replicated = false;
   for (const auto& st : plan.stages) replicated = replicated || st.replicas() > 1;
-  if (devices < 2 || replicated || !planner::is_synchronous(plan.schedule) || mo.co_run_workers != devices) return false;
+  if (devices < 2 || replicated || !planner::is_synchronous(plan.schedule) || mo.co_run_workers != devices)
+    return false;
   // The order does not depend on the costs for these schedules' shapes; unit costs.
   const planner::Schedule sched = sim::schedule_for_plan(plan, sim::StageCosts::uniform(plan.num_stages(), 1, 1, 1));
   if (sched.num_devices != devices) return false;
@@ -121,7 +121,8 @@ bool worker_passes(const planner::Plan& plan, MeasureOptions& mo) {
         case planner::OpKind::BW: kind = K::BW; break;
         default: continue;  // the step runs after each step of the order; transfers are not compute
       }
-      mo.copy_order[d].push_back({kind, op.micro_batch, plan.stages.at(op.stage).first_layer, plan.stages.at(op.stage).end_layer});
+      mo.copy_order[d].push_back(
+          {kind, op.micro_batch, plan.stages.at(op.stage).first_layer, plan.stages.at(op.stage).end_layer});
     }
   mo.trimmed_mean = true;
   return true;
@@ -149,7 +150,8 @@ MeasureOptions prediction_measure_options(const planner::Plan& plan, int threads
 int prediction_round_passes(int rounds_done, int64_t pass_ns) {
   const int first = (kInContextTimedPasses + kInContextRounds - 1) / kInContextRounds;
   if (rounds_done == 0 || pass_ns <= 0) return first;
-  const int64_t target = std::max<int64_t>(kInContextTimedPasses, std::min<int64_t>(kProfileMaxPasses, kProfileSpanNs / pass_ns));
+  const int64_t target =
+      std::max<int64_t>(kInContextTimedPasses, std::min<int64_t>(kProfileMaxPasses, kProfileSpanNs / pass_ns));
   return static_cast<int>(std::max<int64_t>(first, (target + kInContextRounds - 1) / kInContextRounds));
 }
 
@@ -215,7 +217,8 @@ Prediction PredictionMeasurement::predict() {
   // old-style profiles. The isolated loop ran the step 7 times back to back on unchanged
   // gradients and read 15-20% low against the run.
   // (stage_costs_from_plan leaves step_ns empty when the profile has no step times.)
-  if (planner::is_synchronous(plan.schedule) && costs.step_ns.empty()) costs.step_ns = measure_step_ns(model, plan, s.optimizer);
+  if (planner::is_synchronous(plan.schedule) && costs.step_ns.empty())
+    costs.step_ns = measure_step_ns(model, plan, s.optimizer);
   planner::Schedule sched = sim::schedule_for_plan(plan, costs);
   if (price_on_own_cores(costs, plan, sched, per_copy)) sched = sim::schedule_for_plan(plan, costs);
   // The draw of the next mini-batch, by the worker that run_pipeline has draw it (loader_device).

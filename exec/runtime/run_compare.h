@@ -35,10 +35,10 @@
 namespace pw::exec {
 
 struct Prediction {
-  models::Profile profile;                 // measured here, at the plan's micro-batch size
-  sim::StageCosts costs;                   // the stage costs simulated (step_ns measured per worker)
-  sim::Report report;                      // simulation of the plan with that profile
-  sim::Trace trace;                        // that simulation's timeline (one iteration)
+  models::Profile profile;  // measured here, at the plan's micro-batch size
+  sim::StageCosts costs;    // the stage costs simulated (step_ns measured per worker)
+  sim::Report report;       // simulation of the plan with that profile
+  sim::Trace trace;         // that simulation's timeline (one iteration)
   double iteration_ms = 0;
   int64_t handoff_ns = 0;                  // per transfer between workers (exec/profile/handoff.h)
   std::vector<int64_t> peak_memory_bytes;  // per worker (device): held tensors, no workspace

@@ -30,17 +30,17 @@ struct LayerStageCompute::Stage {
   // Per name of the incoming cut: range input index (or -1), outgoing-cut index (or -1).
   std::vector<int> bgrad_input, bgrad_pass;
   std::set<int> in_flight;
-  std::map<int, std::vector<Tensor>> stashed;         // weight copy per micro-batch
-  std::map<int64_t, std::vector<Tensor>> history;     // vertical sync: version -> weights
+  std::map<int, std::vector<Tensor>> stashed;      // weight copy per micro-batch
+  std::map<int64_t, std::vector<Tensor>> history;  // vertical sync: version -> weights
   int64_t version = 0;
   int64_t last_requested = 0;
   bool keep_history = false;
   int64_t peak_act = 0;
-  std::vector<Tensor> shadow;                         // 2BW: W(t-1)
-  int backwards_done = 0;                             // 2BW: of the current mini-batch
-  bool tied_owner = false;                            // holds a copy of the tied table
-  bool tied_head = false;                             // ... the head's copy
-  std::map<std::pair<int, int>, double> losses;       // (iteration, micro-batch) -> mean loss
+  std::vector<Tensor> shadow;                    // 2BW: W(t-1)
+  int backwards_done = 0;                        // 2BW: of the current mini-batch
+  bool tied_owner = false;                       // holds a copy of the tied table
+  bool tied_head = false;                        // ... the head's copy
+  std::map<std::pair<int, int>, double> losses;  // (iteration, micro-batch) -> mean loss
 };
 
 // The tied table across stages: the embedding's copy (a), the head's copy (b), their gradients,
@@ -163,11 +163,13 @@ LayerStageCompute::LayerStageCompute(Network& net, std::vector<StageRange> range
     }
     const auto& outs = st.range->outputs();
     for (const auto& name : outgoing) {
-      const int k = index_in([&] {
-        std::vector<std::string> v;
-        for (const auto& o : outs) v.push_back(o.name);
-        return v;
-      }(), name);
+      const int k = index_in(
+          [&] {
+            std::vector<std::string> v;
+            for (const auto& o : outs) v.push_back(o.name);
+            return v;
+          }(),
+          name);
       if (k >= 0) {
         st.out_src.push_back(k);
       } else {
@@ -363,9 +365,7 @@ std::vector<Tensor> LayerStageCompute::backward(const OpContext& c, std::vector<
 void LayerStageCompute::backward_weight(const OpContext& c) {
   Stage& st = stage(c.stage);
   PW_CHECK(st.in_flight.count(c.micro_batch), "W of a micro-batch that is not in flight");
-  const std::function<void(int)> done = [&](int layer) {
-    (*c.grads_done)(st.grads_before[layer - st.range->begin()]);
-  };
+  const std::function<void(int)> done = [&](int layer) { (*c.grads_done)(st.grads_before[layer - st.range->begin()]); };
   st.range->backward_weight(c.micro_batch, c.grads_done ? &done : nullptr);
   st.in_flight.erase(c.micro_batch);
 }
@@ -474,8 +474,8 @@ double LayerStageCompute::loss_share(int iteration, int replica, int replicas) c
   double sum = 0;
   for (int j = replica; j < num_micro_batches_; j += replicas) {
     auto it = st.losses.find({iteration, j});
-    PW_CHECK(it != st.losses.end(), "no loss recorded for iteration " + std::to_string(iteration) +
-                                        " micro-batch " + std::to_string(j));
+    PW_CHECK(it != st.losses.end(),
+             "no loss recorded for iteration " + std::to_string(iteration) + " micro-batch " + std::to_string(j));
     sum += it->second * static_cast<double>(micro_batch_count(j));
   }
   return sum / static_cast<double>(config_.batch);

@@ -62,8 +62,8 @@
 #include <utility>
 #include <vector>
 
-#include "exec/runtime/checkpoint.h"
 #include "exec/layers/network.h"
+#include "exec/runtime/checkpoint.h"
 #include "exec/runtime/stage_compute.h"
 
 namespace pw::exec {
@@ -95,7 +95,7 @@ struct StageRange {
 };
 
 struct ComputeConfig {
-  int64_t batch = 1;             // samples per mini-batch
+  int64_t batch = 1;  // samples per mini-batch
   int64_t micro_batch_size = 1;
   bool asynchronous = false;     // PipeDream: per-micro-batch steps with unscaled mean losses
   bool weight_stashing = true;   // asynchronous only

@@ -46,7 +46,8 @@ planner::Plan even_plan_for_schedule(const models::Model& model, const planner::
     throw InputError(where + ": " + std::to_string(V) + " stages but model \"" + model.name() + "\" has only " +
                      std::to_string(model.layers().size()) + " layers");
   // even_plan's cut, loop placement; then each stage moves to the device the CSV gives it.
-  planner::Plan plan = even_plan(model, p, schedule.num_micro_batches, micro_batch_size, schedule.kind, recompute, V / p);
+  planner::Plan plan =
+      even_plan(model, p, schedule.num_micro_batches, micro_batch_size, schedule.kind, recompute, V / p);
   for (int s = 0; s < V; ++s) plan.stages[s].devices = {schedule.stage_device.at(s)};
   plan.partitioner = "even (imported schedule)";
   return plan;

@@ -1,23 +1,23 @@
 #include "exec/runtime/run_pipeline.h"
 
-#include <chrono>
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <numeric>
 #include <set>
-#include <mutex>
 
+#include "exec/layers/network.h"
+#include "exec/machine/machine_load.h"
+#include "exec/machine/pinning.h"
+#include "exec/numerics.h"
 #include "exec/runtime/checkpoint.h"
 #include "exec/runtime/run_checkpoint.h"
-#include "exec/machine/machine_load.h"
-#include "exec/numerics.h"
-#include "exec/runtime/trainer.h"
-#include "exec/layers/network.h"
 #include "exec/runtime/run_compute.h"
 #include "exec/runtime/run_imported.h"
-#include "exec/machine/pinning.h"
 #include "exec/runtime/run_setup.h"
+#include "exec/runtime/trainer.h"
 #include "models/error.h"
 #include "planner/schedule_gen.h"
 #include "planner/schedule_replicas.h"
@@ -59,8 +59,8 @@ void check_plan_for_model(const planner::Plan& plan, const models::Model& model,
     throw InputError("plan: batch " + std::to_string(plan.batch) + " is not micro_batch_size x num_micro_batches (" +
                      std::to_string(plan.micro_batch_size) + " x " + std::to_string(plan.num_micro_batches) + ")");
   if (plan.chunks < 1 || S % plan.chunks != 0)
-    throw InputError("plan: " + std::to_string(S) + " stages are not a multiple of chunks = " +
-                     std::to_string(plan.chunks));
+    throw InputError("plan: " + std::to_string(S) +
+                     " stages are not a multiple of chunks = " + std::to_string(plan.chunks));
   bool replicated = false;
   int replica_devices = 0;
   for (const auto& st : plan.stages) {
@@ -68,7 +68,8 @@ void check_plan_for_model(const planner::Plan& plan, const models::Model& model,
     replica_devices += st.replicas();
   }
   if (replicated) {
-    if (plan.chunks != 1) throw InputError("plan: replicated stages need chunks = 1, got " + std::to_string(plan.chunks));
+    if (plan.chunks != 1)
+      throw InputError("plan: replicated stages need chunks = 1, got " + std::to_string(plan.chunks));
     if (plan.schedule != planner::ScheduleKind::gpipe && plan.schedule != planner::ScheduleKind::one_f_one_b &&
         plan.schedule != planner::ScheduleKind::pipedream_async)
       throw InputError("plan: replicated stages run with gpipe, 1f1b or pipedream-async, not " +
@@ -83,8 +84,7 @@ void check_plan_for_model(const planner::Plan& plan, const models::Model& model,
   } catch (const InputError& e) {
     throw InputError("plan: schedule " + std::string(planner::to_string(plan.schedule)) + " with " +
                      std::to_string(replicated ? replica_devices : S / plan.chunks) + " devices and " +
-                     std::to_string(plan.num_micro_batches) +
-                     " micro-batches: " + e.what());
+                     std::to_string(plan.num_micro_batches) + " micro-batches: " + e.what());
   }
 }
 
@@ -176,7 +176,8 @@ int loader_device(const planner::Schedule& schedule, const std::vector<CoreSet>&
   return loader_device(schedule, static_cast<int>(used.size()), cores);
 }
 
-PipelineRunResult run_pipeline(const models::Model& model, const planner::Plan& given, const PipelineRunOptions& options,
+PipelineRunResult run_pipeline(const models::Model& model, const planner::Plan& given,
+                               const PipelineRunOptions& options,
                                const std::function<void(const StepReport&)>& on_step) {
   const planner::Plan plan = plan_for_run(given);
   // Who draws the mini-batches: on cores no worker uses, the background loader, `prefetch`
@@ -250,9 +251,7 @@ PipelineRunResult run_pipeline(const models::Model& model, const planner::Plan& 
     int64_t ns = 0;
     try {
       ns = rt.run_iteration();
-    } catch (const NumericalFault& e) {
-      throw e.shifted(r.first_step);
-    }
+    } catch (const NumericalFault& e) { throw e.shifted(r.first_step); }
     ++r.iterations_run;
     if (i >= options.warmup_steps) {
       r.iteration_ns.push_back(ns);

@@ -52,9 +52,9 @@
 #include <vector>
 
 #include "exec/data/loader.h"
+#include "exec/machine/pinning.h"
 #include "exec/optimizer.h"
 #include "exec/profile/co_run.h"
-#include "exec/machine/pinning.h"
 #include "exec/runtime/pipeline_runtime.h"
 #include "models/layer_graph.h"
 #include "planner/plan.h"
@@ -68,12 +68,12 @@ struct PipelineRunOptions {
   // but are not in losses, iteration_ns or the statistics. The first steps of a run are slower
   // (measured: 5-8 steps at up to 2x on the CI machine) while the machine warms up.
   int warmup_steps = 0;
-  std::string data_file;           // "" = default data for the model
+  std::string data_file;            // "" = default data for the model
   int prefetch = kDefaultPrefetch;  // mini-batches drawn ahead in the background (>= 0; 0: none)
   uint64_t seed = 1;
-  OptimizerOptions optimizer;      // default: SGD lr 0.01 momentum 0.9
-  bool vertical_sync = false;      // asynchronous schedules only
-  int threads_per_worker = 0;      // 0 = the worker's cores
+  OptimizerOptions optimizer;  // default: SGD lr 0.01 momentum 0.9
+  bool vertical_sync = false;  // asynchronous schedules only
+  int threads_per_worker = 0;  // 0 = the worker's cores
   std::chrono::milliseconds timeout{0};
   std::string checkpoint_dir;            // "" = no checkpoints
   int checkpoint_every = 0;              // steps between checkpoints; 0 = at the end and on a stop
@@ -118,17 +118,17 @@ struct PipelineRunOptions {
 using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 
 struct StepReport {
-  int step = 0;                    // 1-based
+  int step = 0;  // 1-based
   int steps = 0;
   double loss = 0;
   int64_t iteration_ns = 0;
-  double samples_per_s = 0;        // this step
+  double samples_per_s = 0;  // this step
 };
 
 struct PipelineRunResult {
-  std::vector<double> losses;          // per step, mean over the mini-batch
-  std::vector<int64_t> iteration_ns;   // per step, wall time
-  double samples_per_s = 0;            // batch / median iteration time
+  std::vector<double> losses;         // per step, mean over the mini-batch
+  std::vector<int64_t> iteration_ns;  // per step, wall time
+  double samples_per_s = 0;           // batch / median iteration time
   double median_iteration_ms = 0;
   // End to end, data included, over the timed steps this call ran (warm-up excluded): the wall
   // clock from the start of the first (before its mini-batch is fetched) to the end of the

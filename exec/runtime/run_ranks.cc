@@ -152,7 +152,8 @@ constexpr const char* kUnresponsiveNotice = "unresponsive: ";
 [[noreturn]] void settle_unresponsive(mpi::World& world, std::chrono::milliseconds deadline, const std::string& own) {
   const int rank = world.rank();
   if (!own.empty()) world.notify_failure(kUnresponsiveNotice + own, std::chrono::milliseconds(200));
-  const auto window = std::clamp<std::chrono::milliseconds>(deadline / 4, std::chrono::seconds(1), std::chrono::seconds(30));
+  const auto window =
+      std::clamp<std::chrono::milliseconds>(deadline / 4, std::chrono::seconds(1), std::chrono::seconds(30));
   std::set<int> alive{rank};
   std::string seen = own;
   const std::string prefix = kUnresponsiveNotice;
@@ -162,7 +163,8 @@ constexpr const char* kUnresponsiveNotice = "unresponsive: ";
     alive.insert(r);
     if (seen.empty()) seen = t.substr(prefix.size());
     if (!answered) {  // told by another rank before this rank's own wait ran out: answer it
-      world.notify_failure(kUnresponsiveNotice + ("rank " + std::to_string(rank) + " alive"), std::chrono::milliseconds(200));
+      world.notify_failure(kUnresponsiveNotice + ("rank " + std::to_string(rank) + " alive"),
+                           std::chrono::milliseconds(200));
       answered = true;
     }
   }
@@ -172,9 +174,10 @@ constexpr const char* kUnresponsiveNotice = "unresponsive: ";
     for (int r = 0; r < world.size(); ++r)
       if (!alive.count(r)) gone += (count++ ? ", " : "") + std::to_string(r);
     const std::string line =
-        count == 0 ? "every rank answered but a wait passed the step deadline (" + seconds_text(deadline) + "): " + seen
-                   : (count == 1 ? "rank " : "ranks ") + gone + " stopped responding: no answer within the step deadline (" +
-                         seconds_text(deadline) + ", --step-deadline); " + seen;
+        count == 0
+            ? "every rank answered but a wait passed the step deadline (" + seconds_text(deadline) + "): " + seen
+            : (count == 1 ? "rank " : "ranks ") + gone + " stopped responding: no answer within the step deadline (" +
+                  seconds_text(deadline) + ", --step-deadline); " + seen;
     std::fprintf(stderr, "pipewright: %s\n", line.c_str());
     std::fflush(stderr);
     world.abort(1);
@@ -290,8 +293,9 @@ PipelineRunResult run_pipeline_ranks(const models::Model& model, const planner::
     bucket_bytes = bucket_bytes_from_env(bucket_bytes);
     setup = std::make_unique<RunSetup>(make_run_setup(model, plan, options));
     if (setup->compute->splits_tied_table())
-      throw InputError("tied embeddings split across stages are not supported under mpirun yet "
-                       "(the table's two gradients are summed in one process)");
+      throw InputError(
+          "tied embeddings split across stages are not supported under mpirun yet "
+          "(the table's two gradients are summed in one process)");
     identity = run_checkpoint_identity(model, plan, options, *setup->slicer);
     check_run_checkpointing(*setup, plan, options);
     // --resume: every rank reads the stages it runs (the directory must be visible to every
@@ -367,8 +371,8 @@ PipelineRunResult run_pipeline_ranks(const models::Model& model, const planner::
       setup->slicer->prepare(local_it);  // the data loader is not part of the timed pipeline iteration
       const int64_t ns = rt->run_iteration();
       if (options.pause_at_step == i + 1) pause_for_stop(world, *rt, options, i + 1);
-      const int sig = options.stop_signal ? options.stop_signal()
-                                          : (options.stop_requested && options.stop_requested() ? 1 : 0);
+      const int sig =
+          options.stop_signal ? options.stop_signal() : (options.stop_requested && options.stop_requested() ? 1 : 0);
       std::vector<double> local(3 + static_cast<size_t>(loss_replicas), -std::numeric_limits<double>::infinity());
       local[0] = static_cast<double>(ns);
       local[1] = sig;
@@ -426,15 +430,14 @@ PipelineRunResult run_pipeline_ranks(const models::Model& model, const planner::
         for (const std::string& b : stage_bytes) decode_stages(b, &r.final_weights);
       }
     }
-  } catch (const RankNumericalFault& e) {
-    settle_numerical(world, e.rank(), e.what());
-  } catch (const RankFailure& e) {
+  } catch (const RankNumericalFault& e) { settle_numerical(world, e.rank(), e.what()); } catch (const RankFailure& e) {
     end_job(world, e.what(), true);
   } catch (const mpi::TransportTimeout& e) {
     settle_unresponsive(world, rt ? rt->timeout() : ro.timeout, e.what());
   } catch (const mpi::PeerFailed& e) {
     if (std::string(e.what()).rfind(kNumericalNotice, 0) == 0) settle_numerical(world, -1, "");
-    if (std::string(e.what()).rfind(kUnresponsiveNotice, 0) == 0) settle_unresponsive(world, rt ? rt->timeout() : ro.timeout, "");
+    if (std::string(e.what()).rfind(kUnresponsiveNotice, 0) == 0)
+      settle_unresponsive(world, rt ? rt->timeout() : ro.timeout, "");
     end_job(world, "rank " + std::to_string(rank) + " stopping: " + e.what(), false);
   } catch (const std::exception& e) {
     const std::string text = "rank " + std::to_string(rank) + " failed: " + e.what();

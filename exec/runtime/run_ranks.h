@@ -7,8 +7,8 @@
 //
 // Collective: every rank calls it with the same arguments.
 // Input checks (InputError, as run_pipeline, plus: the rank count must equal the plan's
-// devices; tied embeddings split across stages are not supported under MPI yet) are agreed on: if any rank's check fails, every rank throws RankInputError,
-// which carries the lowest failed rank (so only that rank prints its message).
+// devices; tied embeddings split across stages are not supported under MPI yet) are agreed on: if any rank's check
+// fails, every rank throws RankInputError, which carries the lowest failed rank (so only that rank prints its message).
 //
 // Checkpoints: the format, identity and limits of the threaded run (run_checkpoint.h), so a
 // checkpoint of either resumes on the other. At each checkpoint the ranks send their stages

@@ -20,9 +20,9 @@ namespace pw::exec {
 
 struct RunReport {
   const planner::Plan& plan;
-  std::string model;           // its name
-  int devices = 0;             // the schedule's devices (workers or MPI ranks)
-  int64_t steps = 0;           // timed steps asked for
+  std::string model;  // its name
+  int devices = 0;    // the schedule's devices (workers or MPI ranks)
+  int64_t steps = 0;  // timed steps asked for
   int warmup_steps = 0;
   int prefetch = 0;
   std::string checkpoint_dir;  // "" = none

@@ -153,7 +153,7 @@ RunSetup make_run_setup(const models::Model& model, const planner::Plan& plan, c
     throw InputError("--vertical-sync: not supported with replicated stages yet");
   if (options.prefetch > 0 && worker_draws) s.draw_device = worker_draws(s.schedule);
   s.slicer = std::make_shared<BatchSlicer>(make_data_source(model, options.data_file, options.seed), plan.batch,
-                                         s.draw_device >= 0 ? 0 : options.prefetch);
+                                           s.draw_device >= 0 ? 0 : options.prefetch);
   s.net = std::make_unique<Network>(model, options.seed);
   s.compute = make_compute(*s.net, plan, options, s.slicer);
   if (replicated && s.compute->splits_tied_table())
@@ -194,8 +194,7 @@ double run_loss(const RunSetup& setup, int it) {
   const int r = ls >= 0 ? setup.schedule.replicas(ls) : 1;
   if (r == 1) return setup.compute->loss(it);
   double sum = 0;
-  for (int i = 0; i < r; ++i)
-    sum += (i == 0 ? *setup.compute : *setup.replica_computes.at(i - 1)).loss_share(it, i, r);
+  for (int i = 0; i < r; ++i) sum += (i == 0 ? *setup.compute : *setup.replica_computes.at(i - 1)).loss_share(it, i, r);
   return sum;
 }
 

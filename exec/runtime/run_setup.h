@@ -64,24 +64,24 @@ class BatchSlicer {
   std::mutex draw_mu_;    // the loader (not thread-safe) and the drawing order; taken before mu_
   std::mutex mu_;         // next_, cache_, after_, handed_
   DataLoader loader_;
-  DataState start_;               // the position before iteration 0
-  int next_ = 0;                  // the first iteration not drawn yet
-  int handed_ = -1;               // the last iteration handed out
+  DataState start_;  // the position before iteration 0
+  int next_ = 0;     // the first iteration not drawn yet
+  int handed_ = -1;  // the last iteration handed out
   std::map<int, Batch> cache_;
   std::map<int, DataState> after_;  // the position after each drawn iteration's mini-batch
-  int64_t ahead_ns_ = 0;          // draw_ahead's share of the loader's wait_ns
+  int64_t ahead_ns_ = 0;            // draw_ahead's share of the loader's wait_ns
 };
 
 struct RunSetup {
   planner::Schedule schedule;
-  int devices = 0;                               // schedule.num_devices (replicas included)
+  int devices = 0;  // schedule.num_devices (replicas included)
   std::shared_ptr<BatchSlicer> slicer;
   // The worker that draws the next iteration's mini-batch at the start of each iteration
   // (BatchSlicer::draw_ahead; the slicer then has no producer thread), or -1: the slicer's
   // loader draws `prefetch` ahead on its own thread.
   int draw_device = -1;
-  std::unique_ptr<Network> net;                  // declared before compute: outlives it
-  std::unique_ptr<LayerStageCompute> compute;    // replica 0 (the only one when unreplicated)
+  std::unique_ptr<Network> net;                // declared before compute: outlives it
+  std::unique_ptr<LayerStageCompute> compute;  // replica 0 (the only one when unreplicated)
   // Threaded runs of replicated plans (add_replica_computes): replica i >= 1 of every stage
   // with more than i replicas runs on replica_computes[i - 1], its own Network and weights.
   std::vector<std::unique_ptr<Network>> replica_nets;

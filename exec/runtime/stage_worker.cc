@@ -40,7 +40,7 @@ StageWorker::StageWorker(WorkerConfig cfg) : cfg_(cfg), async_steps_(false) {
 struct StageWorker::Reduction {
   planner::Op op;  // the allreduce op
   int iteration = 0;
-  int64_t start_ns = -1;  // when the allreduce op ran; -1 before
+  int64_t start_ns = -1;    // when the allreduce op ran; -1 before
   bool step_after = false;  // asynchronous: the stage steps once the all-reduce is complete
   int round = 0;            // tag round of bucket 0
   std::vector<Tensor*> grads;
@@ -123,10 +123,10 @@ void StageWorker::start_buckets(Reduction& red, size_t final_from) {
   const planner::Schedule& sch = *cfg_.schedule;
   while (red.rings.size() < red.buckets.size() && red.buckets[red.rings.size()].first_tensor >= final_from) {
     const size_t b = red.rings.size();
-    red.rings.push_back(std::make_unique<RingAllreduce>(
-        *cfg_.transport, cfg_.device, sch.stage_replicas[red.op.stage], red.iteration, red.op.stage,
-        red.round + static_cast<int>(b), red.grads, red.op.micro_batch >= 0, red.buckets[b].flat_begin,
-        red.buckets[b].flat_end));
+    red.rings.push_back(std::make_unique<RingAllreduce>(*cfg_.transport, cfg_.device, sch.stage_replicas[red.op.stage],
+                                                        red.iteration, red.op.stage, red.round + static_cast<int>(b),
+                                                        red.grads, red.op.micro_batch >= 0, red.buckets[b].flat_begin,
+                                                        red.buckets[b].flat_end));
   }
 }
 
@@ -254,8 +254,7 @@ void StageWorker::run_iteration(int iteration, Clock::time_point deadline) {
     const planner::Op& op = ops[at];
     // Asynchronous replicas step after the all-reduce that follows their backward.
     const bool step_now = async_steps_ && !(at + 1 < ops.size() && ops[at + 1].kind == OpKind::allreduce &&
-                                                ops[at + 1].stage == op.stage &&
-                                                ops[at + 1].micro_batch == op.micro_batch);
+                                            ops[at + 1].stage == op.stage && ops[at + 1].micro_batch == op.micro_batch);
     current_op_ = planner::op_label(op);
     OpContext ctx{iteration, op.stage, op.micro_batch, -1, nullptr};
     // The backward that completes an all-reduce's gradients starts its buckets between layers.
@@ -281,17 +280,19 @@ void StageWorker::run_iteration(int iteration, Clock::time_point deadline) {
         if (op.stage == 0 && cfg_.vertical_sync) ctx.weight_version = comp.weight_version(0);
         start = now_ns();
         std::vector<Tensor> out = comp.forward(ctx, std::move(in));
-        if (op.stage < last) send(iteration, op.stage, Direction::forward, op.micro_batch, std::move(out), ctx.weight_version);
+        if (op.stage < last)
+          send(iteration, op.stage, Direction::forward, op.micro_batch, std::move(out), ctx.weight_version);
         break;
       }
       case OpKind::B:
       case OpKind::BW: {
         std::vector<Tensor> grad;
-        if (op.stage < last) grad = receive(iteration, op.stage + 1, Direction::backward, op.micro_batch, deadline, nullptr);
+        if (op.stage < last)
+          grad = receive(iteration, op.stage + 1, Direction::backward, op.micro_batch, deadline, nullptr);
         complete_rings(op.stage, deadline);
         start = now_ns();
-        std::vector<Tensor> out = op.kind == OpKind::B ? comp.backward_input(ctx, std::move(grad))
-                                                       : comp.backward(ctx, std::move(grad));
+        std::vector<Tensor> out =
+            op.kind == OpKind::B ? comp.backward_input(ctx, std::move(grad)) : comp.backward(ctx, std::move(grad));
         if (op.stage > 0) send(iteration, op.stage, Direction::backward, op.micro_batch, std::move(out), -1);
         if (op.kind == OpKind::BW && step_now) comp.step(op.stage, iteration);
         break;

@@ -70,9 +70,9 @@ struct WorkerConfig {
   const planner::Schedule* schedule = nullptr;  // not owned; outlives the worker
   StageCompute* compute = nullptr;
   Transport* transport = nullptr;
-  bool vertical_sync = false;    // tag payloads with stage 0's weight version
-  bool overlap_allreduce = true; // replicated stages: bucketed, overlapped ring all-reduce (see above)
-  int64_t bucket_bytes = 4 << 20; // overlapped all-reduce: bucket size (<= 0: one bucket)
+  bool vertical_sync = false;      // tag payloads with stage 0's weight version
+  bool overlap_allreduce = true;   // replicated stages: bucketed, overlapped ring all-reduce (see above)
+  int64_t bucket_bytes = 4 << 20;  // overlapped all-reduce: bucket size (<= 0: one bucket)
   bool record_trace = true;
   Transport::Clock::time_point t0;
 };
@@ -93,15 +93,14 @@ class StageWorker {
   // Label of the op being run or last run ("B(1,3)"), "" before the first.
   const std::string& current_op() const { return current_op_; }
 
-  std::vector<sim::TraceEvent> events;   // appended per iteration; the runtime drains them
+  std::vector<sim::TraceEvent> events;  // appended per iteration; the runtime drains them
   std::vector<sim::MemorySample> memory;
 
  private:
   void wait_request(Request& req, const MessageTag& tag, int peer, Transport::Clock::time_point deadline);
   std::vector<Tensor> receive(int iteration, int src_stage, Direction dir, int micro_batch,
                               Transport::Clock::time_point deadline, int64_t* version);
-  void send(int iteration, int stage, Direction dir, int micro_batch, std::vector<Tensor> payload,
-            int64_t version);
+  void send(int iteration, int stage, Direction dir, int micro_batch, std::vector<Tensor> payload, int64_t version);
   void progress_sends();
   void flush_sends(Transport::Clock::time_point deadline);
   // All-reduces in flight. progress_rings: test every ring without blocking; with `finish`,

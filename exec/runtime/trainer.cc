@@ -4,11 +4,11 @@
 #include <chrono>
 #include <cmath>
 
-#include "exec/runtime/checkpoint.h"
 #include "exec/data/data.h"
 #include "exec/data/loader.h"
 #include "exec/layers/network.h"
 #include "exec/numerics.h"
+#include "exec/runtime/checkpoint.h"
 #include "models/error.h"
 
 namespace pw::exec {
@@ -44,8 +44,8 @@ TrainResult train(const models::Model& model, const TrainOptions& o,
   if (o.batch < 1) throw InputError("--batch: expected >= 1, got " + std::to_string(o.batch));
   const int64_t mb = o.micro_batch == 0 ? o.batch : o.micro_batch;
   if (mb < 1 || o.batch % mb != 0)
-    throw InputError("--micro-batch: expected a divisor of the batch " + std::to_string(o.batch) +
-                     ", got " + std::to_string(o.micro_batch));
+    throw InputError("--micro-batch: expected a divisor of the batch " + std::to_string(o.batch) + ", got " +
+                     std::to_string(o.micro_batch));
   if (o.checkpoint_every < 0) throw InputError("--checkpoint-every: expected >= 0");
   if (o.checkpoint_every > 0 && o.checkpoint_dir.empty())
     throw InputError("--checkpoint-every: needs --checkpoint DIR");
@@ -73,10 +73,12 @@ TrainResult train(const models::Model& model, const TrainOptions& o,
   Json options = optimizer_identity(o.optimizer);
   options["seed"] = o.seed;
   options["data"] = data.describe();
-  const Json identity = checkpoint_identity(
-      model, Json{{"command", "train"}, {"stages", Json::array({Json::array({0, net.size()})})}, {"batch", o.batch},
-                  {"micro_batch", mb}},
-      options);
+  const Json identity = checkpoint_identity(model,
+                                            Json{{"command", "train"},
+                                                 {"stages", Json::array({Json::array({0, net.size()})})},
+                                                 {"batch", o.batch},
+                                                 {"micro_batch", mb}},
+                                            options);
   StageState state;
   add_layer_parameters(net, 0, net.size(), state);
   add_optimizer_state(opt.state_tensors(), state);

@@ -19,20 +19,20 @@ namespace pw::exec {
 
 struct TrainOptions {
   int64_t steps = 100;
-  int64_t batch = 16;        // samples per mini-batch (optimizer step)
-  int64_t micro_batch = 0;   // samples per forward/backward; 0 = batch. Must divide batch.
+  int64_t batch = 16;       // samples per mini-batch (optimizer step)
+  int64_t micro_batch = 0;  // samples per forward/backward; 0 = batch. Must divide batch.
   OptimizerOptions optimizer;
-  std::string data_file;     // empty: the default (text models) / synthetic data
+  std::string data_file;  // empty: the default (text models) / synthetic data
   uint64_t seed = 1;
-  int prefetch = kDefaultPrefetch;  // mini-batches drawn ahead in the background (exec/data/loader.h); 0: none
-  std::string checkpoint_dir;        // "" = no checkpoints
-  int64_t checkpoint_every = 0;      // steps between checkpoints; 0 = only at the end and on a stop
-  std::string resume_dir;            // "" = start fresh
+  int prefetch = kDefaultPrefetch;       // mini-batches drawn ahead in the background (exec/data/loader.h); 0: none
+  std::string checkpoint_dir;            // "" = no checkpoints
+  int64_t checkpoint_every = 0;          // steps between checkpoints; 0 = only at the end and on a stop
+  std::string resume_dir;                // "" = start fresh
   std::function<bool()> stop_requested;  // may be empty; polled after every step
 };
 
 struct StepProgress {
-  int64_t step = 0;          // 1-based, steps done
+  int64_t step = 0;  // 1-based, steps done
   int64_t steps = 0;
   double loss = 0;           // this step's mean loss
   double samples_per_s = 0;  // over the steps so far
@@ -41,9 +41,9 @@ struct StepProgress {
 };
 
 struct TrainResult {
-  std::vector<double> losses;    // one per step (mean over its micro-batches)
-  double samples_per_s = 0;      // over all steps (first step included), data included
-  double seconds = 0;            // wall clock from the start of the first step to the end of the last
+  std::vector<double> losses;  // one per step (mean over its micro-batches)
+  double samples_per_s = 0;    // over all steps (first step included), data included
+  double seconds = 0;          // wall clock from the start of the first step to the end of the last
   // Step time: per step, its wall time minus the time it waited for data; the median, and the
   // samples per second it implies. end_to_end_samples_per_s = samples_per_s (named alike in
   // `run`). data_wait_s: the time the steps waited for data; data_bound: data_loading_bound.
@@ -52,7 +52,7 @@ struct TrainResult {
   double end_to_end_samples_per_s = 0;
   double data_wait_s = 0;
   bool data_bound = false;
-  int64_t peak_memory_bytes = 0; // allocator peak during training (params, grads, state, stash, data drawn ahead)
+  int64_t peak_memory_bytes = 0;  // allocator peak during training (params, grads, state, stash, data drawn ahead)
   int64_t parameter_bytes = 0;
   int64_t optimizer_bytes = 0;
   std::string data;              // description of the data source

@@ -43,7 +43,7 @@ enum class Direction : uint8_t { forward = 0, backward = 1, reduce = 2, broadcas
 
 struct MessageTag {
   int iteration = 0;
-  int stage = 0;        // virtual stage that produced the payload
+  int stage = 0;  // virtual stage that produced the payload
   int micro_batch = 0;
   Direction dir = Direction::forward;
   auto operator<=>(const MessageTag&) const = default;
@@ -53,9 +53,9 @@ struct MessageTag {
 std::string to_string(const MessageTag& tag);  // "it 3 stage 1 mb 2 fwd" (bwd, reduce, bcast)
 
 struct Message {
-  std::vector<Tensor> tensors;   // every tensor crossing the cut, in the consumer's order
-  int64_t weight_version = -1;   // PipeDream vertical sync: version chosen at stage 0; -1 none
-  int64_t send_time_ns = 0;      // sender's clock (steady_clock ns) when isend was called
+  std::vector<Tensor> tensors;  // every tensor crossing the cut, in the consumer's order
+  int64_t weight_version = -1;  // PipeDream vertical sync: version chosen at stage 0; -1 none
+  int64_t send_time_ns = 0;     // sender's clock (steady_clock ns) when isend was called
 
   int64_t bytes() const {
     int64_t b = 0;

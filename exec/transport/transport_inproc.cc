@@ -97,7 +97,8 @@ bool InProcTransport::try_deposit(int src, int dst, const MessageTag& tag, Messa
     const Key key{src, tag};
     const bool matched = ep.posted.count(key) > 0;
     if (!matched && ep.unexpected_from[src] >= capacity_) return false;
-    PW_CHECK(ep.arrived.count(key) == 0, "duplicate message " + to_string(tag) + " from endpoint " + std::to_string(src));
+    PW_CHECK(ep.arrived.count(key) == 0,
+             "duplicate message " + to_string(tag) + " from endpoint " + std::to_string(src));
     ep.arrived.emplace(key, Slot{std::move(msg), !matched});
     if (!matched) ++ep.unexpected_from[src];
     ep.epoch.fetch_add(1, std::memory_order_release);
@@ -162,9 +163,8 @@ bool InProcTransport::wait_for_progress(int endpoint, uint64_t seen_epoch, Clock
     std::this_thread::yield();
   }
   std::unique_lock<std::mutex> lock(ep.mu);
-  const bool woke = ep.cv.wait_until(lock, deadline, [&] {
-    return cancelled() || ep.epoch.load(std::memory_order_acquire) != seen_epoch;
-  });
+  const bool woke = ep.cv.wait_until(
+      lock, deadline, [&] { return cancelled() || ep.epoch.load(std::memory_order_acquire) != seen_epoch; });
   if (cancelled()) throw TransportCancelled("transport cancelled");
   return woke;
 }

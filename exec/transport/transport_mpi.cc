@@ -290,9 +290,9 @@ int MpiTransport::mpi_tag(const MessageTag& tag) const {
   const bool p2p_tag = tag.dir == Direction::forward || tag.dir == Direction::backward;
   PW_CHECK(p2p_tag || t.collectives, "MPI transport: collective tag without collectives: " + to_string(tag));
   const int width = p2p_tag ? t.micro_batches : t.collective_slots;
-  PW_CHECK(tag.iteration >= 0 && tag.stage >= 0 && tag.stage < t.stages && tag.micro_batch >= 0 &&
-               tag.micro_batch < width,
-           "MPI transport: tag out of range: " + to_string(tag));
+  PW_CHECK(
+      tag.iteration >= 0 && tag.stage >= 0 && tag.stage < t.stages && tag.micro_batch >= 0 && tag.micro_batch < width,
+      "MPI transport: tag out of range: " + to_string(tag));
   const int64_t it = tag.iteration % t.window;
   const int64_t slot = (it * t.stages + tag.stage) * width + tag.micro_batch;
   if (p2p_tag) return static_cast<int>(slot * 2 + (tag.dir == Direction::backward ? 1 : 0));
@@ -302,8 +302,8 @@ int MpiTransport::mpi_tag(const MessageTag& tag) const {
 
 std::unique_ptr<Request> MpiTransport::isend(int src, int dst, const MessageTag& tag, Message msg) {
   Impl& t = *impl_;
-  PW_CHECK(src == t.rank, "MPI transport: rank " + std::to_string(t.rank) + " cannot send as endpoint " +
-                              std::to_string(src));
+  PW_CHECK(src == t.rank,
+           "MPI transport: rank " + std::to_string(t.rank) + " cannot send as endpoint " + std::to_string(src));
   PW_CHECK(dst >= 0 && dst < t.size, "MPI transport: destination out of range: " + std::to_string(dst));
   const int mtag = mpi_tag(tag);
   if (dst == t.rank) {
@@ -319,8 +319,8 @@ std::unique_ptr<Request> MpiTransport::isend(int src, int dst, const MessageTag&
 
 std::unique_ptr<Request> MpiTransport::irecv(int dst, int src, const MessageTag& tag) {
   Impl& t = *impl_;
-  PW_CHECK(dst == t.rank, "MPI transport: rank " + std::to_string(t.rank) + " cannot receive as endpoint " +
-                              std::to_string(dst));
+  PW_CHECK(dst == t.rank,
+           "MPI transport: rank " + std::to_string(t.rank) + " cannot receive as endpoint " + std::to_string(dst));
   PW_CHECK(src >= 0 && src < t.size, "MPI transport: source out of range: " + std::to_string(src));
   const int mtag = mpi_tag(tag);
   if (src == t.rank) return std::make_unique<SelfRecv>(&t, tag);
@@ -328,15 +328,15 @@ std::unique_ptr<Request> MpiTransport::irecv(int dst, int src, const MessageTag&
 }
 
 uint64_t MpiTransport::progress_epoch(int endpoint) const {
-  PW_CHECK(endpoint == impl_->rank, "MPI transport: rank " + std::to_string(impl_->rank) + " asked about endpoint " +
-                                        std::to_string(endpoint));
+  PW_CHECK(endpoint == impl_->rank,
+           "MPI transport: rank " + std::to_string(impl_->rank) + " asked about endpoint " + std::to_string(endpoint));
   return impl_->epoch;
 }
 
 bool MpiTransport::wait_for_progress(int endpoint, uint64_t seen_epoch, Clock::time_point deadline) {
   Impl& t = *impl_;
-  PW_CHECK(endpoint == t.rank, "MPI transport: rank " + std::to_string(t.rank) + " waits as endpoint " +
-                                   std::to_string(endpoint));
+  PW_CHECK(endpoint == t.rank,
+           "MPI transport: rank " + std::to_string(t.rank) + " waits as endpoint " + std::to_string(endpoint));
   const auto start = Clock::now();
   auto backoff = std::chrono::microseconds(10);
   while (true) {

@@ -19,8 +19,8 @@ std::vector<float> filled(size_t n, float seed) {
 }
 
 // C[m,n] = A[m,k] · B[k,n], both row-major; or B given as its transpose [n,k] when bt.
-std::vector<float> reference(const std::vector<float>& a, const std::vector<float>& b, int64_t m,
-                             int64_t k, int64_t n, bool bt) {
+std::vector<float> reference(const std::vector<float>& a, const std::vector<float>& b, int64_t m, int64_t k, int64_t n,
+                             bool bt) {
   std::vector<float> c(static_cast<size_t>(m * n), 0.0f);
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) {
@@ -79,8 +79,7 @@ TEST_CASE("MatmulCache: one entry per description, each call on the buffers it w
   SUBCASE("bias and accumulate are separate entries on their own buffers") {
     auto a = filled(m * k, 6.0f), b = filled(n * k, 7.0f), bias = filled(n, 8.0f);
     std::vector<float> c(m * n);
-    cache.run(row_major(m, k), a.data(), col_major(k, n), b.data(), row_major(m, n), c.data(),
-              bias.data());
+    cache.run(row_major(m, k), a.data(), col_major(k, n), b.data(), row_major(m, n), c.data(), bias.data());
     auto want = reference(a, b, m, k, n, true);
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) want[i * n + j] += bias[j];
@@ -88,8 +87,8 @@ TEST_CASE("MatmulCache: one entry per description, each call on the buffers it w
     CHECK(cache.size() == 2);
 
     std::vector<float> acc(m * n, 1.5f);
-    cache.run(row_major(m, k), a.data(), col_major(k, n), b.data(), row_major(m, n), acc.data(),
-              nullptr, /*accumulate=*/true);
+    cache.run(row_major(m, k), a.data(), col_major(k, n), b.data(), row_major(m, n), acc.data(), nullptr,
+              /*accumulate=*/true);
     auto plus = reference(a, b, m, k, n, true);
     for (float& x : plus) x += 1.5f;
     check_close(acc, plus);
@@ -105,9 +104,7 @@ TEST_CASE("MatmulCache: one entry per description, each call on the buffers it w
 
 TEST_CASE("gelu_tanh: each call reads and writes the buffers it was given") {
   const int64_t n = 37;
-  auto gelu = [](float x) {
-    return 0.5f * x * (1.0f + std::tanh(0.7978845608f * (x + 0.044715f * x * x * x)));
-  };
+  auto gelu = [](float x) { return 0.5f * x * (1.0f + std::tanh(0.7978845608f * (x + 0.044715f * x * x * x))); };
   for (int call = 0; call < 3; ++call) {
     auto x = filled(n, 0.5f * call);
     for (float& v : x) v *= 3.0f;

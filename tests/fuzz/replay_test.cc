@@ -42,8 +42,8 @@ TEST_CASE("fuzz corpora: every seed input of every reader is read without a cras
     CAPTURE(reader);
     int accepted = 0;
     const int n = replay(reader, fs::path(PW_FUZZ_CORPUS_DIR) / std::string(reader), accepted);
-    CHECK(n > 0);          // each reader has a committed corpus
-    CHECK(accepted > 0);   // ... holding at least one valid input (the tool's own outputs)
+    CHECK(n > 0);         // each reader has a committed corpus
+    CHECK(accepted > 0);  // ... holding at least one valid input (the tool's own outputs)
   }
 }
 

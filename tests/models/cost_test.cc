@@ -39,8 +39,8 @@ TEST_CASE("linear layer FLOPs and bytes by hand") {
   CHECK(c.backward_weight_flops == 60);
   CHECK(layer_parameter_count(fc) == 20);  // bias defaults to 1
   CHECK(c.parameter_bytes == 80);
-  CHECK(c.output_bytes == 40);   // 2 * 5 * 4
-  CHECK(c.stash_bytes == 24);    // its input, 2 * 3 * 4
+  CHECK(c.output_bytes == 40);  // 2 * 5 * 4
+  CHECK(c.stash_bytes == 24);   // its input, 2 * 3 * 4
   CHECK(c.forward_mem_bytes == (6 + 10) * 4 + 80);
   CHECK(c.backward_mem_bytes == 10 * 4 + 24 + 6 * 4 + 2 * 80);
 
@@ -51,13 +51,14 @@ TEST_CASE("linear layer FLOPs and bytes by hand") {
   CHECK(layer_cost(rows, 2, 2).output_bytes == 2 * 4 * 5 * 2);
 
   LayerSpec wrong = spec("fc", LayerKind::linear, {4}, {{"in", 3}, {"out", 5}});
-  CHECK_THROWS_WITH_AS(layer_cost(wrong, 1), doctest::Contains("layer \"fc\" (linear): output_shape [4] must end in out = 5"),
-                       InputError);
+  CHECK_THROWS_WITH_AS(layer_cost(wrong, 1),
+                       doctest::Contains("layer \"fc\" (linear): output_shape [4] must end in out = 5"), InputError);
 }
 
 TEST_CASE("conv2d FLOPs by hand") {
-  LayerSpec conv = spec("c", LayerKind::conv2d, {8, 32, 32},
-                        {{"in_c", 3}, {"out_c", 8}, {"kernel", 3}, {"stride", 1}, {"pad", 1}, {"in_h", 32}, {"in_w", 32}});
+  LayerSpec conv =
+      spec("c", LayerKind::conv2d, {8, 32, 32},
+           {{"in_c", 3}, {"out_c", 8}, {"kernel", 3}, {"stride", 1}, {"pad", 1}, {"in_h", 32}, {"in_w", 32}});
   LayerCost c = layer_cost(conv, 1);
   CHECK(c.forward_flops == 2.0 * 8 * 32 * 32 * 3 * 9);
   CHECK(c.forward_flops == 442368);
@@ -82,15 +83,16 @@ TEST_CASE("roofline takes the larger of compute and memory time") {
   CHECK(roofline_ns(0, 0, 1e12, 1e9) == 0);
 
   // A large linear layer is compute bound, a relu memory bound.
-  Model m = chain({spec("x", LayerKind::input, {1024}, {}), spec("fc", LayerKind::linear, {1024}, {{"in", 1024}, {"out", 1024}}),
+  Model m = chain({spec("x", LayerKind::input, {1024}, {}),
+                   spec("fc", LayerKind::linear, {1024}, {{"in", 1024}, {"out", 1024}}),
                    spec("r", LayerKind::relu, {1024}, {})});
   Profile p = analytic_profile(m, test_device(), 256, {0.5, false, "sgd"});
   const LayerProfile& fc = p.layers[1];
-  CHECK(fc.forward_ns == 1073742);           // 2*256*1024^2 FLOP / 5e11 = 1073741.8 ns > 6296 ns of bytes
-  CHECK(fc.backward_input_ns == 1073742);    // half of llround(2147483.6)
+  CHECK(fc.forward_ns == 1073742);         // 2*256*1024^2 FLOP / 5e11 = 1073741.8 ns > 6296 ns of bytes
+  CHECK(fc.backward_input_ns == 1073742);  // half of llround(2147483.6)
   CHECK(fc.backward_weight_ns == 1073742);
   const LayerProfile& r = p.layers[2];
-  CHECK(r.forward_ns == 2097);               // 2 * 262144 * 4 bytes / 1e12 > 262144 FLOP / 5e11
+  CHECK(r.forward_ns == 2097);  // 2 * 262144 * 4 bytes / 1e12 > 262144 FLOP / 5e11
   CHECK(r.backward_weight_ns == 0);
 }
 
@@ -149,7 +151,8 @@ TEST_CASE("analytic profile: metadata, data loading, optimizer bytes, determinis
   Profile mixed = analytic_profile(m, find_device("cpu-core-avx2"), 4, {0.5, true, "adam-mixed"});
   CHECK(mixed.layers[2].parameter_bytes == 2 * block_params);
   CHECK(mixed.layers[2].optimizer_bytes == 14 * block_params);  // 2 * 2 + 14 = 18 bytes per parameter
-  CHECK(mixed.layers[2].stash_bytes == 2 * 4 * (8 * 64 * 128 + 2 * 64 * 512 + 4 * 64 * 64) + 4 * 4 * 4 * 64);  // fp32 stats
+  CHECK(mixed.layers[2].stash_bytes ==
+        2 * 4 * (8 * 64 * 128 + 2 * 64 * 512 + 4 * 64 * 64) + 4 * 4 * 4 * 64);  // fp32 stats
 
   CHECK(Json(analytic_profile(m, find_device("cpu-core-avx2"), 4)).dump() == Json(p).dump());
   Profile back = profile_from_json(Json(p));
@@ -185,10 +188,12 @@ TEST_CASE("bad cost inputs are rejected") {
   CHECK_THROWS_WITH_AS(analytic_profile(m, d, 1, {0.5, false, "adagrad"}), doctest::Contains("unknown optimizer"),
                        InputError);
   LayerSpec op = spec("blob", LayerKind::opaque, {4}, {});
-  CHECK_THROWS_WITH_AS(layer_cost(op, 1), doctest::Contains("layer \"blob\" (opaque): has no analytic cost"), InputError);
+  CHECK_THROWS_WITH_AS(layer_cost(op, 1), doctest::Contains("layer \"blob\" (opaque): has no analytic cost"),
+                       InputError);
   LayerSpec missing = spec("fc", LayerKind::linear, {4}, {{"out", 4}});
   CHECK_THROWS_WITH_AS(layer_cost(missing, 1), "layer \"fc\" (linear): missing attribute \"in\"", InputError);
-  LayerSpec heads = spec("b", LayerKind::transformer_block, {8, 10}, {{"seq", 8}, {"d_model", 10}, {"heads", 3}, {"ffn", 40}});
+  LayerSpec heads =
+      spec("b", LayerKind::transformer_block, {8, 10}, {{"seq", 8}, {"d_model", 10}, {"heads", 3}, {"ffn", 40}});
   CHECK_THROWS_WITH_AS(layer_cost(heads, 1), doctest::Contains("not divisible by heads 3"), InputError);
   LayerSpec zero = spec("fc", LayerKind::linear, {4}, {{"in", 0}, {"out", 4}});
   CHECK_THROWS_WITH_AS(layer_cost(zero, 1), doctest::Contains("attribute \"in\" must be >= 1"), InputError);

@@ -8,7 +8,8 @@
 #include "models/json_util.h"
 
 TEST_CASE("escape_for_message: control characters are escaped, long text is cut with an ellipsis") {
-  CHECK(pw::escape_for_message("a\nb\tc\rd\x01" "e\x7f") == "a\\nb\\tc\\rd\\x01e\\x7f");
+  CHECK(pw::escape_for_message("a\nb\tc\rd\x01"
+                               "e\x7f") == "a\\nb\\tc\\rd\\x01e\\x7f");
   CHECK(pw::escape_for_message(std::string(100, 'x'), 10) == std::string(10, 'x') + "\xE2\x80\xA6");
   CHECK(pw::escape_for_message("short", 10) == "short");
   // A cut never splits a UTF-8 sequence: "é" is 2 bytes.

@@ -61,7 +61,8 @@ TEST_CASE("GEMM curve: which catalog devices have one") {
     CHECK_FALSE(find_device(d).gemm_source.empty());
   }
   // No published measurement, or priced by the CPU model: the constant efficiency stays.
-  for (const char* d : {"tpu-v2-core", "tpu-v3-core", "p100-16g", "v100-16g", "v100-32g", "cpu-socket", "cpu-core-avx2"}) {
+  for (const char* d :
+       {"tpu-v2-core", "tpu-v3-core", "p100-16g", "v100-16g", "v100-32g", "cpu-socket", "cpu-core-avx2"}) {
     CAPTURE(d);
     CHECK_FALSE(has_gemm_curve(find_device(d), true));
   }
@@ -113,7 +114,8 @@ TEST_CASE("analytic profile: matmul layers at their GEMM shapes, others and CPUs
   CostOptions fp32;
   CostOptions fp32_half;
   fp32_half.efficiency = 0.5;
-  CHECK(analytic_profile(m, a100, 2, fp32).total_forward_ns() == analytic_profile(m, a100, 2, fp32_half).total_forward_ns());
+  CHECK(analytic_profile(m, a100, 2, fp32).total_forward_ns() ==
+        analytic_profile(m, a100, 2, fp32_half).total_forward_ns());
   // CPU devices: identical profiles with efficiency 0 and 0.5, also with the GEMM-size model.
   for (const char* d : {"cpu-socket", "cpu-core-avx2"}) {
     CAPTURE(d);

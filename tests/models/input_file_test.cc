@@ -33,9 +33,7 @@ struct TempDir {
 std::string message_of(const std::string& file, uint64_t limit = pw::kMaxInputFileBytes) {
   try {
     pw::read_input_file(file, limit);
-  } catch (const pw::InputError& e) {
-    return e.what();
-  }
+  } catch (const pw::InputError& e) { return e.what(); }
   return "";
 }
 

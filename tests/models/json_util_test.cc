@@ -53,7 +53,10 @@ TEST_CASE("atomic write leaves only the final file") {
   pw::save_json_file(file, Json{{"k", 1}});
   CHECK(pw::load_json_file(file)["k"] == 1);
   int entries = 0;
-  for (auto& e : std::filesystem::directory_iterator(dir)) { (void)e; ++entries; }
+  for (auto& e : std::filesystem::directory_iterator(dir)) {
+    (void)e;
+    ++entries;
+  }
   CHECK(entries == 1);
   CHECK_THROWS_AS(pw::write_file_atomic((dir / "no/such/dir/x.json").string(), "x"), InputError);
   std::filesystem::remove_all(dir);

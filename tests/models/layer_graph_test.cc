@@ -126,8 +126,7 @@ TEST_CASE("module paths and shared parameters: JSON round trip and bad reference
                        "the same kind that owns its parameters",
                        InputError);
   bad["layers"][2]["shares"] = "fc_1";
-  CHECK_THROWS_WITH_AS(model_from_json(bad), doctest::Contains("which is not another layer of the model"),
-                       InputError);
+  CHECK_THROWS_WITH_AS(model_from_json(bad), doctest::Contains("which is not another layer of the model"), InputError);
   bad["layers"][2]["shares"] = 3;
   CHECK_THROWS_AS(model_from_json(bad), InputError);
 }

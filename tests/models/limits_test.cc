@@ -14,9 +14,7 @@ namespace {
 std::string message_of(const std::function<void()>& f) {
   try {
     f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
+  } catch (const InputError& e) { return e.what(); }
   return "";
 }
 
@@ -36,7 +34,8 @@ TEST_CASE("get_limited reads integers within the limit and refuses the rest with
   CHECK(message_of([&] { get_limited(j, "i", "", limits::kDurationNs); }) ==
         "/i: expected an integer in [0, 1000000000000000], got 9223372036854775807");
   CHECK(message_of([&] { get_limited(j, "f", "", limits::kStages); }).find("/f: expected an integer, got 1.5") == 0);
-  CHECK(message_of([&] { get_limited(j, "g", "", limits::kStages); }) == "/g: expected an integer in [1, 65536], got -1");
+  CHECK(message_of([&] { get_limited(j, "g", "", limits::kStages); }) ==
+        "/g: expected an integer in [1, 65536], got -1");
   CHECK(message_of([&] { get_limited(j, "h", "", limits::kStages); }) == "/h: expected an integer, got string");
   CHECK(message_of([&] { get_limited(j, "missing", "", limits::kStages); }) == "/missing: missing required field");
   CHECK(message_of([&] { limited_value(Json(5), "/v/0", {0, 4}); }) == "/v/0: expected an integer in [0, 4], got 5");

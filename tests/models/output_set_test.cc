@@ -30,8 +30,8 @@ class Dir {
  public:
   Dir() {
     static int counter = 0;
-    path_ = fs::temp_directory_path() / ("pw_output_set_test_" + std::to_string(::getpid()) + "_" +
-                                         std::to_string(counter++));
+    path_ = fs::temp_directory_path() /
+            ("pw_output_set_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
     fs::remove_all(path_);
     fs::create_directories(path_);
   }
@@ -90,8 +90,7 @@ TEST_CASE("OutputSet: without commit (an exception) no file is left and old file
     pw::write_file_atomic(d.file("old.json"), "replaced");
     pw::write_file_atomic(d.file("new.json"), "new");
     throw InputError("a later output failed");
-  } catch (const InputError&) {
-  }
+  } catch (const InputError&) {}
   CHECK(d.entries() == Names{"old.json"});
   CHECK(slurp(d.file("old.json")) == "old");
 }
@@ -111,7 +110,8 @@ TEST_CASE("OutputSet: bad paths are refused when registered, naming the flag") {
   CHECK_THROWS_WITH_AS(set.add("-o", d.file("fifo")), doctest::Contains("is a FIFO, not a regular file"), InputError);
   fs::create_symlink(d.file("afile"), d.file("link"));
   CHECK_THROWS_WITH_AS(set.add("-o", d.file("link")), doctest::Contains("is a symbolic link"), InputError);
-  CHECK_THROWS_WITH_AS(set.add("-o", "/dev/null"), "-o /dev/null: is a character device, not a regular file: "
+  CHECK_THROWS_WITH_AS(set.add("-o", "/dev/null"),
+                       "-o /dev/null: is a character device, not a regular file: "
                        "refusing to replace it (only regular files are replaced; - writes to standard output)",
                        InputError);
   CHECK_THROWS_WITH_AS(set.add("-o", d.file(std::string(240, 'n'))), doctest::Contains("file name too long"),
@@ -172,7 +172,8 @@ extern "C" void record_signal(int sig) { g_seen = sig; }
 }  // namespace
 
 TEST_CASE("temp registry: a signal during a commit waits for the end of it") {
-  struct sigaction sa {}, old {};
+  struct sigaction sa {
+  }, old{};
   sa.sa_handler = record_signal;
   sigemptyset(&sa.sa_mask);
   REQUIRE(::sigaction(SIGUSR1, &sa, &old) == 0);

@@ -86,7 +86,8 @@ TEST_CASE("pipedream import: every .txt under the shared profiles reads, optimiz
       for (int s : g.stage_id) CHECK(s >= 0);
       // The optimizer drops only __getitem__ sinks: compute totals equal the source profile's.
       const std::string model = entry.path().parent_path().filename().string();
-      const std::string src = model.substr(0, model.find("_n") < model.find("_h") ? model.find("_n") : model.find("_h"));
+      const std::string src =
+          model.substr(0, model.find("_n") < model.find("_h") ? model.find("_n") : model.find("_h"));
       const std::string base = src == "readme_vgg16" ? "vgg16" : src;
       Profile orig = import_pipedream_graph(kDir + "/" + base + "/graph.txt");
       CHECK(g.profile.total_forward_ns() == orig.total_forward_ns());
@@ -134,27 +135,29 @@ TEST_CASE("pipedream import: exact decimal conversion, summed list activations, 
 }
 
 TEST_CASE("pipedream import: bad input names file and line") {
-  const std::string ok = "a -- X -- forward_compute_time=1.0, backward_compute_time=1.0, activation_size=4.0, parameter_size=0.0\n";
+  const std::string ok =
+      "a -- X -- forward_compute_time=1.0, backward_compute_time=1.0, activation_size=4.0, parameter_size=0.0\n";
   auto msg = [](const std::string& text) {
     try {
       parse_pipedream_graph(text, "g.txt");
-    } catch (const pw::InputError& e) {
-      return std::string(e.what());
-    }
+    } catch (const pw::InputError& e) { return std::string(e.what()); }
     return std::string("no error");
   };
   CHECK(msg("a -- X -- forward_compute_time=1.0, backward_compute_time=1.0, activation_size=4.0\n")
             .rfind("g.txt:1: expected 4 metrics", 0) == 0);
   CHECK(msg("a -- X\n").rfind("g.txt:1: expected \"<id> -- <description>", 0) == 0);
-  CHECK(msg(ok + "b -- X -- forward_compute_time=x, backward_compute_time=1.0, activation_size=4.0, parameter_size=0.0\n")
-            .rfind("g.txt:2: forward_compute_time: expected milliseconds", 0) == 0);
+  CHECK(
+      msg(ok + "b -- X -- forward_compute_time=x, backward_compute_time=1.0, activation_size=4.0, parameter_size=0.0\n")
+          .rfind("g.txt:2: forward_compute_time: expected milliseconds", 0) == 0);
   CHECK(msg(ok + "\ta -- zz\n").rfind("g.txt:2: edge to unknown node \"zz\"", 0) == 0);
   CHECK(msg(ok + ok).rfind("g.txt:2: duplicate node \"a\"", 0) == 0);
-  const std::string b = "b -- Y -- forward_compute_time=1.0, backward_compute_time=1.0, activation_size=4.0, parameter_size=0.0\n";
+  const std::string b =
+      "b -- Y -- forward_compute_time=1.0, backward_compute_time=1.0, activation_size=4.0, parameter_size=0.0\n";
   CHECK(msg(ok + b + "\ta -- b\n\tb -- a\n") == "g.txt:3: edge a -- b closes a cycle (expected a DAG)");
   CHECK(msg(ok + b + "\ta -- b\n\ta -- b\n").rfind("g.txt:4: duplicate edge", 0) == 0);
   CHECK(msg("").rfind("g.txt: no node lines", 0) == 0);
-  CHECK(msg(ok + "a2 -- X -- forward_compute_time=1.0, backward_compute_time=1.0, activation_size=4.0, parameter_size=0.0 -- stage=1\n")
+  CHECK(msg(ok + "a2 -- X -- forward_compute_time=1.0, backward_compute_time=1.0, activation_size=4.0, "
+                 "parameter_size=0.0 -- stage=1\n")
             .rfind("g.txt:2: expected \"stage_id=", 0) == 0);
   CHECK_THROWS_WITH_AS(read_pipedream_graph("/nonexistent/graph.txt"), doctest::Contains("/nonexistent/graph.txt"),
                        pw::InputError);

@@ -52,7 +52,7 @@ TEST_CASE("profile_at: a measured point is used as measured") {
   CHECK(l.backward_input_ns == 260);
   CHECK(l.backward_weight_ns == 500);
   CHECK(l.step_ns == 50);
-  CHECK(l.stash_bytes == 160);      // bytes scale linearly from the base (2 -> 4)
+  CHECK(l.stash_bytes == 160);       // bytes scale linearly from the base (2 -> 4)
   CHECK(l.parameter_bytes == 1000);  // parameters do not
   const ProfileAt base = profile_at(measured(), 2, 1);
   CHECK(base.profile.layers[1].forward_ns == 100);

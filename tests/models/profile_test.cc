@@ -47,7 +47,8 @@ TEST_CASE("bad profiles: negative, NaN, unknown edge endpoint, missing field, wr
   Json j = sample_profile();
   Json bad = j;
   bad["layers"][1]["forward_ns"] = -5;
-  CHECK_THROWS_WITH_AS(profile_from_json(bad), doctest::Contains("/layers/1/forward_ns: expected an integer in [0, 1000000000000000], got -5"),
+  CHECK_THROWS_WITH_AS(profile_from_json(bad),
+                       doctest::Contains("/layers/1/forward_ns: expected an integer in [0, 1000000000000000], got -5"),
                        InputError);
   bad = j;
   bad["layers"][2]["output_bytes"] = std::numeric_limits<double>::quiet_NaN();

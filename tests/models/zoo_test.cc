@@ -49,8 +49,7 @@ TEST_CASE("gpt layers follow the documented conventions") {
   for (int i = 0; i < 4; ++i) {
     CHECK(L[2 + i].name == "block" + std::to_string(i));
     CHECK(L[2 + i].kind == LayerKind::transformer_block);
-    CHECK(L[2 + i].attrs ==
-          std::map<std::string, int64_t>{{"seq", 64}, {"d_model", 128}, {"heads", 4}, {"ffn", 512}});
+    CHECK(L[2 + i].attrs == std::map<std::string, int64_t>{{"seq", 64}, {"d_model", 128}, {"heads", 4}, {"ffn", 512}});
   }
   CHECK(L[6].name == "final_norm");
   CHECK(L[6].attrs == std::map<std::string, int64_t>{{"dim", 128}});
@@ -111,8 +110,14 @@ TEST_CASE("vgg16 has torchvision's parameter count and a small variant builds") 
   CHECK(count_kind(m, LayerKind::linear) == 3);
   CHECK(model_parameter_count(m) == 138357544);
   const LayerSpec& c = m.layers()[m.index_of("conv1_1")];
-  CHECK(c.attrs == std::map<std::string, int64_t>{{"in_c", 3}, {"out_c", 64}, {"kernel", 3}, {"stride", 1},
-                                                  {"pad", 1}, {"in_h", 224}, {"in_w", 224}, {"bias", 1}});
+  CHECK(c.attrs == std::map<std::string, int64_t>{{"in_c", 3},
+                                                  {"out_c", 64},
+                                                  {"kernel", 3},
+                                                  {"stride", 1},
+                                                  {"pad", 1},
+                                                  {"in_h", 224},
+                                                  {"in_w", 224},
+                                                  {"bias", 1}});
   CHECK(m.layers()[m.index_of("pool5")].output_shape == std::vector<int64_t>{512, 7, 7});
   CHECK(m.layers()[m.index_of("fc6")].attr("in") == 512 * 7 * 7);
 
@@ -193,8 +198,7 @@ TEST_CASE("impossible zoo sizes are rejected naming the option") {
   ZooOptions o = gpt_options(2, 100, 3, 0, 8, 10);
   CHECK_THROWS_WITH_AS(build_zoo_model("gpt", o), "--d-model: 100 is not divisible by --heads 3", InputError);
   o = gpt_options(0, 64, 4, 0, 8, 10);
-  CHECK_THROWS_WITH_AS(build_zoo_model("gpt", o), doctest::Contains("--layers: expected an integer in [1"),
-                       InputError);
+  CHECK_THROWS_WITH_AS(build_zoo_model("gpt", o), doctest::Contains("--layers: expected an integer in [1"), InputError);
   o = gpt_options(2, 64, 4, 0, 8, 10);
   o.batch = 0;
   CHECK_THROWS_WITH_AS(build_zoo_model("gpt", o), doctest::Contains("--batch"), InputError);

@@ -89,7 +89,7 @@ inline std::vector<int> deaugment(const Dag& g, const std::vector<int>& list) {
 
 // Fills the per-state sums from downsets and augmented antichains.
 inline void fill_sums(const models::Profile& p, const Dag& g, CutStates& s,
-               const std::vector<std::vector<int>>& augmented) {
+                      const std::vector<std::vector<int>>& augmented) {
   const int S = static_cast<int>(s.members.size());
   s.compute_ns.assign(S, 0);
   s.activation_bytes.assign(S, 0);
@@ -214,8 +214,7 @@ inline CutStates pipedream_states(const models::Profile& p, int max_states) {
 }
 
 inline CutStates prefix_states(const models::Profile& p, bool pipedream_drops) {
-  std::vector<bool> kept = pipedream_drops ? pipedream_kept_layers(p)
-                                           : std::vector<bool>(p.layers.size(), true);
+  std::vector<bool> kept = pipedream_drops ? pipedream_kept_layers(p) : std::vector<bool>(p.layers.size(), true);
   Dag g = build_dag(p, kept);
   CutStates s;
   s.family = "topological-prefixes";

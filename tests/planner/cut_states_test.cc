@@ -89,7 +89,8 @@ TEST_CASE("cut states: equal to the reference enumeration on every shared PipeDr
     const CutStates fast = planner::pipedream_states(p, 5000);
     check_equal(fast, test::reference::pipedream_states(p, 5000));
     complete += fast.complete;
-    for (bool drops : {true, false}) check_equal(planner::prefix_states(p, drops), test::reference::prefix_states(p, drops));
+    for (bool drops : {true, false})
+      check_equal(planner::prefix_states(p, drops), test::reference::prefix_states(p, drops));
     ++graphs;
   }
   CHECK(graphs == 18);
@@ -107,15 +108,14 @@ TEST_CASE("cut states: equal to the reference on random DAGs, and stop at the sa
     std::string ref_error;  // e.g. every layer an Input source: both throw the same
     try {
       test::reference::pipedream_states(p, 3000);
-    } catch (const InputError& e) {
-      ref_error = e.what();
-    }
+    } catch (const InputError& e) { ref_error = e.what(); }
     if (!ref_error.empty()) {
       CHECK_THROWS_WITH_AS(planner::pipedream_states(p, 3000), ref_error.c_str(), InputError);
       ++thrown;
       continue;
     }
-    for (bool drops : {true, false}) check_equal(planner::prefix_states(p, drops), test::reference::prefix_states(p, drops));
+    for (bool drops : {true, false})
+      check_equal(planner::prefix_states(p, drops), test::reference::prefix_states(p, drops));
     // Wide random DAGs have very many antichains: 3000 bounds the reference's S^2 bitsets.
     const CutStates full = planner::pipedream_states(p, 3000);
     check_equal(full, test::reference::pipedream_states(p, 3000));

@@ -76,7 +76,8 @@ TEST_CASE("interleave plan: p x v virtual stages, stage k on the base plan's dev
     CHECK(il.stages[k].first_layer == 2 * k);
     CHECK(il.stages[k].end_layer == 2 * k + 2);
     CHECK(il.stages[k].devices == std::vector<int>{10 + k % 2});
-    CHECK(il.stages[k].layer_names == std::vector<std::string>{"l" + std::to_string(2 * k), "l" + std::to_string(2 * k + 1)});
+    CHECK(il.stages[k].layer_names ==
+          std::vector<std::string>{"l" + std::to_string(2 * k), "l" + std::to_string(2 * k + 1)});
   }
   CHECK(il.num_micro_batches == 4);
 }
@@ -86,9 +87,9 @@ TEST_CASE("interleave plan: what it refuses, and why") {
   // The counts suggested are multiples of the devices that divide the batch (40: 4 and 8, not 6).
   Plan five = base_plan(2, 5);
   five.batch = 40;
-  CHECK_THROWS_WITH_AS(interleave_plan(five, prof, 2),
-                       "interleaved-1f1b: 5 micro-batches are not a multiple of the 2 devices; try --micro-batches 4 or 8",
-                       InputError);
+  CHECK_THROWS_WITH_AS(
+      interleave_plan(five, prof, 2),
+      "interleaved-1f1b: 5 micro-batches are not a multiple of the 2 devices; try --micro-batches 4 or 8", InputError);
   CHECK_THROWS_WITH_AS(interleave_plan(base_plan(2, 5), prof, 2),
                        "interleaved-1f1b: 5 micro-batches are not a multiple of the 2 devices; no count that is a "
                        "multiple of 2 divides the batch of 5; try another --batch",
@@ -111,10 +112,10 @@ TEST_CASE("plan reader: an interleaved plan whose chunks do not divide its stage
   CHECK(plan_from_json(j).chunks == 2);
   for (int chunks : {3, 5, 1024}) {
     j["chunks"] = chunks;
-    CHECK_THROWS_WITH_AS(plan_from_json(j),
-                         ("/chunks: " + std::to_string(chunks) + " chunks per device do not divide the plan's 4 stages")
-                             .c_str(),
-                         InputError);
+    CHECK_THROWS_WITH_AS(
+        plan_from_json(j),
+        ("/chunks: " + std::to_string(chunks) + " chunks per device do not divide the plan's 4 stages").c_str(),
+        InputError);
   }
 }
 

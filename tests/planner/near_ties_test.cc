@@ -53,14 +53,14 @@ TEST_CASE("fastest by median: the smallest median wins, not the smallest single 
 }
 
 TEST_CASE("trials settled: the winner clear of every other median by the margin") {
-  CHECK(trials_settled({{30, 31, 29}, {35, 34, 36}}, 0.03));        // 30 against 35: clear
+  CHECK(trials_settled({{30, 31, 29}, {35, 34, 36}}, 0.03));          // 30 against 35: clear
   CHECK_FALSE(trials_settled({{30, 31, 29}, {30.5, 31, 30}}, 0.03));  // 30 against 30.5: a tie
-  CHECK_FALSE(trials_settled({{30}, {40}, {30.8}}, 0.03));           // the third is within 3%
-  CHECK(trials_settled({{30}, {40}, {31}}, 0.03));                   // 31 > 30 x 1.03
-  CHECK(trials_settled({{40}, {30}}, 0.0) == true);                  // the later list may win
-  CHECK_FALSE(trials_settled({{30}, {30}}, 0.0));                    // equal medians: not settled
-  CHECK_FALSE(trials_settled({{30}, {}}, 0.03));                     // one never measured
-  CHECK(trials_settled({{30}}, 0.03));                               // nothing to tie with
+  CHECK_FALSE(trials_settled({{30}, {40}, {30.8}}, 0.03));            // the third is within 3%
+  CHECK(trials_settled({{30}, {40}, {31}}, 0.03));                    // 31 > 30 x 1.03
+  CHECK(trials_settled({{40}, {30}}, 0.0) == true);                   // the later list may win
+  CHECK_FALSE(trials_settled({{30}, {30}}, 0.0));                     // equal medians: not settled
+  CHECK_FALSE(trials_settled({{30}, {}}, 0.03));                      // one never measured
+  CHECK(trials_settled({{30}}, 0.03));                                // nothing to tie with
   CHECK_FALSE(trials_settled({}, 0.03));
   CHECK_FALSE(trials_settled({{}, {}}, 0.03));
   // The medians decide, not one fast run: 25 is the fastest sample, but 32.5 (its list's

@@ -16,8 +16,9 @@ const std::string kParityGraphs = std::string(PW_PIPEDREAM_DIR);
 
 TEST_CASE("cut states: PipeDream's state counts on the shared profiles") {
   const std::pair<const char*, int> expected[] = {
-      {"alexnet/graph.txt", 22},      {"vgg16/graph.txt", 40},       {"resnet18/graph.txt", 100},
-      {"squeezenet1_0/graph.txt", 99}, {"resnet50/graph.txt", 240},  {"gnmt/graph.txt", 99},
+      {"alexnet/graph.txt", 22},      {"vgg16/graph.txt", 40},
+      {"resnet18/graph.txt", 100},    {"squeezenet1_0/graph.txt", 99},
+      {"resnet50/graph.txt", 240},    {"gnmt/graph.txt", 99},
       {"densenet121/graph.txt", 430}, {"inception_v3/graph_compressed.txt", 1646},
   };
   for (auto [file, count] : expected) {

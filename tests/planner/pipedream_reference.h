@@ -38,8 +38,7 @@ inline ReferenceRun read_reference_run(const std::string& dir, const std::string
           };
           if (f.find("compressed_graphs/") != std::string::npos)
             r.graph = model_of("compressed_graphs/") + "/graph_compressed.txt";
-          else
-            r.graph = model_of("profiles/") + "/graph.txt";
+          else r.graph = model_of("profiles/") + "/graph.txt";
         } else if (tok[k] == "-n") {
           list([&](const std::string& v) { r.machines.push_back(std::stoi(v)); });
         } else if (tok[k] == "-b") {

@@ -112,8 +112,7 @@ TEST_CASE("plan figures: the 48x2048 GPT, even partition: schedule bubble (p-1)/
 }
 
 TEST_CASE("plan table: a PipeDream plan shows its stages' communication (the bottleneck of stage 1)") {
-  const auto profile =
-      pw::models::import_pipedream_graph(std::string(PW_PIPEDREAM_DIR) + "/vgg16/graph.txt");
+  const auto profile = pw::models::import_pipedream_graph(std::string(PW_PIPEDREAM_DIR) + "/vgg16/graph.txt");
   pw::models::DeviceSpec dev;
   dev.name = "generic";
   dev.memory_bytes = int64_t{16} << 30;

@@ -14,9 +14,14 @@ models::Profile gpt_profile() {
   models::Profile p;
   p.model = "gpt";
   p.source = "analytic";
-  const std::pair<const char*, const char*> layers[] = {
-      {"tokens", "input"}, {"embed", "embedding"}, {"block0", "transformer_block"}, {"block1", "transformer_block"},
-      {"block2", "transformer_block"}, {"block3", "transformer_block"}, {"head", "lm_head"}, {"loss", "softmax_xent"}};
+  const std::pair<const char*, const char*> layers[] = {{"tokens", "input"},
+                                                        {"embed", "embedding"},
+                                                        {"block0", "transformer_block"},
+                                                        {"block1", "transformer_block"},
+                                                        {"block2", "transformer_block"},
+                                                        {"block3", "transformer_block"},
+                                                        {"head", "lm_head"},
+                                                        {"loss", "softmax_xent"}};
   for (auto [name, kind] : layers) {
     models::LayerProfile l;
     l.name = name;

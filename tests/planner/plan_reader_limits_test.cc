@@ -44,9 +44,7 @@ Json two_stage_plan_json() {
 std::string refusal_of(const Json& j) {
   try {
     plan_from_json(j);
-  } catch (const InputError& e) {
-    return e.what();
-  }
+  } catch (const InputError& e) { return e.what(); }
   return "(accepted)";
 }
 
@@ -90,8 +88,10 @@ TEST_CASE("plan reader: a recorded option out of its flag's range, or of the wro
       {"efficiency", 7, "/inputs/options/efficiency: expected a value in [1e-09, 1], got 7"},
       {"efficiency", 0, "/inputs/options/efficiency: expected a value in [1e-09, 1], got 0"},
       {"batch", -8, "/inputs/options/batch: expected an integer in [0, 1000000000000], got -8"},
-      {"batch", 10000000000000LL, "/inputs/options/batch: expected an integer in [0, 1000000000000], got 10000000000000"},
-      {"memory_limit_bytes", -1, "/inputs/options/memory_limit_bytes: expected an integer in [0, 1000000000000000000], got -1"},
+      {"batch", 10000000000000LL,
+       "/inputs/options/batch: expected an integer in [0, 1000000000000], got 10000000000000"},
+      {"memory_limit_bytes", -1,
+       "/inputs/options/memory_limit_bytes: expected an integer in [0, 1000000000000000000], got -1"},
       {"chunks", 4096, "/inputs/options/chunks: expected an integer in [1, 1024], got 4096"},
       {"schedule", 3, "/inputs/options/schedule: expected a string, got integer"},
       {"measured_here", "yes", "/inputs/options/measured_here: expected true or false, got string"},

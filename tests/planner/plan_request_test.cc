@@ -40,7 +40,8 @@ TEST_CASE("plan request defaults: sync, dp, auto schedule and micro-batches, mod
 
 TEST_CASE("unknown plan request words: one line naming the flag, the word and the words expected") {
   CHECK_THROWS_WITH_AS(parse_objective("fast", "--objective"),
-                       "--objective: unknown objective \"fast\" (expected one of sync, async, pipedream)", pw::InputError);
+                       "--objective: unknown objective \"fast\" (expected one of sync, async, pipedream)",
+                       pw::InputError);
   CHECK_THROWS_WITH_AS(parse_partitioner("greedy", "--partitioner"),
                        "--partitioner: unknown partitioner \"greedy\" (expected one of dp, gpipe-greedy, even)",
                        pw::InputError);

@@ -169,9 +169,7 @@ TEST_CASE("pipedream objective (quirks) equals exhaustive search over antichain 
   check_against_brute_force(true, 250, 7);
 }
 
-TEST_CASE("async objective (corrected model) equals exhaustive search") {
-  check_against_brute_force(false, 300, 11);
-}
+TEST_CASE("async objective (corrected model) equals exhaustive search") { check_against_brute_force(false, 300, 11); }
 
 TEST_CASE("async objective through make_plan: bottleneck, replicas and memory on a flat cluster") {
   // 4 identical layers of 10 ms (fwd 4 + bwd 6), 1000 parameter bytes, 1000 stash bytes, 100 B

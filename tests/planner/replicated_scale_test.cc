@@ -64,18 +64,18 @@ size_t compare(const CutStates& s, const std::vector<ReplicatedLevel>& levels, c
 
 TEST_CASE("replicated DP: windows and budgets change no plan on the shared profiles") {
   const std::string dir = std::string(PW_PIPEDREAM_DIR) + "/";
-  for (const char* f : {"alexnet/graph.txt", "vgg16/graph.txt", "resnet18/graph.txt", "gnmt/graph.txt",
-                        "squeezenet1_0/graph.txt"}) {
+  for (const char* f :
+       {"alexnet/graph.txt", "vgg16/graph.txt", "resnet18/graph.txt", "gnmt/graph.txt", "squeezenet1_0/graph.txt"}) {
     CAPTURE(f);
     models::Profile p = models::import_pipedream_graph(dir + f);
     for (bool quirks : {true, false}) {
       CAPTURE(quirks);
       CutStates s = quirks ? pipedream_states(p, 5000) : prefix_states(p, false);
       REQUIRE(s.complete);
-      for (const auto& lv : std::vector<std::vector<ReplicatedLevel>>{
-               {{16, 1.25e10, 1e-6}},
-               {{4, 1.25e10, 1e-6}, {4, 1.25e9, 5e-6}},
-               {{2, 1.25e10, 1e-6}, {2, 1.25e9, 2e-6}, {3, 1.25e8, 1e-5}}}) {
+      for (const auto& lv :
+           std::vector<std::vector<ReplicatedLevel>>{{{16, 1.25e10, 1e-6}},
+                                                     {{4, 1.25e10, 1e-6}, {4, 1.25e9, 5e-6}},
+                                                     {{2, 1.25e10, 1e-6}, {2, 1.25e9, 2e-6}, {3, 1.25e8, 1e-5}}}) {
         CAPTURE(lv.size());
         for (bool fewer : {false, true}) {
           ReplicatedOptions o;
@@ -216,8 +216,9 @@ TEST_CASE("replicated DP: tight single-stage and per-cell budgets change no plan
     const CutStates s = states_of(p, quirks);
     // One machine per inner group now and then: the inner cost is then the compute itself and the
     // all-reduce bound taken before an inner row is solved is tight.
-    const std::vector<ReplicatedLevel> levels{{pick(0, 3) == 0 ? 1 : pick(2, 8), 1e8 * pick(1, 40), quirks ? 0.0 : pick(0, 3) * 1e-6},
-                                              {pick(2, 6), 1e6 * pick(1, 400), quirks ? 0.0 : pick(0, 3) * 1e-6}};
+    const std::vector<ReplicatedLevel> levels{
+        {pick(0, 3) == 0 ? 1 : pick(2, 8), 1e8 * pick(1, 40), quirks ? 0.0 : pick(0, 3) * 1e-6},
+        {pick(2, 6), 1e6 * pick(1, 400), quirks ? 0.0 : pick(0, 3) * 1e-6}};
     ReplicatedOptions o;
     o.quirks = quirks;
     o.fewer_machines = pick(0, 3) == 0;
@@ -253,7 +254,8 @@ TEST_CASE("replicated DP: the bound before an inner row is solved is exact where
     models::Profile p = test::random_profile(pick.rng, pick(4, 20), 4);
     for (auto& l : p.layers) l.parameter_bytes *= pick(1, 20);
     const CutStates s = states_of(p, quirks);
-    const std::vector<ReplicatedLevel> levels{{1, 1e12, 0.0}, {pick(2, 3), 1e6 * pick(1, 400), quirks ? 0.0 : pick(0, 1) * 1e-6}};
+    const std::vector<ReplicatedLevel> levels{{1, 1e12, 0.0},
+                                              {pick(2, 3), 1e6 * pick(1, 400), quirks ? 0.0 : pick(0, 1) * 1e-6}};
     ReplicatedOptions o;
     o.quirks = quirks;
     o.activation_comm = pick(0, 1) == 0;

@@ -24,16 +24,14 @@ void check_same(const Schedule& a, const Schedule& b) {
 std::string error_of(const std::string& csv) {
   try {
     schedule_from_csv(csv, "s.csv");
-  } catch (const InputError& e) {
-    return e.what();
-  }
+  } catch (const InputError& e) { return e.what(); }
   return "";
 }
 
 }  // namespace
 
 TEST_CASE("every generated schedule survives export and import unchanged") {
-  const ScheduleKind kinds[] = {ScheduleKind::gpipe, ScheduleKind::one_f_one_b, ScheduleKind::zb_h1,
+  const ScheduleKind kinds[] = {ScheduleKind::gpipe, ScheduleKind::one_f_one_b,     ScheduleKind::zb_h1,
                                 ScheduleKind::zb_h2, ScheduleKind::pipedream_async, ScheduleKind::two_bw};
   for (ScheduleKind k : kinds)
     for (int p : {1, 2, 4})
@@ -60,22 +58,25 @@ TEST_CASE("export writes one row per rank in PyTorch's action notation") {
   CHECK(schedule_to_csv(z) == "0F0,0F1,0I0,0W0,0I1,0W1\n1F0,1I0,1F1,1I1,1W0,1W1\n");
   Schedule bad = s;
   bad.device_ops[0].insert(bad.device_ops[0].begin(), Op{OpKind::allreduce, 0, -1});
-  CHECK_THROWS_WITH_AS(schedule_to_csv(bad),
-                       "schedule CSV: device 0 has a allreduce op, which PyTorch's compute_only CSV format cannot carry",
-                       InputError);
+  CHECK_THROWS_WITH_AS(
+      schedule_to_csv(bad),
+      "schedule CSV: device 0 has a allreduce op, which PyTorch's compute_only CSV format cannot carry", InputError);
 }
 
 TEST_CASE("malformed CSVs are one-line errors naming the row and column") {
   CHECK(error_of("0F0,0X1\n") ==
-        "s.csv: row 1, column 2: unknown action type \"X\" in \"0X1\" (expected <stage><F|B|I|W><micro-batch>, e.g. 0F1)");
+        "s.csv: row 1, column 2: unknown action type \"X\" in \"0X1\" (expected <stage><F|B|I|W><micro-batch>, e.g. "
+        "0F1)");
   CHECK(error_of("0F0,0B0\n1F0,F1\n") ==
         "s.csv: row 2, column 2: \"F1\" has no stage index (expected <stage><F|B|I|W><micro-batch>, e.g. 0F1)");
   CHECK(error_of("0F0,0F\n") ==
         "s.csv: row 1, column 2: \"0F\" has no micro-batch index (expected <stage><F|B|I|W><micro-batch>, e.g. 0F1)");
   CHECK(error_of("0F0,0F1x\n") ==
-        "s.csv: row 1, column 2: \"0F1x\" has a malformed micro-batch index (expected <stage><F|B|I|W><micro-batch>, e.g. 0F1)");
+        "s.csv: row 1, column 2: \"0F1x\" has a malformed micro-batch index (expected <stage><F|B|I|W><micro-batch>, "
+        "e.g. 0F1)");
   CHECK(error_of("0F0,0SEND_F0\n") ==
-        "s.csv: row 1, column 2: \"0SEND_F0\" is a communication action; only the compute_only format (F, B, I, W) is read");
+        "s.csv: row 1, column 2: \"0SEND_F0\" is a communication action; only the compute_only format (F, B, I, W) is "
+        "read");
   CHECK(error_of("0F0,0B0\n1F0,0F1\n") ==
         "s.csv: row 2, column 2: stage 0 is also on rank 0 (row 1, column 1); a stage runs on one rank");
   CHECK(error_of("0F0,0F0\n") == "s.csv: row 1, column 2: \"0F0\" appears twice");

@@ -94,9 +94,7 @@ TEST_CASE("schedule validator: replicated schedules that cannot run") {
     try {
       validate_schedule(s);
       FAIL("accepted");
-    } catch (const pw::InputError& e) {
-      CHECK(std::string(e.what()).find(needle) != std::string::npos);
-    }
+    } catch (const pw::InputError& e) { CHECK(std::string(e.what()).find(needle) != std::string::npos); }
   };
   Schedule s = good;
   std::swap(s.device_ops[0][1], s.device_ops[1][1]);  // F(0,2) on replica 1, F(0,3) on replica 0

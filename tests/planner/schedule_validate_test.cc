@@ -12,9 +12,7 @@ namespace {
 std::string message(const Schedule& s) {
   try {
     validate_schedule(s);
-  } catch (const InputError& e) {
-    return e.what();
-  }
+  } catch (const InputError& e) { return e.what(); }
   return "";
 }
 }  // namespace
@@ -22,7 +20,8 @@ std::string message(const Schedule& s) {
 TEST_CASE("deadlock names the stuck ops") {
   Schedule s = make_schedule(ScheduleKind::one_f_one_b, 2, 2);
   // Device 1 runs BW(1,1) before F(1,1)... put its backward of micro-batch 1 first.
-  s.device_ops[1] = {{OpKind::F, 1, 0}, {OpKind::BW, 1, 1}, {OpKind::BW, 1, 0}, {OpKind::F, 1, 1}, {OpKind::step, -1, -1}};
+  s.device_ops[1] = {
+      {OpKind::F, 1, 0}, {OpKind::BW, 1, 1}, {OpKind::BW, 1, 0}, {OpKind::F, 1, 1}, {OpKind::step, -1, -1}};
   const std::string msg = message(s);
   CHECK(msg.find("device 1 waits at BW(1,1) for F(1,1)") != std::string::npos);
   CHECK(msg.find("deadlock: device 0 waits at BW(0,0) for BW(1,0)") != std::string::npos);

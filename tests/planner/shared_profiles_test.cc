@@ -18,14 +18,23 @@ using namespace pw;
 namespace {
 
 const std::string kSharedGraphs = std::string(PW_PIPEDREAM_DIR) + "/";
-const char* kProfiles[] = {
-    "alexnet/graph.txt",        "vgg16/graph.txt",         "resnet18/graph.txt",
-    "squeezenet1_0/graph.txt",  "resnet50/graph.txt",      "resnext50/graph.txt",
-    "resnet101/graph.txt",      "resnext101/graph.txt",    "densenet121/graph.txt",
-    "inception_v3/graph.txt",   "inception_v3/graph_compressed.txt",
-    "nasnetamobile/graph.txt",  "nasnetamobile/graph_compressed.txt",
-    "nasnetalarge/graph.txt",   "nasnetalarge/graph_compressed.txt",
-    "gnmt/graph.txt",           "gnmt_large/graph.txt"};
+const char* kProfiles[] = {"alexnet/graph.txt",
+                           "vgg16/graph.txt",
+                           "resnet18/graph.txt",
+                           "squeezenet1_0/graph.txt",
+                           "resnet50/graph.txt",
+                           "resnext50/graph.txt",
+                           "resnet101/graph.txt",
+                           "resnext101/graph.txt",
+                           "densenet121/graph.txt",
+                           "inception_v3/graph.txt",
+                           "inception_v3/graph_compressed.txt",
+                           "nasnetamobile/graph.txt",
+                           "nasnetamobile/graph_compressed.txt",
+                           "nasnetalarge/graph.txt",
+                           "nasnetalarge/graph_compressed.txt",
+                           "gnmt/graph.txt",
+                           "gnmt_large/graph.txt"};
 
 models::Cluster make(const std::vector<int>& counts) {
   models::DeviceSpec dev;

@@ -123,7 +123,9 @@ TEST_CASE("stage starts: the sync DP is optimal among the partitions that begin 
   CHECK(differs > 10);  // the restriction binds on many instances
 }
 
-TEST_CASE("stage starts: every partitioner and interleaving cut only where a module path begins, and --format torch names them") {
+TEST_CASE(
+    "stage starts: every partitioner and interleaving cut only where a module path begins, and --format torch names "
+    "them") {
   // A chain of 12 layers; paths on 0, 3, 4, 8 and 10 only (a residual block's inner layers have none).
   models::Profile p;
   p.model = "paths";

@@ -19,7 +19,7 @@ namespace {
 
 struct Setting {
   int m = 1;
-  int64_t b = 1;       // samples per micro-batch
+  int64_t b = 1;  // samples per micro-batch
   bool gpipe = false;
   bool zb = false;
   int recompute = -1;  // -1 auto, 0 off, 1 on
@@ -88,8 +88,8 @@ double iteration(const models::Profile& p, const models::Cluster& cl, const std:
     const int64_t inflight = s.gpipe ? s.m : s.zb ? std::min<int64_t>(P, s.m) : std::min<int64_t>(q, s.m);
     const int64_t reforward = s.zb ? std::min<int64_t>(P - q + 1, s.m) : 1;
     const int64_t persist = static_cast<int64_t>(std::ceil(params * s.ppb));
-    const double act = r ? inflight * (input_bytes(p, a, e) * scale) + reforward * (stash * scale)
-                         : inflight * (stash * scale);
+    const double act =
+        r ? inflight * (input_bytes(p, a, e) * scale) + reforward * (stash * scale) : inflight * (stash * scale);
     const int64_t working = static_cast<int64_t>(std::ceil(work * scale));
     if (s.memory > 0 && persist + static_cast<int64_t>(std::ceil(act)) + working > s.memory)
       return std::numeric_limits<double>::infinity();
@@ -150,10 +150,13 @@ TEST_CASE("sync objective equals exhaustive search on random instances") {
     }
     Setting s;
     s.gpipe = pick(0, 1) == 0;
-    req.schedule = s.gpipe ? planner::ScheduleKind::gpipe : (pick(0, 1) ? planner::ScheduleKind::one_f_one_b : planner::ScheduleKind::zb_h1);
+    req.schedule = s.gpipe ? planner::ScheduleKind::gpipe
+                           : (pick(0, 1) ? planner::ScheduleKind::one_f_one_b : planner::ScheduleKind::zb_h1);
     s.zb = req.schedule == planner::ScheduleKind::zb_h1;
     s.recompute = pick(-1, 1);
-    req.recompute = s.recompute < 0 ? planner::RecomputeChoice::automatic : s.recompute ? planner::RecomputeChoice::on : planner::RecomputeChoice::off;
+    req.recompute = s.recompute < 0 ? planner::RecomputeChoice::automatic
+                    : s.recompute   ? planner::RecomputeChoice::on
+                                    : planner::RecomputeChoice::off;
     req.optimizer = pick(0, 1) ? "adam" : "sgd";
     const auto& opt = models::find_optimizer(req.optimizer);
     s.ppb = opt.total() / opt.weight_bytes;

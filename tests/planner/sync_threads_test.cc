@@ -4,9 +4,9 @@
 #include <doctest/doctest.h>
 
 #include "models/cluster.h"
-#include "models/error.h"
 #include "models/cost.h"
 #include "models/device.h"
+#include "models/error.h"
 #include "models/zoo.h"
 #include "planner/planner.h"
 
@@ -124,8 +124,7 @@ TEST_CASE("threads per stage: every (k, m) priced is a candidate, fastest first,
   CHECK(q.plan.predicted.iteration_time_s == doctest::Approx(250e-9));
   for (const PlanCandidate& c : q.candidates) CHECK(c.threads_per_stage == 1);
   one.micro_batches = 2;
-  CHECK(make_plan(two_layer(30, 40, 60), two_cores(), one).plan.predicted.iteration_time_s ==
-        doctest::Approx(300e-9));
+  CHECK(make_plan(two_layer(30, 40, 60), two_cores(), one).plan.predicted.iteration_time_s == doctest::Approx(300e-9));
 
   PlanRequest three = request();
   three.threads_per_stage = 3;  // neither measured nor a stage on all of this cluster's cores

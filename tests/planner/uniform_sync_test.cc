@@ -49,7 +49,8 @@ bool same_split(const std::vector<planner::SyncStage>& a, const std::vector<plan
 
 std::string split_text(const std::vector<planner::SyncStage>& st) {
   std::string s;
-  for (const auto& x : st) s += "[" + std::to_string(x.begin) + "," + std::to_string(x.end) + (x.recompute ? "r" : "") + ")";
+  for (const auto& x : st)
+    s += "[" + std::to_string(x.begin) + "," + std::to_string(x.end) + (x.recompute ? "r" : "") + ")";
   return s;
 }
 
@@ -120,8 +121,7 @@ TEST_CASE("uniform solver equals the DP: costs, stage counts, splits, memory nee
               const auto sd = dp.optimize(cfg, &bd);
               const auto sf = fast.optimize(cfg, &bf);
               REQUIRE(sd.empty() == sf.empty());
-              if (fast.applies_min_memory(cfg))
-                CHECK(fast.min_memory_needed(cfg) == dp.min_memory_needed(cfg));
+              if (fast.applies_min_memory(cfg)) CHECK(fast.min_memory_needed(cfg) == dp.min_memory_needed(cfg));
               if (sd.empty()) continue;
               ++solved;
               const planner::SyncEvaluation ed = dp.evaluate(sd, cfg), ef = dp.evaluate(sf, cfg);

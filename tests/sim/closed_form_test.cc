@@ -6,8 +6,8 @@
 #include "sim/engine.h"
 
 using namespace pw;
-using planner::ScheduleKind;
 using planner::make_schedule;
+using planner::ScheduleKind;
 
 namespace {
 
@@ -70,8 +70,8 @@ TEST_CASE("zb-h1: bubble time (p-1)(T_F+T_B-T_W) when T_W <= T_F, peak activatio
   const int64_t mb_bytes = 1 << 20;
   for (int p : {2, 3, 4, 8})
     for (int m : {8, 16, 24})
-      for (auto [tf, tb, tw] : {std::tuple<int64_t, int64_t, int64_t>{100, 100, 100}, {100, 150, 50}, {120, 100, 80},
-                                {100, 100, 60}}) {
+      for (auto [tf, tb, tw] :
+           {std::tuple<int64_t, int64_t, int64_t>{100, 100, 100}, {100, 150, 50}, {120, 100, 80}, {100, 100, 60}}) {
         CAPTURE(p);
         CAPTURE(m);
         CAPTURE(tf);
@@ -90,8 +90,8 @@ TEST_CASE("zb-h2: bubble time (p-1)(T_F+T_B-2T_W) when T_W <= T_F, 2T_W <= T_F+T
   const int64_t mb_bytes = 1000;
   for (int p : {2, 3, 4, 8})
     for (int m : {2 * p - 1, 2 * p, 3 * p + 1})
-      for (auto [tf, tb, tw] : {std::tuple<int64_t, int64_t, int64_t>{100, 100, 100}, {100, 150, 50}, {120, 100, 80},
-                                {100, 100, 60}}) {
+      for (auto [tf, tb, tw] :
+           {std::tuple<int64_t, int64_t, int64_t>{100, 100, 100}, {100, 150, 50}, {120, 100, 80}, {100, 100, 60}}) {
         CAPTURE(p);
         CAPTURE(m);
         CAPTURE(tf);

@@ -167,7 +167,8 @@ TEST_CASE("memory: weight_pending_bytes are held from a split B to its W, not by
   CHECK_THROWS_AS(bad.validate(2, 1), pw::InputError);
 }
 
-TEST_CASE("data phase: a device busy drawing data at each iteration's start, hidden in its fill bubble up to its length") {
+TEST_CASE(
+    "data phase: a device busy drawing data at each iteration's start, hidden in its fill bubble up to its length") {
   // 1f1b, stage 0: F 3, BW 4+1; stage 1: F 2, BW 5+1; hop 1 ns; m = 3 (makespan 36, above).
   // Device 1 first needs F(0,0), which arrives at 4: a draw of up to 4 ns on device 1 is free.
   const auto s = planner::make_schedule(ScheduleKind::one_f_one_b, 2, 3);

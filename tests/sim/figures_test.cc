@@ -76,8 +76,8 @@ TEST_CASE("figures: the 48x2048 GPT on 8 A100s, batch 256, even partition, simul
       sim::simulate(sim::schedule_for_plan(plan, costs), costs, sim::network_for_plan(plan, &cluster), o);
   const sim::Report& r = res.report;
   const double closed = 7.0 / 263;  // (p-1)/(m+p-1)
-  MESSAGE("simulated: schedule bubble ", r.schedule_bubble, ", imbalance ", r.stage_imbalance, ", idle ",
-          r.idle_share, ", bubble_rate ", r.bubble_rate, "; planned: ", plan.predicted.schedule_bubble, ", ",
+  MESSAGE("simulated: schedule bubble ", r.schedule_bubble, ", imbalance ", r.stage_imbalance, ", idle ", r.idle_share,
+          ", bubble_rate ", r.bubble_rate, "; planned: ", plan.predicted.schedule_bubble, ", ",
           plan.predicted.stage_imbalance, ", ", plan.predicted.idle_share, ", ", plan.predicted.bubble_rate);
   CHECK(std::abs(r.schedule_bubble - closed) < 0.01);
   CHECK(std::abs(plan.predicted.schedule_bubble - closed) < 0.01);

@@ -88,7 +88,8 @@ TEST_CASE("plan_with_prediction: simulate = false keeps the closed form, and a c
   pick.choose = [&](const planner::PlanOutcome& out) {
     ++calls;
     planner::PlanRequest one = req;
-    planner::PlanOutcome o = planner::make_plan(s.profile, models::make_flat_cluster(s.cluster.device(), 1, 100e9, 5000), one);
+    planner::PlanOutcome o =
+        planner::make_plan(s.profile, models::make_flat_cluster(s.cluster.device(), 1, 100e9, 5000), one);
     CHECK(out.feasible);
     return o.plan;
   };
@@ -138,7 +139,9 @@ TEST_CASE("plan_with_prediction: requests that make no sense are refused in one 
                        "--schedule zb-h2: planned by the sync objective only, got --objective async", InputError);
 }
 
-TEST_CASE("plan_with_prediction: a PipeDream plan records what simulate --plan reproduces, the objective's bottleneck beside it") {
+TEST_CASE(
+    "plan_with_prediction: a PipeDream plan records what simulate --plan reproduces, the objective's bottleneck beside "
+    "it") {
   // `plan --profile vgg16/graph.txt --objective pipedream --levels 4 --activation-comm` (1e9 B/s,
   // the --levels default): PipeDream's optimizer charges the link for the activations and the
   // gradients together (622.8 samples/s); the simulator's full-duplex links pass them at once

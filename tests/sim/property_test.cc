@@ -18,7 +18,7 @@ using planner::ScheduleKind;
 namespace {
 
 const ScheduleKind kKinds[] = {ScheduleKind::gpipe, ScheduleKind::one_f_one_b, ScheduleKind::interleaved_1f1b,
-                               ScheduleKind::zb_h1, ScheduleKind::zb_h2, ScheduleKind::pipedream_async,
+                               ScheduleKind::zb_h1, ScheduleKind::zb_h2,       ScheduleKind::pipedream_async,
                                ScheduleKind::two_bw};
 
 // Keys of compute ops: (kind, stage, micro-batch); BW and B both satisfy "backward done".
@@ -132,13 +132,10 @@ TEST_CASE("the validator rejects every deadlocking order (random adjacent swaps)
       try {
         planner::validate_schedule(s);
         FAIL("validator accepted a deadlocking order");
-      } catch (const InputError& e) {
-        CHECK(std::string(e.what()).find("deadlock: device ") != std::string::npos);
-      }
+      } catch (const InputError& e) { CHECK(std::string(e.what()).find("deadlock: device ") != std::string::npos); }
       sim::SimOptions o;
       o.validate = false;
-      CHECK_THROWS_AS(sim::simulate(s, sim::StageCosts::uniform(s.num_stages, 1, 1, 1), sim::Network{}, o),
-                      InputError);
+      CHECK_THROWS_AS(sim::simulate(s, sim::StageCosts::uniform(s.num_stages, 1, 1, 1), sim::Network{}, o), InputError);
     }
   }
   CHECK(rejected > 50);

@@ -82,4 +82,3 @@ TEST_CASE("a V-shaped placement (two stages on one rank, not in loop order) is r
   CHECK_NOTHROW(validate_schedule(s));
   CHECK(simulate_uniform(s, 1000, 1000, 0).makespan_ns == 8000);
 }
-

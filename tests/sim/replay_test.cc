@@ -24,7 +24,8 @@ StageCosts costs(int64_t f, int64_t b, int64_t w, int64_t step) {
 }
 
 Trace simulated(const planner::Schedule& s, const StageCosts& c, int iterations, const Network& net = {}) {
-  return stacked_run(s, iterations, 1000, [&c](int) { return c; }, net);
+  return stacked_run(
+      s, iterations, 1000, [&c](int) { return c; }, net);
 }
 
 TEST_CASE("replay of a synthetic trace is exact (every schedule kind of the grid)") {

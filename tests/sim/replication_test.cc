@@ -121,8 +121,8 @@ TEST_CASE("PipeDream's vgg16 3-1 plan simulates within 2% of the planner's throu
   CHECK(planned == doctest::Approx(725.833).epsilon(1e-5));
   CHECK(r.throughput_samples_per_s == doctest::Approx(planned).epsilon(0.02));
   // The replicas' steady state: each does F + BW + its all-reduce per micro-batch it owns.
-  const double cycle_ns = costs.forward_ns[0] + costs.backward_input_ns[0] + costs.backward_weight_ns[0] +
-                          costs.allreduce_ns[0];
+  const double cycle_ns =
+      costs.forward_ns[0] + costs.backward_input_ns[0] + costs.backward_weight_ns[0] + costs.allreduce_ns[0];
   CHECK(r.throughput_samples_per_s == doctest::Approx(128 * 3 * 1e9 / cycle_ns).epsilon(0.005));
   CHECK(r.schedule_bubble < 0.01);  // no flush
   // One device doing all three replicas' work (the collapsed model) is far slower.
@@ -158,8 +158,8 @@ TEST_CASE("a replicated synchronous plan simulates within 2% of its planned iter
 
 TEST_CASE("replicated schedules: every shape runs, each replica is busy exactly for what it owns") {
   const std::vector<std::vector<int>> shapes = {{2}, {3, 1}, {1, 3}, {2, 2}, {3, 1, 2}, {1, 2, 1, 4}};
-  for (ScheduleKind k : {ScheduleKind::gpipe, ScheduleKind::one_f_one_b, ScheduleKind::pipedream_async,
-                         ScheduleKind::two_bw})
+  for (ScheduleKind k :
+       {ScheduleKind::gpipe, ScheduleKind::one_f_one_b, ScheduleKind::pipedream_async, ScheduleKind::two_bw})
     for (const auto& reps : shapes)
       for (int m : {1, 5, 12}) {
         const int mm = planner::is_synchronous(k) ? m : planner::round_robin_micro_batches(m, reps);

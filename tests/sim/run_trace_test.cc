@@ -104,8 +104,8 @@ TEST_CASE("run trace JSON: summaries round-trip, old files without them read, ba
   keep_last_iterations(rt, 3);
   const Json j = run_trace_to_json(rt);
   REQUIRE(j.at("iterations").size() == 12);
-  CHECK(j.at("iterations")[11] == Json{{"iteration", 11}, {"start_ns", rt.iterations[11].start_ns},
-                                       {"end_ns", rt.iterations[11].end_ns}});
+  CHECK(j.at("iterations")[11] ==
+        Json{{"iteration", 11}, {"start_ns", rt.iterations[11].start_ns}, {"end_ns", rt.iterations[11].end_ns}});
   const RunTrace back = run_trace_from_json(j);
   CHECK(same(back.iterations, rt.iterations));
   CHECK(back.trace.events.size() == rt.trace.events.size());
@@ -114,7 +114,8 @@ TEST_CASE("run trace JSON: summaries round-trip, old files without them read, ba
   Json bad = j;
   bad["iterations"][5]["iteration"] = 3;
   CHECK_THROWS_WITH_AS(run_trace_from_json(bad),
-                       doctest::Contains("/iterations/5/iteration: expected iterations in ascending order"), InputError);
+                       doctest::Contains("/iterations/5/iteration: expected iterations in ascending order"),
+                       InputError);
   bad = j;
   bad["iterations"][2]["end_ns"] = bad["iterations"][2]["start_ns"].get<int64_t>() - 1;
   CHECK_THROWS_WITH_AS(run_trace_from_json(bad), doctest::Contains("/iterations/2"), InputError);
@@ -135,17 +136,20 @@ TEST_CASE("run trace JSON: counts and times beyond the limits are refused, never
     edit(bad);
     try {
       run_trace_from_json(bad);
-    } catch (const InputError& e) {
-      return std::string(e.what());
-    }
+    } catch (const InputError& e) { return std::string(e.what()); }
     return std::string();
   };
-  CHECK(message([](Json& b) { b["stages"] = 4294967298LL; }) == "/stages: expected an integer in [1, 65536], got 4294967298");
-  CHECK(message([](Json& b) { b["micro_batches"] = 1e9; }).find("/micro_batches: expected an integer in [1, 1048576], got 1") ==
-        0);
+  CHECK(message([](Json& b) { b["stages"] = 4294967298LL; }) ==
+        "/stages: expected an integer in [1, 65536], got 4294967298");
+  CHECK(message([](Json& b) {
+          b["micro_batches"] = 1e9;
+        }).find("/micro_batches: expected an integer in [1, 1048576], got 1") == 0);
   CHECK(message([](Json& b) { b["handoff_ns"] = 9223372036854775807LL; }) ==
         "/handoff_ns: expected an integer in [0, 1000000000000000], got 9223372036854775807");
-  CHECK(message([](Json& b) { b["stages"] = 3; b["chunks"] = 2; }) == "/stages: 3 is not a multiple of /chunks (2)");
+  CHECK(message([](Json& b) {
+          b["stages"] = 3;
+          b["chunks"] = 2;
+        }) == "/stages: 3 is not a multiple of /chunks (2)");
   CHECK(message([](Json& b) { b["trace"]["events"][0]["device"] = 2; }) ==
         "/trace/events/0/device: expected an integer in [0, 1], got 2");
 }

@@ -71,7 +71,8 @@ TEST_CASE("chrome trace: metadata, one track per device, ops named F3/B3/W3/BW3,
 }
 
 TEST_CASE("svg timeline is well-formed XML with rows, boxes, labels, axis and the bubble rate") {
-  for (auto [kind, v] : {std::pair{planner::ScheduleKind::one_f_one_b, 1}, {planner::ScheduleKind::zb_h2, 1},
+  for (auto [kind, v] : {std::pair{planner::ScheduleKind::one_f_one_b, 1},
+                         {planner::ScheduleKind::zb_h2, 1},
                          {planner::ScheduleKind::interleaved_1f1b, 2}}) {
     const auto r = traced(kind, 4, 8, v);
     const std::string svg = sim::timeline_svg(r.trace, r.report, "title <&> \"quoted\"");

@@ -22,8 +22,7 @@ sim::Trace simulated(int n) {
   sim::SimOptions o;
   o.iterations = n;
   o.record_trace = true;
-  return sim::simulate(planner::make_schedule(planner::ScheduleKind::one_f_one_b, 2, 4), c,
-                       sim::Network::fixed(250), o)
+  return sim::simulate(planner::make_schedule(planner::ScheduleKind::one_f_one_b, 2, 4), c, sim::Network::fixed(250), o)
       .trace;
 }
 

@@ -14,7 +14,9 @@ inline std::string xml_problem(const std::string& s) {
   std::vector<std::string> stack;
   int roots = 0;
   auto err = [&](const std::string& what) { return what + " at byte " + std::to_string(i); };
-  auto is_name = [](char c) { return isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == ':' || c == '.'; };
+  auto is_name = [](char c) {
+    return isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == ':' || c == '.';
+  };
   if (s.compare(0, 5, "<?xml") == 0) {
     i = s.find("?>");
     if (i == std::string::npos) return "unterminated prolog";
@@ -48,8 +50,15 @@ inline std::string xml_problem(const std::string& s) {
       for (;;) {
         while (j < s.size() && isspace(static_cast<unsigned char>(s[j]))) ++j;
         if (j >= s.size()) return err("unterminated tag");
-        if (s[j] == '>') { ++j; break; }
-        if (s[j] == '/' && j + 1 < s.size() && s[j + 1] == '>') { self_closing = true; j += 2; break; }
+        if (s[j] == '>') {
+          ++j;
+          break;
+        }
+        if (s[j] == '/' && j + 1 < s.size() && s[j + 1] == '>') {
+          self_closing = true;
+          j += 2;
+          break;
+        }
         size_t a0 = j;
         while (j < s.size() && is_name(s[j])) ++j;
         if (j == a0) return err("bad attribute name");

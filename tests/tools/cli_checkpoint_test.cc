@@ -99,8 +99,7 @@ class Child {
   // Drains stderr to EOF and returns the exit code (128 + signal when killed).
   int wait() {
     std::string line;
-    while (read_line(&line)) {
-    }
+    while (read_line(&line)) {}
     int status = 0;
     ::waitpid(pid_, &status, 0);
     pid_ = -1;
@@ -172,8 +171,8 @@ TEST_CASE("train: SIGKILL at a random step of 200, --resume: losses and final we
 }
 
 TEST_CASE("run (2 threaded stages): SIGKILL at a random step of 200, --resume: bitwise identical") {
-  kill_and_resume({"run", "--model", "mlp", "--width", "32", "--stages", "2", "--micro-batches", "4", "--threads",
-                   "1", "--optimizer", "adam", "--lr", "0.003", "--log-every", "1"},
+  kill_and_resume({"run", "--model", "mlp", "--width", "32", "--stages", "2", "--micro-batches", "4", "--threads", "1",
+                   "--optimizer", "adam", "--lr", "0.003", "--log-every", "1"},
                   {"stage-0.step-200.bin", "stage-1.step-200.bin"});
 }
 
@@ -181,9 +180,30 @@ TEST_CASE("run: SIGTERM finishes the step, writes checkpoint, trace, SVG and JSO
   ScratchDir dir;
   const int r = random_step(3, 60);
   CAPTURE(r);
-  Child child({"run", "--model", "mlp", "--width", "32", "--stages", "2", "--micro-batches", "4", "--threads", "1",
-               "--steps", "200", "--log-every", "1", "--checkpoint", dir.file("ck"), "--checkpoint-every", "50", "--trace",
-               dir.file("t.json"), "--svg", dir.file("t.svg"), "--json"},
+  Child child({"run",
+               "--model",
+               "mlp",
+               "--width",
+               "32",
+               "--stages",
+               "2",
+               "--micro-batches",
+               "4",
+               "--threads",
+               "1",
+               "--steps",
+               "200",
+               "--log-every",
+               "1",
+               "--checkpoint",
+               dir.file("ck"),
+               "--checkpoint-every",
+               "50",
+               "--trace",
+               dir.file("t.json"),
+               "--svg",
+               dir.file("t.svg"),
+               "--json"},
               dir.file("out.json"));
   REQUIRE(child.wait_for("step " + std::to_string(r) + "/200"));
   child.signal(SIGTERM);

@@ -30,8 +30,8 @@ TEST_CASE("cluster: a written file describes itself, reads back, and plans like 
   CHECK(Json::parse(run_cli({"cluster", "--describe", dir.file("c.json"), "--json"}).out) ==
         pw::load_json_file(dir.file("c.json")));
 
-  const std::vector<std::string> model = {"plan", "--model", "gpt", "--layers", "16", "--device", "a100-80g",
-                                          "--batch", "64", "--json"};
+  const std::vector<std::string> model = {"plan",     "--model",  "gpt",     "--layers", "16",
+                                          "--device", "a100-80g", "--batch", "64",       "--json"};
   auto with = [&](std::vector<std::string> extra) {
     std::vector<std::string> a = model;
     a.insert(a.end(), extra.begin(), extra.end());

@@ -41,7 +41,8 @@ std::string mlp_pair(const SampleFilesDir& dir) {
   for (int64_t i = 0; i < n; ++i)
     for (int64_t j = 0; j < kWidth; ++j)
       y[i * kWidth + j] = std::tanh(x[i * kWidth + (j + 1) % kWidth] - x[i * kWidth + j]);
-  return dir.write("x.npy", npy_bytes("<f4", {n, kWidth}, x)) + "," + dir.write("y.npy", npy_bytes("<f4", {n, kWidth}, y));
+  return dir.write("x.npy", npy_bytes("<f4", {n, kWidth}, x)) + "," +
+         dir.write("y.npy", npy_bytes("<f4", {n, kWidth}, y));
 }
 
 // 128 CIFAR-10 records of 4 classes: class k is bright in the k-th quarter of the rows, plus noise.
@@ -81,16 +82,16 @@ void expect_refused(const pw::test::CliResult& r, const std::string& file, const
 TEST_CASE("train and run: an MLP on a .npy pair, 20 steps, the loss falls") {
   SampleFilesDir dir;
   const std::string data = mlp_pair(dir);
-  const std::vector<std::string> mlp{"--model", "mlp", "--depth", "2", "--width", "16", "--steps", "20",
-                                     "--threads", "1", "--data", data, "--json"};
+  const std::vector<std::string> mlp{"--model", "mlp",       "--depth", "2",      "--width", "16",    "--steps",
+                                     "20",      "--threads", "1",       "--data", data,      "--json"};
   std::vector<std::string> train{"train"}, run{"run", "--stages", "2", "--micro-batches", "2"};
   train.insert(train.end(), mlp.begin(), mlp.end());
   run.insert(run.end(), mlp.begin(), mlp.end());
   const auto t = run_cli(train);
   REQUIRE(t.rc == 0);
   const Json jt = Json::parse(t.out);
-  CHECK(jt.at("data").get<std::string>() == "npy " + dir.file("x.npy") + " [256, 16] '<f4', " + dir.file("y.npy") +
-                                                " [256, 16] '<f4'");
+  CHECK(jt.at("data").get<std::string>() ==
+        "npy " + dir.file("x.npy") + " [256, 16] '<f4', " + dir.file("y.npy") + " [256, 16] '<f4'");
   const auto [first, last] = ends(jt);
   CHECK(last < 0.8 * first);
   const auto r = run_cli(run);
@@ -102,8 +103,8 @@ TEST_CASE("train and run: an MLP on a .npy pair, 20 steps, the loss falls") {
 TEST_CASE("train and run: a CNN on CIFAR-10 binary records, 20 steps, the loss falls") {
   SampleFilesDir dir;
   const std::string data = cifar_file(dir, "data_batch_1.bin");
-  const auto t = run_cli({"train", "--model", "vgg16", "--classes", "4", "--batch", "16", "--steps", "20",
-                          "--threads", "1", "--data", data, "--json"});
+  const auto t = run_cli({"train", "--model", "vgg16", "--classes", "4", "--batch", "16", "--steps", "20", "--threads",
+                          "1", "--data", data, "--json"});
   REQUIRE(t.rc == 0);
   const Json jt = Json::parse(t.out);
   CHECK(jt.at("data").get<std::string>() == "CIFAR-10 binary 128 images (" + data + ")");
@@ -148,8 +149,8 @@ TEST_CASE("train and run: malformed data files, one line naming the file, exit 2
 TEST_CASE("train: --resume on a .npy pair draws the samples the uninterrupted run draws, across epochs") {
   SampleFilesDir dir;
   const std::string data = mlp_pair(dir);  // 256 samples: 8 steps of batch 32 an epoch
-  const std::vector<std::string> base{"train", "--model", "mlp", "--depth", "2", "--width", "16", "--threads", "1",
-                                      "--data", data, "--json"};
+  const std::vector<std::string> base{"train", "--model",   "mlp", "--depth", "2",  "--width",
+                                      "16",    "--threads", "1",   "--data",  data, "--json"};
   auto with = [&](std::vector<std::string> more) {
     std::vector<std::string> a = base;
     a.insert(a.end(), more.begin(), more.end());

@@ -7,23 +7,23 @@
 
 #include "models/json_util.h"
 #include "planner/near_ties.h"
-#include "tools/plan_trials.h"
 #include "tests/tools/cli_runner.h"
+#include "tools/plan_trials.h"
 
 namespace pw::test {
 namespace {
 
 TEST_CASE("profile --measure: points at several sizes and thread counts, in context, lists need --measure") {
-  CliResult r = run_cli({"profile", "--model", "mlp", "--measure", "--micro-batch", "2,4", "--threads", "1",
-                         "--reps", "1", "--warmup", "0", "--json"});
+  CliResult r = run_cli({"profile", "--model", "mlp", "--measure", "--micro-batch", "2,4", "--threads", "1", "--reps",
+                         "1", "--warmup", "0", "--json"});
   REQUIRE(r.rc == 0);
   const Json j = Json::parse(r.out);
   CHECK(j["micro_batch"] == 2);
   CHECK(j["measurement"]["context"] == "in-context");
   REQUIRE(j["points"].size() == 1);
   CHECK(j["points"][0]["micro_batch"] == 4);
-  CliResult iso = run_cli({"profile", "--model", "mlp", "--measure", "--isolated", "--micro-batch", "2",
-                           "--threads", "1", "--reps", "1", "--warmup", "0", "--json"});
+  CliResult iso = run_cli({"profile", "--model", "mlp", "--measure", "--isolated", "--micro-batch", "2", "--threads",
+                           "1", "--reps", "1", "--warmup", "0", "--json"});
   REQUIRE(iso.rc == 0);
   CHECK(Json::parse(iso.out)["measurement"]["context"] == "isolated");
   expect_rejected(run_cli({"profile", "--model", "mlp", "--device", "a100-80g", "--micro-batch", "2,4"}), 2,
@@ -35,8 +35,16 @@ TEST_CASE("profile --measure: points at several sizes and thread counts, in cont
 TEST_CASE("run --compare --run-trace and --svg, simulate --replay splits the error") {
   ScratchDir dir;
   const std::string t = dir.file("run.trace.json"), svg = dir.file("cmp.svg");
-  CliResult r = run_cli({"run", "--model", "mlp", "--depth", "2", "--width", "32", "--stages", "2", "--micro-batches",
-                         "2", "--steps", "2", "--warmup-steps", "1", "--compare", "--run-trace", t, "--svg", svg});
+  CliResult r = run_cli({"run",         "--model",
+                         "mlp",         "--depth",
+                         "2",           "--width",
+                         "32",          "--stages",
+                         "2",           "--micro-batches",
+                         "2",           "--steps",
+                         "2",           "--warmup-steps",
+                         "1",           "--compare",
+                         "--run-trace", t,
+                         "--svg",       svg});
   REQUIRE(r.rc == 0);
   const std::string pic = slurp(svg);
   CHECK(pic.find("worker 1 measured") != std::string::npos);
@@ -68,7 +76,6 @@ TEST_CASE("run --compare --run-trace and --svg, simulate --replay splits the err
   expect_rejected(run_cli({"simulate", "--replay", dir.file("missing.json")}), 2, {"missing.json"});
 }
 
-
 // The iterations whose ops a run trace holds, and the iterations it summarizes.
 std::pair<std::set<int>, std::vector<int>> run_trace_iterations(const Json& j) {
   std::set<int> ops;
@@ -82,9 +89,9 @@ TEST_CASE("run --run-trace of a long run keeps the last --trace-keep iterations 
   ScratchDir dir;
   const std::string t = dir.file("run.trace.json"), all = dir.file("all.trace.json");
   auto run = [&](const std::string& file, std::vector<std::string> more) {
-    std::vector<std::string> args{"run", "--model", "mlp", "--depth", "2", "--width", "32", "--stages", "2",
-                                  "--micro-batches", "2", "--steps", "12", "--warmup-steps", "2", "--compare",
-                                  "--run-trace", file};
+    std::vector<std::string> args{"run", "--model",        "mlp", "--depth",         "2",           "--width",
+                                  "32",  "--stages",       "2",   "--micro-batches", "2",           "--steps",
+                                  "12",  "--warmup-steps", "2",   "--compare",       "--run-trace", file};
     args.insert(args.end(), more.begin(), more.end());
     return run_cli(args);
   };
@@ -117,7 +124,8 @@ TEST_CASE("run --run-trace of a long run keeps the last --trace-keep iterations 
 TEST_CASE("plan --measure: the near ties are run, the fastest median is kept, and the plan runs") {
   ScratchDir dir;
   const std::string plan = dir.file("p.json");
-  const std::vector<std::string> base{"plan", "--model", "mlp", "--depth", "2", "--width", "64", "--batch", "8", "--measure"};
+  const std::vector<std::string> base{"plan",    "--model", "mlp",     "--depth", "2",
+                                      "--width", "64",      "--batch", "8",       "--measure"};
   std::vector<std::string> args = base;
   // --trial-band 10: every candidate within 1000% of the fastest is a near tie (at most
   // kTrialMaxPlans).
@@ -138,7 +146,8 @@ TEST_CASE("plan --measure: the near ties are run, the fastest median is kept, an
   REQUIRE(cands.is_array());
   REQUIRE(cands.size() >= trials.size());
   size_t printed = 0;
-  for (size_t at = r.err.find("candidate: "); at != std::string::npos; at = r.err.find("candidate: ", at + 1)) ++printed;
+  for (size_t at = r.err.find("candidate: "); at != std::string::npos; at = r.err.find("candidate: ", at + 1))
+    ++printed;
   CHECK(printed == cands.size());
   for (size_t i = 1; i < cands.size(); ++i)
     CHECK(cands[i]["predicted_ms"].get<double>() >= cands[i - 1]["predicted_ms"].get<double>());
@@ -211,8 +220,8 @@ TEST_CASE("plan --measure: the near ties are run, the fastest median is kept, an
   CHECK(r.err.find("trials:") == std::string::npos);
   CHECK_FALSE(Json::parse(r.out)["inputs"]["options"].contains("trials"));
 
-  expect_rejected(run_cli({"plan", "--model", "mlp", "--device", "cpu-core-avx2", "--devices", "2", "--trials", "2"}), 2,
-                  {"--trials: only with --measure"});
+  expect_rejected(run_cli({"plan", "--model", "mlp", "--device", "cpu-core-avx2", "--devices", "2", "--trials", "2"}),
+                  2, {"--trials: only with --measure"});
   args = base;
   for (const char* x : {"--trials", "-1"}) args.push_back(x);
   expect_rejected(run_cli(args), 2, {"--trials: expected rounds >= 0"});
@@ -222,8 +231,9 @@ TEST_CASE("plan --measure: the near ties are run, the fastest median is kept, an
   args = base;
   for (const char* x : {"--trial-seconds", "-1"}) args.push_back(x);
   expect_rejected(run_cli(args), 2, {"--trial-seconds: expected seconds >= 0"});
-  expect_rejected(run_cli({"plan", "--model", "mlp", "--device", "cpu-core-avx2", "--devices", "2", "--trial-seconds", "1"}),
-                  2, {"--trial-seconds: only with --measure"});
+  expect_rejected(
+      run_cli({"plan", "--model", "mlp", "--device", "cpu-core-avx2", "--devices", "2", "--trial-seconds", "1"}), 2,
+      {"--trial-seconds: only with --measure"});
 }
 
 }  // namespace

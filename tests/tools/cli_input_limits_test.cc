@@ -27,8 +27,13 @@ std::string run_trace(const ScratchDir& dir, const std::function<void(Json&)>& e
   Json events = Json::array();
   int64_t t = 0;
   auto op = [&](int device, const char* kind, int stage, int mb) {
-    events.push_back({{"device", device}, {"op", kind}, {"stage", stage}, {"micro_batch", mb}, {"iteration", 0},
-                      {"start_ns", t}, {"end_ns", t + 10}});
+    events.push_back({{"device", device},
+                      {"op", kind},
+                      {"stage", stage},
+                      {"micro_batch", mb},
+                      {"iteration", 0},
+                      {"start_ns", t},
+                      {"end_ns", t + 10}});
     t += 10;
   };
   for (int mb = 0; mb < 2; ++mb) op(0, "F", 0, mb);
@@ -40,7 +45,9 @@ std::string run_trace(const ScratchDir& dir, const std::function<void(Json&)>& e
          {"stages", 2},
          {"micro_batches", 2},
          {"predicted",
-          {{"forward_ns", {10, 10}}, {"backward_input_ns", {10, 10}}, {"backward_weight_ns", {10, 10}},
+          {{"forward_ns", {10, 10}},
+           {"backward_input_ns", {10, 10}},
+           {"backward_weight_ns", {10, 10}},
            {"step_ns", Json::array()}}},
          {"trace",
           {{"format", "pipewright.trace/1"},
@@ -55,9 +62,25 @@ std::string run_trace(const ScratchDir& dir, const std::function<void(Json&)>& e
 // A plan of the mlp on 4 a100-80g (its cluster and profile embedded): 4 stages on devices 3, 2,
 // 1, 0, batch 8 in 4 micro-batches of 2; with `chunks` 2, interleaved on 2 devices.
 Json make_plan(const ScratchDir& dir, int chunks = 1) {
-  std::vector<std::string> args = {"plan", "--model", "mlp", "--depth", "4", "--width", "64", "--device", "a100-80g",
-                                   "--devices", chunks > 1 ? "2" : "4", "--batch", "8", "--micro-batches", "4",
-                                   "--partitioner", "even", "-o", dir.file("plan.json")};
+  std::vector<std::string> args = {"plan",
+                                   "--model",
+                                   "mlp",
+                                   "--depth",
+                                   "4",
+                                   "--width",
+                                   "64",
+                                   "--device",
+                                   "a100-80g",
+                                   "--devices",
+                                   chunks > 1 ? "2" : "4",
+                                   "--batch",
+                                   "8",
+                                   "--micro-batches",
+                                   "4",
+                                   "--partitioner",
+                                   "even",
+                                   "-o",
+                                   dir.file("plan.json")};
   if (chunks > 1) args.insert(args.end(), {"--schedule", "interleaved-1f1b", "--chunks", std::to_string(chunks)});
   const CliResult r = run_cli(args);
   CAPTURE(r.err);
@@ -130,9 +153,9 @@ TEST_CASE("schedule import --plan: a CSV of another device layout than the plan 
                   {"s.csv with ", "plan.json: 4 ranks, but the plan runs on 2 pipeline devices"});
   make_plan(dir);
   CHECK(run_cli({"schedule", "import", dir.file("s.csv"), "--plan", dir.file("plan.json")}).rc == 0);
-  const std::string swapped = dir.write(
-      "b.csv", "1F0,1F1,1F2,1B0,1F3,1B1,1B2,1B3\n0F0,0F1,0F2,0F3,0B0,0B1,0B2,0B3\n"
-               "2F0,2F1,2B0,2F2,2B1,2F3,2B2,2B3\n3F0,3B0,3F1,3B1,3F2,3B2,3F3,3B3\n");
+  const std::string swapped = dir.write("b.csv",
+                                        "1F0,1F1,1F2,1B0,1F3,1B1,1B2,1B3\n0F0,0F1,0F2,0F3,0B0,0B1,0B2,0B3\n"
+                                        "2F0,2F1,2B0,2F2,2B1,2F3,2B2,2B3\n3F0,3B0,3F1,3B1,3F2,3B2,3F3,3B3\n");
   expect_rejected(run_cli({"schedule", "import", swapped, "--plan", dir.file("plan.json")}), 2,
                   {"stage 0 is on rank 1, but the plan puts it on pipeline device 0 (device 3)"});
 }
@@ -179,8 +202,9 @@ TEST_CASE("simulate and schedule export refuse a plan whose batch is not micro-b
   expect_plan_refused(dir, p, {"bad.json: /batch: 9 is not micro_batch_size x num_micro_batches"});
   p = plan;
   p["num_micro_batches"] = 3;
-  expect_plan_refused(dir, p, {"/batch: 8 is not micro_batch_size x num_micro_batches (micro_batch_size 2 x "
-                               "num_micro_batches 3 = 6)"});
+  expect_plan_refused(dir, p,
+                      {"/batch: 8 is not micro_batch_size x num_micro_batches (micro_batch_size 2 x "
+                       "num_micro_batches 3 = 6)"});
   p = plan;
   p["remainder_rule"] = "last-smaller";
   p["batch"] = 7;
@@ -236,15 +260,15 @@ TEST_CASE("a failure after a note prints one line: the error, not the note") {
 
 TEST_CASE("simulate --profile reads PipeDream's graph.txt as plan --profile does") {
   ScratchDir dir;
-  const std::string graph = dir.write(
-      "graph.txt",
-      "node1 -- Input -- forward_compute_time=1.000, backward_compute_time=0.000, activation_size=64.0, "
-      "parameter_size=0.0\n"
-      "node2 -- Linear -- forward_compute_time=2.000, backward_compute_time=4.000, activation_size=64.0, "
-      "parameter_size=4096.0\n"
-      "node3 -- Linear -- forward_compute_time=2.000, backward_compute_time=4.000, activation_size=64.0, "
-      "parameter_size=4096.0\n"
-      "\tnode1 -- node2\n\tnode2 -- node3\n");
+  const std::string graph =
+      dir.write("graph.txt",
+                "node1 -- Input -- forward_compute_time=1.000, backward_compute_time=0.000, activation_size=64.0, "
+                "parameter_size=0.0\n"
+                "node2 -- Linear -- forward_compute_time=2.000, backward_compute_time=4.000, activation_size=64.0, "
+                "parameter_size=4096.0\n"
+                "node3 -- Linear -- forward_compute_time=2.000, backward_compute_time=4.000, activation_size=64.0, "
+                "parameter_size=4096.0\n"
+                "\tnode1 -- node2\n\tnode2 -- node3\n");
   const CliResult p = run_cli({"plan", "--profile", graph, "--devices", "2", "--batch", "4", "--micro-batches", "4",
                                "--partitioner", "even", "-o", dir.file("plan.json")});
   CAPTURE(p.err);
@@ -260,8 +284,8 @@ TEST_CASE("simulate --profile reads PipeDream's graph.txt as plan --profile does
 TEST_CASE("run: the banner goes out with the first step's line, never alone before a fault") {
   // This run diverges at step 3 (a fault in step 1 prints the fault line alone: the MPI case
   // of tests/exec/runtime/mpi_cli_test.sh).
-  const CliResult r = run_cli({"run", "--model", "mlp", "--stages", "2", "--micro-batches", "2", "--steps", "5",
-                               "--lr", "1e6", "--optimizer", "sgd", "--threads", "1", "--log-every", "1"});
+  const CliResult r = run_cli({"run", "--model", "mlp", "--stages", "2", "--micro-batches", "2", "--steps", "5", "--lr",
+                               "1e6", "--optimizer", "sgd", "--threads", "1", "--log-every", "1"});
   CAPTURE(r.err);
   REQUIRE(r.rc == 4);
   const size_t banner = r.err.find("run: ");

@@ -33,8 +33,8 @@ TEST_CASE("bad input 1: a sweep axis value nested 100,000 brackets deep is one l
   expect_rejected(run_cli({"whatif", "sweep", "--spec", spec, "-o", dir.file("out")}), 2,
                   {"sweep.json", "nested more than 1000 levels deep"}, &dir, {"sweep.json"});
   // Just inside the limit: parsed, then rejected for its type with a cut, one-line value.
-  const std::string ok_depth = dir.write(
-      "sweep2.json", R"({"format": "pipewright.sweep/1", "axes": {"batch": [)" + deep_brackets(990) + "]}}");
+  const std::string ok_depth =
+      dir.write("sweep2.json", R"({"format": "pipewright.sweep/1", "axes": {"batch": [)" + deep_brackets(990) + "]}}");
   expect_rejected(run_cli({"whatif", "sweep", "--spec", ok_depth}), 2, {"/axes/batch/0", "[[...]]"});
 }
 
@@ -59,25 +59,25 @@ TEST_CASE("bad input 8: a directory is \"is a directory\", a NaN flag is \"not a
   ScratchDir dir;
   expect_rejected(run_cli({"model", dir.file("")}), 2, {"is a directory"});
   expect_rejected(run_cli({"plan", "--profile", dir.file(""), "--devices", "2"}), 2, {"is a directory"});
-  expect_rejected(run_cli({"simulate", "--uniform", "--stages", "2", "--micro-batches", "4", "--t-f", "nan",
-                           "--t-b", "1"}),
-                  2, {"--t-f", "not a number"});
-  expect_rejected(run_cli({"simulate", "--uniform", "--stages", "2", "--micro-batches", "4", "--t-f", "1",
-                           "--t-b", "-inf"}),
-                  2, {"--t-b", "not finite"});
-  expect_rejected(run_cli({"simulate", "--uniform", "--stages", "nan", "--micro-batches", "4", "--t-f", "1",
-                           "--t-b", "1"}),
-                  2, {"--stages", "not a number"});
-  expect_rejected(run_cli({"simulate", "--uniform", "--stages", "2.5", "--micro-batches", "4", "--t-f", "1",
-                           "--t-b", "1"}),
-                  2, {"--stages", "expected an integer"});
+  expect_rejected(
+      run_cli({"simulate", "--uniform", "--stages", "2", "--micro-batches", "4", "--t-f", "nan", "--t-b", "1"}), 2,
+      {"--t-f", "not a number"});
+  expect_rejected(
+      run_cli({"simulate", "--uniform", "--stages", "2", "--micro-batches", "4", "--t-f", "1", "--t-b", "-inf"}), 2,
+      {"--t-b", "not finite"});
+  expect_rejected(
+      run_cli({"simulate", "--uniform", "--stages", "nan", "--micro-batches", "4", "--t-f", "1", "--t-b", "1"}), 2,
+      {"--stages", "not a number"});
+  expect_rejected(
+      run_cli({"simulate", "--uniform", "--stages", "2.5", "--micro-batches", "4", "--t-f", "1", "--t-b", "1"}), 2,
+      {"--stages", "expected an integer"});
 }
 
 TEST_CASE("bad input 6: values holding a newline are escaped, the rejection stays one line") {
   expect_rejected(run_cli({"model", "gpt\nsecond line"}), 2, {"gpt\\nsecond line"});
-  expect_rejected(run_cli({"simulate", "--uniform", "--stages", "2", "--micro-batches", "4", "--t-f", "1\n2",
-                           "--t-b", "1"}),
-                  2, {"--t-f", "1\\n2"});
+  expect_rejected(
+      run_cli({"simulate", "--uniform", "--stages", "2", "--micro-batches", "4", "--t-f", "1\n2", "--t-b", "1"}), 2,
+      {"--t-f", "1\\n2"});
   ScratchDir dir;
   const std::string spec =
       dir.write("s.json", "{\"format\": \"pipewright.sweep/1\", \"axes\": {\"device\": [\"a\\nb\\u0007" +
@@ -118,28 +118,28 @@ TEST_CASE("bad input 7: a profile with zero costs plans without inf or null, and
 }
 
 TEST_CASE("size and bandwidth flags take units, bad units are one line") {
-  const CliResult a = run_cli({"plan", "--profile", kVgg, "--devices", "4", "--memory", "80GiB", "--bandwidth",
-                               "100Gbps", "--json"});
+  const CliResult a =
+      run_cli({"plan", "--profile", kVgg, "--devices", "4", "--memory", "80GiB", "--bandwidth", "100Gbps", "--json"});
   CAPTURE(a.err);
   REQUIRE(a.rc == 0);
-  const CliResult b = run_cli({"plan", "--profile", kVgg, "--devices", "4", "--memory", "85899345920",
-                               "--bandwidth", "12.5GB/s", "--json"});
+  const CliResult b = run_cli(
+      {"plan", "--profile", kVgg, "--devices", "4", "--memory", "85899345920", "--bandwidth", "12.5GB/s", "--json"});
   REQUIRE(b.rc == 0);
   CHECK(Json::parse(a.out) == Json::parse(b.out));  // 80GiB == 85899345920 bytes, 100Gbps == 12.5GB/s
   expect_rejected(run_cli({"plan", "--profile", kVgg, "--devices", "4", "--memory", "80XB"}), 2,
                   {"--memory", "a size in bytes"});
   expect_rejected(run_cli({"plan", "--profile", kVgg, "--devices", "4", "--bandwidth", "nan"}), 2,
                   {"--bandwidth", "not a number"});
-  expect_rejected(run_cli({"plan", "--profile", kVgg, "--levels", "4,4", "--bandwidths", "10Gbps,inf",
-                           "--objective", "pipedream"}),
-                  2, {"--bandwidths", "not finite"});
+  expect_rejected(
+      run_cli({"plan", "--profile", kVgg, "--levels", "4,4", "--bandwidths", "10Gbps,inf", "--objective", "pipedream"}),
+      2, {"--bandwidths", "not finite"});
 }
 
 #ifdef PW_HAVE_EXEC
 TEST_CASE("bad input 3: run/train --data pointing at a directory or a device is one line, before any banner") {
   ScratchDir dir;
-  expect_rejected(run_cli({"run", "--model", "gpt", "--stages", "2", "--micro-batches", "2", "--steps", "1",
-                           "--data", dir.file("")}),
+  expect_rejected(run_cli({"run", "--model", "gpt", "--stages", "2", "--micro-batches", "2", "--steps", "1", "--data",
+                           dir.file("")}),
                   2, {"--data", "is a directory"});
   expect_rejected(run_cli({"train", "--model", "gpt", "--steps", "1", "--data", "/dev/zero"}), 2,
                   {"--data", "not a regular file"});
@@ -152,8 +152,8 @@ TEST_CASE("bad input 6: a diverging train run is one line, no step lines before 
 }
 
 TEST_CASE("bad input 4: sizes that would be allocated are checked against this machine first") {
-  const std::vector<std::string> run = {"run", "--model", "gpt", "--stages", "2", "--micro-batches", "2",
-                                        "--steps", "1"};
+  const std::vector<std::string> run = {"run", "--model", "gpt", "--stages", "2", "--micro-batches",
+                                        "2",   "--steps", "1"};
   auto with = [&](std::vector<std::string> extra) {
     std::vector<std::string> a = run;
     a.insert(a.end(), extra.begin(), extra.end());

@@ -15,9 +15,10 @@ using pw::test::CliResult;
 using pw::test::run_cli;
 
 TEST_CASE("whatif throughput: the table's idle column is the simulated idle share") {
-  const std::vector<std::string> cell = {"whatif", "throughput", "--family", "gpt", "--layers", "8", "--d-model", "256",
-                                         "--heads", "4", "--seq", "128", "--vocab", "1000", "--batch", "16", "-K", "4",
-                                         "-M", "16", "--device", "a100-80g", "--no-progress"};
+  const std::vector<std::string> cell = {"whatif",    "throughput", "--family", "gpt",      "--layers",     "8",
+                                         "--d-model", "256",        "--heads",  "4",        "--seq",        "128",
+                                         "--vocab",   "1000",       "--batch",  "16",       "-K",           "4",
+                                         "-M",        "16",         "--device", "a100-80g", "--no-progress"};
   std::vector<std::string> json = cell;
   json.push_back("--json");
   const CliResult j = run_cli(json);

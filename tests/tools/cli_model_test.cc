@@ -74,8 +74,8 @@ TEST_CASE("profile prints a table, writes a profile file, and is deterministic")
   ScratchDir dir;
   const std::string model = dir.write("tiny.json", tiny_model().dump());
   const std::string out = dir.file("p.json");
-  std::vector<std::string> args = {"profile", "--model", model, "--device", "a100-80g", "--micro-batch", "8",
-                                   "--dtype", "fp32", "-o", out};
+  std::vector<std::string> args = {"profile", "--model", model,  "--device", "a100-80g", "--micro-batch",
+                                   "8",       "--dtype", "fp32", "-o",       out};
   CliResult r = run_cli(args);
   REQUIRE(r.rc == 0);
   CHECK(r.out.find("profile of tiny on a100-80g (analytic, micro-batch 8)") != std::string::npos);
@@ -93,13 +93,14 @@ TEST_CASE("profile prints a table, writes a profile file, and is deterministic")
   CHECK(mixed.layers[1].parameter_bytes == 40);   // 2 bytes per parameter
   CHECK(mixed.layers[1].optimizer_bytes == 280);  // adam-mixed: 18 - 2 * 2 bytes per parameter
   // Zoo sizing flags shape a zoo model; they are refused for a model file.
-  const CliResult sized = run_cli({"profile", "--model", "gpt", "--layers", "2", "--d-model", "64", "--heads", "4",
-                                   "--seq", "16", "--vocab", "100", "--device", "a100-80g", "--micro-batch", "1", "--json"});
+  const CliResult sized =
+      run_cli({"profile", "--model", "gpt", "--layers", "2", "--d-model", "64", "--heads", "4", "--seq", "16",
+               "--vocab", "100", "--device", "a100-80g", "--micro-batch", "1", "--json"});
   REQUIRE(sized.rc == 0);
   CHECK(pw::models::profile_from_json(Json::parse(sized.out)).layers.size() == 7);
-  pw::test::expect_rejected(run_cli({"profile", "--model", model, "--layers", "2", "--device", "a100-80g",
-                                     "--micro-batch", "1"}),
-                            2, {"--layers: sizing options apply to a zoo family"});
+  pw::test::expect_rejected(
+      run_cli({"profile", "--model", model, "--layers", "2", "--device", "a100-80g", "--micro-batch", "1"}), 2,
+      {"--layers: sizing options apply to a zoo family"});
   CHECK(run_cli(args).out == r.out);
   CHECK(pw::test::slurp(out) == pw::test::slurp(out));
 
@@ -136,8 +137,8 @@ TEST_CASE("demo --out-dir creates its folder and writes the profile, plan and ti
   CliResult r = run_cli({"demo", "--steps", "1", "--out-dir", dir.file("new/out")});
   REQUIRE(r.rc == 0);
 #ifdef PW_HAVE_EXEC
-  for (const char* f : {"profile.json", "plan.json", "predicted.trace.json", "predicted.svg", "measured.trace.json",
-                        "measured.svg"})
+  for (const char* f :
+       {"profile.json", "plan.json", "predicted.trace.json", "predicted.svg", "measured.trace.json", "measured.svg"})
     CHECK_MESSAGE(dir.exists(std::string("new/out/") + f), f);
   CHECK_NOTHROW(pw::planner::load_plan_file(dir.file("new/out/plan.json")));
   CHECK(r.out.find("machine load: ") != std::string::npos);
@@ -166,25 +167,41 @@ TEST_CASE("bad model files: exit 2, one line naming the file and JSON path, no o
       {"truncated", good.substr(0, good.size() / 2), {"invalid JSON", "truncated"}},
       {"empty file", "", {"empty"}},
       {"not an object", "[1, 2]", {"/: expected an object"}},
-      {"wrong format", edited([](Json& j) { j["format"] = "pipewright.profile/1"; }), {"/format: expected \"pipewright.model/1\""}},
+      {"wrong format",
+       edited([](Json& j) { j["format"] = "pipewright.profile/1"; }),
+       {"/format: expected \"pipewright.model/1\""}},
       {"wrong type", edited([](Json& j) { j["batch"] = "four"; }), {"/batch: expected an integer, got string"}},
-      {"unknown kind", edited([](Json& j) { j["layers"][1]["kind"] = "conv3d"; }),
+      {"unknown kind",
+       edited([](Json& j) { j["layers"][1]["kind"] = "conv3d"; }),
        {"/layers/1/kind: unknown layer kind \"conv3d\""}},
-      {"missing field", edited([](Json& j) { j["layers"][1].erase("name"); }), {"/layers/1/name: missing required field"}},
-      {"negative size", edited([](Json& j) { j["layers"][1]["output_shape"][0] = -5; }),
+      {"missing field",
+       edited([](Json& j) { j["layers"][1].erase("name"); }),
+       {"/layers/1/name: missing required field"}},
+      {"negative size",
+       edited([](Json& j) { j["layers"][1]["output_shape"][0] = -5; }),
        {"/layers/1/output_shape/0: expected an integer >= 1, got -5"}},
-      {"negative attr", edited([](Json& j) { j["layers"][1]["attrs"]["in"] = -3; }), {"/layers/1/attrs/in: expected an integer >= 0"}},
-      {"fractional attr", edited([](Json& j) { j["layers"][1]["attrs"]["in"] = 2.5; }), {"/layers/1/attrs/in: expected an integer"}},
-      {"overflowing number", R"({"format": "pipewright.model/1", "name": "t", "batch": 1e999, "layers": []})",
+      {"negative attr",
+       edited([](Json& j) { j["layers"][1]["attrs"]["in"] = -3; }),
+       {"/layers/1/attrs/in: expected an integer >= 0"}},
+      {"fractional attr",
+       edited([](Json& j) { j["layers"][1]["attrs"]["in"] = 2.5; }),
+       {"/layers/1/attrs/in: expected an integer"}},
+      {"overflowing number",
+       R"({"format": "pipewright.model/1", "name": "t", "batch": 1e999, "layers": []})",
        {"number overflow", "expected a finite number"}},
       {"cycle", edited([](Json& j) { j["layers"][0]["inputs"] = {"loss"}; }), {"cycle"}},
-      {"unknown input", edited([](Json& j) { j["layers"][2]["inputs"] = {"nope"}; }),
+      {"unknown input",
+       edited([](Json& j) { j["layers"][2]["inputs"] = {"nope"}; }),
        {"/layers/2/inputs/0: layer \"loss\" reads unknown layer \"nope\""}},
       {"empty model", edited([](Json& j) { j["layers"] = Json::array(); }), {"/layers: the model has no layers"}},
-      {"attrs disagree with shape", edited([](Json& j) { j["layers"][1]["attrs"]["out"] = 7; }),
+      {"attrs disagree with shape",
+       edited([](Json& j) { j["layers"][1]["attrs"]["out"] = 7; }),
        {"layer \"fc\" (linear): output_shape [5] must end in out = 7"}},
       {"zero attr", edited([](Json& j) { j["layers"][1]["attrs"]["in"] = 0; }), {"attribute \"in\" must be >= 1"}},
-      {"huge shape", edited([](Json& j) { j["layers"][0]["output_shape"] = {1 << 30, 1 << 30, 1 << 30}; }),
+      {"huge shape",
+       edited([](Json& j) {
+         j["layers"][0]["output_shape"] = {1 << 30, 1 << 30, 1 << 30};
+       }),
        {"layer \"x\": output_shape has more than 2^56 elements"}},
   };
   for (const Case& c : cases) {
@@ -210,13 +227,15 @@ TEST_CASE("bad flags: exit 2, one line naming the flag, no output file") {
     args.insert(args.end(), extra.begin(), extra.end());
     return run_cli(args);
   };
-  expect_bad(profile({"--device", "tpu-v9", "--micro-batch", "2"}), {"--device: unknown device kind \"tpu-v9\""}, dir, keep);
+  expect_bad(profile({"--device", "tpu-v9", "--micro-batch", "2"}), {"--device: unknown device kind \"tpu-v9\""}, dir,
+             keep);
   expect_bad(profile({"--micro-batch", "2"}), {"--device: required unless --measure"}, dir, keep);
-  expect_bad(profile({"--device", "a100-80g", "--micro-batch", "0"}), {"--micro-batch: expected an integer >= 1, got 0"},
-             dir, keep);
+  expect_bad(profile({"--device", "a100-80g", "--micro-batch", "0"}),
+             {"--micro-batch: expected an integer >= 1, got 0"}, dir, keep);
   expect_bad(profile({"--device", "a100-80g", "--micro-batch", "-3"}), {"--micro-batch"}, dir, keep);
   expect_bad(profile({"--device", "a100-80g", "--micro-batch", "two"}), {"--micro-batch"}, dir, keep);
-  expect_bad(profile({"--device", "a100-80g", "--micro-batch", "2", "--efficiency", "1.5"}), {"--efficiency"}, dir, keep);
+  expect_bad(profile({"--device", "a100-80g", "--micro-batch", "2", "--efficiency", "1.5"}), {"--efficiency"}, dir,
+             keep);
   expect_bad(profile({"--device", "a100-80g", "--micro-batch", "2", "--optimizer", "lamb"}),
              {"--optimizer: unknown optimizer \"lamb\""}, dir, keep);
   expect_bad(run_cli({"profile", "--model", dir.file("missing.json"), "--device", "a100-80g", "--micro-batch", "1"}),

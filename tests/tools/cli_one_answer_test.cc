@@ -15,12 +15,15 @@ using pw::test::CliResult;
 using pw::test::run_cli;
 using pw::test::ScratchDir;
 
-TEST_CASE("one answer: plan, simulate --plan, whatif throughput and whatif best of GPT 48x1600 on 8 a100-80g agree within 1%") {
+TEST_CASE(
+    "one answer: plan, simulate --plan, whatif throughput and whatif best of GPT 48x1600 on 8 a100-80g agree within "
+    "1%") {
   ScratchDir dir;
-  const std::vector<std::string> gpt = {"--layers", "48", "--d-model", "1600", "--heads", "25", "--seq", "1024",
-                                        "--vocab", "50257", "--batch", "64"};
-  std::vector<std::string> plan_args = {"plan", "--model", "gpt", "--device", "a100-80g", "--devices", "8",
-                                        "--micro-batches", "16", "--schedule", "1f1b", "-o", dir.file("p.json")};
+  const std::vector<std::string> gpt = {"--layers", "48",   "--d-model", "1600",  "--heads", "25",
+                                        "--seq",    "1024", "--vocab",   "50257", "--batch", "64"};
+  std::vector<std::string> plan_args = {
+      "plan", "--model",    "gpt",  "--device", "a100-80g",        "--devices", "8", "--micro-batches",
+      "16",   "--schedule", "1f1b", "-o",       dir.file("p.json")};
   plan_args.insert(plan_args.end(), gpt.begin(), gpt.end());
   const CliResult p = run_cli(plan_args);
   CAPTURE(p.err);
@@ -42,8 +45,8 @@ TEST_CASE("one answer: plan, simulate --plan, whatif throughput and whatif best 
   REQUIRE(s.rc == 0);
   const double simulated = Json::parse(s.out).at("iteration_ms").get<double>() * 1e-3;
 
-  std::vector<std::string> tp_args = {"whatif", "throughput", "--device", "a100-80g", "-K", "8", "-M", "16",
-                                      "--schedules", "1f1b", "--json", "--no-progress"};
+  std::vector<std::string> tp_args = {"whatif", "throughput", "--device",    "a100-80g", "-K",     "8",
+                                      "-M",     "16",         "--schedules", "1f1b",     "--json", "--no-progress"};
   tp_args.insert(tp_args.end(), gpt.begin(), gpt.end());
   const CliResult t = run_cli(tp_args);
   CAPTURE(t.err);
@@ -54,10 +57,17 @@ TEST_CASE("one answer: plan, simulate --plan, whatif throughput and whatif best 
 
   // whatif best models one recompute setting for all stages; the default plan recomputes none.
   REQUIRE((recomputed == 0 || recomputed == stages));
-  std::vector<std::string> best_args = {"whatif", "best", "--device", "a100-80g", "--devices", std::to_string(stages),
-                                        "--tp", "1", "--pp", std::to_string(stages), "--dp", "1", "--micro-batch", "4",
-                                        "--chunks", "1", "--stage-layers", cut, "--recompute", recomputed ? "on" : "off", "--json",
-                                        "--no-progress"};
+  std::vector<std::string> best_args = {"whatif",         "best",
+                                        "--device",       "a100-80g",
+                                        "--devices",      std::to_string(stages),
+                                        "--tp",           "1",
+                                        "--pp",           std::to_string(stages),
+                                        "--dp",           "1",
+                                        "--micro-batch",  "4",
+                                        "--chunks",       "1",
+                                        "--stage-layers", cut,
+                                        "--recompute",    recomputed ? "on" : "off",
+                                        "--json",         "--no-progress"};
   for (size_t k = 0; k < gpt.size(); k += 2)  // the same model flags (whatif best has no --ffn, same default)
     best_args.insert(best_args.end(), {gpt[k], gpt[k + 1]});
   const CliResult b = run_cli(best_args);

@@ -97,7 +97,8 @@ void expect_temporaries_of(const ScratchDir& dir, const Names& names) {
   CAPTURE(e);
   REQUIRE(e.size() == names.size());
   for (const std::string& n : names)
-    CHECK(std::count_if(e.begin(), e.end(), [&](const std::string& x) { return x.rfind("." + n + ".tmp", 0) == 0; }) == 1);
+    CHECK(std::count_if(e.begin(), e.end(), [&](const std::string& x) { return x.rfind("." + n + ".tmp", 0) == 0; }) ==
+          1);
 }
 
 // `pipewright args...` with the file size limit `max_file_bytes` (RLIMIT_FSIZE); SIGXFSZ ignored
@@ -114,7 +115,7 @@ pw::test::CliResult run_with_file_limit(const std::vector<std::string>& args, rl
     const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (o < 0 || e < 0 || ::dup2(o, 1) < 0 || ::dup2(e, 2) < 0) ::_exit(120);
-    const struct rlimit lim {max_file_bytes, max_file_bytes};
+    const struct rlimit lim { max_file_bytes, max_file_bytes };
     if (::setrlimit(RLIMIT_FSIZE, &lim) != 0) ::_exit(121);
     ::signal(SIGXFSZ, ignore_xfsz ? SIG_IGN : SIG_DFL);
     ::execv(argv[0], argv.data());
@@ -129,8 +130,8 @@ pw::test::CliResult run_with_file_limit(const std::vector<std::string>& args, rl
   return r;
 }
 
-const std::vector<std::string> kUniform = {"simulate", "--uniform", "--stages", "4", "--micro-batches", "8",
-                                           "--t-f", "1", "--t-b", "2"};
+const std::vector<std::string> kUniform = {"simulate", "--uniform", "--stages", "4",     "--micro-batches",
+                                           "8",        "--t-f",     "1",        "--t-b", "2"};
 
 std::vector<std::string> uniform(std::vector<std::string> extra) {
   std::vector<std::string> a = kUniform;
@@ -158,9 +159,9 @@ TEST_CASE("simulate: an output that fails while written (file size limit) takes 
   std::filesystem::remove(dir.file("t.json"));
   std::filesystem::remove(dir.file("t.svg"));
   const rlim_t limit = (trace_bytes + svg_bytes) / 2;
-  expect_rejected(run_with_file_limit(uniform({"--trace", dir.file("t.json"), "--svg", dir.file("t.svg")}), limit,
-                                      true, io),
-                  2, {"--svg " + dir.file("t.svg") + ": write failed"}, &dir);
+  expect_rejected(
+      run_with_file_limit(uniform({"--trace", dir.file("t.json"), "--svg", dir.file("t.svg")}), limit, true, io), 2,
+      {"--svg " + dir.file("t.svg") + ": write failed"}, &dir);
   // SIGXFSZ at its default: the process is killed by it, and its handler removed the temporaries.
   const pw::test::CliResult killed =
       run_with_file_limit(uniform({"--trace", dir.file("t.json"), "--svg", dir.file("t.svg")}), limit, false, io);
@@ -200,7 +201,8 @@ TEST_CASE("-o onto a FIFO, a symbolic link, a directory or a device: refused, no
   // A device: one made here when root may make one, else the machine's /dev/null (only root
   // could replace it, and then the node in the scratch folder is what the test uses).
   std::string device = "/dev/null";
-  if (::geteuid() == 0 && ::mknod(dir.file("null").c_str(), S_IFCHR | 0666, makedev(1, 3)) == 0) device = dir.file("null");
+  if (::geteuid() == 0 && ::mknod(dir.file("null").c_str(), S_IFCHR | 0666, makedev(1, 3)) == 0)
+    device = dir.file("null");
   expect_rejected(run_cli({"schedule", "export", "--stages", "2", "--micro-batches", "2", "-o", device}), 2,
                   {"-o " + device + ": is a character device, not a regular file"});
   struct stat st {};
@@ -222,8 +224,8 @@ TEST_CASE("simulate: SIGTERM, SIGINT, SIGHUP or a closed stdout while the output
     CAPTURE(sig);
     ScratchDir dir, io;
     // 200 stages: the report is longer than the pipe's page.
-    BlockedChild child({"simulate", "--uniform", "--stages", "200", "--micro-batches", "4", "--t-f", "1", "--t-b",
-                        "2", "--trace", dir.file("t.json"), "--svg", dir.file("t.svg")},
+    BlockedChild child({"simulate", "--uniform", "--stages", "200", "--micro-batches", "4", "--t-f", "1", "--t-b", "2",
+                        "--trace", dir.file("t.json"), "--svg", dir.file("t.svg")},
                        io.file("stderr"));
     child.wait_until_blocked_writing();
     expect_temporaries_of(dir, {"t.json", "t.svg"});
@@ -239,26 +241,27 @@ TEST_CASE("simulate: SIGTERM, SIGINT, SIGHUP or a closed stdout while the output
 #ifdef PW_HAVE_EXEC
 TEST_CASE("run: bad output paths and --checkpoint are refused before training") {
   ScratchDir dir;
-  const std::vector<std::string> quick = {"run", "--model", "mlp", "--width", "32", "--stages", "2",
-                                          "--micro-batches", "4", "--threads", "1", "--steps", "3"};
+  const std::vector<std::string> quick = {"run", "--model",         "mlp", "--width",   "32", "--stages",
+                                          "2",   "--micro-batches", "4",   "--threads", "1",  "--steps",
+                                          "3"};
   auto with = [&](std::vector<std::string> extra) {
     std::vector<std::string> a = quick;
     a.insert(a.end(), extra.begin(), extra.end());
     return a;
   };
   // One line: no banner, no step lines, nothing written.
-  expect_rejected(run_cli(with({"--trace", dir.file("t.json"), "--run-trace", dir.file("r.json"), "--svg",
-                                "/nonexistent/x.svg"})),
-                  2, {"--svg /nonexistent/x.svg: directory /nonexistent does not exist"}, &dir);
+  expect_rejected(
+      run_cli(with({"--trace", dir.file("t.json"), "--run-trace", dir.file("r.json"), "--svg", "/nonexistent/x.svg"})),
+      2, {"--svg /nonexistent/x.svg: directory /nonexistent does not exist"}, &dir);
   { std::ofstream(dir.file("afile")) << "x"; }
   expect_rejected(run_cli(with({"--trace", dir.file("t.json"), "--checkpoint", dir.file("afile")})), 2,
                   {"--checkpoint " + dir.file("afile") + ": exists and is not a directory"}, &dir, {"afile"});
   expect_rejected(run_cli(with({"--checkpoint", dir.file("afile/ck")})), 2,
                   {"--checkpoint " + dir.file("afile/ck") + ": a component of the path is not a directory"}, &dir,
                   {"afile"});
-  expect_rejected(run_cli({"train", "--model", "mlp", "--steps", "3", "--threads", "1", "--checkpoint",
-                           dir.file("afile")}),
-                  2, {"--checkpoint " + dir.file("afile") + ": exists and is not a directory"}, &dir, {"afile"});
+  expect_rejected(
+      run_cli({"train", "--model", "mlp", "--steps", "3", "--threads", "1", "--checkpoint", dir.file("afile")}), 2,
+      {"--checkpoint " + dir.file("afile") + ": exists and is not a directory"}, &dir, {"afile"});
   CHECK(slurp(dir.file("afile")) == "x");
 }
 
@@ -266,10 +269,11 @@ TEST_CASE("run: bad output paths and --checkpoint are refused before training") 
 // are temporaries then); the second ends the process at once, and takes the temporaries along.
 TEST_CASE("run: a second SIGTERM while the outputs are temporaries leaves none") {
   ScratchDir dir, io;
-  BlockedChild child({"run", "--model", "mlp", "--width", "32", "--stages", "2", "--micro-batches", "4", "--threads",
-                      "1", "--steps", "300", "--json", "--trace", dir.file("t.json"), "--svg", dir.file("t.svg"),
-                      "--run-trace", dir.file("r.json")},
-                     io.file("stderr"));
+  BlockedChild child(
+      {"run",   "--model",         "mlp",         "--width",         "32",  "--stages", "2",       "--micro-batches",
+       "4",     "--threads",       "1",           "--steps",         "300", "--json",   "--trace", dir.file("t.json"),
+       "--svg", dir.file("t.svg"), "--run-trace", dir.file("r.json")},
+      io.file("stderr"));
   child.wait_until_blocked_writing();
   expect_temporaries_of(dir, {"t.json", "t.svg", "r.json"});
   child.signal(SIGTERM);

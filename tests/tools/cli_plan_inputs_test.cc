@@ -16,8 +16,9 @@ using pw::test::ScratchDir;
 
 namespace {
 
-const std::vector<std::string> kGpt48 = {"--model", "gpt", "--layers", "48", "--d-model", "2048", "--heads", "32",
-                                         "--device", "a100-80g", "--devices", "8", "--batch", "256"};
+const std::vector<std::string> kGpt48 = {"--model",   "gpt",     "--layers", "48",       "--d-model",
+                                         "2048",      "--heads", "32",       "--device", "a100-80g",
+                                         "--devices", "8",       "--batch",  "256"};
 
 pw::planner::Plan make_plan(const ScratchDir& dir, const std::string& name, std::vector<std::string> extra) {
   std::vector<std::string> args = {"plan"};
@@ -73,10 +74,11 @@ TEST_CASE("simulate --plan alone reproduces a sync plan from the inputs it carri
   CHECK(z.at("peak_memory_bytes").get<int64_t>() == zb.predicted.peak_memory_bytes);
 
   // The same plan with another cluster: simulated on it, and said so.
-  CliResult c = run_cli({"cluster", "--device", "a100-80g", "--devices", "8", "--intra-node", "pcie4", "-o",
-                         dir.file("pcie.json")});
+  CliResult c = run_cli(
+      {"cluster", "--device", "a100-80g", "--devices", "8", "--intra-node", "pcie4", "-o", dir.file("pcie.json")});
   REQUIRE(c.rc == 0);
-  CliResult other = run_cli({"simulate", "--plan", dir.file("gpipe.json"), "--cluster", dir.file("pcie.json"), "--json"});
+  CliResult other =
+      run_cli({"simulate", "--plan", dir.file("gpipe.json"), "--cluster", dir.file("pcie.json"), "--json"});
   REQUIRE(other.rc == 0);
   CHECK(other.err.find("is not the cluster " + dir.file("gpipe.json") + " was made for (8xa100-80g)") !=
         std::string::npos);
@@ -102,9 +104,10 @@ TEST_CASE("plan inputs: an edited embedded profile is refused, a plan without in
 #ifdef PW_HAVE_EXEC
 TEST_CASE("run --plan alone runs the plan's own model, not a zoo default of the same family") {
   ScratchDir dir;
-  CliResult p = run_cli({"plan", "--model", "gpt", "--layers", "3", "--d-model", "48", "--heads", "4", "--seq", "16",
-                         "--vocab", "64", "--batch", "8", "--device", "cpu-core-avx2", "--devices", "2", "-o",
-                         dir.file("cpu.json")});
+  CliResult p =
+      run_cli({"plan",    "--model",  "gpt",           "--layers",  "3",       "--d-model", "48",
+               "--heads", "4",        "--seq",         "16",        "--vocab", "64",        "--batch",
+               "8",       "--device", "cpu-core-avx2", "--devices", "2",       "-o",        dir.file("cpu.json")});
   REQUIRE(p.rc == 0);
   CliResult r = run_cli({"run", "--plan", dir.file("cpu.json"), "--steps", "2", "--threads", "1", "--json"});
   CAPTURE(r.err);

@@ -50,8 +50,8 @@ TEST_CASE("plan: the CLI's plan is sim::plan_with_prediction's, for every schedu
   ScratchDir dir;
   int compared = 0;
   for (const Case& c : cases) {
-    std::vector<std::string> args = {"plan", "--model", "gpt", "--device", "a100-80g", "--devices", "4",
-                                     "--layers", "8", "--batch", "32", "-o", dir.file("p.json")};
+    std::vector<std::string> args = {"plan",     "--model", "gpt",     "--device", "a100-80g", "--devices",       "4",
+                                     "--layers", "8",       "--batch", "32",       "-o",       dir.file("p.json")};
     args.insert(args.end(), c.args.begin(), c.args.end());
     CAPTURE(args);
     const CliResult r = run_cli(args);
@@ -65,7 +65,8 @@ TEST_CASE("plan: the CLI's plan is sim::plan_with_prediction's, for every schedu
     const Json& o = cli.inputs.options;
     pw::planner::PlanRequest req;
     req.batch = o.at("batch").get<int64_t>();
-    req.micro_batches = pw::planner::parse_micro_batches_request(o.at("micro_batches").get<std::string>(), "micro_batches");
+    req.micro_batches =
+        pw::planner::parse_micro_batches_request(o.at("micro_batches").get<std::string>(), "micro_batches");
     req.schedule = pw::planner::parse_schedule_request(o.at("schedule").get<std::string>(), "schedule");
     req.objective = pw::planner::parse_objective(o.at("objective").get<std::string>(), "objective");
     req.recompute = pw::planner::parse_recompute_choice(o.at("recompute").get<std::string>(), "recompute");

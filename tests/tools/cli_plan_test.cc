@@ -110,8 +110,8 @@ TEST_CASE("plan: infeasible exits 3 with the smallest memory and the largest bat
   const std::string out = dir.file("plan.json");
   // One device of 3 GB and one micro-batch: vgg16's weights and Adam state (2.21 GB) fit,
   // 128 samples of activations do not.
-  const std::vector<std::string> base = {"plan", "--profile", kVgg, "--devices", "1", "--memory-limit", "3000000000",
-                                         "--micro-batches", "1"};
+  const std::vector<std::string> base = {"plan",       "--profile",       kVgg, "--devices", "1", "--memory-limit",
+                                         "3000000000", "--micro-batches", "1"};
   std::vector<std::string> args = base;
   args.insert(args.end(), {"-o", out});
   CliResult r = run_cli(args);
@@ -134,8 +134,8 @@ TEST_CASE("plan: infeasible exits 3 with the smallest memory and the largest bat
   CHECK(dir.entries().empty());
   // The numbers are right: the memory named fits the batch, the batch named fits the memory
   // and one sample more does not.
-  CliResult fit = run_cli({"plan", "--profile", kVgg, "--devices", "1", "--memory-limit", std::to_string(need),
-                           "--micro-batches", "1"});
+  CliResult fit = run_cli(
+      {"plan", "--profile", kVgg, "--devices", "1", "--memory-limit", std::to_string(need), "--micro-batches", "1"});
   CHECK(fit.rc == 0);
   CliResult less = run_cli({"plan", "--profile", kVgg, "--devices", "1", "--memory-limit", std::to_string(need - 1),
                             "--micro-batches", "1"});
@@ -172,17 +172,21 @@ namespace {
 // (models/defaults.h), so they must agree.
 void expect_plan_matches_whatif(const std::vector<std::string>& model, const std::vector<std::string>& plan_extra,
                                 const std::vector<std::string>& whatif_extra) {
-  std::vector<std::string> plan = {"plan", "--model", "gpt", "--device", "a100-80g", "--devices", "8", "--json",
-                                   "--schedule", "1f1b", "--recompute", "on"};
+  std::vector<std::string> plan = {"plan", "--model", "gpt",        "--device", "a100-80g",    "--devices",
+                                   "8",    "--json",  "--schedule", "1f1b",     "--recompute", "on"};
   plan.insert(plan.end(), model.begin(), model.end());
   plan.insert(plan.end(), plan_extra.begin(), plan_extra.end());
   CliResult pr = run_cli(plan);
   CAPTURE(pr.err);
   REQUIRE(pr.rc == 0);
   const pw::planner::Plan p = pw::planner::plan_from_json(Json::parse(pr.out));
-  std::vector<std::string> whatif = {"whatif", "throughput", "--family", "gpt", "-K", std::to_string(p.num_stages()),
-                                     "-M", std::to_string(p.num_micro_batches), "--schedules", "1f1b",
-                                     "--recompute", "on", "--json", "--no-progress"};
+  std::vector<std::string> whatif = {"whatif",      "throughput",
+                                     "--family",    "gpt",
+                                     "-K",          std::to_string(p.num_stages()),
+                                     "-M",          std::to_string(p.num_micro_batches),
+                                     "--schedules", "1f1b",
+                                     "--recompute", "on",
+                                     "--json",      "--no-progress"};
   whatif.insert(whatif.end(), model.begin(), model.end());
   whatif.insert(whatif.end(), whatif_extra.begin(), whatif_extra.end());
   CliResult wr = run_cli(whatif);
@@ -213,18 +217,18 @@ TEST_CASE("plan and whatif throughput agree for the same model, devices, precisi
                           "--devices-per-node", "4", "--interconnect", "eth-25g", "--json"});
   REQUIRE(pr.rc == 0);
   CHECK(Json::parse(pr.out).at("cluster").at("name") == "8xa100-80g-eth-25g");
-  pw::test::expect_rejected(run_cli({"plan", "--model", "gpt", "--device", "a100-80g", "--devices", "8", "--bandwidth", "1e9",
-                           "--interconnect", "eth-25g"}),
-                  2, {"--bandwidth and --intra-node/--interconnect/--devices-per-node"});
+  pw::test::expect_rejected(run_cli({"plan", "--model", "gpt", "--device", "a100-80g", "--devices", "8", "--bandwidth",
+                                     "1e9", "--interconnect", "eth-25g"}),
+                            2, {"--bandwidth and --intra-node/--interconnect/--devices-per-node"});
   pw::test::expect_rejected(run_cli({"plan", "--model", "gpt", "--device", "a100-80g", "--dtype", "fp16"}), 2,
-                  {"--dtype: expected fp32 or bf16, got \"fp16\""});
+                            {"--dtype: expected fp32 or bf16, got \"fp16\""});
 }
 
 TEST_CASE("plan --schedule zb-h2: zb-h1's partition, simulated as zb-h2, refused when it does not fit") {
   ScratchDir dir;
-  const std::vector<std::string> gpt = {"plan", "--model", "gpt", "--layers", "24", "--d-model", "1024", "--heads",
-                                        "16", "--device", "a100-80g", "--devices", "4", "--batch", "64",
-                                        "--micro-batches", "16"};
+  const std::vector<std::string> gpt = {"plan", "--model", "gpt", "--layers",        "24",       "--d-model",
+                                        "1024", "--heads", "16",  "--device",        "a100-80g", "--devices",
+                                        "4",    "--batch", "64",  "--micro-batches", "16"};
   auto plan_with = [&](const std::string& schedule) {
     std::vector<std::string> args = gpt;
     args.insert(args.end(), {"--schedule", schedule, "-o", dir.file(schedule + ".json")});
@@ -252,8 +256,9 @@ TEST_CASE("plan --schedule zb-h2: zb-h1's partition, simulated as zb-h2, refused
 
 TEST_CASE("plan --schedule interleaved-1f1b: 1F1B's devices and micro-batches, p x v virtual stages, simulated") {
   ScratchDir dir;
-  const std::vector<std::string> gpt = {"plan", "--model", "gpt", "--layers", "12", "--device", "a100-80g",
-                                        "--devices", "4", "--batch", "64", "--micro-batches", "16"};
+  const std::vector<std::string> gpt = {"plan",     "--model",         "gpt",       "--layers", "12",
+                                        "--device", "a100-80g",        "--devices", "4",        "--batch",
+                                        "64",       "--micro-batches", "16"};
   std::vector<std::string> args = gpt;
   args.insert(args.end(), {"--schedule", "interleaved-1f1b", "--chunks", "2", "-o", dir.file("il.json")});
   CliResult r = run_cli(args);
@@ -270,16 +275,18 @@ TEST_CASE("plan --schedule interleaved-1f1b: 1F1B's devices and micro-batches, p
   REQUIRE(sim.rc == 0);
   CHECK(Json::parse(sim.out).at("makespan_ns").get<int64_t>() == std::llround(il.predicted.iteration_time_s * 1e9));
   // 6 micro-batches of 16 on 4 devices: the counts suggested are multiples of 4 that divide 96.
-  const std::vector<std::string> odd = {"plan", "--model", "gpt", "--layers", "12", "--device", "a100-80g",
-                                        "--devices", "4", "--batch", "96", "--micro-batches", "6",
-                                        "--schedule", "interleaved-1f1b", "-o", dir.file("odd.json")};
-  pw::test::expect_rejected(run_cli(odd), 2, {"6 micro-batches are not a multiple of the 4 devices",
-                                              "try --micro-batches 4 or 8"});
+  const std::vector<std::string> odd = {"plan",     "--model",           "gpt",       "--layers",   "12",
+                                        "--device", "a100-80g",          "--devices", "4",          "--batch",
+                                        "96",       "--micro-batches",   "6",         "--schedule", "interleaved-1f1b",
+                                        "-o",       dir.file("odd.json")};
+  pw::test::expect_rejected(run_cli(odd), 2,
+                            {"6 micro-batches are not a multiple of the 4 devices", "try --micro-batches 4 or 8"});
   // A count that does not divide the batch is refused before any planning.
   std::vector<std::string> uneven = gpt;
   uneven[uneven.size() - 1] = "18";
-  pw::test::expect_rejected(run_cli(uneven), 2, {"--micro-batches: 18 does not divide the batch of 64 samples",
-                                                 "counts that do: 1, 2, 4, 8, 16, 32, 64"});
+  pw::test::expect_rejected(
+      run_cli(uneven), 2,
+      {"--micro-batches: 18 does not divide the batch of 64 samples", "counts that do: 1, 2, 4, 8, 16, 32, 64"});
   CHECK(!dir.exists("odd.json"));
   std::vector<std::string> chunks_alone = gpt;
   chunks_alone.insert(chunks_alone.end(), {"--chunks", "3"});

@@ -26,9 +26,9 @@ namespace {
 const char* const kDocuments[] = {"README.md", "docs/commands.md"};
 
 struct Example {
-  std::string where;         // "docs/commands.md:12": the document and line the command starts on
+  std::string where;              // "docs/commands.md:12": the document and line the command starts on
   std::vector<std::string> args;  // after "pipewright"
-  std::string stdout_file;   // "> FILE", or ""
+  std::string stdout_file;        // "> FILE", or ""
 };
 
 // The README's size -> the size the suite runs (token pairs; "--steps 5000" of a --resume
@@ -167,8 +167,8 @@ TEST_CASE("README: every example of the README and the manual runs, in order, wi
     }
     if (needs_bridge) continue;
 #ifndef PW_HAVE_EXEC
-    if (!e.args.empty() && (e.args[0] == "train" || e.args[0] == "run" || has(e.args, "--measure") ||
-                            has(e.args, "--here")))
+    if (!e.args.empty() &&
+        (e.args[0] == "train" || e.args[0] == "run" || has(e.args, "--measure") || has(e.args, "--here")))
       continue;  // the executor is not built
 #endif
     apply_fast_sizes(e.args);

@@ -22,9 +22,10 @@ double mean(const std::vector<double>& v, size_t first, size_t count) {
 }  // namespace
 
 TEST_CASE("run --model resnet50: the loss falls >= 30% in 200 steps and --compare predicts memory within 10%") {
-  const CliResult r = run_cli({"run", "--model", "resnet50", "--image", "32", "--width-divisor", "8", "--classes",
-                               "10", "--stages", "2", "--micro-batches", "4", "--micro-batch-size", "8", "--schedule",
-                               "1f1b", "--steps", "200", "--compare", "--json"});
+  const CliResult r =
+      run_cli({"run",  "--model",  "resnet50", "--image",         "32",    "--width-divisor",    "8", "--classes",
+               "10",   "--stages", "2",        "--micro-batches", "4",     "--micro-batch-size", "8", "--schedule",
+               "1f1b", "--steps",  "200",      "--compare",       "--json"});
   CAPTURE(r.err);
   REQUIRE(r.rc == 0);
   const Json j = Json::parse(r.out);

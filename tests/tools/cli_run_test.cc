@@ -49,10 +49,14 @@ std::string plan_file(const ScratchDir& dir, const pw::planner::Plan& p) {
 
 TEST_CASE("run quick form: JSON summary, progress lines, trace and SVG files") {
   ScratchDir dir;
-  const CliResult r = run_cli({"run", "--model", "gpt", "--layers", "2", "--d-model", "16", "--heads", "2", "--ffn",
-                               "32", "--seq", "8", "--vocab", "64", "--stages", "2", "--micro-batches", "4",
-                               "--schedule", "1f1b", "--steps", "3", "--log-every", "1", "--json", "--trace",
-                               dir.file("t.json"), "--svg", dir.file("t.svg")});
+  const CliResult r = run_cli({"run",   "--model",         "gpt",     "--layers",
+                               "2",     "--d-model",       "16",      "--heads",
+                               "2",     "--ffn",           "32",      "--seq",
+                               "8",     "--vocab",         "64",      "--stages",
+                               "2",     "--micro-batches", "4",       "--schedule",
+                               "1f1b",  "--steps",         "3",       "--log-every",
+                               "1",     "--json",          "--trace", dir.file("t.json"),
+                               "--svg", dir.file("t.svg")});
   CAPTURE(r.err);
   REQUIRE(r.rc == 0);
   const Json j = Json::parse(r.out);
@@ -71,8 +75,8 @@ TEST_CASE("run quick form: JSON summary, progress lines, trace and SVG files") {
 TEST_CASE("run --plan: trains the plan's stages, --compare adds the prediction") {
   ScratchDir dir;
   const std::string plan = plan_file(dir, mlp_plan({{0, 2}, {2, 5}}, 2));
-  const CliResult r = run_cli({"run", "--plan", plan, "--depth", "2", "--width", "8", "--steps", "2", "--compare",
-                               "--json"});
+  const CliResult r =
+      run_cli({"run", "--plan", plan, "--depth", "2", "--width", "8", "--steps", "2", "--compare", "--json"});
   CAPTURE(r.err);
   REQUIRE(r.rc == 0);
   const Json j = Json::parse(r.out);
@@ -86,8 +90,8 @@ TEST_CASE("run: bad input exits 2 with one line and writes nothing") {
   const std::string plan = plan_file(dir, mlp_plan({{0, 2}, {2, 4}}, 2));
   expect_bad_run(run_cli({"run", "--plan", plan, "--depth", "2", "--width", "8", "--trace", dir.file("t.json")}),
                  "has 5 layers", dir, {"plan.json"});
-  expect_bad_run(run_cli({"run", "--model", "mlp", "--depth", "2", "--stages", "9", "--micro-batches", "2",
-                          "--trace", dir.file("t.json")}),
+  expect_bad_run(run_cli({"run", "--model", "mlp", "--depth", "2", "--stages", "9", "--micro-batches", "2", "--trace",
+                          dir.file("t.json")}),
                  "only 5 layers", dir, {"plan.json"});
   expect_bad_run(run_cli({"run", "--model", "gpt", "--stages", "2", "--micro-batches", "3", "--schedule",
                           "interleaved-1f1b", "--svg", dir.file("t.svg")}),
@@ -117,19 +121,39 @@ TEST_CASE("run --plan: a replicated stage runs on threads, one worker per replic
     CHECK(r.err.find("2 stages on 3 workers") != std::string::npos);
     std::ifstream in(dir.file("t.json"));
     CHECK(in.good());
-    expect_bad_run(run_cli({"run", "--plan", plan, "--depth", "2", "--width", "8", "--compare", "--trace",
-                            dir.file("u.json")}),
-                   "--compare: not supported with replicated stages yet", dir, {"plan.json", "t.json"});
+    expect_bad_run(
+        run_cli({"run", "--plan", plan, "--depth", "2", "--width", "8", "--compare", "--trace", dir.file("u.json")}),
+        "--compare: not supported with replicated stages yet", dir, {"plan.json", "t.json"});
   }
 }
 
 namespace {
 // The small gpt of the quick-form test, `steps` steps, plus `more` flags.
 CliResult small_gpt_run(int steps, const std::vector<std::string>& more) {
-  std::vector<std::string> args{"run",     "--model", "gpt", "--layers", "2",  "--d-model",       "16",
-                                "--heads", "2",       "--ffn", "32",     "--seq", "8",            "--vocab",
-                                "64",      "--stages", "2",  "--micro-batches", "4", "--threads", "1",
-                                "--steps", std::to_string(steps), "--json"};
+  std::vector<std::string> args{"run",
+                                "--model",
+                                "gpt",
+                                "--layers",
+                                "2",
+                                "--d-model",
+                                "16",
+                                "--heads",
+                                "2",
+                                "--ffn",
+                                "32",
+                                "--seq",
+                                "8",
+                                "--vocab",
+                                "64",
+                                "--stages",
+                                "2",
+                                "--micro-batches",
+                                "4",
+                                "--threads",
+                                "1",
+                                "--steps",
+                                std::to_string(steps),
+                                "--json"};
   args.insert(args.end(), more.begin(), more.end());
   return run_cli(args);
 }
@@ -211,8 +235,8 @@ TEST_CASE("run --schedule-csv: a PyTorch CSV schedule trains, and conflicting fl
   const std::string zb = dir.write("zb.csv",
                                    "0F0,0F1,0I0,0W0,0F2,0I1,0W1,0F3,0I2,0W2,0I3,0W3\n"
                                    "1F0,1I0,1F1,1I1,1W0,1F2,1I2,1W1,1F3,1I3,1W2,1W3\n");
-  const CliResult r = run_cli({"run", "--model", "mlp", "--depth", "2", "--width", "8", "--schedule-csv", zb,
-                               "--steps", "2", "--json", "--trace", dir.file("t.json")});
+  const CliResult r = run_cli({"run", "--model", "mlp", "--depth", "2", "--width", "8", "--schedule-csv", zb, "--steps",
+                               "2", "--json", "--trace", dir.file("t.json")});
   CAPTURE(r.err);
   REQUIRE(r.rc == 0);
   const Json j = Json::parse(r.out);
@@ -253,8 +277,9 @@ int count_lines(const std::string& err, const std::string& prefix) {
 }  // namespace
 
 TEST_CASE("run: progress lines as train's, every --log-every N steps, none for a short run by default") {
-  const std::vector<std::string> quick = {"run", "--model", "mlp", "--width", "32", "--stages", "2",
-                                          "--micro-batches", "2", "--threads", "1", "--steps", "20"};
+  const std::vector<std::string> quick = {"run", "--model",         "mlp", "--width",   "32", "--stages",
+                                          "2",   "--micro-batches", "2",   "--threads", "1",  "--steps",
+                                          "20"};
   const CliResult quiet = run_cli(quick);
   CAPTURE(quiet.err);
   REQUIRE(quiet.rc == 0);
@@ -265,7 +290,7 @@ TEST_CASE("run: progress lines as train's, every --log-every N steps, none for a
   const CliResult r = run_cli(every7);
   CAPTURE(r.err);
   REQUIRE(r.rc == 0);
-  CHECK(count_lines(r.err, "step ") == 3);  // steps 7, 14 and the last, 20
+  CHECK(count_lines(r.err, "step ") == 3);                      // steps 7, 14 and the last, 20
   CHECK(r.err.find("\nstep 7/20  loss ") == r.err.find('\n'));  // after the banner
   CHECK(r.err.find("\nstep 14/20  loss ") != std::string::npos);
   CHECK(r.err.find("\nstep 20/20  loss ") != std::string::npos);

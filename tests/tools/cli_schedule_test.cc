@@ -17,8 +17,8 @@ TEST_CASE("schedule export writes PyTorch's CSV, import validates, simulates, dr
   r = run_cli({"schedule", "export", "--schedule", "interleaved-1f1b", "--stages", "2", "--micro-batches", "4",
                "--chunks", "2", "-o", dir.file("i.csv")});
   REQUIRE(r.rc == 0);
-  r = run_cli({"schedule", "import", dir.file("i.csv"), "--t-f", "1", "--t-b", "1", "--json", "-o",
-               dir.file("i.json"), "--svg", dir.file("i.svg")});
+  r = run_cli({"schedule", "import", dir.file("i.csv"), "--t-f", "1", "--t-b", "1", "--json", "-o", dir.file("i.json"),
+               "--svg", dir.file("i.svg")});
   REQUIRE(r.rc == 0);
   const Json j = Json::parse(r.out);
   CHECK(j["schedule"] == "interleaved-1f1b");
@@ -31,14 +31,18 @@ TEST_CASE("schedule export writes PyTorch's CSV, import validates, simulates, dr
 
 TEST_CASE("a plan's schedule exported and imported with the plan's costs simulates as simulate --plan") {
   ScratchDir dir;
-  REQUIRE(run_cli({"model", "gpt", "--layers", "4", "--d-model", "64", "--heads", "4", "--seq", "32", "--vocab",
-                   "100", "-o", dir.file("g.json")}).rc == 0);
+  REQUIRE(run_cli({"model", "gpt", "--layers", "4", "--d-model", "64", "--heads", "4", "--seq", "32", "--vocab", "100",
+                   "-o", dir.file("g.json")})
+              .rc == 0);
   REQUIRE(run_cli({"profile", "--model", dir.file("g.json"), "--device", "a100-80g", "--micro-batch", "2", "-o",
-                   dir.file("p.json")}).rc == 0);
+                   dir.file("p.json")})
+              .rc == 0);
   REQUIRE(run_cli({"plan", "--profile", dir.file("p.json"), "--devices", "2", "--batch", "8", "--micro-batches", "4",
-                   "--schedule", "zb-h1", "--partitioner", "even", "-o", dir.file("plan.json")}).rc == 0);
+                   "--schedule", "zb-h1", "--partitioner", "even", "-o", dir.file("plan.json")})
+              .rc == 0);
   REQUIRE(run_cli({"schedule", "export", "--plan", dir.file("plan.json"), "--profile", dir.file("p.json"), "-o",
-                   dir.file("s.csv")}).rc == 0);
+                   dir.file("s.csv")})
+              .rc == 0);
   const CliResult imported = run_cli({"schedule", "import", dir.file("s.csv"), "--plan", dir.file("plan.json"),
                                       "--profile", dir.file("p.json"), "--json"});
   const CliResult simulated =
@@ -60,10 +64,10 @@ TEST_CASE("schedule import: a malformed CSV is one line naming the row and colum
 }
 
 TEST_CASE("plan --format megatron|deepspeed|torch for a zoo GPT") {
-  const std::vector<std::string> base = {"plan", "--model", "gpt", "--layers", "8", "--d-model", "256", "--heads",
-                                         "4", "--seq", "128", "--vocab", "1000", "--device", "a100-80g",
-                                         "--devices", "2", "--batch", "16", "--partitioner", "even",
-                                         "--micro-batches", "8", "--schedule", "1f1b"};
+  const std::vector<std::string> base = {
+      "plan", "--model",         "gpt",  "--layers",   "8",        "--d-model", "256", "--heads", "4",  "--seq",
+      "128",  "--vocab",         "1000", "--device",   "a100-80g", "--devices", "2",   "--batch", "16", "--partitioner",
+      "even", "--micro-batches", "8",    "--schedule", "1f1b"};
   auto with = [&](std::vector<std::string> extra) {
     auto a = base;
     a.insert(a.end(), extra.begin(), extra.end());

@@ -19,8 +19,8 @@ void expect_bad_sim(const CliResult& r, const std::string& needle, const Scratch
 }
 
 std::vector<std::string> uniform(std::vector<std::string> extra) {
-  std::vector<std::string> a = {"simulate", "--uniform", "--stages", "4", "--micro-batches", "8",
-                                "--t-f", "1", "--t-b", "1.5", "--t-w", "0.5"};
+  std::vector<std::string> a = {"simulate", "--uniform", "--stages", "4",   "--micro-batches", "8",
+                                "--t-f",    "1",         "--t-b",    "1.5", "--t-w",           "0.5"};
   a.insert(a.end(), extra.begin(), extra.end());
   return a;
 }
@@ -29,8 +29,8 @@ std::vector<std::string> uniform(std::vector<std::string> extra) {
 
 TEST_CASE("simulate --uniform: JSON report with the closed form, trace and SVG files") {
   ScratchDir dir;
-  const CliResult r = run_cli(uniform({"--schedule", "1f1b", "--json", "--trace", dir.file("t.json"), "--svg",
-                                       dir.file("t.svg")}));
+  const CliResult r =
+      run_cli(uniform({"--schedule", "1f1b", "--json", "--trace", dir.file("t.json"), "--svg", dir.file("t.svg")}));
   REQUIRE(r.rc == 0);
   const Json j = Json::parse(r.out);
   CHECK(j["makespan_ms"].get<double>() == doctest::Approx(33.0));
@@ -53,16 +53,16 @@ TEST_CASE("simulate: bad input exits 2 with one line and leaves no file") {
   ScratchDir dir;
   const std::string svg = dir.file("x.svg");
   expect_bad_sim(run_cli(uniform({"--schedule", "zigzag", "--svg", svg})), "unknown schedule \"zigzag\"", dir, {});
-  expect_bad_sim(run_cli({"simulate", "--uniform", "--stages", "4", "--micro-batches", "6", "--t-f", "1", "--t-b",
-                          "1", "--schedule", "interleaved-1f1b", "--chunks", "2", "--svg", svg}),
+  expect_bad_sim(run_cli({"simulate", "--uniform", "--stages", "4", "--micro-batches", "6", "--t-f", "1", "--t-b", "1",
+                          "--schedule", "interleaved-1f1b", "--chunks", "2", "--svg", svg}),
                  "multiple of the number of stages", dir, {});
   expect_bad_sim(run_cli(uniform({"--t-comm", "-2", "--svg", svg})), "--t-comm", dir, {});
-  expect_bad_sim(run_cli({"simulate", "--uniform", "--stages", "4", "--micro-batches", "8", "--t-f", "-1", "--t-b",
-                          "1"}),
-                 "--t-f", dir, {});
-  expect_bad_sim(run_cli({"simulate", "--uniform", "--stages", "0", "--micro-batches", "8", "--t-f", "1", "--t-b",
-                          "1"}),
-                 "--stages", dir, {});
+  expect_bad_sim(
+      run_cli({"simulate", "--uniform", "--stages", "4", "--micro-batches", "8", "--t-f", "-1", "--t-b", "1"}), "--t-f",
+      dir, {});
+  expect_bad_sim(
+      run_cli({"simulate", "--uniform", "--stages", "0", "--micro-batches", "8", "--t-f", "1", "--t-b", "1"}),
+      "--stages", dir, {});
   expect_bad_sim(run_cli({"simulate"}), "--plan", dir, {});
   expect_bad_sim(run_cli({"simulate", "--plan", dir.file("none.json")}), "none.json", dir, {});
 }

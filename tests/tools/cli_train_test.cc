@@ -20,15 +20,15 @@ std::string model_file(const ScratchDir& dir, const std::string& fc_kind, int64_
     "format": "pipewright.model/1", "name": "tiny", "batch": 4,
     "layers": [
       {"name": "x", "kind": "input", "inputs": [], "output_shape": [3], "attrs": {}},
-      {"name": "fc", "kind": ")" + fc_kind + R"(", "inputs": ["x"], "output_shape": [5],
-       "attrs": {"in": )" + std::to_string(fc_in) + R"(, "out": 5, "c": 3}},
+      {"name": "fc", "kind": ")" + fc_kind +
+                                     R"(", "inputs": ["x"], "output_shape": [5],
+       "attrs": {"in": )" + std::to_string(fc_in) +
+                                     R"(, "out": 5, "c": 3}},
       {"name": "loss", "kind": "mse_loss", "inputs": ["fc"], "output_shape": [1], "attrs": {"dim": 5}}
     ]})");
 }
 
-void expect_bad(const CliResult& r, const std::string& needle) {
-  pw::test::expect_rejected(r, 2, {needle});
-}
+void expect_bad(const CliResult& r, const std::string& needle) { pw::test::expect_rejected(r, 2, {needle}); }
 
 TEST_CASE("train: mlp --json prints one loss per step, a model file trains too") {
   CliResult r = run_cli({"train", "--model", "mlp", "--steps", "4", "--threads", "1", "--json"});
@@ -81,11 +81,11 @@ TEST_CASE("train --json: step time, end-to-end samples/s and data wait, --prefet
   CHECK(j.at("prefetch") == 2);
   for (const char* n : {"0", "3"}) {
     CAPTURE(n);
-    const CliResult p = run_cli({"train", "--model", "mlp", "--steps", "4", "--threads", "1", "--micro-batch", "8",
-                                 "--json", "--prefetch", n});
+    const CliResult p = run_cli(
+        {"train", "--model", "mlp", "--steps", "4", "--threads", "1", "--micro-batch", "8", "--json", "--prefetch", n});
     REQUIRE(p.rc == 0);
-    const CliResult q = run_cli({"train", "--model", "mlp", "--steps", "4", "--threads", "1", "--micro-batch", "8",
-                                 "--json"});
+    const CliResult q =
+        run_cli({"train", "--model", "mlp", "--steps", "4", "--threads", "1", "--micro-batch", "8", "--json"});
     REQUIRE(q.rc == 0);
     CHECK(Json::parse(p.out).at("losses") == Json::parse(q.out).at("losses"));
   }
@@ -104,8 +104,8 @@ TEST_CASE("profile --measure writes a measured profile, bad micro-batch writes n
   Json p = Json::parse(pw::test::slurp(dir.file("p.json")));
   CHECK(p.at("source") == "measured");
   CHECK(p.at("layers").size() == 3);
-  CliResult bad = run_cli({"profile", "--model", model_file(dir, "linear", 3), "--measure", "--micro-batch", "0",
-                           "-o", dir.file("q.json")});
+  CliResult bad = run_cli({"profile", "--model", model_file(dir, "linear", 3), "--measure", "--micro-batch", "0", "-o",
+                           dir.file("q.json")});
   CHECK(bad.rc == 2);
   CHECK_FALSE(dir.exists("q.json"));
 }

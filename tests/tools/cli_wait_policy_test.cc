@@ -28,6 +28,7 @@ class EnvVar {
     if (old_) ::setenv(name_, old_->c_str(), 1);
     else ::unsetenv(name_);
   }
+
  private:
   const char* name_;
   std::optional<std::string> old_;
@@ -64,8 +65,8 @@ TEST_CASE("train and plan --measure: with no OpenMP setting the tool picks a bou
     // plan --measure profiles and trial-runs plans on this machine: the same choice as `run`.
     EnvVar policy("OMP_WAIT_POLICY", std::nullopt);
     EnvVar spin("GOMP_SPINCOUNT", std::nullopt);
-    const auto r = run_cli({"plan", "--model", "mlp", "--depth", "2", "--width", "32", "--batch", "4", "--measure",
-                            "--trials", "0"});
+    const auto r = run_cli(
+        {"plan", "--model", "mlp", "--depth", "2", "--width", "32", "--batch", "4", "--measure", "--trials", "0"});
     REQUIRE(r.rc == 0);
     const std::string chosen = displayed_spin_count(r.err);
     CAPTURE(r.err);
@@ -93,8 +94,8 @@ TEST_CASE("train and plan --measure: with no OpenMP setting the tool picks a bou
 TEST_CASE("run: a waiting worker spins long only on the tool's quiet choice, with a core per worker") {
   // GOMP_SPINCOUNT set here: the CLI does not re-execute, and PW_OPENMP_SPIN stays as given.
   EnvVar spin("GOMP_SPINCOUNT", "20000");
-  const std::vector<std::string> cmd = {"run", "--model", "mlp", "--stages", "2", "--micro-batches", "2",
-                                        "--steps", "1", "--warmup-steps", "0", "--json"};
+  const std::vector<std::string> cmd = {"run", "--model", "mlp", "--stages",       "2", "--micro-batches",
+                                        "2",   "--steps", "1",   "--warmup-steps", "0", "--json"};
   for (const char* tool : {"quiet", "busy", ""}) {
     CAPTURE(tool);
     EnvVar choice("PW_OPENMP_SPIN", *tool ? std::optional<std::string>(tool) : std::nullopt);

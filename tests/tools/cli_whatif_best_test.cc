@@ -10,8 +10,9 @@ using pw::test::CliResult;
 using pw::test::run_cli;
 
 namespace {
-const std::vector<std::string> kGpt3 = {"whatif", "best", "--layers", "96", "--d-model", "12288", "--heads", "96",
-                                        "--seq", "2048", "--vocab", "51200", "--batch", "1536", "--devices", "1024"};
+const std::vector<std::string> kGpt3 = {"whatif",  "best", "--layers",  "96",   "--d-model", "12288",
+                                        "--heads", "96",   "--seq",     "2048", "--vocab",   "51200",
+                                        "--batch", "1536", "--devices", "1024"};
 std::vector<std::string> with(std::vector<std::string> base, const std::vector<std::string>& more) {
   base.insert(base.end(), more.begin(), more.end());
   return base;
@@ -19,9 +20,9 @@ std::vector<std::string> with(std::vector<std::string> base, const std::vector<s
 }  // namespace
 
 TEST_CASE("whatif best: the paper's layout as axes, JSON rows with the time split") {
-  CliResult r = run_cli(with(kGpt3, {"--tp", "8", "--pp", "16", "--dp", "8", "--micro-batch", "1", "--chunks", "1",
-                                     "--recompute", "on", "--sequence-parallel", "off", "--zero1", "off", "--json",
-                                     "--all"}));
+  CliResult r =
+      run_cli(with(kGpt3, {"--tp", "8", "--pp", "16", "--dp", "8", "--micro-batch", "1", "--chunks", "1", "--recompute",
+                           "on", "--sequence-parallel", "off", "--zero1", "off", "--json", "--all"}));
   CAPTURE(r.err);
   REQUIRE(r.rc == 0);
   Json j = Json::parse(r.out);
@@ -36,8 +37,8 @@ TEST_CASE("whatif best: the paper's layout as axes, JSON rows with the time spli
   const double tflops = b["tflops_per_device"].get<double>();
   CHECK(tflops > 140 * 0.85);
   CHECK(tflops < 140 * 1.15);
-  const double parts = b["compute_s"].get<double>() + b["bubble_s"].get<double>() + b["tp_s"].get<double>() +
-                       b["dp_s"].get<double>();
+  const double parts =
+      b["compute_s"].get<double>() + b["bubble_s"].get<double>() + b["tp_s"].get<double>() + b["dp_s"].get<double>();
   CHECK(parts <= b["iteration_s"].get<double>() * (1 + 1e-9));
   CHECK(j["all"].size() == 1);
   CHECK(j["frontier"].size() == 1);

@@ -21,10 +21,34 @@ void expect_error(const CliResult& r, int rc, const std::string& needle, const S
 
 // A GPT through `whatif throughput` (one cell, full re-materialization), as JSON.
 Json gpt_cell(int64_t l, int64_t h, int64_t heads, int64_t s, int64_t v, int64_t b, int k) {
-  CliResult r = run_cli({"whatif", "throughput", "--family", "gpt", "--layers", std::to_string(l), "--d-model",
-                         std::to_string(h), "--heads", std::to_string(heads), "--seq", std::to_string(s), "--vocab",
-                         std::to_string(v), "--batch", std::to_string(b), "--tied-embeddings", "-K", std::to_string(k),
-                         "-M", "1", "--recompute", "on", "--partitioner", "gpipe-greedy", "--device", "a100-80g", "--json"});
+  CliResult r = run_cli({"whatif",
+                         "throughput",
+                         "--family",
+                         "gpt",
+                         "--layers",
+                         std::to_string(l),
+                         "--d-model",
+                         std::to_string(h),
+                         "--heads",
+                         std::to_string(heads),
+                         "--seq",
+                         std::to_string(s),
+                         "--vocab",
+                         std::to_string(v),
+                         "--batch",
+                         std::to_string(b),
+                         "--tied-embeddings",
+                         "-K",
+                         std::to_string(k),
+                         "-M",
+                         "1",
+                         "--recompute",
+                         "on",
+                         "--partitioner",
+                         "gpipe-greedy",
+                         "--device",
+                         "a100-80g",
+                         "--json"});
   CAPTURE(r.err);
   REQUIRE(r.rc == 0);
   const Json doc = Json::parse(r.out);
@@ -42,8 +66,8 @@ TEST_CASE("whatif reproduces Megatron-LM's parameter count and FLOPs per iterati
     int64_t l, h, heads, s, v, b;
     int k;
   };
-  for (const Case& c : {Case{4, 256, 8, 128, 1000, 8, 1}, Case{8, 512, 8, 256, 5000, 4, 2},
-                        Case{6, 768, 12, 512, 50257, 2, 3}}) {
+  for (const Case& c :
+       {Case{4, 256, 8, 128, 1000, 8, 1}, Case{8, 512, 8, 256, 5000, 4, 2}, Case{6, 768, 12, 512, 50257, 2, 3}}) {
     CAPTURE(c.l);
     CAPTURE(c.h);
     Json row = gpt_cell(c.l, c.h, c.heads, c.s, c.v, c.b, c.k);
@@ -52,8 +76,7 @@ TEST_CASE("whatif reproduces Megatron-LM's parameter count and FLOPs per iterati
     // final layer norm's gain and bias (2h), which the model has: the tool reports formula + 2h.
     const double megatron_params = 12 * l * h * h * (1 + 13 / (12 * h) + (V + s) / (12 * l * h));
     CHECK(row["parameters"].get<double>() == doctest::Approx(megatron_params + 2 * h).epsilon(1e-12));
-    CHECK(row["parameters"].get<int64_t>() ==
-          12 * c.l * c.h * c.h + 13 * c.l * c.h + (c.v + c.s) * c.h + 2 * c.h);
+    CHECK(row["parameters"].get<int64_t>() == 12 * c.l * c.h * c.h + 13 * c.l * c.h + (c.v + c.s) * c.h + 2 * c.h);
     // FLOPs per iteration with full re-materialization (every stage recomputes).
     const double megatron_flops = 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
     CHECK(row["flops_per_iteration"].get<double>() == doctest::Approx(megatron_flops).epsilon(1e-12));
@@ -63,9 +86,11 @@ TEST_CASE("whatif reproduces Megatron-LM's parameter count and FLOPs per iterati
 
 TEST_CASE("whatif max-model --json: rows per device count, naive < pipelined, SVG file") {
   ScratchDir dir;
-  CliResult r = run_cli({"whatif", "max-model", "--family", "gpt", "--d-model", "2048", "--heads", "16", "--seq",
-                         "1024", "--vocab", "32000", "--batch", "16", "--device", "v100-32g", "--devices", "1,2,4",
-                         "--optimizer", "adam", "--micro-batches", "16", "--json", "--svg", dir.file("mm.svg")});
+  CliResult r = run_cli({"whatif",          "max-model", "--family",        "gpt",      "--d-model", "2048",
+                         "--heads",         "16",        "--seq",           "1024",     "--vocab",   "32000",
+                         "--batch",         "16",        "--device",        "v100-32g", "--devices", "1,2,4",
+                         "--optimizer",     "adam",      "--micro-batches", "16",       "--json",    "--svg",
+                         dir.file("mm.svg")});
   CAPTURE(r.err);
   REQUIRE(r.rc == 0);
   const Json doc = Json::parse(r.out);
@@ -97,8 +122,8 @@ TEST_CASE("whatif sweep: CSV and JSON with -o, one row per grid point") {
               "device": "a100-40g", "recompute": "on"},
     "axes": {"layers": [8, 16], "devices": [2, 4], "schedule": ["1f1b", "zb-h1"]}
   })");
-  CliResult r = run_cli({"whatif", "sweep", "--spec", spec, "-o", dir.file("out"), "--threads", "2", "--svg",
-                         dir.file("sweep.svg")});
+  CliResult r = run_cli(
+      {"whatif", "sweep", "--spec", spec, "-o", dir.file("out"), "--threads", "2", "--svg", dir.file("sweep.svg")});
   CAPTURE(r.err);
   REQUIRE(r.rc == 0);
   CHECK(dir.entries() == std::vector<std::string>{"out.csv", "out.json", "sweep.json", "sweep.svg"});
@@ -125,10 +150,11 @@ TEST_CASE("whatif sweep: a chart that cannot be drawn fails before computing, pr
   // 1000 points, 200 lines per devices value: refused before the first point is evaluated
   // (--progress would otherwise have printed a line), nothing written.
   std::string big = dir.write("big.json", pw::test::slurp(std::string(PW_REPO_DIR) + "/bench/whatif_sweep_1000.json"));
-  CliResult r = run_cli({"whatif", "sweep", "--spec", big, "-o", dir.file("out"), "--svg", dir.file("s.svg"),
-                         "--progress"});
+  CliResult r =
+      run_cli({"whatif", "sweep", "--spec", big, "-o", dir.file("out"), "--svg", dir.file("s.svg"), "--progress"});
   CHECK(r.rc == 2);
-  CHECK(r.err.find("--svg: the sweep has 200 lines (combinations of the axes other than devices)") != std::string::npos);
+  CHECK(r.err.find("--svg: the sweep has 200 lines (combinations of the axes other than devices)") !=
+        std::string::npos);
   CHECK(r.err.find("sweep:") == std::string::npos);
   CHECK(dir.entries() == std::vector<std::string>{"big.json"});
 
@@ -159,8 +185,8 @@ TEST_CASE("whatif bad input: unknown device (2), empty axis (2), nothing fits (3
                "unknown device kind \"gpu-x\"", dir, {});
   std::string spec = dir.write("empty.json", R"({"format": "pipewright.sweep/1",
     "axes": {"layers": [8, 16], "devices": []}})");
-  expect_error(run_cli({"whatif", "sweep", "--spec", spec, "-o", dir.file("out")}), 2,
-               "/axes/devices: empty axis", dir, {"empty.json"});
+  expect_error(run_cli({"whatif", "sweep", "--spec", spec, "-o", dir.file("out")}), 2, "/axes/devices: empty axis", dir,
+               {"empty.json"});
   expect_error(run_cli({"whatif", "max-model", "--family", "gpt", "--d-model", "8192", "--heads", "64", "--vocab",
                         "32000", "--device", "tpu-v2-core", "--devices", "1,8", "--svg", dir.file("a.svg"), "--json"}),
                3, "does not fit", dir, {"empty.json"});

@@ -74,8 +74,15 @@ std::string xml_problem(const std::string& s, std::vector<std::string>* element_
     while (true) {
       while (k < s.size() && std::isspace(static_cast<unsigned char>(s[k]))) ++k;
       if (k >= s.size()) return "unterminated tag " + name;
-      if (s[k] == '>') { open.push_back(name); ++k; break; }
-      if (s[k] == '/' && k + 1 < s.size() && s[k + 1] == '>') { k += 2; break; }
+      if (s[k] == '>') {
+        open.push_back(name);
+        ++k;
+        break;
+      }
+      if (s[k] == '/' && k + 1 < s.size() && s[k + 1] == '>') {
+        k += 2;
+        break;
+      }
       size_t a0 = k;
       while (k < s.size() && (std::isalnum(static_cast<unsigned char>(s[k])) || s[k] == '-' || s[k] == ':')) ++k;
       std::string attr = s.substr(a0, k - a0);

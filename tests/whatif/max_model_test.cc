@@ -90,8 +90,8 @@ TEST_CASE("max-model: nothing fits -> Infeasible, fixed-depth families -> InputE
   WhatifConfig v = uniform_gpt();
   v.family = "vgg16";
   CHECK_THROWS_WITH_AS(find_max_model(v, MaxModelMode::naive), doctest::Contains("fixed depth"), pw::InputError);
-  CHECK_THROWS_WITH_AS(max_model_study(uniform_gpt(), {}, 1 << 20, 1, ProgressMode::off), doctest::Contains("--devices"),
-                       pw::InputError);
+  CHECK_THROWS_WITH_AS(max_model_study(uniform_gpt(), {}, 1 << 20, 1, ProgressMode::off),
+                       doctest::Contains("--devices"), pw::InputError);
   WhatifConfig odd = uniform_gpt();
   CHECK_THROWS_WITH_AS(max_model_study(odd, {12}, 1 << 20, 1, ProgressMode::off),
                        doctest::Contains("12 is not a multiple of devices_per_node = 8"), pw::InputError);

@@ -27,12 +27,12 @@ Machine selene(int devices) {
 }  // namespace
 
 TEST_CASE("megatron: parameter count and FLOPs are the SC'21 formulas, and the gpt family's") {
-  for (GptShape g : {GptShape{96, 12288, 96, 2048, 51200}, GptShape{4, 256, 8, 128, 1000},
-                     GptShape{24, 2048, 16, 1024, 51200}}) {
+  for (GptShape g :
+       {GptShape{96, 12288, 96, 2048, 51200}, GptShape{4, 256, 8, 128, 1000}, GptShape{24, 2048, 16, 1024, 51200}}) {
     CAPTURE(g.layers);
     const double l = g.layers, h = g.hidden, s = g.seq, V = g.vocab;
-    CHECK(megatron_parameters(g) == 12 * g.layers * g.hidden * g.hidden + 13 * g.layers * g.hidden +
-                                        (g.vocab + g.seq) * g.hidden);
+    CHECK(megatron_parameters(g) ==
+          12 * g.layers * g.hidden * g.hidden + 13 * g.layers * g.hidden + (g.vocab + g.seq) * g.hidden);
     CHECK(static_cast<double>(megatron_parameters(g)) ==
           doctest::Approx(12 * l * h * h * (1 + 13 / (12 * h) + (V + s) / (12 * l * h))).epsilon(1e-15));
     CHECK(megatron_flops(g, 1536, true) == 96 * 1536.0 * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h)));
@@ -155,8 +155,8 @@ TEST_CASE("megatron: GPT-3 175B on 1,024 A100s (t 8, p 16, d 8) is within 15% of
   SearchResult r = search_layouts(g, 1536, m, axes, 2);
   REQUIRE(r.best >= 0);
   const Evaluation& best = r.evaluations[r.best];
-  MESSAGE("best: t " << r.layouts[r.best].tp << " p " << r.layouts[r.best].pp << " d " << r.layouts[r.best].dp
-                     << " b " << r.layouts[r.best].micro_batch << " v " << r.layouts[r.best].chunks << ": "
+  MESSAGE("best: t " << r.layouts[r.best].tp << " p " << r.layouts[r.best].pp << " d " << r.layouts[r.best].dp << " b "
+                     << r.layouts[r.best].micro_batch << " v " << r.layouts[r.best].chunks << ": "
                      << best.tflops_per_device << " TFLOP/s");
   CHECK(best.iteration_s <= e.iteration_s);
   REQUIRE_FALSE(r.frontier.empty());
@@ -223,9 +223,9 @@ TEST_CASE("megatron: SC'21 Table 1, every row with the paper's layout, with the 
     REQUIRE(e.feasible);
     const Evaluation c = sc21_row(r, 0.5);
     MESSAGE(name << ": paper " << r.tflops << ", GEMM curve " << e.tflops_per_device << " ("
-                     << 100 * (e.tflops_per_device / r.tflops - 1) << "%), constant 0.5 " << c.tflops_per_device << " ("
-                     << 100 * (c.tflops_per_device / r.tflops - 1) << "%); compute/bubble/tp/dp s " << e.split.compute
-                     << " " << e.split.bubble << " " << e.split.tp << " " << e.split.dp);
+                 << 100 * (e.tflops_per_device / r.tflops - 1) << "%), constant 0.5 " << c.tflops_per_device << " ("
+                 << 100 * (c.tflops_per_device / r.tflops - 1) << "%); compute/bubble/tp/dp s " << e.split.compute
+                 << " " << e.split.bubble << " " << e.split.tp << " " << e.split.dp);
     CHECK(std::abs(e.tflops_per_device / r.tflops - 1) <= 0.20);
     within10 += std::abs(e.tflops_per_device / r.tflops - 1) <= 0.10 ? 1 : 0;
     if (&r == &kSc21Table1[0]) ours_first = e.tflops_per_device;

@@ -69,9 +69,9 @@ OneAnswerFigures one_answer(const OneAnswerSize& z, int devices, int64_t batch, 
   req.optimizer = models::priced_optimizer(req.optimizer, bf16);
   const models::Profile profile =
       models::default_analytic_profile(model, dev, batch, bf16, req.optimizer, models::kDefaultEfficiency);
-  const models::Cluster cluster =
-      models::make_node_cluster(dev, devices, models::kDefaultDevicesPerNode, models::find_link(models::kDefaultIntraNode),
-                                models::find_link(models::kDefaultInterconnect));
+  const models::Cluster cluster = models::make_node_cluster(dev, devices, models::kDefaultDevicesPerNode,
+                                                            models::find_link(models::kDefaultIntraNode),
+                                                            models::find_link(models::kDefaultInterconnect));
   planner::PlanOutcome out;
   try {
     out = sim::plan_with_prediction(profile, cluster, req);
@@ -138,9 +138,8 @@ OneAnswerFigures one_answer(const OneAnswerSize& z, int devices, int64_t batch, 
       }
       lay.stage_layers.push_back(blocks);
     }
-    const whatif::Evaluation e =
-        whatif::evaluate_layout(whatif::GptShape{z.layers, z.d_model, z.heads, kOneAnswerSeq, kOneAnswerVocab}, batch, m,
-                                lay);
+    const whatif::Evaluation e = whatif::evaluate_layout(
+        whatif::GptShape{z.layers, z.d_model, z.heads, kOneAnswerSeq, kOneAnswerVocab}, batch, m, lay);
     if (e.feasible) f.best_s = e.iteration_s;
   }
   return f;

@@ -60,8 +60,8 @@ TEST_CASE("sweep spec: axes in canonical order, fixed settings, grid size") {
   CHECK(points[16].config.layers == 48);
   CHECK(points[47].config.layers == 96);
   CHECK(points[47].config.d_model == 1024);
-  CHECK(points[47].axis_values == Json{{"layers", 96}, {"devices", 64}, {"micro_batches", 16},
-                                       {"schedule", "zb-h1"}, {"recompute", "off"}});
+  CHECK(points[47].axis_values ==
+        Json{{"layers", 96}, {"devices", 64}, {"micro_batches", 16}, {"schedule", "zb-h1"}, {"recompute", "off"}});
   CHECK(points[46].axis_values["recompute"] == true);
   CHECK(sweep_spec_from_json(to_json(s)).num_points() == 48);
 }
@@ -72,23 +72,24 @@ TEST_CASE("sweep spec errors name the JSON path") {
     edit(j);
     try {
       sweep_spec_from_json(j);
-    } catch (const InputError& e) {
-      return std::string(e.what());
-    }
+    } catch (const InputError& e) { return std::string(e.what()); }
     return std::string("no error");
   };
   CHECK(err([](Json& j) { j["axes"]["devices"] = Json::array(); }) ==
         "/axes/devices: empty axis (expected at least one value)");
   CHECK(err([](Json& j) { j["axes"]["colour"] = {1}; }).find("/axes/colour: unknown setting \"colour\"") == 0);
-  CHECK(err([](Json& j) { j["fixed"].erase("device"); j["axes"]["device"] = {"a100-80g", "tpu-v9"}; })
-            .find("/axes/device/1: unknown device kind \"tpu-v9\"") == 0);
+  CHECK(err([](Json& j) {
+          j["fixed"].erase("device");
+          j["axes"]["device"] = {"a100-80g", "tpu-v9"};
+        }).find("/axes/device/1: unknown device kind \"tpu-v9\"") == 0);
   CHECK(err([](Json& j) { j["axes"]["layers"] = {24, 0}; }).find("/axes/layers/1: expected an integer") == 0);
   CHECK(err([](Json& j) { j["axes"]["layers"] = {24, 24}; }).find("/axes/layers/1: duplicate value 24") == 0);
   CHECK(err([](Json& j) { j["axes"]["d_model"] = {512}; }) == "/axes/d_model: \"d_model\" is both fixed and an axis");
   CHECK(err([](Json& j) { j["axes"]["batch"] = 8; }).find("/axes/batch: expected an array") == 0);
   CHECK(err([](Json& j) { j["axes"] = Json::object(); }) == "/axes: expected at least one axis");
   CHECK(err([](Json& j) { j["axes"]["schedule"] = {"2f2b"}; }).find("/axes/schedule/0") == 0);
-  CHECK(err([](Json& j) { j["axes"]["micro_batches"] = {"many"}; }).find("/axes/micro_batches/0: expected \"auto\"") == 0);
+  CHECK(err([](Json& j) { j["axes"]["micro_batches"] = {"many"}; }).find("/axes/micro_batches/0: expected \"auto\"") ==
+        0);
   CHECK(err([](Json& j) { j["format"] = "pipewright.plan/1"; }) != "no error");
   CHECK(err([](Json& j) { j["extra"] = 1; }).find("/extra: unknown key") == 0);
   // A combination that is invalid only as a whole is caught when the grid is expanded.
@@ -104,7 +105,8 @@ TEST_CASE("sweep spec file errors are prefixed with the file name") {
   Json j = spec_json();
   j["axes"]["batch"] = Json::array();
   std::ofstream(file) << j.dump();
-  CHECK_THROWS_WITH_AS(load_sweep_spec(file), doctest::Contains((file + ": /axes/batch: empty axis").c_str()), InputError);
+  CHECK_THROWS_WITH_AS(load_sweep_spec(file), doctest::Contains((file + ": /axes/batch: empty axis").c_str()),
+                       InputError);
   std::remove(file.c_str());
 }
 
@@ -115,13 +117,13 @@ TEST_CASE("run_sweep: rows in grid order, same table for 1 and 2 threads") {
   Table two = run_sweep(s, cols, fake_eval, {2, ProgressMode::off, nullptr});
   CHECK(one.rows == two.rows);
   REQUIRE(one.rows.size() == 48);
-  CHECK(one.columns == std::vector<std::string>{"point", "layers", "devices", "micro_batches", "schedule",
-                                                "recompute", "parameters", "feasible", "label"});
+  CHECK(one.columns == std::vector<std::string>{"point", "layers", "devices", "micro_batches", "schedule", "recompute",
+                                                "parameters", "feasible", "label"});
   CHECK(one.rows[0] == std::vector<Json>{0, 24, 8, "auto", "1f1b", true, 24LL * 12 * 1024 * 1024, true, "1f1b,on"});
   CHECK(one.rows[47][0] == 47);
-  CHECK(one.rows[47][7] == true);                    // 96 <= 12 * 64
-  CHECK(one.rows[16 + 0][7] == true);                // 48 layers, 8 devices: 48 <= 96
-  CHECK(one.rows[32][7] == true);                    // 96 layers, 8 devices: 96 <= 96
+  CHECK(one.rows[47][7] == true);      // 96 <= 12 * 64
+  CHECK(one.rows[16 + 0][7] == true);  // 48 layers, 8 devices: 48 <= 96
+  CHECK(one.rows[32][7] == true);      // 96 layers, 8 devices: 96 <= 96
   std::string csv = to_csv(one);
   CHECK(csv.substr(0, csv.find('\n')) ==
         "point,layers,devices,micro_batches,schedule,recompute,parameters,feasible,label");

@@ -35,8 +35,8 @@ void CudaLayer::init_parameters(uint64_t seed) {
 
 void CudaLayer::check_device(const Tensor& t, size_t index) const {
   if (t.device() != dev_.device())
-    throw InputError("layer \"" + name() + "\": input " + std::to_string(index) + " is on " +
-                     t.device().to_string() + ", expected " + dev_.device().to_string());
+    throw InputError("layer \"" + name() + "\": input " + std::to_string(index) + " is on " + t.device().to_string() +
+                     ", expected " + dev_.device().to_string());
 }
 
 void CudaLayer::check_inputs(Inputs in) const {

@@ -47,8 +47,7 @@ class CudaLayer : public Layer {
 // The CUDA layer of a spec: its CPU twin from exec::make_layer (which validates), wrapped.
 // Throws InputError for a kind the CUDA backend does not run yet, naming it.
 std::unique_ptr<Layer> make_cuda_layer(const models::LayerSpec& spec,
-                                       const std::vector<std::vector<int64_t>>& input_shapes,
-                                       CudaDevice& dev);
+                                       const std::vector<std::vector<int64_t>>& input_shapes, CudaDevice& dev);
 
 // The kinds make_cuda_layer runs.
 bool has_cuda_layer(models::LayerKind kind);

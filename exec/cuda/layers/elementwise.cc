@@ -38,12 +38,9 @@ Tensor CudaPassThrough::forward(Inputs in, Context& ctx) {
   const Tensor& x = *in[0];
   Tensor y;
   switch (kind_) {
-    case Kind::input:
-      y = x.clone();
-      break;
+    case Kind::input: y = x.clone(); break;
     case Kind::residual_add:
-      if (in[1]->dim(0) != x.dim(0))
-        throw InputError("layer \"" + name() + "\": inputs have different batch sizes");
+      if (in[1]->dim(0) != x.dim(0)) throw InputError("layer \"" + name() + "\": inputs have different batch sizes");
       y = make(x.shape());
       kernels::add(x.data(), in[1]->data(), y.data(), x.numel(), stream());
       break;
@@ -59,9 +56,7 @@ Tensor CudaPassThrough::forward(Inputs in, Context& ctx) {
 std::vector<Tensor> CudaPassThrough::backward_input(Inputs in, Context&, const Tensor& grad_out) {
   std::vector<Tensor> r;
   switch (kind_) {
-    case Kind::input:
-      r.resize(1);
-      break;
+    case Kind::input: r.resize(1); break;
     case Kind::residual_add:
       r.push_back(grad_out.clone());
       r.push_back(grad_out.clone());
@@ -85,8 +80,7 @@ Tensor CudaDropout::forward(Inputs in, Context& ctx) {
   const float keep = static_cast<float>(1.0 / (1.0 - p));
   Tensor mask = make(x.shape()), y = make(x.shape());
   const uint64_t step_seed = mix_seed(seed_, static_cast<uint64_t>(ctx.step) + 1);
-  kernels::dropout_forward(x.data(), mask.data(), y.data(), batch, per, step_seed, ctx.first_sample, p, keep,
-                           stream());
+  kernels::dropout_forward(x.data(), mask.data(), y.data(), batch, per, step_seed, ctx.first_sample, p, keep, stream());
   ctx.saved.push_back(std::move(mask));
   ctx.batch = batch;
   return y;

@@ -18,27 +18,22 @@ bool has_cuda_layer(LayerKind kind) {
     case LayerKind::softmax_xent:
     case LayerKind::mse_loss:
     case LayerKind::flatten:
-    case LayerKind::dropout:
-      return true;
-    default:
-      return false;
+    case LayerKind::dropout: return true;
+    default: return false;
   }
 }
 
-std::unique_ptr<Layer> make_cuda_layer(const models::LayerSpec& spec,
-                                       const std::vector<std::vector<int64_t>>& in, CudaDevice& dev) {
+std::unique_ptr<Layer> make_cuda_layer(const models::LayerSpec& spec, const std::vector<std::vector<int64_t>>& in,
+                                       CudaDevice& dev) {
   if (!has_cuda_layer(spec.kind))
     throw InputError("layer \"" + spec.name + "\" (" + std::string(models::to_string(spec.kind)) +
                      "): the CUDA backend does not run this layer kind yet");
   std::unique_ptr<Layer> twin = make_layer(spec, in);  // validates attributes and shapes
   using Pass = CudaPassThrough::Kind;
   switch (spec.kind) {
-    case LayerKind::input:
-      return std::make_unique<CudaPassThrough>(std::move(twin), dev, Pass::input);
-    case LayerKind::residual_add:
-      return std::make_unique<CudaPassThrough>(std::move(twin), dev, Pass::residual_add);
-    case LayerKind::flatten:
-      return std::make_unique<CudaPassThrough>(std::move(twin), dev, Pass::flatten);
+    case LayerKind::input: return std::make_unique<CudaPassThrough>(std::move(twin), dev, Pass::input);
+    case LayerKind::residual_add: return std::make_unique<CudaPassThrough>(std::move(twin), dev, Pass::residual_add);
+    case LayerKind::flatten: return std::make_unique<CudaPassThrough>(std::move(twin), dev, Pass::flatten);
     case LayerKind::embedding:
       return std::make_unique<CudaEmbedding>(std::move(twin), dev, spec.attr("vocab"), spec.attr("seq"),
                                              spec.attr("d_model"));
@@ -50,18 +45,13 @@ std::unique_ptr<Layer> make_cuda_layer(const models::LayerSpec& spec,
       return std::make_unique<CudaLinear>(std::move(twin), dev, fin, fout, !head && spec.attr_or("bias", 1) != 0);
     }
     case LayerKind::relu:
-    case LayerKind::gelu:
-      return std::make_unique<CudaActivation>(std::move(twin), dev, spec.kind == LayerKind::gelu);
-    case LayerKind::layer_norm:
-      return std::make_unique<CudaLayerNorm>(std::move(twin), dev, spec.attr("dim"));
-    case LayerKind::dropout:
-      return std::make_unique<CudaDropout>(std::move(twin), dev, spec.attr("permille"));
+    case LayerKind::gelu: return std::make_unique<CudaActivation>(std::move(twin), dev, spec.kind == LayerKind::gelu);
+    case LayerKind::layer_norm: return std::make_unique<CudaLayerNorm>(std::move(twin), dev, spec.attr("dim"));
+    case LayerKind::dropout: return std::make_unique<CudaDropout>(std::move(twin), dev, spec.attr("permille"));
     case LayerKind::softmax_xent:
       return std::make_unique<CudaLoss>(std::move(twin), dev, true, spec.attr_or("rows", 1), spec.attr("classes"));
-    case LayerKind::mse_loss:
-      return std::make_unique<CudaLoss>(std::move(twin), dev, false, 0, 0);
-    default:
-      break;
+    case LayerKind::mse_loss: return std::make_unique<CudaLoss>(std::move(twin), dev, false, 0, 0);
+    default: break;
   }
   PW_CHECK(false, "has_cuda_layer and make_cuda_layer disagree");
   return nullptr;

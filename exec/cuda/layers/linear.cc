@@ -80,8 +80,7 @@ void CudaLinear::init_parameters(uint64_t seed) {
 
 void CudaLinear::share_weight(Tensor* weight, Tensor* grad) {
   PW_CHECK(weight->shape() == (std::vector<int64_t>{out_, in_}), "tied weight shape mismatch");
-  PW_CHECK(weight->device() == dev_.device() && grad->device() == dev_.device(),
-           "tied weight on another device");
+  PW_CHECK(weight->device() == dev_.device() && grad->device() == dev_.device(), "tied weight on another device");
   w_ = weight;
   gw_ = grad;
   tied_ = true;

@@ -40,8 +40,7 @@ std::vector<Tensor> CudaLoss::backward_input(Inputs in, Context& ctx, const Tens
   if (xent_)
     kernels::softmax_xent_backward(x.data(), t.data(), ctx.saved.at(0).data(), grad_out.data(), dx.data(),
                                    x.dim(0) * rows_, classes_, stream());
-  else
-    kernels::mse_backward(x.data(), t.data(), grad_out.data(), dx.data(), x.numel(), stream());
+  else kernels::mse_backward(x.data(), t.data(), grad_out.data(), dx.data(), x.numel(), stream());
   std::vector<Tensor> r;
   r.push_back(std::move(dx));
   r.emplace_back();

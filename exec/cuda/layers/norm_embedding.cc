@@ -10,8 +10,8 @@ Tensor CudaLayerNorm::forward(Inputs in, Context& ctx) {
   const int64_t rows = x.numel() / dim_;
   Tensor y = make(x.shape());
   Tensor stats = make({rows, 2});
-  kernels::layer_norm_forward(x.data(), params_[0].data(), params_[1].data(), y.data(), stats.data(), rows,
-                              dim_, stream());
+  kernels::layer_norm_forward(x.data(), params_[0].data(), params_[1].data(), y.data(), stats.data(), rows, dim_,
+                              stream());
   ctx.saved.push_back(std::move(stats));
   ctx.batch = x.dim(0);
   return y;
@@ -20,8 +20,8 @@ Tensor CudaLayerNorm::forward(Inputs in, Context& ctx) {
 std::vector<Tensor> CudaLayerNorm::backward_input(Inputs in, Context& ctx, const Tensor& grad_out) {
   const Tensor& x = *in[0];
   Tensor dx = make(x.shape());
-  kernels::layer_norm_backward_input(x.data(), grad_out.data(), params_[0].data(), ctx.saved.at(0).data(),
-                                     dx.data(), x.numel() / dim_, dim_, stream());
+  kernels::layer_norm_backward_input(x.data(), grad_out.data(), params_[0].data(), ctx.saved.at(0).data(), dx.data(),
+                                     x.numel() / dim_, dim_, stream());
   std::vector<Tensor> r;
   r.push_back(std::move(dx));
   return r;
@@ -38,20 +38,18 @@ Tensor CudaEmbedding::forward(Inputs in, Context& ctx) {
   check_inputs(in);
   const Tensor& ids = *in[0];
   Tensor y = make({ids.dim(0), seq_, d_});
-  kernels::embedding_forward(ids.data(), params_[0].data(), params_[1].data(), y.data(), ids.numel(), seq_,
-                             d_, vocab_, stream());
+  kernels::embedding_forward(ids.data(), params_[0].data(), params_[1].data(), y.data(), ids.numel(), seq_, d_, vocab_,
+                             stream());
   ctx.batch = ids.dim(0);
   return y;
 }
 
-std::vector<Tensor> CudaEmbedding::backward_input(Inputs, Context&, const Tensor&) {
-  return std::vector<Tensor>(1);
-}
+std::vector<Tensor> CudaEmbedding::backward_input(Inputs, Context&, const Tensor&) { return std::vector<Tensor>(1); }
 
 void CudaEmbedding::backward_weight(Inputs in, Context&, const Tensor& grad_out) {
   const Tensor& ids = *in[0];
-  kernels::embedding_backward(ids.data(), grad_out.data(), grads_[0].data(), grads_[1].data(), ids.numel(),
-                              seq_, d_, vocab_, stream());
+  kernels::embedding_backward(ids.data(), grad_out.data(), grads_[0].data(), grads_[1].data(), ids.numel(), seq_, d_,
+                              vocab_, stream());
 }
 
 }  // namespace pw::exec::cuda

@@ -6,8 +6,8 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <map>
 #include <cstring>
+#include <map>
 #include <new>
 #include <set>
 #include <vector>
@@ -100,9 +100,9 @@ TEST_CASE("device size classes: powers of two from 512 B to 4 KiB, then eighths 
   CHECK(CachingAllocator::size_class(512) == 512);
   CHECK(CachingAllocator::size_class(513) == 1024);
   CHECK(CachingAllocator::size_class(4096) == 4096);
-  CHECK(CachingAllocator::size_class(4097) == 8192);             // step max(4096, 8192/8)
-  CHECK(CachingAllocator::size_class(40000) == 40960);           // pow2 65536, step 8192
-  CHECK(CachingAllocator::size_class(1000000) == 1048576);       // pow2 2^20, step 131072
+  CHECK(CachingAllocator::size_class(4097) == 8192);                 // step max(4096, 8192/8)
+  CHECK(CachingAllocator::size_class(40000) == 40960);               // pow2 65536, step 8192
+  CHECK(CachingAllocator::size_class(1000000) == 1048576);           // pow2 2^20, step 131072
   CHECK(CachingAllocator::size_class(1048577) == 1048576 + 262144);  // pow2 2^21, step 2^18
   for (size_t b : {size_t{1}, size_t{777}, size_t{5000}, size_t{123456}, size_t{9999999}}) {
     const size_t c = CachingAllocator::size_class(b);
@@ -226,7 +226,7 @@ TEST_CASE("device allocator: out of memory frees completed cached buffers and re
   void* q = a.allocate(8192, stream(0));
   a.deallocate(p, 8192, stream(0));  // stream 0 idle: its event is complete
   d.queue(stream(0));
-  a.deallocate(q, 8192, stream(0));  // pending
+  a.deallocate(q, 8192, stream(0));       // pending
   void* r = a.allocate(8192, stream(0));  // same stream: takes q at once
   CHECK(r == q);
   void* big = a.allocate(16384, stream(1));  // budget 24 KiB: 8 KiB cached p is freed first

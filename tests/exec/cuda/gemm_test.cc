@@ -21,8 +21,10 @@ Tensor reference(const GemmShape& s, const Tensor& a, const Tensor& b, const Ten
     for (int64_t j = 0; j < s.n; ++j) {
       double acc = 0;
       for (int64_t p = 0; p < s.k; ++p) {
-        const double av = s.trans_a ? a.data()[member * s.m * s.k + p * s.m + i] : a.data()[member * s.m * s.k + i * s.k + p];
-        const double bv = s.trans_b ? b.data()[member * s.k * s.n + j * s.k + p] : b.data()[member * s.k * s.n + p * s.n + j];
+        const double av =
+            s.trans_a ? a.data()[member * s.m * s.k + p * s.m + i] : a.data()[member * s.m * s.k + i * s.k + p];
+        const double bv =
+            s.trans_b ? b.data()[member * s.k * s.n + j * s.k + p] : b.data()[member * s.k * s.n + p * s.n + j];
         acc += av * bv;
       }
       acc += beta * c0.data()[member * s.m * s.n + i * s.n + j];

@@ -71,8 +71,7 @@ inline void poison(CudaDevice& dev, const std::vector<int64_t>& sizes) {
     }
 }
 
-inline void expect_close(const Tensor& dev_tensor, const Tensor& want, const std::string& what,
-                         double tol = 1e-5) {
+inline void expect_close(const Tensor& dev_tensor, const Tensor& want, const std::string& what, double tol = 1e-5) {
   INFO(what);
   const Tensor got = to_host(dev_tensor);
   CHECK(all_finite(got));
@@ -83,8 +82,8 @@ inline void expect_close(const Tensor& dev_tensor, const Tensor& want, const std
 
 // `differentiable[k]`: input k gets a gradient. `loss`: grad_out is a [1] scale.
 inline void compare_layer(const models::LayerSpec& spec, const std::vector<Shape>& in_shapes,
-                          const InputMaker& make_input, const std::vector<bool>& differentiable,
-                          int64_t full_batch, int64_t ragged_batch, double tol = 1e-5) {
+                          const InputMaker& make_input, const std::vector<bool>& differentiable, int64_t full_batch,
+                          int64_t ragged_batch, double tol = 1e-5) {
   CudaDevice& dev = CudaDevice::get(0);
   auto cpu = make_layer(spec, in_shapes);
   auto gpu = make_layer(spec, in_shapes, Device::cuda(0));

@@ -15,8 +15,8 @@ constexpr int kNoGpuExit = 77;
 
 int main(int argc, char** argv) {
   bool listing = false;  // listing the cases needs no GPU
-  for (int i = 1; i < argc; ++i) listing = listing || std::string(argv[i]).rfind("--list-", 0) == 0 ||
-                                           std::string(argv[i]).rfind("-ltc", 0) == 0;
+  for (int i = 1; i < argc; ++i)
+    listing = listing || std::string(argv[i]).rfind("--list-", 0) == 0 || std::string(argv[i]).rfind("-ltc", 0) == 0;
   const std::string why = listing ? "" : pw::exec::unusable_reason(pw::exec::Device::cuda(0));
   if (!why.empty()) {
     std::printf("SKIPPED: the GPU tests need a CUDA device: %s\n", why.c_str());

@@ -25,8 +25,8 @@ testing::InputMaker floats(std::vector<Shape> per_sample) {
 }
 
 TEST_CASE("cuda linear: 2-D and 3-D inputs, with and without bias") {
-  compare_layer(spec("fc", LayerKind::linear, {"x"}, {37}, {{"in", 53}, {"out", 37}}), {{53}},
-                floats({{53}}), {true}, 16, 5);
+  compare_layer(spec("fc", LayerKind::linear, {"x"}, {37}, {{"in", 53}, {"out", 37}}), {{53}}, floats({{53}}), {true},
+                16, 5);
   compare_layer(spec("fc", LayerKind::linear, {"x"}, {7, 64}, {{"in", 32}, {"out", 64}, {"bias", 0}}), {{7, 32}},
                 floats({{7, 32}}), {true}, 8, 3);
 }
@@ -42,10 +42,10 @@ TEST_CASE("cuda relu and gelu") {
 }
 
 TEST_CASE("cuda layer_norm (d 96 and d 1000)") {
-  compare_layer(spec("ln", LayerKind::layer_norm, {"x"}, {4, 96}, {{"dim", 96}}), {{4, 96}}, floats({{4, 96}}),
-                {true}, 8, 3);
-  compare_layer(spec("ln", LayerKind::layer_norm, {"x"}, {1000}, {{"dim", 1000}}), {{1000}}, floats({{1000}}),
-                {true}, 16, 7);
+  compare_layer(spec("ln", LayerKind::layer_norm, {"x"}, {4, 96}, {{"dim", 96}}), {{4, 96}}, floats({{4, 96}}), {true},
+                8, 3);
+  compare_layer(spec("ln", LayerKind::layer_norm, {"x"}, {1000}, {{"dim", 1000}}), {{1000}}, floats({{1000}}), {true},
+                16, 7);
 }
 
 TEST_CASE("cuda residual_add, flatten, input") {
@@ -66,22 +66,23 @@ TEST_CASE("cuda softmax_xent (rows 5, classes 257) and mse_loss") {
   auto xent_in = [](size_t k, int64_t batch, uint64_t seed) {
     return k == 0 ? uniform({batch, 5, 257}, seed, -4, 4) : integers({batch, 5}, seed, 257);
   };
-  compare_layer(spec("loss", LayerKind::softmax_xent, {"x"}, {1}, {{"rows", 5}, {"classes", 257}}), {{5, 257}},
-                xent_in, {true, false}, 8, 3);
+  compare_layer(spec("loss", LayerKind::softmax_xent, {"x"}, {1}, {{"rows", 5}, {"classes", 257}}), {{5, 257}}, xent_in,
+                {true, false}, 8, 3);
   compare_layer(spec("mse", LayerKind::mse_loss, {"x"}, {1}, {{"dim", 30}}), {{30}}, floats({{30}, {30}}),
                 {true, false}, 8, 3);
 }
 
 TEST_CASE("cuda dropout: the CPU's masks") {
-  compare_layer(spec("drop", LayerKind::dropout, {"x"}, {7, 50}, {{"permille", 300}}), {{7, 50}},
-                floats({{7, 50}}), {true}, 8, 3);
+  compare_layer(spec("drop", LayerKind::dropout, {"x"}, {7, 50}, {{"permille", 300}}), {{7, 50}}, floats({{7, 50}}),
+                {true}, 8, 3);
 }
 
 TEST_CASE("cuda factory: a kind without a CUDA layer is refused by name, and inputs on the host are refused") {
-  CHECK_THROWS_WITH_AS(make_layer(spec("c", LayerKind::conv2d, {"x"}, {2, 4, 4},
-                                       {{"in_c", 1}, {"out_c", 2}, {"kernel", 3}, {"pad", 1}, {"in_h", 4}, {"in_w", 4}}),
-                                  {{1, 4, 4}}, Device::cuda(0)),
-                       doctest::Contains("does not run this layer kind yet"), InputError);
+  CHECK_THROWS_WITH_AS(
+      make_layer(spec("c", LayerKind::conv2d, {"x"}, {2, 4, 4},
+                      {{"in_c", 1}, {"out_c", 2}, {"kernel", 3}, {"pad", 1}, {"in_h", 4}, {"in_w", 4}}),
+                 {{1, 4, 4}}, Device::cuda(0)),
+      doctest::Contains("does not run this layer kind yet"), InputError);
   auto l = make_layer(spec("r", LayerKind::relu, {"x"}, {4}), {{4}}, Device::cuda(0));
   Tensor host({2, 4});
   host.fill(1.0f);

@@ -137,9 +137,7 @@ TEST_CASE("DataLoader: a producer exception reaches the consumer after the good 
     FAIL("expected an exception");
   } catch (const InputError&) {
     FAIL("a runtime error must not become an input error");
-  } catch (const std::runtime_error& e) {
-    CHECK(std::string(e.what()) == "data loader: disk on fire");
-  }
+  } catch (const std::runtime_error& e) { CHECK(std::string(e.what()) == "data loader: disk on fire"); }
 }
 
 TEST_CASE("DataLoader: destroying it with a full queue or before any next() joins the producer") {

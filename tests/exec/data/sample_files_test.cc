@@ -121,8 +121,8 @@ TEST_CASE("npy pair: uint8 inputs scaled to [0, 1], regression targets for an ms
   CHECK(error_of(mlp, x + "," + yi) ==
         "--data: " + yi + ": float targets expected (model \"" + mlp.name() + "\" regresses), got '<i8'");
   const std::string y5 = dir.write("y5.npy", npy_bytes<float>("<f4", {2, 5}, std::vector<float>(10, 0)));
-  CHECK(error_of(mlp, x + "," + y5) == "--data: " + y5 + ": shape [N, 6] expected (model \"" + mlp.name() +
-                                           "\"'s prediction), got [2, 5]");
+  CHECK(error_of(mlp, x + "," + y5) ==
+        "--data: " + y5 + ": shape [N, 6] expected (model \"" + mlp.name() + "\"'s prediction), got [2, 5]");
 }
 
 TEST_CASE("npy pair: files that do not fit the model are refused before training, naming the file") {
@@ -141,9 +141,12 @@ TEST_CASE("npy pair: files that do not fit the model are refused before training
         "--data: " + y3 + ": class id 3 at row 1 is out of range: the model has 3 classes [0, 3)");
   CHECK(error_of(m, x + "," + yf) ==
         "--data: " + yf + ": class id 0.5 at row 1 is out of range: the model has 3 classes [0, 3)");
-  CHECK(error_of(m, x + "," + dir.file("none.npy")).rfind("--data: " + dir.file("none.npy") + ": No such file", 0) == 0);
-  CHECK(error_of(m, x) == "--data: expected INPUTS.npy,TARGETS.npy or CIFAR-10 batches FILE.bin[,FILE.bin...] for "
-                          "model \"clf\", got \"" + x + "\" (a text file applies to models with an embedding)");
+  CHECK(error_of(m, x + "," + dir.file("none.npy")).rfind("--data: " + dir.file("none.npy") + ": No such file", 0) ==
+        0);
+  CHECK(error_of(m, x) ==
+        "--data: expected INPUTS.npy,TARGETS.npy or CIFAR-10 batches FILE.bin[,FILE.bin...] for "
+        "model \"clf\", got \"" +
+            x + "\" (a text file applies to models with an embedding)");
 }
 
 TEST_CASE("CIFAR-10 binary: records as [3, 32, 32] images in [0, 1], several files one data set") {
@@ -160,8 +163,8 @@ TEST_CASE("CIFAR-10 binary: records as [3, 32, 32] images in [0, 1], several fil
   std::vector<float> labels(batch.targets.data(), batch.targets.data() + 3);
   std::sort(labels.begin(), labels.end());
   CHECK(labels == std::vector<float>{0, 3, 9});
-  CHECK(batch.data.data()[255] == 1.0f);           // pixel byte 255
-  CHECK(batch.data.data()[3072 + 51] == 0.2f);     // the next image, byte 51
+  CHECK(batch.data.data()[255] == 1.0f);        // pixel byte 255
+  CHECK(batch.data.data()[3072 + 51] == 0.2f);  // the next image, byte 51
 }
 
 TEST_CASE("CIFAR-10 binary: truncated files, labels beyond the classes, models that are not [3, 32, 32]") {
@@ -177,8 +180,8 @@ TEST_CASE("CIFAR-10 binary: truncated files, labels beyond the classes, models t
         "--data: " + high + ": label 12 of record 1 is out of range: the model has 10 classes [0, 10)");
   const models::Model mlp = sample_zoo("mlp");
   const std::string ok = dir.write("ok.bin", cifar_record(1, px));
-  CHECK(error_of(mlp, ok) == "--data: " + ok + ": CIFAR-10 images are [N, 3, 32, 32]; model \"" + mlp.name() +
-                                 "\"'s input is [N, 6]");
+  CHECK(error_of(mlp, ok) ==
+        "--data: " + ok + ": CIFAR-10 images are [N, 3, 32, 32]; model \"" + mlp.name() + "\"'s input is [N, 6]");
   CHECK(error_of(vgg, dir.write("empty.bin", "")).find("0 bytes is not a whole number") != std::string::npos);
 }
 

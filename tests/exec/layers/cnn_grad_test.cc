@@ -14,11 +14,10 @@ namespace {
 
 using models::LayerKind;
 using models::LayerSpec;
-using testing::grad_check;
 using testing::expect_ok;
+using testing::grad_check;
 using testing::random_tensor;
 using testing::spec;
-
 
 void randomize_params(Layer& l, uint64_t seed, double lo, double hi) {
   for (Tensor* p : l.parameters()) {
@@ -29,19 +28,25 @@ void randomize_params(Layer& l, uint64_t seed, double lo, double hi) {
 
 TEST_CASE("conv2d with groups: B and W match finite differences, either order") {
   auto l = make_layer(spec("conv", LayerKind::conv2d, {"x"}, {4, 4, 4},
-                           {{"in_c", 4}, {"out_c", 4}, {"kernel", 3}, {"stride", 1}, {"pad", 1}, {"in_h", 4},
-                            {"in_w", 4}, {"groups", 2}}),
+                           {{"in_c", 4},
+                            {"out_c", 4},
+                            {"kernel", 3},
+                            {"stride", 1},
+                            {"pad", 1},
+                            {"in_h", 4},
+                            {"in_w", 4},
+                            {"groups", 2}}),
                       {{4, 4, 4}});
   l->init_parameters(31);
   CHECK(l->parameters()[0]->shape() == std::vector<int64_t>{4, 2, 3, 3});
   auto in = testing::one_tensor(random_tensor({2, 4, 4, 4}, 32));
   expect_ok(grad_check(*l, in, {true}), 1, 2);
   expect_ok(grad_check(*l, in, {true}, 1e-2, 48, /*w_first=*/true), 1, 2);
-  CHECK_THROWS_AS(make_layer(spec("c", LayerKind::conv2d, {"x"}, {4, 4, 4},
-                                  {{"in_c", 3}, {"out_c", 4}, {"kernel", 3}, {"pad", 1}, {"in_h", 4}, {"in_w", 4},
-                                   {"groups", 2}}),
-                             {{3, 4, 4}}),
-                  InputError);
+  CHECK_THROWS_AS(
+      make_layer(spec("c", LayerKind::conv2d, {"x"}, {4, 4, 4},
+                      {{"in_c", 3}, {"out_c", 4}, {"kernel", 3}, {"pad", 1}, {"in_h", 4}, {"in_w", 4}, {"groups", 2}}),
+                 {{3, 4, 4}}),
+      InputError);
 }
 
 TEST_CASE("conv2d with groups = channels equals a per-channel convolution") {
@@ -104,7 +109,8 @@ TEST_CASE("batch_norm: output is normalized per channel, statistics groups equal
     Context cp;
     const Tensor* pin[] = {&part};
     Tensor yp = l->forward(pin, cp);
-    for (int64_t i = 0; i < yp.numel(); ++i) CHECK(yg.data()[first * 18 + i] == doctest::Approx(yp.data()[i]).epsilon(1e-6));
+    for (int64_t i = 0; i < yp.numel(); ++i)
+      CHECK(yg.data()[first * 18 + i] == doctest::Approx(yp.data()[i]).epsilon(1e-6));
   }
   // Gradients with groups still match finite differences.
   bn.set_group_size(2);
@@ -199,8 +205,8 @@ TEST_CASE("concat: channels of feature maps, exact layout and both input gradien
   Tensor y = l->forward(in, ctx);
   CHECK(y.shape() == std::vector<int64_t>{2, 5, 2, 2});
   CHECK(y.data()[0] == 0.0f);
-  CHECK(y.data()[8] == 100.0f);   // sample 0: a's 8 values, then b's 12
-  CHECK(y.data()[20] == 8.0f);    // sample 1 starts with a's second sample
+  CHECK(y.data()[8] == 100.0f);  // sample 0: a's 8 values, then b's 12
+  CHECK(y.data()[20] == 8.0f);   // sample 1 starts with a's second sample
   CHECK(y.data()[28] == 112.0f);
   std::vector<Tensor> ins;
   ins.push_back(random_tensor({2, 2, 2, 2}, 44));

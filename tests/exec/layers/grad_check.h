@@ -8,8 +8,8 @@
 
 #include <cmath>
 #include <cstdint>
-#include <string>
 #include <map>
+#include <string>
 #include <vector>
 
 #include <doctest/doctest.h>
@@ -55,9 +55,8 @@ inline double rel_error(const std::vector<double>& a, const std::vector<double>&
 }
 
 // `differentiable[k]`: whether input k gets a gradient. `w_first`: run W before B.
-inline GradCheckResult grad_check(Layer& layer, std::vector<Tensor>& inputs,
-                                  const std::vector<bool>& differentiable, double eps = 1e-2,
-                                  int max_samples = 48, bool w_first = false) {
+inline GradCheckResult grad_check(Layer& layer, std::vector<Tensor>& inputs, const std::vector<bool>& differentiable,
+                                  double eps = 1e-2, int max_samples = 48, bool w_first = false) {
   std::vector<const Tensor*> in;
   for (Tensor& t : inputs) in.push_back(&t);
   Context ctx;

@@ -13,11 +13,10 @@ namespace {
 
 using models::LayerKind;
 using models::LayerSpec;
-using testing::grad_check;
 using testing::expect_ok;
+using testing::grad_check;
 using testing::random_tensor;
 using testing::spec;
-
 
 // Values in [-1, 1] but at least `gap` away from 0 (for kinks at zero).
 Tensor away_from_zero(std::vector<int64_t> shape, uint64_t seed, float gap = 0.1f) {
@@ -200,9 +199,10 @@ TEST_CASE("transformer_block: B and W match finite differences, either order") {
 }
 
 TEST_CASE("conv2d: B and W match finite differences (stride 2, pad 1)") {
-  auto l = make_layer(spec("conv", LayerKind::conv2d, {"x"}, {3, 3, 3},
-                           {{"in_c", 2}, {"out_c", 3}, {"kernel", 3}, {"stride", 2}, {"pad", 1}, {"in_h", 5}, {"in_w", 5}}),
-                      {{2, 5, 5}});
+  auto l =
+      make_layer(spec("conv", LayerKind::conv2d, {"x"}, {3, 3, 3},
+                      {{"in_c", 2}, {"out_c", 3}, {"kernel", 3}, {"stride", 2}, {"pad", 1}, {"in_h", 5}, {"in_w", 5}}),
+                 {{2, 5, 5}});
   l->init_parameters(22);
   std::vector<Tensor> ins;
   ins.push_back(random_tensor({2, 2, 5, 5}, 23));
@@ -232,8 +232,7 @@ TEST_CASE("make_layer rejects unsupported kinds and shape mismatches") {
 }
 
 TEST_CASE("attention softmax row kernels match a double-precision reference") {
-  for (float x = -87.0f; x <= 88.0f; x += 0.37f)
-    CHECK(std::abs(fast_exp(x) / std::exp(double(x)) - 1.0) < 1e-6);
+  for (float x = -87.0f; x <= 88.0f; x += 0.37f) CHECK(std::abs(fast_exp(x) / std::exp(double(x)) - 1.0) < 1e-6);
   CHECK(fast_exp(-200.0f) >= 0.0f);
   CHECK(fast_exp(-200.0f) < 1e-37f);
   for (int64_t n : {1, 15, 16, 17, 40, 256}) {

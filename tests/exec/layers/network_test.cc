@@ -20,14 +20,14 @@ using testing::spec;
 // x -> fc1 -> relu -> fc2 -> add(fc2, fc1) -> fc3 -> loss (mse): a skip connection from fc1.
 models::Model skip_model() {
   return models::Model("skip", {
-      spec("x", LayerKind::input, {}, {4}),
-      spec("fc1", LayerKind::linear, {"x"}, {6}, {{"in", 4}, {"out", 6}}),
-      spec("relu", LayerKind::relu, {"fc1"}, {6}),
-      spec("fc2", LayerKind::linear, {"relu"}, {6}, {{"in", 6}, {"out", 6}}),
-      spec("add", LayerKind::residual_add, {"fc2", "fc1"}, {6}),
-      spec("fc3", LayerKind::linear, {"add"}, {3}, {{"in", 6}, {"out", 3}}),
-      spec("loss", LayerKind::mse_loss, {"fc3"}, {1}, {{"dim", 3}}),
-  });
+                                   spec("x", LayerKind::input, {}, {4}),
+                                   spec("fc1", LayerKind::linear, {"x"}, {6}, {{"in", 4}, {"out", 6}}),
+                                   spec("relu", LayerKind::relu, {"fc1"}, {6}),
+                                   spec("fc2", LayerKind::linear, {"relu"}, {6}, {{"in", 6}, {"out", 6}}),
+                                   spec("add", LayerKind::residual_add, {"fc2", "fc1"}, {6}),
+                                   spec("fc3", LayerKind::linear, {"add"}, {3}, {{"in", 6}, {"out", 3}}),
+                                   spec("loss", LayerKind::mse_loss, {"fc3"}, {1}, {{"dim", 3}}),
+                               });
 }
 
 std::vector<Tensor> batch(int64_t n, uint64_t seed) {

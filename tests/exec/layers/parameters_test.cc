@@ -32,11 +32,11 @@ TEST_CASE("parameters: leaf layers list weight then bias, gradients alike, shape
 }
 
 TEST_CASE("parameters: a transformer block lists ln1, attention (qkv, proj), ln2, fc1, fc2") {
-  auto b = make_layer(spec("blk", LayerKind::transformer_block, {"x"}, {4, 8},
-                           {{"d_model", 8}, {"heads", 2}, {"ffn", 16}, {"seq", 4}}),
-                      {{4, 8}});
-  const std::vector<std::vector<int64_t>> want{{8},     {8},     {24, 8}, {24}, {8, 8}, {8},
-                                               {8},     {8},     {16, 8}, {16}, {8, 16}, {8}};
+  auto b = make_layer(
+      spec("blk", LayerKind::transformer_block, {"x"}, {4, 8}, {{"d_model", 8}, {"heads", 2}, {"ffn", 16}, {"seq", 4}}),
+      {{4, 8}});
+  const std::vector<std::vector<int64_t>> want{{8}, {8}, {24, 8}, {24}, {8, 8},  {8},
+                                               {8}, {8}, {16, 8}, {16}, {8, 16}, {8}};
   CHECK(shapes_of(b->parameters()) == want);
   CHECK(shapes_of(b->gradients()) == want);
   const auto p = b->parameters(), g = b->gradients();

@@ -68,7 +68,7 @@ TEST_CASE("in-context passes in an order: whole steps, B then W, and the order's
   PassTimes t = time_in_context(m, o);
   CHECK(t.forward[cut].size() == 4);  // reps 3 -> 2 timed steps of 2 micro-batches
   CHECK(t.backward_weight[n - 2].size() == 4);
-  CHECK(t.step[cut].size() == 2);     // one optimizer step per step
+  CHECK(t.step[cut].size() == 2);  // one optimizer step per step
   CHECK(t.forward[0].empty());
 
   // Zero bubble: B of both micro-batches, then their W.

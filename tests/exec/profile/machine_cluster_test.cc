@@ -53,7 +53,8 @@ models::Profile profile(int base_threads, int more_threads, int64_t t1, int64_t 
   };
   p.points = {point(1, base_threads, 25), point(2, base_threads, 50)};
   if (more_threads > 0)
-    for (auto [b, t] : {std::pair<int64_t, int64_t>{1, t1}, {2, t2}, {4, t4}}) p.points.push_back(point(b, more_threads, t));
+    for (auto [b, t] : {std::pair<int64_t, int64_t>{1, t1}, {2, t2}, {4, t4}})
+      p.points.push_back(point(b, more_threads, t));
   return p;
 }
 

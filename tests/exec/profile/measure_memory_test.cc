@@ -40,13 +40,14 @@ TEST_CASE("measure memory: weights, gradients and state once, the stash held at 
   CHECK(in_context_copy_bytes(p, 1, 1, last_two) == 500 + 25 + 46);
   // ... in GPipe order over 2 micro-batches: both micro-batches' stash at once (25 + 25).
   using K = PassOp::Kind;
-  CHECK(in_context_copy_bytes(p, 1, 1, last_two, {{K::F, 0, 1, 3}, {K::F, 1, 1, 3}, {K::BW, 1, 1, 3}, {K::BW, 0, 1, 3}}) ==
-        500 + 50 + 46);
+  CHECK(in_context_copy_bytes(p, 1, 1, last_two,
+                              {{K::F, 0, 1, 3}, {K::F, 1, 1, 3}, {K::BW, 1, 1, 3}, {K::BW, 0, 1, 3}}) == 500 + 50 + 46);
   // Split B and W: B keeps what W needs (6) on top of the stash until W frees both:
   // F0 35, B0 41, F1 76, B1 82, W0 41, W1 0.
-  CHECK(in_context_copy_bytes(p, 1, 1, {},
-                              {{K::F, 0, 0, 3}, {K::B, 0, 0, 3}, {K::F, 1, 0, 3}, {K::B, 1, 0, 3}, {K::W, 0, 0, 3},
-                               {K::W, 1, 0, 3}}) == 750 + 82 + 46);
+  CHECK(in_context_copy_bytes(
+            p, 1, 1, {},
+            {{K::F, 0, 0, 3}, {K::B, 0, 0, 3}, {K::F, 1, 0, 3}, {K::B, 1, 0, 3}, {K::W, 0, 0, 3}, {K::W, 1, 0, 3}}) ==
+        750 + 82 + 46);
   CHECK_THROWS_AS(in_context_copy_bytes(p, 1, 1, {}, {{K::F, 0, 0, 4}}), InputError);
   CHECK_THROWS_AS(in_context_copy_bytes(p, 0, 1), InputError);
   CHECK_THROWS_AS(in_context_copy_bytes(p, 1, 0), InputError);
@@ -60,7 +61,7 @@ TEST_CASE("measure memory: a point over 80% of the available memory is named, wi
   CHECK(r == "micro-batch 4 with 2 co-run copies needs about 9.0 GiB, more than 80% of the 10.0 GiB available");
   CHECK(measure_memory_shortfall(1, 1, 9 * gib, 10 * gib).find("1 co-run copy needs") != std::string::npos);
   CHECK(measure_memory_shortfall(4, 2, 90 * gib, 0).empty());  // unknown: not checked
-  CHECK(available_memory_bytes() > 0);                          // Linux: MemAvailable
+  CHECK(available_memory_bytes() > 0);                         // Linux: MemAvailable
 }
 
 TEST_CASE("measured profile: a micro-batch size that would not fit is refused, or left out when allowed") {

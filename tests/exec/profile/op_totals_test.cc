@@ -14,7 +14,8 @@ std::vector<int64_t> flat(int64_t v, int n = 20) { return std::vector<int64_t>(s
 
 PassTimes empty_times(int layers) {
   PassTimes t;
-  for (auto* v : {&t.forward, &t.backward_input, &t.backward_weight, &t.step}) v->assign(static_cast<size_t>(layers), {});
+  for (auto* v : {&t.forward, &t.backward_input, &t.backward_weight, &t.step})
+    v->assign(static_cast<size_t>(layers), {});
   return t;
 }
 

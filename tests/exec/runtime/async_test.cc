@@ -78,7 +78,8 @@ void reference_pipedream(Network& net, const planner::Schedule& sch, int iterati
           opt[s]->step();
           r.zero_grad();
           for (size_t k = 0; k < r.inputs().size(); ++k)
-            if (r.inputs()[k].name != kDataInput && r.inputs()[k].name != kTargetInput) grad[{s, j}] = std::move(gin[k]);
+            if (r.inputs()[k].name != kDataInput && r.inputs()[k].name != kTargetInput)
+              grad[{s, j}] = std::move(gin[k]);
         }
         ++next[d];
         progress = true;

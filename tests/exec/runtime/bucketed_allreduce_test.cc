@@ -41,7 +41,8 @@ class HookCompute final : public StageCompute {
     // progresses the rings). 30 s guard against a hang, not a timing threshold.
     const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
     while (grads_[2].data()[0] != 3.0f) {
-      if (std::chrono::steady_clock::now() > give_up) throw std::runtime_error("bucket 0 never completed in the backward");
+      if (std::chrono::steady_clock::now() > give_up)
+        throw std::runtime_error("bucket 0 never completed in the backward");
       (*c.grads_done)(2);
       std::this_thread::yield();
     }
@@ -51,9 +52,7 @@ class HookCompute final : public StageCompute {
     (*c.grads_done)(0);
     return {};
   }
-  void step(int, int) override {
-    stepped.push_back({grads_[0].data()[0], grads_[1].data()[0], grads_[2].data()[0]});
-  }
+  void step(int, int) override { stepped.push_back({grads_[0].data()[0], grads_[1].data()[0], grads_[2].data()[0]}); }
   std::vector<Tensor*> weight_gradients(int) override { return {&grads_[0], &grads_[1], &grads_[2]}; }
 
   int plain_backwards = 0, hooked_backwards = 0;

@@ -11,8 +11,8 @@
 #include <limits>
 #include <sstream>
 
-#include "exec/runtime/checkpoint.h"
 #include "exec/numerics.h"
+#include "exec/runtime/checkpoint.h"
 #include "exec/runtime/run_pipeline.h"
 #include "exec/runtime/trainer.h"
 #include "models/error.h"
@@ -88,9 +88,7 @@ TrainOptions train_options(OptimizerKind kind, int64_t steps) {
 std::string message_of(const std::function<void()>& f) {
   try {
     f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
+  } catch (const InputError& e) { return e.what(); }
   return "";
 }
 
@@ -213,8 +211,10 @@ TEST_CASE("resume: a checkpoint of another model, plan or options is one line na
   ro.resume_dir = dir.sub("c");
   m = message_of([&] { run_pipeline(mlp(16), even_plan(mlp(16), 2, 2, 4, planner::ScheduleKind::gpipe, false), ro); });
   CHECK(m.find("layout/") != std::string::npos);
-  CHECK(message_of([&] { ro.resume_dir = dir.sub("none"); run_pipeline(model, three, ro); }).find("not a directory") !=
-        std::string::npos);
+  CHECK(message_of([&] {
+          ro.resume_dir = dir.sub("none");
+          run_pipeline(model, three, ro);
+        }).find("not a directory") != std::string::npos);
 }
 
 TEST_CASE("resume: a truncated, padded or corrupt stage file and a torn manifest are rejected") {
@@ -374,9 +374,7 @@ TEST_CASE("a NaN or Inf stops training with step, stage and layer named and keep
   try {
     train(mlp(), o);
     FAIL("the resumed run did not diverge");
-  } catch (const NumericalFault& e) {
-    CHECK(e.step() == fault_step);
-  }
+  } catch (const NumericalFault& e) { CHECK(e.step() == fault_step); }
 
   // The pipeline: the same, with the stage of the layer named.
   const models::Model model = mlp();

@@ -224,4 +224,3 @@ TEST_CASE("branchy cuts: a tensor read on several later stages is sent once per 
     }
   CHECK(transfers == 4);
 }
-

@@ -191,8 +191,14 @@ TEST_CASE("worker_passes: each copy runs its worker's stages in its schedule's o
     CHECK(mo.copy_layers[1][i] == !first);
   }
   const int b1 = plan.stages[1].first_layer;
-  CHECK(mo.copy_order[1] == std::vector<PassOp>{{K::F, 0, b1, n}, {K::BW, 0, b1, n}, {K::F, 1, b1, n}, {K::BW, 1, b1, n},
-                                                  {K::F, 2, b1, n}, {K::BW, 2, b1, n}, {K::F, 3, b1, n}, {K::BW, 3, b1, n}});
+  CHECK(mo.copy_order[1] == std::vector<PassOp>{{K::F, 0, b1, n},
+                                                {K::BW, 0, b1, n},
+                                                {K::F, 1, b1, n},
+                                                {K::BW, 1, b1, n},
+                                                {K::F, 2, b1, n},
+                                                {K::BW, 2, b1, n},
+                                                {K::F, 3, b1, n},
+                                                {K::BW, 3, b1, n}});
   REQUIRE(mo.copy_order[0].size() == 8);
   CHECK(mo.copy_order[0][0] == PassOp{K::F, 0, 0, b1});
   CHECK(mo.copy_order[0][1] == PassOp{K::F, 1, 0, b1});
@@ -269,9 +275,9 @@ TEST_CASE("is_compare_round_step: before the last warm-up step and halfway throu
   CHECK(rounds_at(5, 10) == std::vector<int>{4, 10});
   CHECK(rounds_at(10, 10) == std::vector<int>{9, 15});  // the demo
   CHECK(rounds_at(10, 5) == std::vector<int>{9, 13});
-  CHECK(rounds_at(1, 4) == std::vector<int>{1, 3});    // one warm-up step: before the first timed one
-  CHECK(rounds_at(5, 3) == std::vector<int>{4});       // too few timed steps for a round among them
-  CHECK(rounds_at(0, 5) == std::vector<int>{3});       // no warm-up: halfway only
+  CHECK(rounds_at(1, 4) == std::vector<int>{1, 3});  // one warm-up step: before the first timed one
+  CHECK(rounds_at(5, 3) == std::vector<int>{4});     // too few timed steps for a round among them
+  CHECK(rounds_at(0, 5) == std::vector<int>{3});     // no warm-up: halfway only
   CHECK(rounds_at(0, 0).empty());
 }
 
@@ -377,7 +383,7 @@ TEST_CASE("EndToEndClock: a pause between timed steps is left out of wall_s, one
     return r.wall_s;
   };
   CHECK(wall_s(-1) >= 0);
-  CHECK(wall_s(1) >= 0);   // before the first timed step: not in the wall clock anyway
-  CHECK(wall_s(4) >= 0);   // after the last one: likewise
+  CHECK(wall_s(1) >= 0);    // before the first timed step: not in the wall clock anyway
+  CHECK(wall_s(4) >= 0);    // after the last one: likewise
   CHECK(wall_s(2) < -900);  // between timed steps 2 and 3: subtracted
 }

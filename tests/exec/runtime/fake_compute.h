@@ -117,8 +117,7 @@ class FakeCompute : public StageCompute {
   void busy() const {
     if (op_time_.count() == 0) return;
     const auto until = std::chrono::steady_clock::now() + op_time_;
-    while (std::chrono::steady_clock::now() < until) {
-    }
+    while (std::chrono::steady_clock::now() < until) {}
   }
 
   int stages_;

@@ -27,8 +27,8 @@ TEST_CASE("grad buckets: cut from the last tensor backwards once a bucket holds 
   const Grads g({4, 2, 8, 1});  // 16, 8, 32, 4 bytes; flat [0,4) [4,6) [6,14) [14,15)
   auto b = grad_buckets(g.ptrs, 12, 100);
   REQUIRE(b.size() == 2);
-  CHECK(same(b[0], 2, 4, 6, 15));  // 4 + 32 bytes >= 12
-  CHECK(same(b[1], 0, 2, 0, 6));   // 8 + 16
+  CHECK(same(b[0], 2, 4, 6, 15));    // 4 + 32 bytes >= 12
+  CHECK(same(b[1], 0, 2, 0, 6));     // 8 + 16
   b = grad_buckets(g.ptrs, 1, 100);  // one tensor per bucket, last first
   REQUIRE(b.size() == 4);
   CHECK(same(b[0], 3, 4, 14, 15));

@@ -116,7 +116,8 @@ TEST_CASE("imported schedule: a CSV that does not fit the plan or the model is o
   plan.stages[1].devices = {0};
   CHECK_THROWS_WITH_AS(check_imported_schedule(plan, two), doctest::Contains("stage 1 runs on device 1"), InputError);
   const planner::Plan four = even_plan(m, 4, 1, 8, ScheduleKind::one_f_one_b, false);
-  CHECK_THROWS_WITH_AS(check_imported_schedule(four, two), doctest::Contains("2 stages, but the plan has 4"), InputError);
+  CHECK_THROWS_WITH_AS(check_imported_schedule(four, two), doctest::Contains("2 stages, but the plan has 4"),
+                       InputError);
   // An imported schedule whose dependencies are broken (rank 1 runs B0 before F0).
   const planner::Schedule broken = planner::schedule_from_csv("0F0,0B0\n1B0,1F0\n", "b.csv");
   PipelineRunOptions o = compare_options();

@@ -65,8 +65,8 @@ TEST_CASE("runtime: a hand-written 2-device GPipe schedule runs in list order an
   s.num_micro_batches = 2;
   s.stage_device = {0, 1};
   for (int d = 0; d < 2; ++d)
-    s.device_ops.push_back({{OpKind::F, d, 0}, {OpKind::F, d, 1}, {OpKind::BW, d, 1}, {OpKind::BW, d, 0},
-                            {OpKind::step, -1, -1}});
+    s.device_ops.push_back(
+        {{OpKind::F, d, 0}, {OpKind::F, d, 1}, {OpKind::BW, d, 1}, {OpKind::BW, d, 0}, {OpKind::step, -1, -1}});
   FakeCompute fake(2);
   PipelineRuntime rt(s, fake, test_options());
   rt.run_iteration();
@@ -101,7 +101,7 @@ TEST_CASE("runtime: a hand-written 2-device GPipe schedule runs in list order an
 }
 
 TEST_CASE("runtime: every generated schedule with S <= 8, M <= 32 completes, in schedule order") {
-  const ScheduleKind kinds[] = {ScheduleKind::gpipe, ScheduleKind::one_f_one_b, ScheduleKind::zb_h1,
+  const ScheduleKind kinds[] = {ScheduleKind::gpipe, ScheduleKind::one_f_one_b,      ScheduleKind::zb_h1,
                                 ScheduleKind::zb_h2, ScheduleKind::interleaved_1f1b, ScheduleKind::pipedream_async,
                                 ScheduleKind::two_bw};
   int runs = 0;
@@ -216,7 +216,8 @@ TEST_CASE("runtime: at_iteration_start runs on every worker's thread once per it
   std::vector<std::pair<int, int>> want;
   for (int it = 0; it < 3; ++it)
     for (int d = 0; d < 2; ++d) want.emplace_back(d, it);
-  std::sort(calls.begin(), calls.end(), [](auto a, auto b) { return std::tie(a.second, a.first) < std::tie(b.second, b.first); });
+  std::sort(calls.begin(), calls.end(),
+            [](auto a, auto b) { return std::tie(a.second, a.first) < std::tie(b.second, b.first); });
   CHECK(calls == want);
   CHECK(threads.size() == 2);  // the workers' threads, not the caller's
   CHECK(threads.count(std::this_thread::get_id()) == 0);
@@ -252,8 +253,7 @@ TEST_CASE("runtime: a worker stuck past the timeout is reported as a stall namin
 
 TEST_CASE("runtime: a schedule that does not match the compute's stage count is refused") {
   FakeCompute fake(3);
-  CHECK_THROWS_AS(PipelineRuntime(planner::make_schedule(ScheduleKind::gpipe, 2, 2), fake, test_options()),
-                  InputError);
+  CHECK_THROWS_AS(PipelineRuntime(planner::make_schedule(ScheduleKind::gpipe, 2, 2), fake, test_options()), InputError);
 }
 
 TEST_CASE("runtime: workers are pinned to distinct cores when there are enough") {

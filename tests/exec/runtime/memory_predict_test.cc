@@ -66,7 +66,7 @@ TEST_CASE("measured stash_bytes: a tensor with two readers is counted once, sums
   o.warmup = 0;
   o.optimizer = "sgd";
   const models::Profile p = measure_profile(m, o);
-  const int64_t act = 4 * 16 * 4;  // one [4 x 16] fp32 activation
+  const int64_t act = 4 * 16 * 4;         // one [4 x 16] fp32 activation
   CHECK(p.layers[0].stash_bytes == 0);    // input (data loading)
   CHECK(p.layers[1].stash_bytes == act);  // fc0: its input
   CHECK(p.layers[3].stash_bytes == act);  // fc1: relu0's output, its first reader

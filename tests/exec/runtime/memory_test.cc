@@ -31,8 +31,8 @@ TEST_CASE("runtime memory: with recompute a stage's peak activations are <= simu
     const sim::StageCosts costs = sim::stage_costs_from_plan(plan, profile);
     sim::SimOptions so;
     so.record_trace = true;
-    const sim::SimResult sr = sim::simulate(sim::schedule_for_plan(plan, costs), costs,
-                                            sim::network_for_plan(plan, nullptr), so);
+    const sim::SimResult sr =
+        sim::simulate(sim::schedule_for_plan(plan, costs), costs, sim::network_for_plan(plan, nullptr), so);
     for (int s = 0; s < 2; ++s) {
       measured[recompute][s] = r.peak_activation_bytes[s];
       predicted[recompute][s] = sr.report.devices[s].peak_memory_bytes - costs.weights_optimizer_bytes[s];

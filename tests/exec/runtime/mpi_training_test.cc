@@ -15,8 +15,8 @@
 
 using namespace pw;
 using namespace pw::exec;
-using pw::exec::testing::world;
 using planner::ScheduleKind;
+using pw::exec::testing::world;
 
 namespace {
 
@@ -33,7 +33,8 @@ planner::Plan two_by_two_replicas(const models::Model& model, ScheduleKind kind)
 
 }  // namespace
 
-TEST_CASE("mpi runtime: one rank per device trains as the threaded runtime (gpipe, 1f1b, zb-h1, interleaved, mlp, gpt)") {
+TEST_CASE(
+    "mpi runtime: one rank per device trains as the threaded runtime (gpipe, 1f1b, zb-h1, interleaved, mlp, gpt)") {
   const int D = world().size();
   const ScheduleKind kinds[] = {ScheduleKind::gpipe, ScheduleKind::one_f_one_b, ScheduleKind::zb_h1,
                                 ScheduleKind::interleaved_1f1b};
@@ -90,9 +91,8 @@ TEST_CASE("mpi runtime: a rank count that does not match the plan is rejected on
   } catch (const RankInputError& e) {
     CHECK(e.first_failed_rank() == 0);
     CHECK(std::string(e.what()) == "mpirun started " + std::to_string(D) + " ranks but the plan has " +
-                                       std::to_string(D + 1) +
-                                       " pipeline devices (one rank per device: mpirun -np " + std::to_string(D + 1) +
-                                       ")");
+                                       std::to_string(D + 1) + " pipeline devices (one rank per device: mpirun -np " +
+                                       std::to_string(D + 1) + ")");
   }
 }
 
@@ -100,7 +100,8 @@ TEST_CASE("mpi runtime: a rank count that does not match the plan is rejected on
 // replicated schedule numbers them: stage 0 on ranks 0, 1, stage 1 on ranks 2, 3) trains as the
 // threaded runtime on the same plan: the replicas' gradient all-reduce is the same code over the
 // MPI transport. Skipped with other rank counts.
-TEST_CASE("mpi runtime: 2 stages x 2 replicas train as the threaded runtime (gpipe, 1f1b, pipedream-async, mlp and gpt)") {
+TEST_CASE(
+    "mpi runtime: 2 stages x 2 replicas train as the threaded runtime (gpipe, 1f1b, pipedream-async, mlp and gpt)") {
   if (world().size() != 4) return;
   for (const std::string family : {"mlp", "gpt"}) {
     const models::Model model = small_model(family);
@@ -130,8 +131,9 @@ TEST_CASE("mpi runtime: 2 stages x 2 replicas train as the threaded runtime (gpi
 // The replicas' ring all-reduce over MPI, overlapped (the default) or blocking (PW_ALLREDUCE,
 // exec/runtime/run_ranks.h): the same ring on the same values in the same order, so losses and
 // final weights are bit-identical. 4 ranks only (2 stages x 2 replicas).
-TEST_CASE("mpi runtime: 2 x 2 replicas, overlapped and blocking all-reduce train bit for bit alike (1f1b, "
-          "pipedream-async)") {
+TEST_CASE(
+    "mpi runtime: 2 x 2 replicas, overlapped and blocking all-reduce train bit for bit alike (1f1b, "
+    "pipedream-async)") {
   if (world().size() != 4) return;
   const models::Model model = small_model("mlp");
   for (ScheduleKind kind : {ScheduleKind::one_f_one_b, ScheduleKind::pipedream_async}) {
@@ -170,8 +172,9 @@ TEST_CASE("mpi runtime: PW_ALLREDUCE other than overlapped or blocking is refuse
 // The bucketed all-reduce over MPI (PW_ALLREDUCE_BUCKET_BYTES=1: one ring per gradient tensor,
 // started layer by layer inside the replica's last backward, several rings in flight at once
 // on the tags of their own rounds) against blocking: bit-identical losses and final weights.
-TEST_CASE("mpi runtime: 2 x 2 replicas, per-tensor buckets train bit for bit as blocking (gpipe, 1f1b, "
-          "pipedream-async)") {
+TEST_CASE(
+    "mpi runtime: 2 x 2 replicas, per-tensor buckets train bit for bit as blocking (gpipe, 1f1b, "
+    "pipedream-async)") {
   if (world().size() != 4) return;
   const models::Model model = small_model("mlp");
   for (ScheduleKind kind : {ScheduleKind::gpipe, ScheduleKind::one_f_one_b, ScheduleKind::pipedream_async}) {

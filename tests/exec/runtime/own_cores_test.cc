@@ -37,9 +37,9 @@ TEST_CASE("price_on_own_cores: a stage's ops and a device's step from the copy o
   const std::vector<models::Profile> copies{flat(m, 1000), flat(m, 3000)};
   for (int chunks : {1, 2}) {
     CAPTURE(chunks);
-    const planner::Plan plan =
-        even_plan(m, 2, 4, 1, chunks == 1 ? planner::ScheduleKind::one_f_one_b : planner::ScheduleKind::interleaved_1f1b,
-                  false, chunks);
+    const planner::Plan plan = even_plan(
+        m, 2, 4, 1, chunks == 1 ? planner::ScheduleKind::one_f_one_b : planner::ScheduleKind::interleaved_1f1b, false,
+        chunks);
     sim::StageCosts pooled = sim::stage_costs_from_plan(plan, flat(m, 2000));
     const planner::Schedule sched = sim::schedule_for_plan(plan, pooled);
     const sim::StageCosts c0 = sim::stage_costs_from_plan(plan, copies[0]);

@@ -121,8 +121,8 @@ void run_rings_on_one_thread(InProcTransport& tr, const std::vector<int>& replic
                              std::vector<std::vector<Tensor>>& grads, int round, bool average) {
   std::vector<std::unique_ptr<RingAllreduce>> rings;
   for (size_t p = 0; p < replicas.size(); ++p)
-    rings.push_back(
-        std::make_unique<RingAllreduce>(tr, replicas[p], replicas, 0, 0, round, testing::pointers_of(grads[p]), average));
+    rings.push_back(std::make_unique<RingAllreduce>(tr, replicas[p], replicas, 0, 0, round,
+                                                    testing::pointers_of(grads[p]), average));
   for (int sweep = 0; sweep < 1000; ++sweep) {
     bool all = true;
     for (auto& ring : rings) all = ring->progress() && all;

@@ -90,14 +90,15 @@ TEST_CASE("replicated stages: stage 0 on 2 replicas trains as the unreplicated p
 // i.e. the samples of micro-batch k of the same pipeline with r-times larger micro-batches. So
 // the reference is that unreplicated pipedream-async plan (weight stashing, one update per
 // micro-batch with its mean loss): same losses and weights up to float reordering.
-TEST_CASE("replicated stages: pipedream-async on 2 stages x 2 replicas trains as the unreplicated plan with "
-          "2x micro-batches") {
+TEST_CASE(
+    "replicated stages: pipedream-async on 2 stages x 2 replicas trains as the unreplicated plan with "
+    "2x micro-batches") {
   for (const std::string family : {"mlp", "gpt"}) {
     CAPTURE(family);
     const models::Model model = small_model(family);
-    const planner::Plan ref_plan = even_plan(model, 2, /*micro-batches=*/2, /*size=*/4, ScheduleKind::pipedream_async, false);
-    const planner::Plan rep =
-        with_replicas(even_plan(model, 2, 4, 2, ScheduleKind::pipedream_async, false), {2, 2});
+    const planner::Plan ref_plan =
+        even_plan(model, 2, /*micro-batches=*/2, /*size=*/4, ScheduleKind::pipedream_async, false);
+    const planner::Plan rep = with_replicas(even_plan(model, 2, 4, 2, ScheduleKind::pipedream_async, false), {2, 2});
     const PipelineRunResult ref = run_pipeline(model, ref_plan, options());
     const PipelineRunResult r = run_pipeline(model, rep, options());
     check_same_training(r, ref);
@@ -123,9 +124,9 @@ TEST_CASE("replicated stages: refusals name the plan and the reason") {
   p = with_replicas(even_plan(model, 2, 4, 2, ScheduleKind::gpipe, false), {2, 1});
   PipelineRunOptions o = options();
   o.checkpoint_dir = "/nonexistent/never-written";
-  CHECK_THROWS_WITH_AS(run_pipeline(model, p, o),
-                       "--checkpoint: not supported with replicated stages yet (only one replica's state would be saved)",
-                       InputError);
+  CHECK_THROWS_WITH_AS(
+      run_pipeline(model, p, o),
+      "--checkpoint: not supported with replicated stages yet (only one replica's state would be saved)", InputError);
 }
 
 TEST_CASE("replicated stages: pipedream-async with 3 micro-batches on 2 replicas runs iterations of 6") {
@@ -210,8 +211,9 @@ void check_bit_identical(const Trained& a, const Trained& b, const std::vector<i
 // The overlapped all-reduce (the default: started at the allreduce op, completed before the
 // next op that touches the stage's gradients or weights) runs the same ring on the same values
 // in the same order as the blocking one: the training is bit-identical, replicas included.
-TEST_CASE("replicated stages: overlapped and blocking all-reduce train bit for bit alike (2 x 2, 1f1b, gpipe, "
-          "pipedream-async)") {
+TEST_CASE(
+    "replicated stages: overlapped and blocking all-reduce train bit for bit alike (2 x 2, 1f1b, gpipe, "
+    "pipedream-async)") {
   const models::Model model = small_model("mlp");
   for (ScheduleKind kind : {ScheduleKind::one_f_one_b, ScheduleKind::gpipe, ScheduleKind::pipedream_async}) {
     CAPTURE(planner::to_string(kind));

@@ -23,8 +23,8 @@ struct Reference {
 Reference train_reference(const std::string& family) {
   Reference r;
   r.net = std::make_unique<Network>(tiny_model(family, kTrainingBatch), 7);
-  LayerStageCompute comp(*r.net, {{0, r.net->size(), false}}, {kTrainingBatch, kTrainingBatch, false, true}, tiny_data(*r.net),
-                         plain_sgd());
+  LayerStageCompute comp(*r.net, {{0, r.net->size(), false}}, {kTrainingBatch, kTrainingBatch, false, true},
+                         tiny_data(*r.net), plain_sgd());
   PipelineRuntime rt(planner::make_schedule(ScheduleKind::gpipe, 1, 1), comp, one_thread_options());
   for (int i = 0; i < kSteps; ++i) {
     rt.run_iteration();

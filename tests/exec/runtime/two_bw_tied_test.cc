@@ -27,7 +27,8 @@ TwoBwReference two_bw_reference(const models::Model& model, int steps) {
   Network& net = *r.net;
   // One stage, one micro-batch of the whole mini-batch, driven op by op (synchronous mode:
   // the loss of the mini-batch with weight 1), with W(t-1) installed around F and B.
-  LayerStageCompute comp(net, {{0, net.size(), false}}, {kTiedBatch, kTiedBatch, false, true}, tiny_data(net), plain_sgd());
+  LayerStageCompute comp(net, {{0, net.size(), false}}, {kTiedBatch, kTiedBatch, false, true}, tiny_data(net),
+                         plain_sgd());
   auto params = net.parameters();
   std::vector<Tensor> previous;  // W(t-1)
   for (Tensor* p : params) previous.push_back(p->clone());
@@ -82,13 +83,14 @@ TEST_CASE("2bw: the step delay is real (first two mini-batches run on the initia
   Network net(model, 7);
   ComputeConfig cc{kTiedBatch, kTiedBatch / 2, true, true};
   cc.double_buffered = true;
-  LayerStageCompute comp(net, even_ranges(net.size(), 2, false), cc,
-                         [](int, int64_t first, int64_t count, Tensor* d, Tensor* t) {  // the same batch every step
-                           for (Tensor* x : {d, t})
-                             if (x)
-                               for (int64_t i = 0; i < x->numel(); ++i) x->data()[i] = 0.01f * static_cast<float>(i + first);
-                         },
-                         plain_sgd());
+  LayerStageCompute comp(
+      net, even_ranges(net.size(), 2, false), cc,
+      [](int, int64_t first, int64_t count, Tensor* d, Tensor* t) {  // the same batch every step
+        for (Tensor* x : {d, t})
+          if (x)
+            for (int64_t i = 0; i < x->numel(); ++i) x->data()[i] = 0.01f * static_cast<float>(i + first);
+      },
+      plain_sgd());
   PipelineRuntime rt(planner::make_schedule(ScheduleKind::two_bw, 2, 2), comp, one_thread_options());
   for (int i = 0; i < 3; ++i) rt.run_iteration();
   CHECK(comp.loss(1) == comp.loss(0));  // W(-1) = W(0)
@@ -117,7 +119,8 @@ TEST_CASE("tied embeddings split across stages: summed gradients match one share
   CHECK(ref.tied_pair().head >= 0);
   std::vector<double> ref_losses;
   {
-    LayerStageCompute comp(ref, {{0, ref.size(), false}}, {kTiedBatch, kTiedBatch, false, true}, tiny_data(ref), plain_sgd());
+    LayerStageCompute comp(ref, {{0, ref.size(), false}}, {kTiedBatch, kTiedBatch, false, true}, tiny_data(ref),
+                           plain_sgd());
     PipelineRuntime rt(planner::make_schedule(ScheduleKind::gpipe, 1, 1), comp, one_thread_options());
     for (int i = 0; i < kSteps; ++i) {
       rt.run_iteration();

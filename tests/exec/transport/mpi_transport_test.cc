@@ -56,7 +56,9 @@ TEST_CASE("mpi transport: tags pack (iteration mod window, stage, micro-batch, d
   CHECK(*seen.rbegin() <= world().tag_upper_bound());
 }
 
-TEST_CASE("mpi transport: with collectives, replica all-reduce tags take a second block and point-to-point tags keep theirs") {
+TEST_CASE(
+    "mpi transport: with collectives, replica all-reduce tags take a second block and point-to-point tags keep "
+    "theirs") {
   MpiTransport t(world(), 2, 3, std::chrono::microseconds(50), /*collectives=*/true);
   // The all-reduce block has C = max(micro-batches, ranks) slots per stage (ring rounds x steps).
   const int C = std::max(3, world().size());
