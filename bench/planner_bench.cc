@@ -14,29 +14,13 @@
 #include "models/cluster.h"
 #include "models/pipedream_import.h"
 #include "planner/planner.h"
+#include "tests/planner/pipedream_graphs.h"
 
 using namespace pw;
 
 namespace {
 
 const std::string kDir = std::string(PW_PIPEDREAM_DIR) + "/";
-const std::vector<std::string> kProfiles = {"alexnet/graph.txt",
-                                            "vgg16/graph.txt",
-                                            "resnet18/graph.txt",
-                                            "squeezenet1_0/graph.txt",
-                                            "resnet50/graph.txt",
-                                            "resnext50/graph.txt",
-                                            "resnet101/graph.txt",
-                                            "resnext101/graph.txt",
-                                            "densenet121/graph.txt",
-                                            "inception_v3/graph.txt",
-                                            "inception_v3/graph_compressed.txt",
-                                            "nasnetamobile/graph.txt",
-                                            "nasnetamobile/graph_compressed.txt",
-                                            "nasnetalarge/graph.txt",
-                                            "nasnetalarge/graph_compressed.txt",
-                                            "gnmt/graph.txt",
-                                            "gnmt_large/graph.txt"};
 
 double max_rss_mib() {
   rusage u{};
@@ -107,7 +91,7 @@ void plan(benchmark::State& state, const models::Profile& p, const models::Clust
 }  // namespace
 
 int main(int argc, char** argv) {
-  for (const std::string& f : kProfiles) {
+  for (const std::string f : test::kPipeDreamGraphs) {
     auto prof = std::make_shared<models::Profile>(models::import_pipedream_graph(kDir + f));
     for (const char* obj : {"sync", "async", "pipedream"})
       for (const auto& topo : std::vector<std::vector<int>>{{16}, {4, 4}}) {
@@ -121,7 +105,7 @@ int main(int argc, char** argv) {
   // Hierarchical replicated DP at scale: every profile on 4x4, 8x8, 16x4 and 8x8x4,
   // one timed run each (the slow cases took seconds before); process CPU time counts the DP's
   // worker threads too.
-  for (const std::string& f : kProfiles) {
+  for (const std::string f : test::kPipeDreamGraphs) {
     auto prof = std::make_shared<models::Profile>(models::import_pipedream_graph(kDir + f));
     for (const char* obj : {"pipedream", "async"})
       for (const auto& topo : std::vector<std::vector<int>>{{4, 4}, {8, 8}, {16, 4}, {8, 8, 4}}) {

@@ -11,6 +11,7 @@
 #include "models/pipedream_import.h"
 #include "planner/planner.h"
 #include "planner/sync_dp.h"
+#include "tests/planner/pipedream_graphs.h"
 #include "tests/planner/random_instances.h"
 
 using namespace pw;
@@ -18,23 +19,6 @@ using namespace pw;
 namespace {
 
 const std::string kSharedGraphs = std::string(PW_PIPEDREAM_DIR) + "/";
-const char* kProfiles[] = {"alexnet/graph.txt",
-                           "vgg16/graph.txt",
-                           "resnet18/graph.txt",
-                           "squeezenet1_0/graph.txt",
-                           "resnet50/graph.txt",
-                           "resnext50/graph.txt",
-                           "resnet101/graph.txt",
-                           "resnext101/graph.txt",
-                           "densenet121/graph.txt",
-                           "inception_v3/graph.txt",
-                           "inception_v3/graph_compressed.txt",
-                           "nasnetamobile/graph.txt",
-                           "nasnetamobile/graph_compressed.txt",
-                           "nasnetalarge/graph.txt",
-                           "nasnetalarge/graph_compressed.txt",
-                           "gnmt/graph.txt",
-                           "gnmt_large/graph.txt"};
 
 models::Cluster make(const std::vector<int>& counts) {
   models::DeviceSpec dev;
@@ -50,7 +34,7 @@ models::Cluster make(const std::vector<int>& counts) {
 
 TEST_CASE("every shared profile plans: sync on 4..64 devices and 4x4, 8x8, async and pipedream on 16") {
   const std::vector<std::vector<int>> topologies = {{4}, {8}, {16}, {32}, {64}, {4, 4}, {8, 8}};
-  for (const char* f : kProfiles) {
+  for (const char* f : test::kPipeDreamGraphs) {
     CAPTURE(f);
     const models::Profile p = models::import_pipedream_graph(kSharedGraphs + f);
     for (const auto& t : topologies) {
@@ -95,7 +79,7 @@ TEST_CASE("unknown-batch PipeDream profiles (GNMT) hold --batch samples, default
 
 TEST_CASE("the DP is never worse than the gpipe-greedy and even baselines on any shared profile") {
   int strictly_better = 0, compared = 0;
-  for (const char* f : kProfiles) {
+  for (const char* f : test::kPipeDreamGraphs) {
     CAPTURE(f);
     const models::Profile p = models::import_pipedream_graph(kSharedGraphs + f);
     for (const auto& t : std::vector<std::vector<int>>{{4}, {16}, {4, 4}}) {
