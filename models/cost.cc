@@ -7,6 +7,7 @@
 #include "models/error.h"
 #include "models/gemm_efficiency.h"
 #include "models/optimizer_memory.h"
+#include "models/transformer_cost.h"
 
 namespace pw::models {
 
@@ -243,8 +244,9 @@ Work work_of(const LayerSpec& l, double B, int eb) {
   return w;
 }
 
-// The matrix products of a matmul-type layer (attrs already validated by work_of), forward,
-// input gradient (B) and weight gradient (W); empty for every other kind.
+// The matrix products of a linear, lm_head or conv2d layer (attrs already validated by
+// work_of), forward, input gradient (B) and weight gradient (W); empty for every other kind
+// (attention and transformer_block: models/transformer_cost.h).
 struct LayerGemms {
   std::vector<GemmShape> fwd, bin, bw;
 };
@@ -266,22 +268,6 @@ LayerGemms layer_gemms(const LayerSpec& l, double B) {
     case LayerKind::lm_head:
       add_weight_gemm(g, {B * pos(l, "seq"), double(pos(l, "vocab")), double(pos(l, "d_model"))});
       break;
-    case LayerKind::attention:
-    case LayerKind::transformer_block: {
-      const double s = pos(l, "seq"), h = pos(l, "d_model"), a = pos(l, "heads"), d = h / a;
-      add_weight_gemm(g, {B * s, 3 * h, h});  // Q, K, V
-      add_weight_gemm(g, {B * s, h, h});      // output projection
-      if (l.kind == LayerKind::transformer_block) {
-        const double f = pos(l, "ffn");
-        add_weight_gemm(g, {B * s, f, h});
-        add_weight_gemm(g, {B * s, h, f});
-      }
-      g.fwd.push_back({s, s, d, B * a});      // Q K^T per head
-      g.fwd.push_back({s, d, s, B * a});      // P V
-      g.bin.push_back({s, d, s, 3 * B * a});  // dQ, dK, dV
-      g.bin.push_back({s, s, d, B * a});      // dP
-      break;
-    }
     case LayerKind::conv2d: {  // implicit GEMM: rows = output pixels, one product per group
       const double k = pos(l, "kernel"), groups = double(l.attr_or("groups", 1));
       const double pixels = double(l.output_shape[1]) * double(l.output_shape[2]);
@@ -291,6 +277,18 @@ LayerGemms layer_gemms(const LayerSpec& l, double B) {
     default: break;
   }
   return g;
+}
+
+// The block of an attention or transformer_block layer (attrs validated by work_of).
+BlockShape block_shape(const LayerSpec& l, double B) {
+  BlockShape b;
+  b.batch = B;
+  b.seq = pos(l, "seq");
+  b.d_model = pos(l, "d_model");
+  b.heads = pos(l, "heads");
+  b.mlp = l.kind == LayerKind::transformer_block;
+  if (b.mlp) b.ffn = pos(l, "ffn");
+  return b;
 }
 
 int64_t to_bytes(const LayerSpec& l, double bytes) {
@@ -373,8 +371,8 @@ Profile analytic_profile(const Model& model, const DeviceSpec& device, int64_t m
   if (!(peak > 0) || !(device.memory_bandwidth_bytes_per_s > 0))
     throw InputError("device \"" + device.name + "\": needs positive peak FLOP/s and memory bandwidth");
   const bool curve = options.efficiency == 0 && has_gemm_curve(device, options.bf16);
-  const double flops_per_s = peak * (options.efficiency > 0 ? options.efficiency : kDefaultEfficiency);
-  const double bw = device.memory_bandwidth_bytes_per_s;
+  const double flops_per_s = peak * (options.efficiency > 0 ? options.efficiency : kConstantEfficiency);
+  const double bw = achieved_memory_bandwidth(device);
   const int eb = options.bf16 ? 2 : 4;
 
   Profile p;
@@ -396,8 +394,14 @@ Profile analytic_profile(const Model& model, const DeviceSpec& device, int64_t m
     lp.parameter_bytes = to_bytes(l, params * opt.weight_bytes);
     lp.optimizer_bytes = to_bytes(l, params * (opt.total() - 2 * opt.weight_bytes));
     const LayerGemms gemms = curve ? layer_gemms(l, double(micro_batch)) : LayerGemms{};
+    const bool block = l.kind == LayerKind::attention || l.kind == LayerKind::transformer_block;
     if (l.kind == LayerKind::input) {
       lp.is_data_loading = true;
+    } else if (curve && block) {
+      const PassSeconds t = block_seconds(device, block_shape(l, double(micro_batch)), BlockKernels{}, eb);
+      lp.forward_ns = std::llround(t.f * 1e9);
+      lp.backward_input_ns = std::llround(t.b * 1e9);
+      lp.backward_weight_ns = std::llround(t.w * 1e9);
     } else if (!gemms.fwd.empty()) {
       const double f = total_gemm_seconds(device, gemms.fwd, eb), bi = total_gemm_seconds(device, gemms.bin, eb);
       const double bw_s = total_gemm_seconds(device, gemms.bw, eb);

@@ -16,18 +16,19 @@
 // input, or a cheaper stand-in: a 1-byte mask for relu, argmax indices for max_pool).
 //
 // Times are rooflines: max(flops / (peak * efficiency), bytes / memory_bandwidth), rounded to
-// integer ns; the backward roofline is taken over B and W together and split between them in
-// proportion to their FLOPs. With efficiency 0 (the default) on a device whose catalog entry
-// has a GEMM ceiling, at the bf16 rate, a matmul-type layer's arithmetic is instead the sum of
-// its own matrix products, each priced by its shape at this micro-batch
-// (models/gemm_efficiency.h): linear (rows, out, in); lm_head (B s, V, h); attention and
-// transformer_block their Q/K/V, projection and MLP products (B s rows) and, per head, the
-// score (s, s, h/a) and context (s, h/a, s) products; conv2d the implicit GEMM (B x output
-// pixels, out_c/g, in_c/g x k^2) per group g; every weight product also as its input- and
-// weight-gradient product, the attention backward products in B. The backward is split in
-// proportion to those times. Every other layer (memory bound), every device without a
-// ceiling (the CPU entries among them) and efficiency 0 at fp32 use the constant
-// kDefaultEfficiency (0.5). All functions are pure and thread-safe.
+// integer ns, memory at the device's achieved bandwidth (models/device.h); the backward
+// roofline is taken over B and W together and split between them in proportion to their
+// FLOPs. With efficiency 0 (the default) on a device whose catalog entry has a GEMM ceiling,
+// at the bf16 rate, a matmul-type layer's arithmetic is instead the sum of its own matrix
+// products, each priced by its shape at this micro-batch (models/gemm_efficiency.h): linear
+// (rows, out, in); lm_head (B s, V, h); conv2d the implicit GEMM (B x output pixels, out_c/g,
+// in_c/g x k^2) per group g; every weight product also as its input- and weight-gradient
+// product, the backward split in proportion to those times (the roofline of the products and
+// the layer's bytes). attention and transformer_block are priced by models/transformer_cost.h
+// (Pipewright's kernels): their products plus their memory-bound kernels, F, B and W each.
+// Every other layer (memory bound), every device without a ceiling (the CPU entries among
+// them) and efficiency 0 at fp32 use the constant kConstantEfficiency (0.5). All functions are
+// pure and thread-safe.
 #pragma once
 
 #include <cstdint>

@@ -2,6 +2,7 @@
 
 #include "models/cost.h"
 #include "models/error.h"
+#include "models/gemm_efficiency.h"
 
 namespace pw::models {
 
@@ -32,7 +33,8 @@ Profile default_analytic_profile(const Model& model, const DeviceSpec& device, i
                                  const std::string& optimizer, double efficiency) {
   CostOptions co{efficiency, bf16, priced_optimizer(optimizer, bf16)};
   co.gemm_half_rows = default_gemm_half_rows(device);
-  if (co.gemm_half_rows <= 0) return analytic_profile(model, device, 1, co);
+  const bool curve = efficiency == 0 && has_gemm_curve(device, bf16);
+  if (co.gemm_half_rows <= 0 && !curve) return analytic_profile(model, device, 1, co);
   // Efficiency depends on the GEMM size: cost every micro-batch size a plan may use.
   std::vector<int64_t> sizes;
   for (int64_t d = 1; d <= batch && sizes.size() < 64; ++d)
@@ -47,13 +49,13 @@ Cluster make_node_cluster(const DeviceSpec& device, int devices, int devices_per
     throw InputError("--devices-per-node: expected at least 1, got " + std::to_string(devices_per_node));
   const std::string name = std::to_string(devices) + "x" + device.name;
   if (devices <= devices_per_node)
-    return Cluster(name, device, {{"node", devices, intra.bandwidth_bytes_per_s, intra.latency_ns}});
+    return Cluster(name, device, {{"node", devices, achieved_bandwidth(intra), intra.latency_ns}});
   if (devices % devices_per_node != 0)
     throw InputError("devices: " + std::to_string(devices) +
                      " is not a multiple of devices_per_node = " + std::to_string(devices_per_node));
   return Cluster(name + "-" + inter.name, device,
-                 {{"node", devices_per_node, intra.bandwidth_bytes_per_s, intra.latency_ns},
-                  {"network", devices / devices_per_node, inter.bandwidth_bytes_per_s, inter.latency_ns}});
+                 {{"node", devices_per_node, achieved_bandwidth(intra), intra.latency_ns},
+                  {"network", devices / devices_per_node, achieved_bandwidth(inter), inter.latency_ns}});
 }
 
 }  // namespace pw::models

@@ -24,9 +24,14 @@ inline constexpr const char* kDefaultInterconnect = "ib-100g";
 // One optimizer vocabulary: "adam" is the default everywhere and under bf16 is priced as
 // mixed-precision Adam (priced_optimizer); "adam-mixed" stays accepted as its explicit name.
 inline constexpr const char* kDefaultOptimizer = "adam";
-// Fraction of the device's peak FLOP/s every matrix product reaches (cost model, planner,
-// whatif's Megatron model alike).
-inline constexpr double kDefaultEfficiency = 0.5;
+// Fraction of the device's peak FLOP/s the matrix products reach (cost model, planner, whatif's
+// Megatron model alike). The default 0 prices each product by its shape on the device's GEMM
+// curve (models/gemm_efficiency.h; a transformer block with its memory-bound kernels,
+// models/transformer_cost.h) where the catalog has one at the costs' precision (A100, H100,
+// H200 at bf16), and at kConstantEfficiency elsewhere (CPUs, TPUs, V100, P100, fp32). A value in
+// (0, 1] (--efficiency) is an override: every product at that constant fraction.
+inline constexpr double kDefaultEfficiency = 0;
+inline constexpr double kConstantEfficiency = 0.5;
 // Re-materialization: "auto" recomputes a stage only where its memory requires it (the
 // planner's choice per stage); "on" every stage, "off" none.
 inline constexpr const char* kDefaultRecompute = "auto";
@@ -56,8 +61,9 @@ std::string priced_optimizer(const std::string& optimizer, bool bf16);
 // The analytic profile of `model` on `device` that `plan --model`, `whatif` and the tests
 // price with: micro-batch 1, `efficiency`, `bf16`, the optimizer as priced
 // (priced_optimizer), GEMM-size efficiency as default_gemm_half_rows(device) says and, where
-// that is on (CPU devices), one more point per divisor of `batch` (the 64 smallest) so that the
-// planner sees each micro-batch size's own efficiency. InputError as analytic_profile.
+// that is on (CPU devices) or the costs follow the device's GEMM curve (efficiency 0), one more
+// point per divisor of `batch` (the 64 smallest) so that the planner sees each micro-batch
+// size's own efficiency. InputError as analytic_profile.
 Profile default_analytic_profile(const Model& model, const DeviceSpec& device, int64_t batch, bool bf16,
                                  const std::string& optimizer, double efficiency = kDefaultEfficiency);
 

@@ -10,6 +10,15 @@ namespace {
 constexpr double T = 1e12;
 constexpr double G = 1e9;
 constexpr int64_t GiB = int64_t{1} << 30;
+
+// Achieved fractions from Calculon's system files (Isaev et al., "Calculon: a Methodology and
+// Tool for High-Level Co-Design of Systems and Large Language Models", SC'23;
+// github.com/calculon-ai/calculon, systems/*.json), which its authors validated against
+// Megatron-LM runs on NVIDIA's Selene.
+constexpr const char* kCalculonA100Memory = "Calculon systems/a100_80g.json: HBM 0.90 for >= 100 MB";
+constexpr const char* kCalculonH100Memory = "Calculon systems/h100_80g_nvl8.json: HBM 0.90 for >= 100 MB";
+constexpr const char* kCalculonIb =
+    "Calculon systems/a100_80g.json and h100_80g_nvl8.json: InfiniBand 0.90 (HDR 25 GB/s, NDR 50 GB/s)";
 }  // namespace
 
 const std::vector<DeviceSpec>& device_catalog() {
@@ -36,20 +45,27 @@ const std::vector<DeviceSpec>& device_catalog() {
       // "Machine Learning Engineering", compute/accelerator/README.md, MAMF comparison table
       // (github.com/stas00/ml-engineering; benchmark: compute/accelerator/benchmarks/mamf-finder.py).
       // 108 streaming multiprocessors (NVIDIA A100 Tensor Core GPU Architecture whitepaper).
+      // Memory: large streams reach 0.90 of the HBM rate in Calculon's A100-80GB system
+      // (Isaev et al., "Calculon", SC'23; github.com/calculon-ai/calculon systems/a100_80g.json,
+      // mem1 MB_efficiency for >= 100 MB), the configuration its authors validated against
+      // Megatron-LM runs on Selene; the 40 GB part has the same memory system at a lower clock.
       {"a100-40g", 19.5 * T, 312 * T, 1555 * G, 40 * GiB, "NVIDIA A100 datasheet (SXM4 40GB)", 267.9 / 312,
-       "MAMF 267.9 TFLOP/s bf16, A100 SXM (Bekman, ml-engineering)", 108},
+       "MAMF 267.9 TFLOP/s bf16, A100 SXM (Bekman, ml-engineering)", 108, 0.9, kCalculonA100Memory},
       {"a100-80g", 19.5 * T, 312 * T, 2039 * G, 80 * GiB, "NVIDIA A100 datasheet (SXM4 80GB)", 267.9 / 312,
-       "MAMF 267.9 TFLOP/s bf16, A100 SXM (Bekman, ml-engineering)", 108},
+       "MAMF 267.9 TFLOP/s bf16, A100 SXM (Bekman, ml-engineering)", 108, 0.9, kCalculonA100Memory},
       // NVIDIA H100 SXM5 datasheet: 67 TFLOP/s fp32, 989 bf16 dense, 3.35 TB/s HBM3, 80 GB.
       // GEMM ceiling: 792.1 of 989 TFLOP/s, MAMF of an H100 SXM (CUDA 12.1), same table as A100;
       // 132 streaming multiprocessors (NVIDIA H100 Tensor Core GPU Architecture whitepaper, SXM5).
+      // Memory: 0.90 for large streams, Calculon's H100 system (systems/h100_80g_nvl8.json).
       {"h100-80g", 67 * T, 989 * T, 3350 * G, 80 * GiB, "NVIDIA H100 datasheet (SXM5)", 792.1 / 989,
-       "MAMF 792.1 TFLOP/s bf16, H100 SXM (Bekman, ml-engineering)", 132},
+       "MAMF 792.1 TFLOP/s bf16, H100 SXM (Bekman, ml-engineering)", 132, 0.9, kCalculonH100Memory},
       // NVIDIA H200 SXM datasheet: 67 TFLOP/s fp32, 989 bf16 dense, 4.8 TB/s HBM3e, 141 GB. The
       // MAMF table has no H200 row; its GEMM ceiling is the table's GH200 measurement (821.0 of
-      // 989 TFLOP/s, CUDA 12.5): the same GH100 GPU with 132 multiprocessors and HBM3e.
+      // 989 TFLOP/s, CUDA 12.5): the same GH100 GPU with 132 multiprocessors and HBM3e. No H200
+      // memory measurement is published either: the H100's fraction stands in (same GPU).
       {"h200-141g", 67 * T, 989 * T, 4800 * G, 141 * GiB, "NVIDIA H200 datasheet (SXM)", 821.0 / 989,
-       "MAMF 821.0 TFLOP/s bf16, GH200 (Bekman, ml-engineering), standing in for H200", 132},
+       "MAMF 821.0 TFLOP/s bf16, GH200 (Bekman, ml-engineering), standing in for H200", 132, 0.9,
+       "Calculon systems/h100_80g_nvl8.json (H100 HBM3, 0.90 for >= 100 MB), standing in for H200"},
       // A generic two-socket-server socket: 32 cores at 2.0 GHz with two AVX-512 FMA units
       // (32 fp32 FLOP/cycle/core) = 2.05 TFLOP/s fp32, AVX512-BF16 doubles it; 8 channels of
       // DDR4-3200 = 204.8 GB/s; 256 GiB. (Intel Xeon Gold 6338-class, Intel ARK.)
@@ -71,14 +87,21 @@ const std::vector<LinkSpec>& link_catalog() {
       // NVLink 2 (V100): 6 links x 25 GB/s per direction = 150 GB/s (300 GB/s both ways).
       {"nvlink2", 150 * G, 700, "NVIDIA V100 datasheet: 300 GB/s NVLink (bidirectional)"},
       // NVLink 3 (A100): 12 links x 25 GB/s = 300 GB/s per direction (600 GB/s both ways).
-      {"nvlink3", 300 * G, 700, "NVIDIA A100 datasheet: 600 GB/s NVLink (bidirectional)"},
+      // Achieved: 0.6 of it for transfers and ring collectives (NCCL over NVSwitch), Calculon's
+      // A100 system (systems/a100_80g.json, network 0: 300 GB/s, efficiency 0.6).
+      {"nvlink3", 300 * G, 700, "NVIDIA A100 datasheet: 600 GB/s NVLink (bidirectional)", 0.6,
+       "Calculon systems/a100_80g.json: NVLink 0.6"},
       // NVLink 4 (H100 SXM): 18 links, 900 GB/s both ways = 450 GB/s per direction.
-      {"nvlink4", 450 * G, 700, "NVIDIA H100 datasheet: 900 GB/s NVLink (bidirectional)"},
+      // Achieved: 0.6, Calculon's H100 system (systems/h100_80g_nvl8.json, 450 GB/s, 0.6).
+      {"nvlink4", 450 * G, 700, "NVIDIA H100 datasheet: 900 GB/s NVLink (bidirectional)", 0.6,
+       "Calculon systems/h100_80g_nvl8.json: NVLink 0.6"},
       // InfiniBand EDR 4x: 100 Gbit/s = 12.5 GB/s; ~1.5 us MPI latency (Mellanox ConnectX-5).
-      {"ib-100g", 12.5 * G, 1500, "InfiniBand EDR 4x, Mellanox ConnectX-5 product brief"},
+      // Achieved: 0.9, as Calculon measures HDR and NDR InfiniBand (EDR: the same protocol).
+      {"ib-100g", 12.5 * G, 1500, "InfiniBand EDR 4x, Mellanox ConnectX-5 product brief", 0.9, kCalculonIb},
       // InfiniBand HDR 4x: 200 Gbit/s = 25 GB/s (Mellanox ConnectX-6 product brief); one port per
       // GPU on DGX A100 nodes such as Selene's.
-      {"ib-200g", 25 * G, 1500, "InfiniBand HDR 4x, Mellanox ConnectX-6 product brief"},
+      // Achieved: 0.9 (Calculon, as above).
+      {"ib-200g", 25 * G, 1500, "InfiniBand HDR 4x, Mellanox ConnectX-6 product brief", 0.9, kCalculonIb},
       // Ethernet line rates; latencies typical of TCP over a top-of-rack switch.
       {"eth-10g", 1.25 * G, 20000, "IEEE 802.3 10GBASE line rate"},
       {"eth-25g", 3.125 * G, 10000, "IEEE 802.3by 25GBASE line rate"},
@@ -95,6 +118,9 @@ static const Spec& find_in(const std::vector<Spec>& catalog, std::string_view na
   for (const Spec& s : catalog) known += (known.empty() ? "" : ", ") + s.name;
   throw InputError(std::string("unknown ") + what + " \"" + escape_for_message(name) + "\" (known: " + known + ")");
 }
+
+double achieved_memory_bandwidth(const DeviceSpec& d) { return d.memory_bandwidth_bytes_per_s * d.memory_efficiency; }
+double achieved_bandwidth(const LinkSpec& l) { return l.bandwidth_bytes_per_s * l.efficiency; }
 
 const DeviceSpec& find_device(std::string_view name) { return find_in(device_catalog(), name, "device kind"); }
 const LinkSpec& find_link(std::string_view name) { return find_in(link_catalog(), name, "interconnect"); }
@@ -127,6 +153,8 @@ DeviceSpec device_from_json(const Json& j, const std::string& path) {
       d.gemm_ceiling = c.gemm_ceiling;
       d.gemm_source = c.gemm_source;
       d.gemm_units = c.gemm_units;
+      d.memory_efficiency = c.memory_efficiency;
+      d.memory_source = c.memory_source;
     }
   return d;
 }

@@ -28,7 +28,7 @@ double gemm_seconds(const DeviceSpec& device, const GemmShape& g, int element_by
   PW_CHECK(g.m > 0 && g.n > 0 && g.k > 0 && g.count > 0, "GEMM dimensions must be positive");
   const double compute = gemm_flops(g) / (device.peak_bf16_flops * device.gemm_ceiling * wave_utilization(device, g));
   const double traffic = element_bytes * (g.m * g.k + g.k * g.n + g.m * g.n) * g.count;
-  return compute + traffic / device.memory_bandwidth_bytes_per_s;
+  return compute + traffic / achieved_memory_bandwidth(device);
 }
 
 double gemm_shape_efficiency(const DeviceSpec& device, const GemmShape& g, int element_bytes) {

@@ -62,7 +62,8 @@ inline constexpr Limit kMemoryBytes{1, 1000000000000000000};  // a device's memo
 inline constexpr Limit kBandwidth{1, 1000000000000000000};
 inline constexpr Limit kDeviceRate{0, 1000000000000000000};
 // Real-valued quantities of files and flags alike:
-inline constexpr RealLimit kEfficiency{1e-9, 1};  // fraction of peak FLOP/s the cost model assumes
+// Fraction of peak FLOP/s the cost model assumes; 0: the device's GEMM curve (models/defaults.h).
+inline constexpr RealLimit kEfficiency{0, 1};
 inline constexpr RealLimit kShare{0, 1};          // a share of an iteration (bubble, idle, imbalance)
 inline constexpr RealLimit kSeconds{0, 1e6};      // a predicted duration (kDurationNs, in seconds)
 inline constexpr RealLimit kSampleRate{0, 1e18};  // samples per second

@@ -8,10 +8,12 @@
 // The description (stdout) names every level: its count, devices per group, link rate and
 // latency, plus the device; -o writes the same cluster as JSON, which `plan --cluster` and
 // `simulate --cluster` read back unchanged.
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <memory>
 #include <sstream>
+#include <string>
 
 #include "models/cluster.h"
 #include "models/device.h"
@@ -36,7 +38,8 @@ struct ClusterArgs {
 std::string rate(double bytes_per_s) {
   char buf[48];
   if (bytes_per_s >= 1e29) return "free";
-  if (bytes_per_s >= 1e9) std::snprintf(buf, sizeof buf, "%.3g GB/s", bytes_per_s / 1e9);
+  if (bytes_per_s >= 1e12) std::snprintf(buf, sizeof buf, "%.3g TB/s", bytes_per_s / 1e12);
+  else if (bytes_per_s >= 1e9) std::snprintf(buf, sizeof buf, "%.3g GB/s", bytes_per_s / 1e9);
   else std::snprintf(buf, sizeof buf, "%.3g MB/s", bytes_per_s / 1e6);
   return buf;
 }
@@ -59,15 +62,23 @@ std::string describe(const pw::models::Cluster& c) {
 }
 
 void list_catalog() {
-  std::cout << "devices (name, fp32, 16-bit, memory, source):\n";
+  // The achieved fractions the cost models apply (models/device.h), where one is published.
+  auto achieved = [](double fraction, const std::string& source) {
+    return fraction < 1
+               ? "; achieved " + std::to_string(static_cast<int>(std::lround(fraction * 100))) + "% (" + source + ")"
+               : std::string();
+  };
+  std::cout << "devices (name, fp32, 16-bit, memory, memory bandwidth, source):\n";
   for (const auto& d : pw::models::device_catalog())
     std::cout << "  " << d.name << "  " << pw::tools::human_count(d.peak_fp32_flops) << "FLOP/s  "
               << pw::tools::human_count(d.peak_bf16_flops) << "FLOP/s  "
-              << pw::tools::human_bytes(static_cast<double>(d.memory_bytes)) << "  " << d.source << "\n";
+              << pw::tools::human_bytes(static_cast<double>(d.memory_bytes)) << "  "
+              << rate(d.memory_bandwidth_bytes_per_s) << "  " << d.source
+              << achieved(d.memory_efficiency, d.memory_source) << "\n";
   std::cout << "links (name, per direction, latency, source):\n";
   for (const auto& l : pw::models::link_catalog())
     std::cout << "  " << l.name << "  " << rate(l.bandwidth_bytes_per_s) << "  " << l.latency_ns << " ns  " << l.source
-              << "\n";
+              << achieved(l.efficiency, l.efficiency_source) << "\n";
 }
 
 pw::models::Cluster this_machine(const ClusterArgs& a) {

@@ -20,6 +20,7 @@
 #include "sim/plan_prediction.h"
 #include "tools/cluster_flags.h"
 #include "tools/command_registry.h"
+#include "tools/flag_checks.h"
 #include "tools/model_report.h"
 #include "tools/plan_trials.h"  // constants only without the executor (plan_trials.cc needs it)
 #include "tools/zoo_flags.h"
@@ -286,8 +287,7 @@ pw::tools::CommandRegistrar register_plan("plan", [](CLI::App& app) {
   pw::tools::add_cluster_options(sub, a->cl);
   sub->add_option("--dtype", a->dtype, "fp32 | bf16 analytic costs (default: bf16 on an accelerator, fp32 on a CPU)");
   sub->add_flag("--bf16", a->bf16, "same as --dtype bf16");
-  sub->add_option("--efficiency", a->efficiency, "fraction of peak FLOP/s the analytic cost model assumes")
-      ->capture_default_str();
+  sub->add_option("--efficiency", a->efficiency, pw::tools::kEfficiencyHelp)->capture_default_str();
   sub->add_option("--batch", a->req.batch, "samples per mini-batch (default: the profile's)");
   sub->add_option("--micro-batches", a->choice.micro_batches, "auto or a count")->capture_default_str();
   sub->add_option("--schedule", a->choice.schedule,

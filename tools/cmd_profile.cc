@@ -13,6 +13,7 @@
 #include "models/output_set.h"
 #include "models/profile.h"
 #include "tools/command_registry.h"
+#include "tools/flag_checks.h"
 #include "tools/model_report.h"
 #include "tools/zoo_flags.h"
 
@@ -81,8 +82,8 @@ void check_args(ProfileArgs& a) {
   }
   if (a.micro_batch < 1)
     throw pw::InputError("--micro-batch: expected an integer >= 1, got " + std::to_string(a.micro_batch));
-  if (!(a.efficiency > 0 && a.efficiency <= 1))
-    throw pw::InputError("--efficiency: expected a number in (0, 1], got " + std::to_string(a.efficiency));
+  if (!(a.efficiency >= 0 && a.efficiency <= 1))
+    throw pw::InputError("--efficiency: expected a number in [0, 1], got " + std::to_string(a.efficiency));
   try {
     pw::models::find_optimizer(a.optimizer);
   } catch (const pw::InputError& e) { throw pw::InputError(std::string("--optimizer: ") + e.what()); }
@@ -167,7 +168,7 @@ pw::tools::CommandRegistrar register_profile("profile", [](CLI::App& app) {
   sub->add_option("--micro-batch", a->micro_batch_list,
                   "samples per micro-batch; --measure: a list (1,2,4,8) measures costs at each size")
       ->required();
-  sub->add_option("--efficiency", a->efficiency, "fraction of peak FLOP/s reached, in (0, 1]")->capture_default_str();
+  sub->add_option("--efficiency", a->efficiency, pw::tools::kEfficiencyHelp)->capture_default_str();
   sub->add_option("--optimizer", a->optimizer,
                   "sgd | sgd-momentum | rmsprop | adam | adam-mixed (under bf16, adam is priced as adam-mixed)")
       ->capture_default_str();

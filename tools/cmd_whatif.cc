@@ -21,6 +21,7 @@
 #include "models/profile.h"
 #include "tools/cmd_whatif_best.h"
 #include "tools/command_registry.h"
+#include "tools/flag_checks.h"
 #include "whatif/charts.h"
 #include "whatif/config.h"
 #include "whatif/eval.h"
@@ -69,8 +70,7 @@ void add_model_flags(CLI::App* sub, CommonArgs& a) {
                   "sgd | sgd-momentum | rmsprop | adam | adam-mixed (under bf16, adam is priced as adam-mixed)")
       ->capture_default_str();
   sub->add_option("--partitioner", c.partitioner, "dp | gpipe-greedy | even")->capture_default_str();
-  sub->add_option("--efficiency", c.efficiency, "fraction of peak FLOP/s the cost model assumes")
-      ->capture_default_str();
+  sub->add_option("--efficiency", c.efficiency, pw::tools::kEfficiencyHelp)->capture_default_str();
   sub->add_option("--dtype", a.dtype, "fp32 | bf16 analytic costs (default: bf16 on an accelerator, fp32 on a CPU)");
   sub->add_flag("--fp32", a.fp32, "same as --dtype fp32");
   sub->add_flag("--json", a.json, "print rows as JSON");

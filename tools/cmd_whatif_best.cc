@@ -16,6 +16,7 @@
 #include "models/json_util.h"
 #include "models/output_set.h"
 #include "tools/cmd_whatif_best.h"
+#include "tools/flag_checks.h"
 #include "whatif/best_json.h"
 #include "whatif/chart_svg.h"
 #include "whatif/megatron.h"
@@ -29,6 +30,7 @@ struct BestArgs {
   int devices = 1024, devices_per_node = 8;
   std::string device = models::kDefaultDevice, intra = models::kDefaultIntraNode, inter = models::kDefaultInterconnect;
   double efficiency = models::kDefaultEfficiency;
+  std::string kernels = "pipewright";
   bool fp32 = false;
   std::string dtype;  // "" = models::default_dtype of --device
   std::vector<int> tp, pp, dp, micro_batch, chunks, stage_layers;
@@ -68,7 +70,7 @@ void run_best(const BestArgs& a) {
   if (a.devices > a.devices_per_node && a.devices % a.devices_per_node)
     throw InputError("--devices: expected a multiple of --devices-per-node (" + std::to_string(a.devices_per_node) +
                      ")");
-  if (!(a.efficiency > 0 && a.efficiency <= 1)) throw InputError("--efficiency: expected a value in (0, 1]");
+  if (!(a.efficiency >= 0 && a.efficiency <= 1)) throw InputError("--efficiency: expected a value in [0, 1]");
   whatif::Machine m;
   m.device = models::find_device(a.device);
   m.intra = models::find_link(a.intra);
@@ -76,6 +78,9 @@ void run_best(const BestArgs& a) {
   m.devices = a.devices;
   m.devices_per_node = std::min(a.devices_per_node, a.devices);
   m.efficiency = a.efficiency;
+  if (a.kernels == "megatron") m.kernels = models::kMegatronKernels;
+  else if (a.kernels != "pipewright")
+    throw InputError("--kernels: expected pipewright or megatron, got \"" + a.kernels + "\"");
   if (a.fp32 && !a.dtype.empty() && a.dtype != "fp32")
     throw InputError("--fp32 and --dtype " + a.dtype + ": give one of them");
   m.bf16 = a.fp32 ? false : a.dtype.empty() ? models::default_bf16(m.device) : models::parse_dtype(a.dtype, "--dtype");
@@ -160,7 +165,11 @@ void add_whatif_best(CLI::App* whatif) {
   s->add_option("--device", a->device, "device kind from the catalog")->capture_default_str();
   s->add_option("--intra-node", a->intra, "link inside a node")->capture_default_str();
   s->add_option("--interconnect", a->inter, "link between nodes (per device)")->capture_default_str();
-  s->add_option("--efficiency", a->efficiency, "fraction of peak FLOP/s the matrix products reach")
+  s->add_option("--efficiency", a->efficiency, kEfficiencyHelp)->capture_default_str();
+  s->add_option("--kernels", a->kernels,
+                "memory-bound kernels of a block under the GEMM curve: pipewright (layer norms, residual adds, GeLU, "
+                "softmax: the GPT `plan` prices) | megatron (also hidden and attention dropout and fp32 gradient "
+                "accumulation: Megatron-LM's GPT of SC'21)")
       ->capture_default_str();
   s->add_option("--dtype", a->dtype, "fp32 | bf16 (default: bf16 on an accelerator, fp32 on a CPU)");
   s->add_flag("--fp32", a->fp32, "same as --dtype fp32");

@@ -28,6 +28,11 @@ double parse_flag_number(const std::string& flag, const std::string& text, FlagU
 
 void install_flag_checks(CLI::App& app);
 
+// The help of --efficiency, one wording for every command that takes it (models/defaults.h).
+inline constexpr const char* kEfficiencyHelp =
+    "fraction of peak FLOP/s the matrix products reach, in [0, 1]; 0 (default): each by its shape on the "
+    "device's GEMM curve where the catalog has one (A100, H100, H200 at bf16), else 0.5";
+
 int machine_cores();
 // Threads per worker this machine can run: at most 4 x its cores (--threads, a plan's
 // threads_per_stage). InputError("<where>: expected at most N threads (4 x this machine's C

@@ -138,8 +138,8 @@ void apply_setting(WhatifConfig& c, std::string_view name, const Json& v, const 
   else if (name == "partitioner") c.partitioner = one_of(v, path, {"dp", "gpipe-greedy", "even"});
   else if (name == "bf16") c.bf16 = as_bool(v, path);
   else if (name == "efficiency") {
-    if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() <= 0 || v.get<double>() > 1)
-      bad(path, "a number in (0, 1]", v);
+    if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0 || v.get<double>() > 1)
+      bad(path, "a number in [0, 1] (0: the device's GEMM curve)", v);
     c.efficiency = v.get<double>();
   } else {
     throw InputError(path + ": unknown setting \"" + std::string(name) + "\" (known: " + known_list() + ")");

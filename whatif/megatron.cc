@@ -7,6 +7,7 @@
 #include "models/defaults.h"
 #include "models/gemm_efficiency.h"
 #include "models/profile_points.h"
+#include "models/transformer_cost.h"
 #include "models/zoo.h"
 #include "planner/schedule_gen.h"
 #include "sim/engine.h"
@@ -24,7 +25,7 @@ int64_t to_ns(double s) { return static_cast<int64_t>(std::llround(s * 1e9)); }
 // Ring all-reduce of `bytes` over n devices on `link`, in seconds.
 double ring_allreduce_s(int n, double bytes, const models::LinkSpec& link) {
   if (n <= 1) return 0;
-  return 2.0 * (n - 1) / n * bytes / link.bandwidth_bytes_per_s + 2.0 * (n - 1) * link.latency_ns * 1e-9;
+  return 2.0 * (n - 1) / n * bytes / models::achieved_bandwidth(link) + 2.0 * (n - 1) * link.latency_ns * 1e-9;
 }
 
 // The link a group of `count` devices `stride` apart crosses (starting at a node boundary).
@@ -32,55 +33,28 @@ const models::LinkSpec& link_of_group(const Machine& m, int64_t stride, int coun
   return stride * count <= m.devices_per_node ? m.intra : m.inter;
 }
 
-// Per-device seconds of one transformer layer and of the logits for one micro-batch, split
-// into forward (F), input gradient (B) and weight gradient (W); compute only (the
-// tensor-parallel all-reduces are added by the caller).
-struct PassTimes {
-  double f = 0, b = 0, w = 0;
-};
+// Per-device seconds of one transformer layer and of the layers around the blocks for one
+// micro-batch, split into forward (F), input gradient (B) and weight gradient (W); compute only
+// (the tensor-parallel all-reduces are added by the caller).
+using PassTimes = models::PassSeconds;
 
 // The constant-efficiency model: every product at peak x efficiency, B and W each as much as F.
 PassTimes constant_layer(double flops_fwd, double rate) {
   return {flops_fwd / rate, flops_fwd / rate, flops_fwd / rate};
 }
 
-// The device's GEMM curve (models/gemm_efficiency.h) on Megatron's products, plus the
-// memory-bound kernels at memory bandwidth (bf16, 2 bytes an element). Products per device
-// with b s tokens, t-way tensor parallelism, head dimension d = h/a and a/t local heads:
-//   QKV (bs, 3h/t, h), projection (bs, h, h/t), MLP (bs, 4h/t, h) and (bs, h, 4h/t); each
-//   also as its input gradient (B) and weight gradient (W);
-//   attention scores (s, s, d) and context (s, d, s), b a/t of each; backward (all B):
-//   dQ, dK, dV as (s, d, s) and dP as (s, s, d).
-// Memory-bound kernels of Megatron-LM (fused where SC'21's code fuses them), bytes per element
-// read + written: forward, two layer norms (2 + 2 each) and two bias-dropout-adds (2 inputs, an
-// output and a 1-byte mask: 7 each) over the s b h activations (divided by t with sequence
-// parallelism), bias-GeLU (2 + 2) over the s b 4h/t MLP activations, scale-mask-softmax
-// (2 + 2) and attention dropout (2 + 2 + 1) over the b a/t s^2 scores; backward, layer norms
-// 6 each (gradient and input read, gradient written), dropout-adds 5 each plus the residual
-// gradient sum 6 each, bias-GeLU 6, softmax 6 and dropout 5. W adds Megatron's fp32 gradient
-// accumulation: each micro-batch's bf16 weight gradient is added into an fp32 buffer (2 + 4
-// read, 4 written per parameter of the device).
-PassTimes curve_layer(const models::DeviceSpec& dev, double b, double s, double h, double a, double t, bool sp) {
-  const double tokens = b * s, d = h / a, heads = b * a / t;
-  const std::vector<models::GemmShape> weights{
-      {tokens, 3 * h / t, h}, {tokens, h, h / t}, {tokens, 4 * h / t, h}, {tokens, h, 4 * h / t}};
-  std::vector<models::GemmShape> fwd = weights, bin, bw;
-  fwd.push_back({s, s, d, heads});
-  fwd.push_back({s, d, s, heads});
-  for (const models::GemmShape& g : weights) {
-    bin.push_back(models::input_gradient_gemm(g));
-    bw.push_back(models::weight_gradient_gemm(g));
-  }
-  bin.push_back({s, d, s, 3 * heads});  // dQ, dK, dV
-  bin.push_back({s, s, d, heads});      // dP
-  const double sbh = tokens * h / (sp ? t : 1), mlp = tokens * 4 * h / t, scores = heads * s * s;
-  const double bw_bytes = dev.memory_bandwidth_bytes_per_s;
-  const double ew_fwd = (2 * 4 + 2 * 7) * sbh + 4 * mlp + (4 + 5) * scores;
-  const double ew_bwd = (2 * 6 + 2 * 5 + 2 * 6) * sbh + 6 * mlp + (6 + 5) * scores;
-  const double grad_acc = 10 * (12 * h * h + 13 * h) / t;
-  return {models::total_gemm_seconds(dev, fwd) + ew_fwd / bw_bytes,
-          models::total_gemm_seconds(dev, bin) + ew_bwd / bw_bytes,
-          models::total_gemm_seconds(dev, bw) + grad_acc / bw_bytes};
+// The device's GEMM curve on Megatron's block with 4h MLP, t-way split (models/transformer_cost.h:
+// the products and the memory-bound kernels `kernels` names; bf16, 2 bytes an element).
+PassTimes curve_layer(const Machine& m, double b, double s, double h, double a, double t, bool sp) {
+  models::BlockShape shape;
+  shape.batch = b;
+  shape.seq = s;
+  shape.d_model = h;
+  shape.heads = a;
+  shape.ffn = 4 * h;
+  shape.tp = t;
+  shape.sequence_parallel = sp;
+  return models::block_seconds(m.device, shape, m.kernels, 2);
 }
 
 // The layers around the blocks, priced as `plan --model gpt` prices them: the zoo's GPT
@@ -178,12 +152,12 @@ Evaluation evaluate_layout(const GptShape& g, int64_t batch, const Machine& m, c
 
   const double s = g.seq, h = g.hidden, a = g.heads, V = g.vocab;
   const bool curve = m.efficiency == 0 && models::has_gemm_curve(m.device, m.bf16);
-  const double eff = m.efficiency > 0 ? m.efficiency : models::kDefaultEfficiency;
+  const double eff = m.efficiency > 0 ? m.efficiency : models::kConstantEfficiency;
   const double rate = (m.bf16 ? m.device.peak_bf16_flops : m.device.peak_fp32_flops) * eff;
   // Transformer blocks per virtual stage: Megatron's equal cut unless the layout gives one.
   std::vector<int64_t> blocks(S, g.layers / S);
   if (!lay.stage_layers.empty()) blocks.assign(lay.stage_layers.begin(), lay.stage_layers.end());
-  const PassTimes layer = curve ? curve_layer(m.device, b, s, h, a, t, lay.sequence_parallel)
+  const PassTimes layer = curve ? curve_layer(m, b, s, h, a, t, lay.sequence_parallel)
                                 : constant_layer(24 * b * s * h * h * (1 + s / (6 * h)) / t, rate);
   const double tp_bytes = b * s * h * 2;
   const double tp_ar = ring_allreduce_s(t, tp_bytes, m.intra);
@@ -245,7 +219,7 @@ Evaluation evaluate_layout(const GptShape& g, int64_t batch, const Machine& m, c
   for (int dev = 0; dev < p; ++dev) {
     double bytes = 0;
     for (int st = dev; st < S; st += p) bytes += c.weights_optimizer_bytes[st];
-    c.step_ns.push_back(to_ns(2 * bytes / m.device.memory_bandwidth_bytes_per_s));
+    c.step_ns.push_back(to_ns(2 * bytes / models::achieved_memory_bandwidth(m.device)));
   }
 
   planner::Schedule sched = planner::make_schedule(
@@ -260,9 +234,11 @@ Evaluation evaluate_layout(const GptShape& g, int64_t batch, const Machine& m, c
         ops.insert(has_step ? ops.end() - 1 : ops.end(), planner::Op{planner::OpKind::allreduce, st, -1, -1, 0});
   }
   // Pipeline device k = cluster device k * t * d: nodes of devices_per_node, then the rest.
-  std::vector<models::Level> levels{{"node", m.devices_per_node, m.intra.bandwidth_bytes_per_s, m.intra.latency_ns}};
+  std::vector<models::Level> levels{
+      {"node", m.devices_per_node, models::achieved_bandwidth(m.intra), m.intra.latency_ns}};
   if (m.devices > m.devices_per_node)
-    levels.push_back({"cluster", m.devices / m.devices_per_node, m.inter.bandwidth_bytes_per_s, m.inter.latency_ns});
+    levels.push_back(
+        {"cluster", m.devices / m.devices_per_node, models::achieved_bandwidth(m.inter), m.inter.latency_ns});
   else levels[0].count = m.devices;
   models::Cluster cluster("3d", m.device, levels);
   std::vector<int> device_of;

@@ -12,11 +12,12 @@
 //
 // Per device, per micro-batch of b samples. Times with a constant efficiency (Machine::efficiency
 // in (0, 1]): FLOPs / (peak x efficiency), bf16 or fp32 peak of the device; with efficiency 0
-// and a device whose catalog entry has a GEMM ceiling (bf16 only), each product of the layer
-// is priced by its own shape (models/gemm_efficiency.h) and the memory-bound kernels (layer
-// norms, bias-dropout-adds, bias-GeLU, softmax, attention dropout, fp32 gradient accumulation)
-// at memory bandwidth (the byte counts are in whatif/megatron.cc); without a ceiling, 0 means
-// the default constant 0.5. Constant-efficiency FLOPs:
+// and a device whose catalog entry has a GEMM ceiling (bf16 only), the layer is priced as
+// `plan` prices a transformer block (models/transformer_cost.h): each product by its own shape
+// (models/gemm_efficiency.h) plus the memory-bound kernels Machine::kernels names (layer norms,
+// residual adds, GeLU, softmax; with Megatron-LM's kernels also hidden and attention dropout
+// and fp32 gradient accumulation) at the achieved memory bandwidth; without a ceiling, 0 means
+// the constant 0.5 (models::kConstantEfficiency). Constant-efficiency FLOPs:
 //   a transformer layer: forward 24 b s h^2 (1 + s/(6h)) / t FLOPs, input gradient and weight
 //   gradient as much again each; with recompute the engine adds one more forward. Tensor
 //   parallelism adds two all-reduces of b s h x 2 bytes to the forward (and to the re-forward)
@@ -54,6 +55,7 @@
 #include <vector>
 
 #include "models/device.h"
+#include "models/transformer_cost.h"
 #include "whatif/runner.h"
 
 namespace pw::whatif {
@@ -76,6 +78,9 @@ struct Machine {
   double efficiency = 0;  // (0, 1]: a constant fraction of peak for every product;
                           // 0: the device's GEMM curve (see above)
   bool bf16 = true;
+  // The memory-bound kernels of a block under the GEMM curve: Pipewright's GPT (the zoo's,
+  // what `plan` prices) or models::kMegatronKernels (SC'21's GPT, for its published runs).
+  models::BlockKernels kernels;
 };
 
 struct Layout {

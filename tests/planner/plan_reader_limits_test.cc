@@ -85,8 +85,8 @@ TEST_CASE("plan reader: a recorded option out of its flag's range, or of the wro
     const char* message;
   };
   const Case cases[] = {
-      {"efficiency", 7, "/inputs/options/efficiency: expected a value in [1e-09, 1], got 7"},
-      {"efficiency", 0, "/inputs/options/efficiency: expected a value in [1e-09, 1], got 0"},
+      {"efficiency", 7, "/inputs/options/efficiency: expected a value in [0, 1], got 7"},
+      {"efficiency", -0.5, "/inputs/options/efficiency: expected a value in [0, 1], got -0.5"},
       {"batch", -8, "/inputs/options/batch: expected an integer in [0, 1000000000000], got -8"},
       {"batch", 10000000000000LL,
        "/inputs/options/batch: expected an integer in [0, 1000000000000], got 10000000000000"},

@@ -138,11 +138,13 @@ TEST_CASE("uniform solver equals the DP: costs, stage counts, splits, memory nee
               if (rec != 1) CHECK(same_split(sd, sf));
               else rec_ties += same_split(sd, sf) ? 0 : 1;
               // Equal cost: the same slowest stage (its layers' times sum to the same) and the
-              // same stage count.
+              // same stage count. With one micro-batch the iteration is the fill-drain latency
+              // alone (S + (m - 1) M), the same for every split of the run: the slowest stage
+              // is then free among the ties.
               double td = 0, tf = 0;
               for (const auto& x : ed.stages) td = std::max(td, x.compute_s);
               for (const auto& x : ef.stages) tf = std::max(tf, x.compute_s);
-              CHECK(tf == td);
+              if (m > 1) CHECK(tf == td);
             }
     }
   }

@@ -19,13 +19,15 @@ TEST_CASE("cluster: a written file describes itself, reads back, and plans like 
   REQUIRE(w.rc == 0);
   CHECK(w.out ==
         "cluster 16xa100-80g-ib-100g: 16 x a100-80g (80.00 GiB each, 19.5 TFLOP/s fp32, 312 TFLOP/s 16-bit)\n"
-        "  level 0 \"node\": 8 devices joined at 300 GB/s, latency 700 ns; 8 devices per group\n"
-        "  level 1 \"network\": 2 groups joined at 12.5 GB/s, latency 1500 ns; 16 devices per group\n");
+        "  level 0 \"node\": 8 devices joined at 180 GB/s, latency 700 ns; 8 devices per group\n"
+        "  level 1 \"network\": 2 groups joined at 11.2 GB/s, latency 1500 ns; 16 devices per group\n");
   const pw::models::Cluster c = pw::models::load_cluster_file(dir.file("c.json"));
   CHECK(c.num_devices() == 16);
   REQUIRE(c.levels().size() == 2);
-  CHECK(c.levels()[0].bandwidth_bytes_per_s == 300e9);
-  CHECK(c.levels()[1].bandwidth_bytes_per_s == 12.5e9);
+  // The catalog links at their achieved rates (models/device.h): NVLink3 0.6 x 300 GB/s, EDR
+  // InfiniBand 0.9 x 12.5 GB/s.
+  CHECK(c.levels()[0].bandwidth_bytes_per_s == 0.6 * 300e9);
+  CHECK(c.levels()[1].bandwidth_bytes_per_s == 0.9 * 12.5e9);
   CHECK(run_cli({"cluster", "--describe", dir.file("c.json")}).out == w.out);
   CHECK(Json::parse(run_cli({"cluster", "--describe", dir.file("c.json"), "--json"}).out) ==
         pw::load_json_file(dir.file("c.json")));
@@ -56,7 +58,9 @@ TEST_CASE("cluster: a written file describes itself, reads back, and plans like 
   CliResult list = run_cli({"cluster", "--list"});
   REQUIRE(list.rc == 0);
   CHECK(list.out.find("  nvlink3  300 GB/s  700 ns") != std::string::npos);
-  CHECK(list.out.find("  a100-80g  19.5 TFLOP/s  312 TFLOP/s  80.00 GiB") != std::string::npos);
+  CHECK(list.out.find("; achieved 60% (Calculon systems/a100_80g.json: NVLink 0.6)\n") != std::string::npos);
+  CHECK(list.out.find("  a100-80g  19.5 TFLOP/s  312 TFLOP/s  80.00 GiB  2.04 TB/s") != std::string::npos);
+  CHECK(list.out.find("  eth-10g  1.25 GB/s  20000 ns  IEEE 802.3 10GBASE line rate\n") != std::string::npos);
 }
 
 TEST_CASE("cluster: bad input exits 2 with one line and writes nothing") {

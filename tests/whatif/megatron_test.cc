@@ -17,7 +17,7 @@ Machine selene(int devices) {
   Machine m;
   m.device = pw::models::find_device("a100-80g");
   m.intra = pw::models::find_link("nvlink3");
-  m.inter = {"hdr-200g", 25e9, 1500, "InfiniBand HDR 200 Gb/s per port"};
+  m.inter = pw::models::find_link("ib-200g");
   m.devices_per_node = 8;
   m.devices = devices;
   m.efficiency = 0.5;
@@ -69,8 +69,9 @@ TEST_CASE("megatron: tensor-parallel all-reduces, ZeRO-1 and sequence parallelis
   Evaluation e = evaluate_layout(g, 4, m, lay);
   REQUIRE(e.feasible);
   // Per micro-batch and layer: 2 all-reduces forward, 2 backward, each
-  // 2 (t-1)/t * b s h * 2 bytes / 300 GB/s + 2 (t-1) * 700 ns; 4 micro-batches, 2 layers.
-  const double ar = 1.0 * 512 * 1024 * 2 / 300e9 + 2 * 700e-9;
+  // 2 (t-1)/t * b s h * 2 bytes / (0.6 x 300 GB/s, NVLink3's achieved rate) + 2 (t-1) * 700 ns;
+  // 4 micro-batches, 2 layers.
+  const double ar = 1.0 * 512 * 1024 * 2 / (0.6 * 300e9) + 2 * 700e-9;
   CHECK(e.split.tp == doctest::Approx(4 * 2 * 4 * ar).epsilon(1e-12));
   // Weights + gradients + Adam: 16 bytes per parameter of the device, layers split over t, the
   // embedding vocabulary-parallel (and its tied copy on the same, only, stage), positions whole.
@@ -125,9 +126,11 @@ TEST_CASE("megatron: tensor-parallel all-reduces, ZeRO-1 and sequence parallelis
   CHECK(evaluate_layout(g, 4, m2, two).reason.find("after them") != std::string::npos);
 }
 
-TEST_CASE("megatron: GPT-3 175B on 1,024 A100s (t 8, p 16, d 8) is within 15% of SC'21's 140 TFLOP/s") {
+TEST_CASE("megatron: GPT-3 175B on 1,024 A100s (t 8, p 16, d 8) is within 10% of SC'21's 140 TFLOP/s") {
   const GptShape g{96, 12288, 96, 2048, 51200};
-  const Machine m = selene(1024);
+  Machine m = selene(1024);
+  m.efficiency = 0;  // the A100's GEMM curve, SC'21's kernels
+  m.kernels = pw::models::kMegatronKernels;
   Layout paper;
   paper.tp = 8;
   paper.pp = 16;
@@ -138,8 +141,8 @@ TEST_CASE("megatron: GPT-3 175B on 1,024 A100s (t 8, p 16, d 8) is within 15% of
   REQUIRE(e.feasible);
   MESSAGE("paper layout: " << e.tflops_per_device << " TFLOP/s per GPU, MFU " << e.mfu << ", iteration "
                            << e.iteration_s << " s, peak " << e.peak_memory_bytes / 1e9 << " GB");
-  CHECK(e.tflops_per_device > 140 * 0.85);
-  CHECK(e.tflops_per_device < 140 * 1.15);
+  CHECK(e.tflops_per_device > 140 * 0.9);
+  CHECK(e.tflops_per_device < 140 * 1.1);
   CHECK(e.peak_memory_bytes <= m.device.memory_bytes);
   // The split adds up to the iteration.
   const double sum = e.split.compute + e.split.tp + e.split.dp + e.split.bubble;
@@ -199,8 +202,8 @@ constexpr Sc21Row kSc21Table1[] = {
 
 Evaluation sc21_row(const Sc21Row& r, double efficiency) {
   Machine m = selene(r.gpus);
-  m.inter = pw::models::find_link("ib-200g");
   m.efficiency = efficiency;
+  m.kernels = pw::models::kMegatronKernels;  // SC'21's GPT: dropout, fp32 gradient accumulation
   Layout lay;
   lay.tp = r.tp;
   lay.pp = r.pp;
@@ -226,15 +229,12 @@ TEST_CASE("megatron: SC'21 Table 1, every row with the paper's layout, with the 
                  << 100 * (e.tflops_per_device / r.tflops - 1) << "%), constant 0.5 " << c.tflops_per_device << " ("
                  << 100 * (c.tflops_per_device / r.tflops - 1) << "%); compute/bubble/tp/dp s " << e.split.compute
                  << " " << e.split.bubble << " " << e.split.tp << " " << e.split.dp);
-    CHECK(std::abs(e.tflops_per_device / r.tflops - 1) <= 0.20);
+    CHECK(std::abs(e.tflops_per_device / r.tflops - 1) <= 0.10);
     within10 += std::abs(e.tflops_per_device / r.tflops - 1) <= 0.10 ? 1 : 0;
     if (&r == &kSc21Table1[0]) ours_first = e.tflops_per_device;
     ours_last = e.tflops_per_device;
   }
   MESSAGE(within10 << " of 10 rows within 10%");
-  // What this model reaches (SC'21 asks 10% per row; the rows it misses are above the paper,
-  // see docs/whatif.md): every row within 20%, six within 10%.
-  CHECK(within10 >= 6);
   // The rise with model size: our smallest row below our largest by at least half the paper's gap.
   CHECK(ours_last - ours_first >= 0.5 * (kSc21Table1[9].tflops - kSc21Table1[0].tflops));
 }

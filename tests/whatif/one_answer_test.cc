@@ -174,8 +174,9 @@ TEST_CASE("one answer: plan, simulate --plan, whatif throughput and whatif best 
         worst_throughput = std::max(worst_throughput, one_answer_gap(f.throughput_s, f.plan_s));
         if (f.best_s > 0) {
           ++best_cases;
-          // whatif best prices the blocks by Megatron-LM's formulas and the embedding, final
-          // norm, LM head and loss by the planner's cost model; what remains is its optimizer
+          // whatif best prices the blocks as the planner's cost model does (the GEMM curve and
+          // the block's memory-bound kernels, models/transformer_cost.h) and the embedding,
+          // final norm, LM head and loss by that model itself; what remains is its optimizer
           // step (the analytic profile has none).
           CHECK(one_answer_gap(f.best_s, f.plan_s) <= 0.01);
           worst_best = std::max(worst_best, one_answer_gap(f.best_s, f.plan_s));

@@ -274,8 +274,8 @@ TEST_CASE("config settings: JSON round trip and checks") {
   Json j = to_json(c);
   CHECK(j["micro_batches"] == 8);
   CHECK(to_json(config_from_json(j, "")) == j);
-  CHECK_THROWS_WITH_AS(apply_setting(c, "efficiency", 1.5, "/e"), doctest::Contains("/e: expected a number in (0, 1]"),
-                       InputError);
+  CHECK_THROWS_WITH_AS(apply_setting(c, "efficiency", 1.5, "/e"),
+                       doctest::Contains("/e: expected a number in [0, 1] (0: the device's GEMM curve)"), InputError);
   CHECK_THROWS_WITH_AS(apply_setting(c, "partitioner", "random", "/p"), doctest::Contains("\"dp\" | "), InputError);
   CHECK_THROWS_WITH_AS(apply_setting(c, "devices", 2.5, "/d"), doctest::Contains("/d: expected an integer"),
                        InputError);
