@@ -234,7 +234,14 @@ PlanOutcome plan_sync(const models::Profile& p, const models::Cluster& c, const 
         one.ms = {m};
         models::ProfileAt at = models::profile_at(p, (batch + m - 1) / m, k);
         SyncModel mk(at.profile, *ck);
-        SyncBest bb = best_sync(mk, at.profile, req, one, batch, mem);
+        // An analytic profile's points (one per micro-batch size) have blocks as uniform as the
+        // profile's own: the same exact fast path. Measured points keep the DP (their layers
+        // differ, and ties between equal-cost partitions stay broken the DP's way).
+        std::unique_ptr<UniformSync> fast_k;
+        if (!req.exact_partitioning && p.source == "analytic")
+          if (std::optional<UniformRun> run = find_uniform_run(at.profile))
+            fast_k = std::make_unique<UniformSync>(mk, *run);
+        SyncBest bb = best_sync(mk, at.profile, req, one, batch, mem, fast_k.get());
         if (!bb.found) continue;
         const double total = bb.iteration + step_s(at.profile, bb.stages);
         candidates.push_back({k, m, static_cast<int>(bb.stages.size()), total});

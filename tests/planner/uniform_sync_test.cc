@@ -13,6 +13,7 @@
 #include "models/device.h"
 #include "models/optimizer_memory.h"
 #include "models/zoo.h"
+#include "planner/plan_request.h"
 #include "planner/planner.h"
 #include "planner/sync_dp.h"
 #include "planner/uniform_sync.h"
@@ -152,6 +153,46 @@ TEST_CASE("uniform solver equals the DP: costs, stage counts, splits, memory nee
                 << rec_ties << " re-materialized ties split otherwise");
   CHECK(solved > 1000);
   CHECK(same > solved * 9 / 10);
+}
+
+TEST_CASE("uniform solver at every micro-batch point of an analytic profile: the DP's plans") {
+  // The GEMM curve gives the analytic profile one point per micro-batch size; the planner
+  // partitions each point's blocks with the fast solver unless exact partitioning is asked.
+  models::ZooOptions o;
+  o.layers = 24;
+  o.d_model = 1024;
+  o.heads = 16;
+  o.seq = 512;
+  o.vocab = 8000;
+  const models::Model gpt = models::build_zoo_model("gpt", o);
+  const models::DeviceSpec& dev = models::find_device("a100-80g");
+  const models::Profile p = models::default_analytic_profile(gpt, dev, 64, true, "adam", 0);
+  REQUIRE(p.points.size() == 6);  // 2, 4, ..., 64 beside the profile's own 1
+  int compared = 0;
+  for (int devices : {4, 8, 16})
+    for (const char* schedule : {"gpipe", "1f1b"})
+      for (int64_t memory : {int64_t{0}, int64_t{6} << 30}) {
+        CAPTURE(devices);
+        CAPTURE(schedule);
+        CAPTURE(memory);
+        planner::PlanRequest req;
+        req.batch = 64;
+        req.schedule = planner::parse_schedule_request(schedule, "schedule");
+        req.optimizer = "adam-mixed";
+        req.memory_limit_bytes = memory;
+        const models::Cluster c = cluster_of("a100-80g", devices);
+        const planner::PlanOutcome fast = planner::make_plan(p, c, req);
+        req.exact_partitioning = true;
+        const planner::PlanOutcome dp = planner::make_plan(p, c, req);
+        REQUIRE(fast.feasible == dp.feasible);
+        if (!dp.feasible) continue;
+        ++compared;
+        CHECK(fast.plan.predicted.iteration_time_s ==
+              doctest::Approx(dp.plan.predicted.iteration_time_s).epsilon(1e-9));
+        CHECK(fast.plan.num_stages() == dp.plan.num_stages());
+        CHECK(fast.plan.micro_batch_size == dp.plan.micro_batch_size);
+      }
+  CHECK(compared >= 8);
 }
 
 TEST_CASE("smallest_fitting_limit: the least limit where a monotone test holds, -1 past 2^60") {
