@@ -57,15 +57,8 @@ std::string line(const whatif::Layout& l, const whatif::Evaluation& e) {
   return buf;
 }
 
-void run_best(const BestArgs& a) {
-  if (a.threads < 0) throw InputError("--threads: expected an integer >= 0");
-  for (auto [v, flag] : {std::pair{a.g.layers, "--layers"},
-                         {a.g.hidden, "--d-model"},
-                         {a.g.heads, "--heads"},
-                         {a.g.seq, "--seq"},
-                         {a.g.vocab, "--vocab"},
-                         {a.batch, "--batch"}})
-    if (v < 1) throw InputError(std::string(flag) + ": expected an integer >= 1");
+// The machine the flags describe; InputError for a bad size, efficiency, kernel set or dtype.
+whatif::Machine machine_of(const BestArgs& a) {
   if (a.devices < 1 || a.devices_per_node < 1) throw InputError("--devices, --devices-per-node: expected >= 1");
   if (a.devices > a.devices_per_node && a.devices % a.devices_per_node)
     throw InputError("--devices: expected a multiple of --devices-per-node (" + std::to_string(a.devices_per_node) +
@@ -84,6 +77,11 @@ void run_best(const BestArgs& a) {
   if (a.fp32 && !a.dtype.empty() && a.dtype != "fp32")
     throw InputError("--fp32 and --dtype " + a.dtype + ": give one of them");
   m.bf16 = a.fp32 ? false : a.dtype.empty() ? models::default_bf16(m.device) : models::parse_dtype(a.dtype, "--dtype");
+  return m;
+}
+
+// The search axes the flags restrict; InputError for a bad value.
+whatif::SearchAxes axes_of(const BestArgs& a) {
   whatif::SearchAxes axes;
   axes.tp = a.tp;
   axes.pp = a.pp;
@@ -99,53 +97,67 @@ void run_best(const BestArgs& a) {
   for (const auto* list : {&a.tp, &a.pp, &a.dp, &a.micro_batch, &a.chunks})
     for (int v : *list)
       if (v < 1) throw InputError("--tp/--pp/--dp/--micro-batch/--chunks: expected integers >= 1");
+  return axes;
+}
+
+// The iteration of each frontier layout split into compute, bubble, TP, PP and DP, as SVG.
+std::string frontier_svg(const BestArgs& a, const whatif::SearchResult& r) {
+  whatif::BarChart c;
+  c.title = "Time per iteration of the frontier layouts: GPT l " + std::to_string(a.g.layers) + " h " +
+            std::to_string(a.g.hidden) + " on " + std::to_string(a.devices) + " x " + a.device;
+  c.x_label = "layout (t, p, d, micro-batch, chunks; R recompute, S sequence parallel, Z ZeRO-1)";
+  c.y_label = "seconds per iteration";
+  c.stacked = true;
+  c.series = {{"compute", {}, ""},
+              {"bubble (idle)", {}, ""},
+              {"TP all-reduce", {}, ""},
+              {"PP transfers (overlapped)", {}, ""},
+              {"DP all-reduce", {}, ""}};
+  for (int k : r.frontier) {
+    const auto& l = r.layouts[k];
+    const auto& e = r.evaluations[k];
+    c.categories.push_back(std::to_string(l.tp) + "," + std::to_string(l.pp) + "," + std::to_string(l.dp) + "," +
+                           std::to_string(l.micro_batch) + "," + std::to_string(l.chunks) + (l.recompute ? " R" : "") +
+                           (l.sequence_parallel ? " S" : "") + (l.zero1 ? " Z" : ""));
+    const double vals[] = {e.split.compute, e.split.bubble, e.split.tp, e.split.pp, e.split.dp};
+    for (int q = 0; q < 5; ++q) c.series[q].values.push_back(vals[q]);
+  }
+  c.width = std::max(860, 140 * static_cast<int>(r.frontier.size()) + 200);
+  return whatif::render_bar_chart_svg(c);
+}
+
+void print_text(const BestArgs& a, const whatif::SearchResult& r) {
+  std::cout << r.layouts.size() << " layouts of GPT l " << a.g.layers << " h " << a.g.hidden << " on " << a.devices
+            << " x " << a.device << "\n";
+  const auto& e = r.evaluations[r.best];
+  std::cout << "best: " << line(r.layouts[r.best], e) << "\n  split: compute " << e.split.compute << " s, bubble "
+            << e.split.bubble << " s, tp " << e.split.tp << " s, pp " << e.split.pp << " s, dp " << e.split.dp
+            << " s\nfrontier (time vs memory):\n";
+  for (int k : r.frontier) std::cout << "  " << line(r.layouts[k], r.evaluations[k]) << "\n";
+  if (a.all)
+    for (size_t k = 0; k < r.layouts.size(); ++k)
+      std::cout << (r.evaluations[k].feasible ? "  " : "  [" + r.evaluations[k].reason + "] ")
+                << line(r.layouts[k], r.evaluations[k]) << "\n";
+}
+
+void run_best(const BestArgs& a) {
+  if (a.threads < 0) throw InputError("--threads: expected an integer >= 0");
+  for (auto [v, flag] : {std::pair{a.g.layers, "--layers"},
+                         {a.g.hidden, "--d-model"},
+                         {a.g.heads, "--heads"},
+                         {a.g.seq, "--seq"},
+                         {a.g.vocab, "--vocab"},
+                         {a.batch, "--batch"}})
+    if (v < 1) throw InputError(std::string(flag) + ": expected an integer >= 1");
+  const whatif::Machine m = machine_of(a);
+  const whatif::SearchAxes axes = axes_of(a);
   whatif::SearchResult r =
       whatif::search_layouts(a.g, a.batch, m, axes, a.threads, whatif::progress_mode(a.progress, a.no_progress));
   if (r.best < 0)  // nothing printed: exit 3 with one line
     throw Infeasible("whatif best: no layout fits (" + std::to_string(r.layouts.size()) + " candidates)");
-  std::string svg;
-  if (!a.svg.empty()) {
-    // The iteration of each frontier layout split into compute, bubble, TP, PP and DP.
-    whatif::BarChart c;
-    c.title = "Time per iteration of the frontier layouts: GPT l " + std::to_string(a.g.layers) + " h " +
-              std::to_string(a.g.hidden) + " on " + std::to_string(a.devices) + " x " + a.device;
-    c.x_label = "layout (t, p, d, micro-batch, chunks; R recompute, S sequence parallel, Z ZeRO-1)";
-    c.y_label = "seconds per iteration";
-    c.stacked = true;
-    c.series = {{"compute", {}, ""},
-                {"bubble (idle)", {}, ""},
-                {"TP all-reduce", {}, ""},
-                {"PP transfers (overlapped)", {}, ""},
-                {"DP all-reduce", {}, ""}};
-    for (int k : r.frontier) {
-      const auto& l = r.layouts[k];
-      const auto& e = r.evaluations[k];
-      c.categories.push_back(std::to_string(l.tp) + "," + std::to_string(l.pp) + "," + std::to_string(l.dp) + "," +
-                             std::to_string(l.micro_batch) + "," + std::to_string(l.chunks) +
-                             (l.recompute ? " R" : "") + (l.sequence_parallel ? " S" : "") + (l.zero1 ? " Z" : ""));
-      const double vals[] = {e.split.compute, e.split.bubble, e.split.tp, e.split.pp, e.split.dp};
-      for (int q = 0; q < 5; ++q) c.series[q].values.push_back(vals[q]);
-    }
-    c.width = std::max(860, 140 * static_cast<int>(r.frontier.size()) + 200);
-    svg = whatif::render_bar_chart_svg(c);
-  }
-  if (a.json) {
-    std::cout << Json(whatif::BestDocument{r, a.all}).dump(2) << "\n";
-  } else {
-    std::cout << r.layouts.size() << " layouts of GPT l " << a.g.layers << " h " << a.g.hidden << " on " << a.devices
-              << " x " << a.device << "\n";
-    {
-      const auto& e = r.evaluations[r.best];
-      std::cout << "best: " << line(r.layouts[r.best], e) << "\n  split: compute " << e.split.compute << " s, bubble "
-                << e.split.bubble << " s, tp " << e.split.tp << " s, pp " << e.split.pp << " s, dp " << e.split.dp
-                << " s\nfrontier (time vs memory):\n";
-      for (int k : r.frontier) std::cout << "  " << line(r.layouts[k], r.evaluations[k]) << "\n";
-    }
-    if (a.all)
-      for (size_t k = 0; k < r.layouts.size(); ++k)
-        std::cout << (r.evaluations[k].feasible ? "  " : "  [" + r.evaluations[k].reason + "] ")
-                  << line(r.layouts[k], r.evaluations[k]) << "\n";
-  }
+  const std::string svg = a.svg.empty() ? "" : frontier_svg(a, r);
+  if (a.json) std::cout << Json(whatif::BestDocument{r, a.all}).dump(2) << "\n";
+  else print_text(a, r);
   if (!svg.empty()) write_file_atomic(a.svg, svg);
 }
 
