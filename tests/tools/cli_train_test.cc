@@ -96,7 +96,7 @@ TEST_CASE("train --json: step time, end-to-end samples/s and data wait, --prefet
   expect_bad(run_cli({"train", "--model", "mlp", "--steps", "2", "--prefetch", "-1"}), "--prefetch");
 }
 
-TEST_CASE("train --device: cuda trains where a GPU can be used; elsewhere one line naming why, exit 2") {
+TEST_CASE("train --device: cuda trains where a GPU can be used, elsewhere it is one line naming why and exit 2") {
   expect_bad(run_cli({"train", "--model", "mlp", "--device", "tpu"}), "--device: expected cpu, cuda or cuda:N");
   expect_bad(run_cli({"train", "--model", "mlp", "--steps", "1", "--device", "cuda:99"}), "--device cuda:99: ");
   const CliResult cpu = run_cli({"train", "--model", "mlp", "--steps", "2", "--threads", "1", "--json"});
