@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "exec/device_ops.h"
 #include "exec/optimizer_update.h"
 #include "exec/parallel.h"
 #include "models/error.h"
@@ -22,7 +23,7 @@ const models::OptimizerMemory& optimizer_memory(const OptimizerOptions& options)
 }
 
 Optimizer::Optimizer(std::vector<Tensor*> params, std::vector<Tensor*> grads, const OptimizerOptions& options,
-                     Allocator& alloc)
+                     MemoryResource& alloc)
     : params_(std::move(params)), grads_(std::move(grads)), opt_(options) {
   PW_CHECK(params_.size() == grads_.size(), "one gradient per parameter expected");
   if (!(opt_.lr >= 0) || !std::isfinite(opt_.lr)) throw InputError("--lr: expected a finite value >= 0");
@@ -32,6 +33,8 @@ Optimizer::Optimizer(std::vector<Tensor*> params, std::vector<Tensor*> grads, co
   if (!(opt_.weight_decay >= 0)) throw InputError("weight decay: expected a value >= 0");
   for (size_t i = 0; i < params_.size(); ++i) {
     PW_CHECK(params_[i]->shape() == grads_[i]->shape(), "parameter and gradient shapes differ");
+    PW_CHECK(params_[i]->device() == alloc.device() && grads_[i]->device() == alloc.device(),
+             "parameters, gradients and optimizer state on different devices");
     const bool first = opt_.kind == OptimizerKind::adam || opt_.momentum > 0;
     if (first) m_.push_back(Tensor::zeros(params_[i]->shape(), alloc));
     if (opt_.kind == OptimizerKind::adam) v_.push_back(Tensor::zeros(params_[i]->shape(), alloc));
@@ -57,12 +60,22 @@ void Optimizer::step() {
   ++steps_;
   const float lr = static_cast<float>(opt_.lr);
   const float wd = static_cast<float>(opt_.weight_decay);
+  const float mu = static_cast<float>(opt_.momentum);
+  const float b1 = static_cast<float>(opt_.beta1), b2 = static_cast<float>(opt_.beta2);
+  const float c1 = static_cast<float>(1.0 / (1.0 - std::pow(opt_.beta1, double(steps_))));
+  const float c2 = static_cast<float>(1.0 / (1.0 - std::pow(opt_.beta2, double(steps_))));
+  const float eps = static_cast<float>(opt_.eps);
   for (size_t i = 0; i < params_.size(); ++i) {
+    if (!params_[i]->device().is_cpu()) {
+      if (opt_.kind == OptimizerKind::sgd)
+        device_sgd_step(*params_[i], *grads_[i], m_.empty() ? nullptr : &m_[i], lr, mu, wd);
+      else device_adam_step(*params_[i], *grads_[i], m_[i], v_[i], lr, b1, b2, c1, c2, eps, wd);
+      continue;
+    }
     float* p = params_[i]->data();
     const float* g = grads_[i]->data();
     const int64_t n = params_[i]->numel();
     if (opt_.kind == OptimizerKind::sgd) {
-      const float mu = static_cast<float>(opt_.momentum);
       float* v = m_.empty() ? nullptr : m_[i].data();
       parallel_for(
           n,
@@ -71,10 +84,6 @@ void Optimizer::step() {
           },
           4096);
     } else {
-      const float b1 = static_cast<float>(opt_.beta1), b2 = static_cast<float>(opt_.beta2);
-      const float c1 = static_cast<float>(1.0 / (1.0 - std::pow(opt_.beta1, double(steps_))));
-      const float c2 = static_cast<float>(1.0 / (1.0 - std::pow(opt_.beta2, double(steps_))));
-      const float eps = static_cast<float>(opt_.eps);
       float* m = m_[i].data();
       float* v = v_[i].data();
       parallel_for(

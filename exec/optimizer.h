@@ -1,6 +1,8 @@
 // Optimizers over a list of (parameter, gradient) tensor pairs: SGD with momentum and Adam, both
 // with weight decay. State (momentum / first and second moments) is sized per parameter and
-// allocated from the given Allocator at construction, so memory measurements include it.
+// allocated from the given memory resource at construction, so memory measurements include it.
+// Device: parameters, gradients and that resource may all be on one CUDA device; step() then
+// runs the device kernels of the same formulas (exec/device_ops.h) and the state lives there.
 //
 // SGD:  v = momentum * v + (g + wd * p);  p -= lr * v          (momentum 0: plain SGD, no state)
 // Adam: AdamW-style decoupled decay: m, v moments with bias correction;
@@ -47,7 +49,7 @@ class Optimizer {
   // params[i] and grads[i] must have the same shape. Throws InputError for a negative lr,
   // momentum outside [0, 1), betas outside [0, 1) or negative weight decay.
   Optimizer(std::vector<Tensor*> params, std::vector<Tensor*> grads, const OptimizerOptions& options,
-            Allocator& alloc = Allocator::global());
+            MemoryResource& alloc = Allocator::global());
 
   void step();
   int64_t steps() const { return steps_; }

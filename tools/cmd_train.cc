@@ -1,9 +1,11 @@
 // `pipewright train --model M [sizes] [--steps N] [--batch B] [--micro-batch U] [--lr X]
 //  [--optimizer sgd|sgd-momentum|adam] [--weight-decay W] [--data FILE] [--seed S] [--threads T] [--json]
 //  [--checkpoint DIR [--checkpoint-every K]] [--resume DIR] [--log-every N] [--device cpu|cuda[:N]]`:
-// single-device training with the oneDNN executor. --device cuda asks for the CUDA backend;
-// where this build has none or no GPU can be used, that is one line and exit 2, before
-// anything else runs. Zoo families get small defaults that train
+// single-device training with the oneDNN executor, or with --device cuda[:N] on one GPU (the
+// CUDA backend, exec/cuda/: same flags, outputs and JSON). Where this build has no CUDA backend
+// or no GPU can be used, that is one line and exit 2 before anything else runs; so is a model
+// with a layer kind the backend does not run yet (naming the layer), before the first step.
+// Zoo families get small defaults that train
 // in seconds on 2 cores; sizing flags override them. Progress goes to stderr (rewritten in place
 // on a terminal; otherwise a line every ~10% of the steps or 10 s once the run has lasted 10 s,
 // or every --log-every N steps); the summary to stdout. SIGINT / SIGTERM finish the step,
@@ -68,11 +70,6 @@ void check_train_device(const pw::exec::Device& d) {
   if (d.is_cpu()) return;
   if (const std::string why = pw::exec::unusable_reason(d); !why.empty())
     throw pw::InputError("--device " + d.to_string() + ": " + why);
-  // The CUDA layers run (exec/cuda/); the trainer, optimizer step and checkpoints on the device
-  // are the next step of the backend.
-  throw pw::InputError("--device " + d.to_string() +
-                       ": training on a GPU is not available yet (the CUDA layers exist; the trainer "
-                       "still runs on the host)");
 }
 
 std::string fmt_time(double s) {
@@ -86,7 +83,8 @@ std::string fmt_time(double s) {
 // The model (with the small zoo sizes unless given) and the training options, every flag
 // checked before anything is allocated or printed.
 std::pair<pw::tools::ModelSource, pw::exec::TrainOptions> prepare(const TrainArgs& a, const CLI::App& sub) {
-  check_train_device(parse_train_device(a.device));
+  const pw::exec::Device device = parse_train_device(a.device);
+  check_train_device(device);
   pw::tools::check_training_flags(a.t, sub);
   const bool zoo = pw::tools::is_zoo_name(a.model) && a.model != "default";
   if (const char* flag = pw::tools::first_size_flag_given(sub); !zoo && flag != nullptr)
@@ -107,6 +105,7 @@ std::pair<pw::tools::ModelSource, pw::exec::TrainOptions> prepare(const TrainArg
   o.micro_batch = a.micro_batch;
   o.optimizer = pw::tools::training_optimizer(a.t);
   o.optimizer.weight_decay = a.weight_decay;
+  o.device = device;
   o.data_file = a.t.data;
   o.seed = a.t.seed;
   o.prefetch = a.t.prefetch;
@@ -179,7 +178,7 @@ void run(const TrainArgs& a, const CLI::App& sub) {
 
 pw::tools::CommandRegistrar register_train("train", [](CLI::App& app) {
   auto a = std::make_shared<TrainArgs>();
-  auto* sub = app.add_subcommand("train", "Train a model on this machine (oneDNN executor, one device)");
+  auto* sub = app.add_subcommand("train", "Train a model on this machine (oneDNN executor or one GPU, one device)");
   sub->add_option("--model", a->model, "gpt | mlp | vgg16 | default | a model JSON file")->required();
   pw::tools::add_zoo_size_options(sub, a->zoo, pw::tools::small_zoo_options());
   sub->add_option("--batch", a->batch, "samples per step (default: gpt 16, mlp 32, vgg16 8, a file: its batch)");

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "exec/device_ops.h"
 #include "exec/layers/batch_norm.h"
 #include "exec/layers/common.h"
 #include "exec/layers/embedding.h"
@@ -12,17 +13,20 @@ namespace pw::exec {
 
 // ---------------------------------------------------------------- Network
 
-Network::Network(const models::Model& model, uint64_t seed) : model_(model) {
+Network::Network(const models::Model& model, uint64_t seed, Device device) : model_(model), device_(device) {
   const auto& specs = model_.layers();
   Embedding* embedding = nullptr;
   for (size_t i = 0; i < specs.size(); ++i) {
     const auto& spec = specs[i];
     std::vector<std::vector<int64_t>> in;
     for (const std::string& p : spec.inputs) in.push_back(specs.at(model_.index_of(p)).output_shape);
-    auto layer = make_layer(spec, in);
+    auto layer = device.is_cpu() ? make_layer(spec, in) : make_layer(spec, in, device);
     layer->init_parameters(mix_seed(seed, i + 1));
     if (!embedding) embedding = dynamic_cast<Embedding*>(layer.get());
     if (spec.kind == models::LayerKind::lm_head && spec.attr_or("tied", 0) != 0) {
+      if (!device.is_cpu())
+        throw InputError("layer \"" + spec.name + "\" (lm_head): a tied head (tied = 1) does not run on " +
+                         device.to_string() + " yet (only on the host)");
       if (!embedding)
         throw InputError("layer \"" + spec.name + "\" (lm_head): tied = 1 but no embedding layer precedes it");
       auto* head = static_cast<Linear*>(layer.get());
@@ -224,7 +228,8 @@ void LayerRange::run_backward(MicroBatch& m, std::vector<Tensor> grad_outputs, b
       const int s = sources_[i][k];
       Tensor& dst = s >= 0 ? gacc[s - begin_] : (*input_grads)[-s - 1];
       if (dst.empty()) dst = std::move(din[k]);
-      else add_into(dst.data(), din[k].data(), dst.numel());
+      else if (dst.device().is_cpu()) add_into(dst.data(), din[k].data(), dst.numel());
+      else accumulate(dst, din[k]);
     }
   };
   for (int i = n - 1; i >= 0; --i) {

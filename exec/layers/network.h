@@ -53,9 +53,14 @@ class Network {
  public:
   // Throws InputError for unknown/unsupported kinds, bad attributes and shape mismatches
   // between connected layers (naming both layers).
-  explicit Network(const models::Model& model, uint64_t seed = 1);
+  // `device`: where the layers, their parameters and gradients live (exec/layer.h's
+  // make_layer(spec, shapes, device)); the initial weights are the same on every device.
+  // On a device other than the host also for a kind its backend does not run, a device that
+  // cannot be used, and a tied LM head (tied = 1: host only so far), each named.
+  explicit Network(const models::Model& model, uint64_t seed = 1, Device device = Device::cpu());
 
   const models::Model& model() const { return model_; }
+  Device device() const { return device_; }
   int size() const { return static_cast<int>(layers_.size()); }
   Layer& layer(int i) { return *layers_.at(i); }
   std::vector<Tensor*> parameters();
@@ -81,6 +86,7 @@ class Network {
 
  private:
   models::Model model_;
+  Device device_;
   std::vector<std::unique_ptr<Layer>> layers_;
   std::vector<int64_t> target_shape_;
   TiedPair tied_;

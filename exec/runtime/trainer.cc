@@ -6,6 +6,7 @@
 
 #include "exec/data/data.h"
 #include "exec/data/loader.h"
+#include "exec/device_ops.h"
 #include "exec/layers/network.h"
 #include "exec/numerics.h"
 #include "exec/runtime/checkpoint.h"
@@ -15,15 +16,71 @@ namespace pw::exec {
 
 namespace {
 
-// Throws NumericalFault when a parameter (or gradient) tensor of a layer is not finite.
-void check_layers(Network& net, int begin, int end, int64_t step, int stage, bool gradients) {
-  for (int l = begin; l < end; ++l) {
-    Layer& layer = net.layer(l);
-    for (Tensor* t : gradients ? layer.gradients() : layer.parameters())
-      if (!all_finite(t->data(), t->numel()))
-        throw NumericalFault(step, stage, layer.name(), gradients ? "weight gradient" : "weights after the update",
-                             nonfinite_kind(t->data(), t->numel()));
+// Throws NumericalFault naming the first layer (in order) whose parameter (or gradient) tensor
+// is not finite. On a device, the check runs there with one read-back for all the tensors.
+void check_layers(Network& net, int64_t step, bool gradients) {
+  std::vector<Tensor*> tensors;
+  std::vector<int> layer_of;
+  for (int l = 0; l < net.size(); ++l)
+    for (Tensor* t : gradients ? net.layer(l).gradients() : net.layer(l).parameters()) {
+      tensors.push_back(t);
+      layer_of.push_back(l);
+    }
+  const std::vector<bool> finite = finite_flags(tensors);
+  for (size_t i = 0; i < tensors.size(); ++i)
+    if (!finite[i])
+      throw NumericalFault(step, 0, net.layer(layer_of[i]).name(),
+                           gradients ? "weight gradient" : "weights after the update", nonfinite_kind(*tensors[i]));
+}
+
+// The checkpoint state of a run whose tensors may live on a device. checkpoint.cc reads and
+// writes host memory, so each device tensor has a host copy here: downloaded before a save,
+// uploaded after a load (exact copies: a resume is bitwise, and the file is the host run's).
+// Host tensors are used in place (no copy).
+class CheckpointMirror {
+ public:
+  explicit CheckpointMirror(const StageState& state) : state_(state), host_(state) {
+    copies_.reserve(state.tensors.size());  // host_ points into copies_
+    for (auto& [name, t] : host_.tensors)
+      if (!t->device().is_cpu()) {
+        copies_.emplace_back(t->shape());
+        t = &copies_.back();
+      }
   }
+  // The state to save, with the device tensors' current values and the given counters.
+  const StageState& for_save(int64_t optimizer_steps, int64_t weight_version) {
+    for (size_t i = 0; i < state_.tensors.size(); ++i)
+      if (host_.tensors[i].second != state_.tensors[i].second)
+        copy_to_host(*state_.tensors[i].second, host_.tensors[i].second->data());
+    host_.optimizer_steps = optimizer_steps;
+    host_.weight_version = weight_version;
+    return host_;
+  }
+  // Loads stage 0 of the checkpoint into the run's tensors; returns the optimizer steps.
+  int64_t load(const std::string& dir, const CheckpointInfo& info) {
+    load_stage(dir, info, 0, host_);
+    for (size_t i = 0; i < state_.tensors.size(); ++i)
+      if (host_.tensors[i].second != state_.tensors[i].second)
+        copy_from_host(host_.tensors[i].second->data(), *state_.tensors[i].second);
+    return host_.optimizer_steps;
+  }
+
+ private:
+  StageState state_;  // the run's tensors
+  StageState host_;   // the same, device tensors replaced by their host copies
+  std::vector<Tensor> copies_;
+};
+
+// A host tensor of a micro-batch on the run's device (moved as it is for the host).
+Tensor on_device(Tensor host, Device device) {
+  return device.is_cpu() ? std::move(host) : copy_to_device(host, device);
+}
+
+// The [1] loss of a micro-batch as a host value (waits for the device).
+float read_loss(const Tensor& loss) {
+  float l = 0;
+  copy_to_host(loss, &l);
+  return l;
 }
 
 }  // namespace
@@ -49,14 +106,15 @@ TrainResult train(const models::Model& model, const TrainOptions& o,
   if (o.checkpoint_every < 0) throw InputError("--checkpoint-every: expected >= 0");
   if (o.checkpoint_every > 0 && o.checkpoint_dir.empty())
     throw InputError("--checkpoint-every: needs --checkpoint DIR");
-  Allocator& alloc = Allocator::global();
+  // Peak memory: the host's allocator, or the device's caching allocator for a device run.
+  MemoryResource& alloc = device_memory(o.device);
   const int64_t live_before = alloc.live_bytes();
   alloc.reset_peak();
   if (o.prefetch < 0) throw InputError("--prefetch: expected >= 0, got " + std::to_string(o.prefetch));
   const int64_t m = o.batch / mb;
   // The loader's unit is a micro-batch: `prefetch` mini-batches are prefetch * m of them.
   DataLoader data(make_data_source(model, o.data_file, o.seed), mb, static_cast<int>(o.prefetch * m));
-  Network net(model, o.seed);
+  Network net(model, o.seed, o.device);
   LayerRange range(net, 0, net.size());
   if (!range.has_loss() || range.outputs().size() != 1)
     throw InputError("model \"" + model.name() + "\": training needs exactly one output, a loss layer");
@@ -79,9 +137,10 @@ TrainResult train(const models::Model& model, const TrainOptions& o,
                                                  {"batch", o.batch},
                                                  {"micro_batch", mb}},
                                             options);
-  StageState state;
-  add_layer_parameters(net, 0, net.size(), state);
-  add_optimizer_state(opt.state_tensors(), state);
+  StageState run_state;
+  add_layer_parameters(net, 0, net.size(), run_state);
+  add_optimizer_state(opt.state_tensors(), run_state);
+  CheckpointMirror state(run_state);
 
   TrainResult res;
   res.data = data.describe();
@@ -92,15 +151,12 @@ TrainResult train(const models::Model& model, const TrainOptions& o,
     if (info.step >= o.steps)
       throw InputError("--resume " + o.resume_dir + ": the checkpoint is at step " + std::to_string(info.step) +
                        "; --steps " + std::to_string(o.steps) + " leaves nothing to run");
-    load_stage(o.resume_dir, info, 0, state);
-    opt.set_steps(state.optimizer_steps);
+    opt.set_steps(state.load(o.resume_dir, info));
     data.restore(info.data);
     res.first_step = info.step;
   }
   auto save = [&](int64_t done) {
-    state.optimizer_steps = opt.steps();
-    state.weight_version = done;
-    save_checkpoint(o.checkpoint_dir, identity, done, data.state(), {state});
+    save_checkpoint(o.checkpoint_dir, identity, done, data.state(), {state.for_save(opt.steps(), done)});
     res.checkpoint_step = done;
   };
 
@@ -115,21 +171,21 @@ TrainResult train(const models::Model& model, const TrainOptions& o,
     for (int64_t j = 0; j < m; ++j) {
       Batch b = data.next();
       std::vector<Tensor> in(2);
-      in[data_slot] = std::move(b.data);
-      in[target_slot] = std::move(b.targets);
+      in[data_slot] = on_device(std::move(b.data), o.device);
+      in[target_slot] = on_device(std::move(b.targets), o.device);
       std::vector<Tensor> out = range.forward(static_cast<int>(j), std::move(in), step, j * mb);
-      const float l = out.at(0).data()[0];
+      const float l = read_loss(out.at(0));
       if (!std::isfinite(l)) throw NumericalFault(step + 1, 0, loss_layer, "loss", std::isnan(l) ? "NaN" : "Inf");
       loss += l;
       Tensor scale({1});
       scale.data()[0] = 1.0f / static_cast<float>(m);
       std::vector<Tensor> g;
-      g.push_back(std::move(scale));
+      g.push_back(on_device(std::move(scale), o.device));
       range.backward(static_cast<int>(j), std::move(g));
     }
-    check_layers(net, 0, net.size(), step + 1, 0, true);
+    check_layers(net, step + 1, true);
     opt.step();
-    check_layers(net, 0, net.size(), step + 1, 0, false);
+    check_layers(net, step + 1, false);
     loss /= static_cast<double>(m);
     res.losses.push_back(loss);
     const int64_t done = step + 1;
@@ -184,6 +240,7 @@ void to_json(Json& j, const TrainRecord& t) {
            {"lr", o.optimizer.lr},
            {"seed", o.seed},
            {"threads", t.threads},
+           {"device", o.device.to_string()},
            {"data", r.data},
            {"losses", r.losses},
            {"samples_per_s", r.samples_per_s},

@@ -3,6 +3,12 @@
 // the update equals that of the whole mini-batch), one optimizer step per mini-batch. The
 // micro-batches are drawn `prefetch` mini-batches ahead on a producer thread
 // (exec/data/loader.h); the data equal those of drawing them in the loop.
+//
+// Device (TrainOptions::device): the host, or one CUDA device that then holds the layers,
+// parameters, gradients and optimizer state; each micro-batch's data and targets are drawn on
+// the host and uploaded, its loss read back (one synchronizing copy per micro-batch); the NaN /
+// Inf checks run on the device. Same initial weights, data, update formulas and checkpoint
+// files as on the host, so a checkpoint of either resumes on the other.
 #pragma once
 
 #include <cstdint>
@@ -22,7 +28,8 @@ struct TrainOptions {
   int64_t batch = 16;       // samples per mini-batch (optimizer step)
   int64_t micro_batch = 0;  // samples per forward/backward; 0 = batch. Must divide batch.
   OptimizerOptions optimizer;
-  std::string data_file;  // empty: the default (text models) / synthetic data
+  Device device = Device::cpu();  // where the model trains (a CUDA device: exec/cuda/)
+  std::string data_file;          // empty: the default (text models) / synthetic data
   uint64_t seed = 1;
   int prefetch = kDefaultPrefetch;       // mini-batches drawn ahead in the background (exec/data/loader.h); 0: none
   std::string checkpoint_dir;            // "" = no checkpoints
@@ -52,7 +59,9 @@ struct TrainResult {
   double end_to_end_samples_per_s = 0;
   double data_wait_s = 0;
   bool data_bound = false;
-  int64_t peak_memory_bytes = 0;  // allocator peak during training (params, grads, state, stash, data drawn ahead)
+  // Allocator peak during training (params, grads, state, stash, data drawn ahead); on a device,
+  // the device's caching allocator (params, grads, state, stash, the micro-batch uploaded).
+  int64_t peak_memory_bytes = 0;
   int64_t parameter_bytes = 0;
   int64_t optimizer_bytes = 0;
   std::string data;              // description of the data source
@@ -77,7 +86,8 @@ struct TrainRecord {
 void to_json(Json& j, const TrainRecord& r);
 
 // Validates everything before computing (bad sizes, missing data file, a checkpoint of another
-// run or a corrupt one: InputError).
+// run or a corrupt one, a device that cannot be used or a layer kind its backend does not run:
+// InputError).
 // `on_step` (may be empty) is called after every step on the calling thread.
 TrainResult train(const models::Model& model, const TrainOptions& options,
                   const std::function<void(const StepProgress&)>& on_step = {});

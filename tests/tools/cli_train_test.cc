@@ -96,6 +96,25 @@ TEST_CASE("train --json: step time, end-to-end samples/s and data wait, --prefet
   expect_bad(run_cli({"train", "--model", "mlp", "--steps", "2", "--prefetch", "-1"}), "--prefetch");
 }
 
+TEST_CASE("train --device: cuda trains where a GPU can be used, elsewhere it is one line naming why and exit 2") {
+  expect_bad(run_cli({"train", "--model", "mlp", "--device", "tpu"}), "--device: expected cpu, cuda or cuda:N");
+  expect_bad(run_cli({"train", "--model", "mlp", "--steps", "1", "--device", "cuda:99"}), "--device cuda:99: ");
+  const CliResult cpu = run_cli({"train", "--model", "mlp", "--steps", "2", "--threads", "1", "--json"});
+  REQUIRE(cpu.rc == 0);
+  CHECK(Json::parse(cpu.out).at("device") == "cpu");
+  const CliResult gpu = run_cli({"train", "--model", "mlp", "--steps", "2", "--json", "--device", "cuda"});
+  if (gpu.rc == 0) {  // a machine with a usable GPU: the same document, the same losses within 1e-4
+    const Json g = Json::parse(gpu.out), c = Json::parse(cpu.out);
+    CHECK(g.at("device") == "cuda:0");
+    REQUIRE(g.at("losses").size() == 2);
+    for (size_t i = 0; i < 2; ++i)
+      CHECK(g.at("losses")[i].get<double>() == doctest::Approx(c.at("losses")[i].get<double>()).epsilon(1e-4));
+    for (auto it = c.begin(); it != c.end(); ++it) CHECK(g.contains(it.key()));
+  } else {
+    expect_bad(gpu, "--device cuda:0: ");
+  }
+}
+
 TEST_CASE("profile --measure writes a measured profile, bad micro-batch writes nothing") {
   ScratchDir dir;
   CliResult r = run_cli({"profile", "--model", model_file(dir, "linear", 3), "--measure", "--micro-batch", "2",

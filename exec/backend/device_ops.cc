@@ -1,0 +1,153 @@
+// The device dispatch of exec/device_ops.h: host code for host tensors, the CUDA backend's
+// kernels (exec/cuda/, only where the build has it) for tensors on a CUDA device.
+#include "exec/device_ops.h"
+
+#include <cstring>
+
+#include "exec/layer.h"
+#include "exec/layers/common.h"
+#include "exec/numerics.h"
+#include "models/error.h"
+
+#ifdef PW_HAVE_CUDA
+#include "exec/cuda/cuda_device.h"
+#include "exec/cuda/kernels.h"
+#include "exec/cuda/train_kernels.h"
+#endif
+
+namespace pw::exec {
+
+namespace {
+
+#ifdef PW_HAVE_CUDA
+// The CUDA device of `d`; throws InputError naming `d` and why where it cannot be used.
+cuda::CudaDevice& cuda_device(Device d) {
+  if (const std::string why = unusable_reason(d); !why.empty())
+    throw InputError("device " + d.to_string() + ": " + why);
+  return cuda::CudaDevice::get(d.index);
+}
+
+// The compute stream a CUDA tensor is ordered on (its resource's, exec/cuda/caching_allocator.h).
+void* stream_of(const Tensor& t) {
+  auto* m = dynamic_cast<cuda::StreamMemory*>(t.resource());
+  PW_CHECK(m != nullptr, "tensor " + t.shape_string() + " on " + t.device().to_string() + " is not a CUDA tensor");
+  return m->stream();
+}
+#else
+[[noreturn]] void no_backend(Device d) { throw InputError("device " + d.to_string() + ": " + unusable_reason(d)); }
+#endif
+
+}  // namespace
+
+MemoryResource& device_memory(Device device) {
+  if (device.is_cpu()) return Allocator::global();
+#ifdef PW_HAVE_CUDA
+  return cuda_device(device).memory();
+#else
+  no_backend(device);
+#endif
+}
+
+Tensor copy_to_device(const Tensor& host, Device device) {
+  PW_CHECK(host.device().is_cpu(), "copy_to_device of a tensor that is not on the host");
+  if (device.is_cpu()) return host.clone();
+#ifdef PW_HAVE_CUDA
+  return cuda::to_device(host, cuda_device(device));
+#else
+  no_backend(device);
+#endif
+}
+
+void copy_to_host(const Tensor& t, float* host) {
+  if (t.device().is_cpu()) {
+    std::memcpy(host, t.data(), static_cast<size_t>(t.bytes()));
+    return;
+  }
+#ifdef PW_HAVE_CUDA
+  cuda::download(t, host);
+#else
+  no_backend(t.device());
+#endif
+}
+
+void copy_from_host(const float* host, Tensor& t) {
+  if (t.device().is_cpu()) {
+    std::memcpy(t.data(), host, static_cast<size_t>(t.bytes()));
+    return;
+  }
+#ifdef PW_HAVE_CUDA
+  cuda::upload(host, t);
+#else
+  no_backend(t.device());
+#endif
+}
+
+void accumulate(Tensor& y, const Tensor& x) {
+  PW_CHECK(y.device() == x.device() && y.numel() == x.numel(), "accumulate: tensors of different devices or sizes");
+  if (y.device().is_cpu()) {
+    add_into(y.data(), x.data(), y.numel());
+    return;
+  }
+#ifdef PW_HAVE_CUDA
+  cuda::kernels::add_into(y.data(), x.data(), y.numel(), stream_of(y));
+#else
+  no_backend(y.device());
+#endif
+}
+
+std::vector<bool> finite_flags(const std::vector<Tensor*>& tensors) {
+  std::vector<bool> ok(tensors.size(), true);
+  if (tensors.empty()) return ok;
+  const Device d = tensors.front()->device();
+  for (const Tensor* t : tensors) PW_CHECK(t->device() == d, "finite_flags: tensors on different devices");
+  if (d.is_cpu()) {
+    for (size_t i = 0; i < tensors.size(); ++i) ok[i] = all_finite(tensors[i]->data(), tensors[i]->numel());
+    return ok;
+  }
+#ifdef PW_HAVE_CUDA
+  cuda::CudaDevice& dev = cuda_device(d);
+  Tensor flags = Tensor::zeros({static_cast<int64_t>(tensors.size())}, dev.memory());
+  for (size_t i = 0; i < tensors.size(); ++i)
+    cuda::kernels::mark_nonfinite(tensors[i]->data(), tensors[i]->numel(), flags.data() + i, dev.stream());
+  std::vector<float> host(tensors.size());
+  cuda::download(flags, host.data());
+  for (size_t i = 0; i < tensors.size(); ++i) ok[i] = host[i] == 0.0f;
+  return ok;
+#else
+  no_backend(d);
+#endif
+}
+
+std::string nonfinite_kind(const Tensor& t) {
+  if (t.device().is_cpu()) return nonfinite_kind(t.data(), t.numel());
+  std::vector<float> host(static_cast<size_t>(t.numel()));
+  copy_to_host(t, host.data());
+  return nonfinite_kind(host.data(), t.numel());
+}
+
+void device_sgd_step(Tensor& p, const Tensor& g, Tensor* momentum, float lr, float mu, float wd) {
+  PW_CHECK(!p.device().is_cpu() && g.device() == p.device() && g.numel() == p.numel() &&
+               (!momentum || (momentum->device() == p.device() && momentum->numel() == p.numel())),
+           "device_sgd_step: tensors of different devices or sizes, or on the host");
+#ifdef PW_HAVE_CUDA
+  cuda::kernels::sgd_step(p.data(), g.data(), momentum ? momentum->data() : nullptr, p.numel(), lr, mu, wd,
+                          stream_of(p));
+#else
+  no_backend(p.device());
+#endif
+}
+
+void device_adam_step(Tensor& p, const Tensor& g, Tensor& m, Tensor& v, float lr, float b1, float b2, float c1,
+                      float c2, float eps, float wd) {
+  PW_CHECK(!p.device().is_cpu() && g.device() == p.device() && m.device() == p.device() && v.device() == p.device() &&
+               g.numel() == p.numel() && m.numel() == p.numel() && v.numel() == p.numel(),
+           "device_adam_step: tensors of different devices or sizes, or on the host");
+#ifdef PW_HAVE_CUDA
+  cuda::kernels::adam_step(p.data(), g.data(), m.data(), v.data(), p.numel(), lr, b1, b2, c1, c2, eps, wd,
+                           stream_of(p));
+#else
+  no_backend(p.device());
+#endif
+}
+
+}  // namespace pw::exec

@@ -1,0 +1,47 @@
+// Tensor operations for the runtimes on whichever device a tensor lives (exec/tensor.h:
+// Device): a device's memory, copies between the host and a device, gradient accumulation, the
+// finite check and the optimizer steps. Host tensors take the host code; tensors on a CUDA
+// device take the CUDA backend's kernels, queued on that device's compute stream
+// (exec/backend/device_ops.cc dispatches, as exec/backend/device_layers.cc does for layers).
+//
+// Functions that hand values to the host (copy_to_host, finite_flags, nonfinite_kind) wait for
+// the device's queued work; the others queue theirs and return. A device this build or
+// machine cannot use throws InputError naming why (exec/layer.h: unusable_reason); tensors of
+// different devices or sizes where the same are expected are PW_CHECK failures.
+// Thread-safety: as the device's stream (exec/cuda/cuda_device.h): one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "exec/tensor.h"
+
+namespace pw::exec {
+
+// Where tensors of `device` are allocated: Allocator::global() for the host; the device's
+// caching allocator on its compute stream for a CUDA device (peak_bytes(): the device's peak).
+MemoryResource& device_memory(Device device);
+
+// A copy of the host tensor `host` on `device` (a clone when `device` is the host).
+Tensor copy_to_device(const Tensor& host, Device device);
+// t's values -> host[0, t.numel()); host[0, t.numel()) -> t. Any device.
+void copy_to_host(const Tensor& t, float* host);
+void copy_from_host(const float* host, Tensor& t);
+
+// y += x (same device, same element count).
+void accumulate(Tensor& y, const Tensor& x);
+
+// Per tensor (all on one device): whether every value is finite. On a CUDA device one kernel
+// per tensor and a single read-back for the whole list.
+std::vector<bool> finite_flags(const std::vector<Tensor*>& tensors);
+// "NaN" or "Inf": the kind of t's first non-finite value ("" when all are finite).
+std::string nonfinite_kind(const Tensor& t);
+
+// exec/optimizer_update.h's steps over whole tensors on a CUDA device (the host Optimizer runs
+// its own loop): momentum may be null (plain SGD); c1, c2: Adam's bias corrections.
+void device_sgd_step(Tensor& p, const Tensor& g, Tensor* momentum, float lr, float mu, float wd);
+void device_adam_step(Tensor& p, const Tensor& g, Tensor& m, Tensor& v, float lr, float b1, float b2, float c1,
+                      float c2, float eps, float wd);
+
+}  // namespace pw::exec
