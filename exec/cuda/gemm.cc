@@ -22,9 +22,11 @@ void check(cublasStatus_t s, const char* what) {
                              std::to_string(static_cast<int>(s)) + ")");
 }
 
-// Largest power of two <= 16 that divides the address.
-int64_t alignment(const void* p) {
-  const auto a = reinterpret_cast<uintptr_t>(p);
+// Largest power of two <= 16 that divides the address of every batch member (the address and,
+// for batched products, the stride in bytes).
+int64_t alignment(const void* p, int64_t batch, int64_t stride) {
+  auto a = reinterpret_cast<uintptr_t>(p);
+  if (batch > 1) a |= static_cast<uintptr_t>(stride) * sizeof(float);
   int64_t al = 16;
   while (al > 4 && a % static_cast<uintptr_t>(al) != 0) al /= 2;
   return al;
@@ -116,9 +118,30 @@ std::unique_ptr<Plan> make_plan(CudaDevice& dev, const GemmShape& s, int64_t lda
 
 }  // namespace
 
+std::string gemm_shape_problem(const GemmShape& s) {
+  if (s.m < 1 || s.n < 1 || s.k < 1) return "gemm sizes must be >= 1";
+  if (s.batch < 1 || s.groups < 1) return "gemm batch and group counts must be >= 1";
+  if (s.lda != 0 && s.lda < (s.trans_a ? s.m : s.k)) return "gemm lda below the row length of A";
+  if (s.ldb != 0 && s.ldb < (s.trans_b ? s.k : s.n)) return "gemm ldb below the row length of B";
+  if (s.ldc != 0 && s.ldc < s.n) return "gemm ldc below the row length of C";
+  if (s.stride_a < 0 || s.stride_b < 0 || s.stride_c < 0 || s.group_stride_a < 0 || s.group_stride_b < 0 ||
+      s.group_stride_c < 0)
+    return "gemm strides must be >= 0";
+  return "";
+}
+
 void gemm(CudaDevice& dev, const GemmShape& s, const float* a, const float* b, float* c, float beta, Epilogue epilogue,
           const float* bias) {
-  PW_CHECK(s.m >= 1 && s.n >= 1 && s.k >= 1 && s.batch >= 1, "gemm sizes must be >= 1");
+  if (s.groups > 1) {
+    GemmShape one = s;
+    one.groups = 1;
+    for (int64_t g = 0; g < s.groups; ++g)
+      gemm(dev, one, a + g * s.group_stride_a, b + g * s.group_stride_b, c + g * s.group_stride_c, beta, epilogue,
+           bias);
+    return;
+  }
+  const std::string problem = gemm_shape_problem(s);
+  PW_CHECK(problem.empty(), problem);
   const bool has_bias = epilogue == Epilogue::bias || epilogue == Epilogue::bias_gelu;
   PW_CHECK(!has_bias || bias != nullptr, "gemm bias epilogue without a bias");
   PW_CHECK(beta == 0.0f || epilogue == Epilogue::none || epilogue == Epilogue::bias,
@@ -126,7 +149,8 @@ void gemm(CudaDevice& dev, const GemmShape& s, const float* a, const float* b, f
   const int64_t lda = s.lda ? s.lda : (s.trans_a ? s.m : s.k);
   const int64_t ldb = s.ldb ? s.ldb : (s.trans_b ? s.k : s.n);
   const int64_t ldc = s.ldc ? s.ldc : s.n;
-  const std::array<int64_t, 4> align{alignment(a), alignment(b), alignment(c), 0};
+  const std::array<int64_t, 4> align{alignment(a, s.batch, s.stride_a), alignment(b, s.batch, s.stride_b),
+                                     alignment(c, s.batch, s.stride_c), 0};
   const Key key{s.m,
                 s.n,
                 s.k,

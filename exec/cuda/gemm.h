@@ -5,6 +5,10 @@
 // op(A) = A stored [m, k] (lda >= k) or, with trans_a, A stored [k, m] (lda >= m); likewise B
 // ([k, n], or [n, k] with trans_b); C stored [m, n] (ldc >= n). Leading dimensions default to
 // the packed ones (0). batch > 1: `batch` independent products at the given element strides.
+// groups > 1: a second batch level, `groups` batched products, group g reading A at
+// a + g * group_stride_a (likewise B, C); one cuBLASLt call per group, queued in group order.
+// Strided views of one tensor (attention's heads: rows of stride ld, groups dh apart) are
+// products of this form.
 //
 // Epilogues run inside the GEMM: bias (a [n] vector), gelu (tanh approximation, as the gelu
 // layer) and bias_gelu (bias, then GELU). beta must be 0 with a GELU epilogue.
@@ -18,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "exec/cuda/cuda_device.h"
 
@@ -31,7 +36,13 @@ struct GemmShape {
   int64_t lda = 0, ldb = 0, ldc = 0;  // 0: packed
   int64_t batch = 1;
   int64_t stride_a = 0, stride_b = 0, stride_c = 0;  // elements between batch members
+  int64_t groups = 1;
+  int64_t group_stride_a = 0, group_stride_b = 0, group_stride_c = 0;  // elements between groups
 };
+
+// Why the shape is not a product gemm() runs ("" when it is): a size, batch or group count
+// below 1, a leading dimension below its packed value, a negative stride. Pure host code.
+std::string gemm_shape_problem(const GemmShape& shape);
 
 void gemm(CudaDevice& dev, const GemmShape& shape, const float* a, const float* b, float* c, float beta = 0.0f,
           Epilogue epilogue = Epilogue::none, const float* bias = nullptr);

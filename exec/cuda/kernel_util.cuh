@@ -25,6 +25,14 @@ inline void check_launch(const char* kernel) {
   if (e != cudaSuccess) throw std::runtime_error(std::string("CUDA kernel ") + kernel + ": " + cudaGetErrorString(e));
 }
 
+// Threads of a one-block-per-row kernel over rows of d elements: the smallest power of two
+// >= d, at least 32 and at most 1024 (block_reduce needs a power of two).
+inline unsigned row_threads(int64_t d) {
+  unsigned t = 32;
+  while (t < 1024 && static_cast<int64_t>(t) < d) t <<= 1;
+  return t;
+}
+
 __device__ inline int64_t global_index() { return int64_t(blockIdx.x) * blockDim.x + threadIdx.x; }
 __device__ inline int64_t global_stride() { return int64_t(gridDim.x) * blockDim.x; }
 

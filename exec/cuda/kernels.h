@@ -1,4 +1,4 @@
-// The CUDA backend's kernels (kernels.cu, norm_kernels.cu), as plain functions over device
+// The CUDA backend's kernels (kernels.cu, norm_kernels.cu, attention_kernels.cu), as plain functions over device
 // pointers. Every function queues its work on `stream` (a cudaStream_t passed as void*, so this
 // header needs no CUDA header) and returns without waiting; a launch error throws
 // std::runtime_error naming the kernel.
@@ -55,6 +55,14 @@ void layer_norm_backward_input(const float* x, const float* dy, const float* g, 
 // grad_g[i] += sum_r dy * xhat; grad_b[i] += sum_r dy (rows in order).
 void layer_norm_backward_weight(const float* x, const float* dy, const float* stats, float* grad_g, float* grad_b,
                                 int64_t rows, int64_t d, void* stream);
+
+// Causal softmax of attention, in place on rows of p [rows, seq] (rows = batch * heads * seq;
+// row r is query i = r % seq): p[r, j] = exp(scale * (p[r, j] - max)) / sum over j <= i, and
+// 0 for j > i (the mask), as exec/layers/attention.cc (scale = 1 / sqrt(dh), > 0).
+void causal_softmax_forward(float* p, int64_t rows, int64_t seq, float scale, void* stream);
+// Its backward, in place on d [rows, seq] (the gradient of the probabilities p on entry):
+// d[r, j] = p[r, j] * (d[r, j] - sum_{k <= i} p[r, k] d[r, k]) * scale for j <= i, else 0.
+void causal_softmax_backward(const float* p, float* d, int64_t rows, int64_t seq, float scale, void* stream);
 
 // Softmax + cross-entropy, fused: per row r of x [n, c], stats[r] = {max, log(sum exp(x - max))}
 // and row_loss[r] = -(x[r, t_r] - max - lse); loss[0] = mean of row_loss (summed in double, in

@@ -89,12 +89,6 @@ __global__ void ln_weight_k(const float* x, const float* dy, const float* stats,
   }
 }
 
-unsigned row_threads(int64_t d) {
-  unsigned t = 32;
-  while (t < 1024 && static_cast<int64_t>(t) < d) t <<= 1;
-  return t;
-}
-
 }  // namespace
 
 void layer_norm_forward(const float* x, const float* g, const float* b, float* y, float* stats, int64_t rows, int64_t d,

@@ -18,7 +18,9 @@ bool has_cuda_layer(LayerKind kind) {
     case LayerKind::softmax_xent:
     case LayerKind::mse_loss:
     case LayerKind::flatten:
-    case LayerKind::dropout: return true;
+    case LayerKind::dropout:
+    case LayerKind::attention:
+    case LayerKind::transformer_block: return true;
     default: return false;
   }
 }
@@ -51,6 +53,12 @@ std::unique_ptr<Layer> make_cuda_layer(const models::LayerSpec& spec, const std:
     case LayerKind::softmax_xent:
       return std::make_unique<CudaLoss>(std::move(twin), dev, true, spec.attr_or("rows", 1), spec.attr("classes"));
     case LayerKind::mse_loss: return std::make_unique<CudaLoss>(std::move(twin), dev, false, 0, 0);
+    case LayerKind::attention:
+      return std::make_unique<CudaAttention>(std::move(twin), dev, spec.attr("seq"), spec.attr("d_model"),
+                                             spec.attr("heads"));
+    case LayerKind::transformer_block:
+      return std::make_unique<CudaTransformerBlock>(std::move(twin), dev, spec.attr("seq"), spec.attr("d_model"),
+                                                    spec.attr("heads"), spec.attr("ffn"));
     default: break;
   }
   PW_CHECK(false, "has_cuda_layer and make_cuda_layer disagree");

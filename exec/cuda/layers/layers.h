@@ -3,7 +3,10 @@
 // noted per class.
 #pragma once
 
+#include <array>
+
 #include "exec/cuda/layers/cuda_layer.h"
+#include "exec/cuda/layers/parts.h"
 
 namespace pw::exec::cuda {
 
@@ -111,6 +114,46 @@ class CudaLoss : public CudaLayer {
  private:
   bool xent_;
   int64_t rows_, classes_;
+};
+
+// attention (causal, attrs seq, d_model, heads): CudaAttentionParts over this layer's
+// parameters (the CPU Attention's order and shapes). Context: the parts' slots, then dx when W
+// runs before B.
+class CudaAttention : public CudaLayer {
+ public:
+  CudaAttention(std::unique_ptr<Layer> twin, CudaDevice& dev, int64_t seq, int64_t d_model, int64_t heads);
+  Tensor forward(Inputs in, Context& ctx) override;
+  std::vector<Tensor> backward_input(Inputs in, Context& ctx, const Tensor& grad_out) override;
+  void backward_weight(Inputs in, Context& ctx, const Tensor& grad_out) override;
+
+ private:
+  std::array<Tensor*, 4> attention_params() { return {&params_[0], &params_[1], &params_[2], &params_[3]}; }
+  CudaAttentionParts parts_;
+};
+
+// transformer_block (attrs seq, d_model, heads, ffn), the CPU block's pre-norm formula
+//   x1 = x + attention(ln1(x));  y = x1 + fc2(gelu(fc1(ln2(x1))))
+// from the CUDA pieces: the layer_norm and GELU kernels, linear_* and CudaAttentionParts.
+// Parameters in the CPU block's order: ln1 {g, b}, attention {w_qkv, b_qkv, w_proj, b_proj},
+// ln2 {g, b}, fc1 {w, b}, fc2 {w, b}. Context: saved = the Slot tensors below (B appends the
+// gradients W needs, and dx when W runs first); children[0] = the attention's context.
+class CudaTransformerBlock : public CudaLayer {
+ public:
+  CudaTransformerBlock(std::unique_ptr<Layer> twin, CudaDevice& dev, int64_t seq, int64_t d_model, int64_t heads,
+                       int64_t ffn);
+  Tensor forward(Inputs in, Context& ctx) override;
+  std::vector<Tensor> backward_input(Inputs in, Context& ctx, const Tensor& grad_out) override;
+  void backward_weight(Inputs in, Context& ctx, const Tensor& grad_out) override;
+
+ private:
+  // Forward activations (h1 = ln1(x), x1, h2 = ln2(x1), f = fc1(h2), g = gelu(f), the two layer
+  // norms' row stats), then what B adds (df, dh2, dx1, dh1) and dx (W before B).
+  enum Slot { kH1, kX1, kH2, kF, kG, kStats1, kStats2, kDF, kDH2, kDX1, kDH1, kDX };
+  Tensor input_grads(const Tensor& x, Context& ctx, const Tensor& dy);
+  std::array<Tensor*, 4> attention_params() { return {&params_[2], &params_[3], &params_[4], &params_[5]}; }
+  std::array<Tensor*, 4> attention_grads() { return {&grads_[2], &grads_[3], &grads_[4], &grads_[5]}; }
+  int64_t seq_, d_, ffn_;
+  CudaAttentionParts attn_;
 };
 
 }  // namespace pw::exec::cuda

@@ -1,9 +1,40 @@
 #include "exec/cuda/gemm.h"
 #include "exec/cuda/kernels.h"
 #include "exec/cuda/layers/layers.h"
+#include "exec/cuda/layers/parts.h"
 #include "models/error.h"
 
 namespace pw::exec::cuda {
+
+void linear_forward(CudaDevice& dev, const float* x, const float* w, const float* bias, float* y, int64_t rows,
+                    int64_t in, int64_t out) {
+  GemmShape s;
+  s.m = rows;
+  s.n = out;
+  s.k = in;
+  s.trans_b = true;  // w stored [out, in]
+  gemm(dev, s, x, w, y, 0.0f, bias ? Epilogue::bias : Epilogue::none, bias);
+}
+
+void linear_backward_input(CudaDevice& dev, const float* dy, const float* w, float* dx, int64_t rows, int64_t in,
+                           int64_t out) {
+  GemmShape s;
+  s.m = rows;
+  s.n = in;
+  s.k = out;
+  gemm(dev, s, dy, w, dx);
+}
+
+void linear_backward_weight(CudaDevice& dev, const float* x, const float* dy, float* gw, float* gbias, int64_t rows,
+                            int64_t in, int64_t out) {
+  GemmShape s;
+  s.m = out;
+  s.n = in;
+  s.k = rows;
+  s.trans_a = true;  // dy stored [rows, out]
+  gemm(dev, s, dy, x, gw, 1.0f);
+  if (gbias) kernels::add_column_sums(dy, rows, out, gbias, dev.stream());
+}
 
 CudaLinear::CudaLinear(std::unique_ptr<Layer> twin, CudaDevice& dev, int64_t in, int64_t out, bool bias)
     : CudaLayer(std::move(twin), dev), in_(in), out_(out), bias_(bias) {
@@ -19,13 +50,7 @@ Tensor CudaLinear::forward(Inputs in, Context& ctx) {
   std::vector<int64_t> shape = x.shape();
   shape.back() = out_;
   Tensor y = make(shape);
-  GemmShape s;
-  s.m = x.numel() / in_;
-  s.n = out_;
-  s.k = in_;
-  s.trans_b = true;  // W stored [out, in]
-  gemm(dev_, s, x.data(), w_->data(), y.data(), 0.0f, bias_ ? Epilogue::bias : Epilogue::none,
-       bias_ ? params_[1].data() : nullptr);
+  linear_forward(dev_, x.data(), w_->data(), bias_ ? params_[1].data() : nullptr, y.data(), x.numel() / in_, in_, out_);
   ctx.batch = x.dim(0);
   return y;
 }
@@ -33,11 +58,7 @@ Tensor CudaLinear::forward(Inputs in, Context& ctx) {
 std::vector<Tensor> CudaLinear::backward_input(Inputs in, Context&, const Tensor& grad_out) {
   const Tensor& x = *in[0];
   Tensor dx = make(x.shape());
-  GemmShape s;
-  s.m = x.numel() / in_;
-  s.n = in_;
-  s.k = out_;
-  gemm(dev_, s, grad_out.data(), w_->data(), dx.data());
+  linear_backward_input(dev_, grad_out.data(), w_->data(), dx.data(), x.numel() / in_, in_, out_);
   std::vector<Tensor> r;
   r.push_back(std::move(dx));
   return r;
@@ -45,14 +66,8 @@ std::vector<Tensor> CudaLinear::backward_input(Inputs in, Context&, const Tensor
 
 void CudaLinear::backward_weight(Inputs in, Context&, const Tensor& grad_out) {
   const Tensor& x = *in[0];
-  const int64_t rows = x.numel() / in_;
-  GemmShape s;
-  s.m = out_;
-  s.n = in_;
-  s.k = rows;
-  s.trans_a = true;  // dy stored [rows, out]
-  gemm(dev_, s, grad_out.data(), x.data(), gw_->data(), 1.0f);
-  if (bias_) kernels::add_column_sums(grad_out.data(), rows, out_, grads_[1].data(), stream());
+  linear_backward_weight(dev_, x.data(), grad_out.data(), gw_->data(), bias_ ? grads_[1].data() : nullptr,
+                         x.numel() / in_, in_, out_);
 }
 
 std::vector<Tensor*> CudaLinear::parameters() {

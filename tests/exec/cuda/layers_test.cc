@@ -77,6 +77,72 @@ TEST_CASE("cuda dropout: the CPU's masks") {
                 {true}, 8, 3);
 }
 
+// Attention chains several fp32 products and a softmax whose exp differs from the CPU's
+// polynomial by < 2e-7; the block adds two layer norms and two more products. Summation orders
+// differ from oneDNN's, so the tolerances are above the single layers' 1e-5 (an indexing error
+// shows as an error of order 1).
+constexpr double kAttentionTol = 5e-5, kBlockTol = 1e-4;
+
+models::LayerSpec attention_spec(int64_t seq, int64_t d, int64_t heads) {
+  return spec("attn", LayerKind::attention, {"x"}, {seq, d}, {{"seq", seq}, {"d_model", d}, {"heads", heads}});
+}
+
+models::LayerSpec block_spec(int64_t seq, int64_t d, int64_t heads, int64_t ffn) {
+  return spec("block", LayerKind::transformer_block, {"x"}, {seq, d},
+              {{"seq", seq}, {"d_model", d}, {"heads", heads}, {"ffn", ffn}});
+}
+
+TEST_CASE("cuda attention (seq 7, d 32, heads 4; seq 16, d 64, heads 2)") {
+  compare_layer(attention_spec(7, 32, 4), {{7, 32}}, floats({{7, 32}}), {true}, 8, 3, kAttentionTol);
+  compare_layer(attention_spec(16, 64, 2), {{16, 64}}, floats({{16, 64}}), {true}, 4, 3, kAttentionTol);
+}
+
+TEST_CASE("cuda transformer_block (seq 7, d 32, heads 4, ffn 64; seq 16, d 64, heads 2, ffn 128)") {
+  compare_layer(block_spec(7, 32, 4, 64), {{7, 32}}, floats({{7, 32}}), {true}, 8, 3, kBlockTol);
+  compare_layer(block_spec(16, 64, 2, 128), {{16, 64}}, floats({{16, 64}}), {true}, 4, 3, kBlockTol);
+}
+
+// One micro-batch through B then W, and again through W then B: the same input gradient and
+// parameter gradients, bit for bit (the device's kernels and products are deterministic).
+void check_b_w_order(const models::LayerSpec& s, const Shape& sample, int64_t batch) {
+  INFO("layer " << s.name);
+  CudaDevice& dev = CudaDevice::get(0);
+  auto layer = make_layer(s, {sample}, Device::cuda(0));
+  layer->init_parameters(5);
+  Shape shape{batch};
+  shape.insert(shape.end(), sample.begin(), sample.end());
+  const Tensor x = to_device(uniform(shape, 1), dev), dy = to_device(uniform(shape, 2), dev);
+  std::vector<const Tensor*> in{&x};
+  std::vector<Tensor> dx;
+  std::vector<std::vector<Tensor>> grads(2);
+  for (int w_first = 0; w_first < 2; ++w_first) {
+    Context ctx;
+    layer->zero_grad();
+    layer->forward(in, ctx);
+    if (w_first) {
+      layer->backward_weight(in, ctx, dy);
+      dx.push_back(to_host(layer->backward_input(in, ctx, dy).at(0)));
+    } else {
+      dx.push_back(to_host(layer->backward_input(in, ctx, dy).at(0)));
+      layer->backward_weight(in, ctx, dy);
+    }
+    for (Tensor* g : layer->gradients()) grads[w_first].push_back(to_host(*g));
+  }
+  CHECK(testing::all_finite(dx[0]));
+  CHECK(testing::bit_equal(dx[0], dx[1]));
+  REQUIRE(grads[0].size() == grads[1].size());
+  for (size_t k = 0; k < grads[0].size(); ++k) {
+    INFO("parameter gradient " << k);
+    CHECK(testing::all_finite(grads[0][k]));
+    CHECK(testing::bit_equal(grads[0][k], grads[1][k]));
+  }
+}
+
+TEST_CASE("cuda attention and transformer_block: B then W equals W then B, bit for bit") {
+  check_b_w_order(attention_spec(7, 32, 4), {7, 32}, 3);
+  check_b_w_order(block_spec(7, 32, 4, 64), {7, 32}, 3);
+}
+
 TEST_CASE("cuda factory: a kind without a CUDA layer is refused by name, and inputs on the host are refused") {
   CHECK_THROWS_WITH_AS(
       make_layer(spec("c", LayerKind::conv2d, {"x"}, {2, 4, 4},
