@@ -151,12 +151,16 @@ if [ "$built" = 1 ] && [ $cuda_on = 1 ]; then
   note "$(grep -E '^\[doctest\] test cases|^SKIPPED' "$log" | tail -1)"
 fi
 
-# train --device cuda: on a GPU, 10 mlp steps whose losses are the CPU run's within 1e-4;
-# without one (or without the backend), one error line and exit 2.
+# train --device cuda: on a GPU, 10 steps of mlp and of GPT (4 blocks, d 256) whose losses are
+# the CPU run's within 1e-4; without one (or without the backend), one error line and exit 2.
+# train_gpu_vs_cpu NAME MODEL-FLAGS...
 train_gpu_vs_cpu() {
-  timeout 120 "$build/pipewright" train --model mlp --steps 10 --json > "$out/train_cpu.json" || return 1
-  timeout 120 "$build/pipewright" train --model mlp --steps 10 --json --device cuda > "$out/train_gpu.json" || return 1
-  python3 - "$out/train_cpu.json" "$out/train_gpu.json" <<'PY'
+  local name="$1"
+  shift
+  timeout 120 "$build/pipewright" train "$@" --steps 10 --json > "$out/train_${name}_cpu.json" || return 1
+  timeout 120 "$build/pipewright" train "$@" --steps 10 --json --device cuda > "$out/train_${name}_gpu.json" ||
+    return 1
+  python3 - "$out/train_${name}_cpu.json" "$out/train_${name}_gpu.json" <<'PY'
 import json, math, sys
 c, g = (json.load(open(p)) for p in sys.argv[1:3])
 assert g["device"] == "cuda:0", g["device"]
@@ -167,7 +171,10 @@ print(f"gpu losses within 1e-4 of the cpu's; step {g['step_ms']:.2f} ms (cpu {c[
 PY
 }
 if [ "$built" = 1 ] && [ "$mode" = gpu ] && [ $cuda_on = 1 ]; then
-  step "train --device cuda (mlp vs the CPU)" 300 train_gpu_vs_cpu
+  step "train --device cuda (mlp vs the CPU)" 300 train_gpu_vs_cpu mlp --model mlp
+  if [ "${step_status[-1]}" = 0 ]; then verdict pass; else verdict fail; fi
+  note "$(grep -E '^gpu losses within|AssertionError' "$log" | tail -1)"
+  step "train --device cuda (gpt 4 x 256 vs the CPU)" 300 train_gpu_vs_cpu gpt --model gpt --layers 4 --d-model 256
   if [ "${step_status[-1]}" = 0 ]; then verdict pass; else verdict fail; fi
   note "$(grep -E '^gpu losses within|AssertionError' "$log" | tail -1)"
 elif [ "$built" = 1 ]; then

@@ -92,12 +92,12 @@ models::LayerSpec block_spec(int64_t seq, int64_t d, int64_t heads, int64_t ffn)
               {{"seq", seq}, {"d_model", d}, {"heads", heads}, {"ffn", ffn}});
 }
 
-TEST_CASE("cuda attention (seq 7, d 32, heads 4; seq 16, d 64, heads 2)") {
+TEST_CASE("cuda attention (seq 7, d 32, heads 4 and seq 16, d 64, heads 2)") {
   compare_layer(attention_spec(7, 32, 4), {{7, 32}}, floats({{7, 32}}), {true}, 8, 3, kAttentionTol);
   compare_layer(attention_spec(16, 64, 2), {{16, 64}}, floats({{16, 64}}), {true}, 4, 3, kAttentionTol);
 }
 
-TEST_CASE("cuda transformer_block (seq 7, d 32, heads 4, ffn 64; seq 16, d 64, heads 2, ffn 128)") {
+TEST_CASE("cuda transformer_block (seq 7, d 32, heads 4, ffn 64 and seq 16, d 64, heads 2, ffn 128)") {
   compare_layer(block_spec(7, 32, 4, 64), {{7, 32}}, floats({{7, 32}}), {true}, 8, 3, kBlockTol);
   compare_layer(block_spec(16, 64, 2, 128), {{16, 64}}, floats({{16, 64}}), {true}, 4, 3, kBlockTol);
 }
