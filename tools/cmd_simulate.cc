@@ -82,60 +82,75 @@ void run_replay(const SimulateArgs& a, CLI::App* sub) {
   }
 }
 
+// What one simulation runs: the schedule, its costs and network, a title for the timeline, and
+// how many plan iterations one simulated iteration holds (the replicas' round-robin period).
+struct SimulationInput {
+  planner::Schedule schedule;
+  sim::StageCosts costs;
+  sim::Network network;
+  std::string title;
+  int plan_iterations = 1;
+};
+
+SimulationInput uniform_input(const SimulateArgs& a, CLI::App* sub) {
+  for (const char* flag : {"--plan", "--profile", "--cluster"})
+    if (sub->count(flag)) throw InputError(std::string(flag) + ": not used with --uniform");
+  if (!sub->count("--stages")) throw InputError("--stages: required with --uniform");
+  if (!sub->count("--micro-batches")) throw InputError("--micro-batches: required with --uniform");
+  if (!sub->count("--t-f")) throw InputError("--t-f: required with --uniform");
+  if (!sub->count("--t-b")) throw InputError("--t-b: required with --uniform");
+  if (a.stages < 1) throw InputError("--stages: expected >= 1, got " + std::to_string(a.stages));
+  if (a.micro_batches < 1) throw InputError("--micro-batches: expected >= 1, got " + std::to_string(a.micro_batches));
+  const planner::ScheduleKind kind = planner::parse_schedule_kind(a.schedule, "--schedule");
+  const int64_t f = ms_to_ns(a.t_f, "--t-f"), b = ms_to_ns(a.t_b, "--t-b"), w = ms_to_ns(a.t_w, "--t-w");
+  const int64_t comm = ms_to_ns(a.t_comm, "--t-comm");
+  SimulationInput in;
+  try {
+    in.schedule = planner::make_schedule(kind, a.stages, a.micro_batches, a.chunks);
+  } catch (const InputError& e) { throw InputError(std::string("--schedule ") + a.schedule + ": " + e.what()); }
+  in.costs = sim::StageCosts::uniform(in.schedule.num_stages, f, b, w);
+  in.network = sim::Network::fixed(comm);
+  in.title = a.schedule + ": " + std::to_string(a.stages) + " stages" +
+             (a.chunks > 1 ? " x " + std::to_string(a.chunks) + " chunks" : "") + ", " +
+             std::to_string(a.micro_batches) + " micro-batches";
+  return in;
+}
+
+SimulationInput plan_input(const SimulateArgs& a, CLI::App* sub) {
+  for (const char* flag :
+       {"--stages", "--micro-batches", "--t-f", "--t-b", "--t-w", "--t-comm", "--schedule", "--chunks"})
+    if (sub->count(flag)) throw InputError(std::string(flag) + ": only used with --uniform");
+  const planner::Plan plan = planner::load_plan_file(a.plan);
+  const PlanCosts pc = plan_costs(plan, a.plan, a.profile, a.cluster);
+  SimulationInput in;
+  in.costs = pc.costs;
+  const models::Cluster* cl = pc.cluster_ptr();
+  try {
+    in.schedule = sim::schedule_for_plan(plan, in.costs);
+    in.network = sim::network_for_plan(plan, cl);
+  } catch (const InputError& e) { throw InputError(a.plan + ": " + e.what()); }
+  in.title = "plan " + plan.model + ": " + std::string(to_string(plan.schedule)) + ", " +
+             std::to_string(plan.num_stages()) + " stages, " + std::to_string(plan.num_micro_batches) +
+             " micro-batches of " + std::to_string(plan.micro_batch_size);
+  if (in.schedule.num_micro_batches != plan.num_micro_batches)
+    in.plan_iterations = in.schedule.num_micro_batches / plan.num_micro_batches;
+  if (!in.schedule.stage_replicas.empty()) {
+    in.title += ", replicas";
+    for (int k = 0; k < plan.num_stages(); ++k) in.title += (k ? "," : " ") + std::to_string(plan.stages[k].replicas());
+    in.title += " on " + std::to_string(in.schedule.num_devices) + " devices";
+  }
+  return in;
+}
+
 // The outputs (--trace, --svg) are written to temporaries before the report is printed and
 // renamed into place after it (models/output_set.h).
 void simulate(const SimulateArgs& a, CLI::App* sub) {
   if (!a.replay.empty()) return run_replay(a, sub);
   if (a.uniform == !a.plan.empty()) throw InputError("simulate: give exactly one of --plan FILE or --uniform");
   if (a.iterations < 1) throw InputError("--iterations: expected >= 1, got " + std::to_string(a.iterations));
-  planner::Schedule schedule;
-  sim::StageCosts costs;
-  sim::Network network;
-  std::string title;
-  int plan_iterations = 1;  // plan iterations per simulated one (replicas' round-robin period)
-  if (a.uniform) {
-    for (const char* flag : {"--plan", "--profile", "--cluster"})
-      if (sub->count(flag)) throw InputError(std::string(flag) + ": not used with --uniform");
-    if (!sub->count("--stages")) throw InputError("--stages: required with --uniform");
-    if (!sub->count("--micro-batches")) throw InputError("--micro-batches: required with --uniform");
-    if (!sub->count("--t-f")) throw InputError("--t-f: required with --uniform");
-    if (!sub->count("--t-b")) throw InputError("--t-b: required with --uniform");
-    if (a.stages < 1) throw InputError("--stages: expected >= 1, got " + std::to_string(a.stages));
-    if (a.micro_batches < 1) throw InputError("--micro-batches: expected >= 1, got " + std::to_string(a.micro_batches));
-    const planner::ScheduleKind kind = planner::parse_schedule_kind(a.schedule, "--schedule");
-    const int64_t f = ms_to_ns(a.t_f, "--t-f"), b = ms_to_ns(a.t_b, "--t-b"), w = ms_to_ns(a.t_w, "--t-w");
-    const int64_t comm = ms_to_ns(a.t_comm, "--t-comm");
-    try {
-      schedule = planner::make_schedule(kind, a.stages, a.micro_batches, a.chunks);
-    } catch (const InputError& e) { throw InputError(std::string("--schedule ") + a.schedule + ": " + e.what()); }
-    costs = sim::StageCosts::uniform(schedule.num_stages, f, b, w);
-    network = sim::Network::fixed(comm);
-    title = a.schedule + ": " + std::to_string(a.stages) + " stages" +
-            (a.chunks > 1 ? " x " + std::to_string(a.chunks) + " chunks" : "") + ", " +
-            std::to_string(a.micro_batches) + " micro-batches";
-  } else {
-    for (const char* flag :
-         {"--stages", "--micro-batches", "--t-f", "--t-b", "--t-w", "--t-comm", "--schedule", "--chunks"})
-      if (sub->count(flag)) throw InputError(std::string(flag) + ": only used with --uniform");
-    const planner::Plan plan = planner::load_plan_file(a.plan);
-    const PlanCosts pc = plan_costs(plan, a.plan, a.profile, a.cluster);
-    costs = pc.costs;
-    const models::Cluster* cl = pc.cluster_ptr();
-    try {
-      schedule = sim::schedule_for_plan(plan, costs);
-      network = sim::network_for_plan(plan, cl);
-    } catch (const InputError& e) { throw InputError(a.plan + ": " + e.what()); }
-    title = "plan " + plan.model + ": " + std::string(to_string(plan.schedule)) + ", " +
-            std::to_string(plan.num_stages()) + " stages, " + std::to_string(plan.num_micro_batches) +
-            " micro-batches of " + std::to_string(plan.micro_batch_size);
-    if (schedule.num_micro_batches != plan.num_micro_batches)
-      plan_iterations = schedule.num_micro_batches / plan.num_micro_batches;
-    if (!schedule.stage_replicas.empty()) {
-      title += ", replicas";
-      for (int k = 0; k < plan.num_stages(); ++k) title += (k ? "," : " ") + std::to_string(plan.stages[k].replicas());
-      title += " on " + std::to_string(schedule.num_devices) + " devices";
-    }
-  }
+  const SimulationInput in = a.uniform ? uniform_input(a, sub) : plan_input(a, sub);
+  const planner::Schedule& schedule = in.schedule;
+  const int plan_iterations = in.plan_iterations;
   sim::SimOptions opt;
   opt.iterations = a.iterations;
   // An asynchronous plan has no flush: one iteration is only the pipeline's fill and drain, so
@@ -152,8 +167,8 @@ void simulate(const SimulateArgs& a, CLI::App* sub) {
   }
   opt.record_trace = !a.trace.empty() || !a.svg.empty();
   opt.schedule_bubble = true;
-  const sim::SimResult r = sim::simulate(schedule, costs, network, opt);
-  sim::write_timeline_files(r.trace, r.report, title, a.trace, a.svg);
+  const sim::SimResult r = sim::simulate(schedule, in.costs, in.network, opt);
+  sim::write_timeline_files(r.trace, r.report, in.title, a.trace, a.svg);
   if (a.json) {
     Json j;
     to_json(j, r.report);

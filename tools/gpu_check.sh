@@ -210,7 +210,15 @@ else
   step_names+=("PyTorch benchmark"); step_status+=("-"); step_secs+=(0); step_notes+=("python3 has no torch")
   if [ "$mode" = gpu ]; then verdict fail; else verdict "skipped (expected)"; fi
 fi
-say "Pipewright GPT step: not measured: the CUDA backend does not run gpt's transformer blocks yet"
+# Pipewright's GPT-2 small step on the GPU, the shape and optimizer of torch_gpt.py (fp32, TF32
+# off: `train` has no --tf32 yet): the median step of 13 (train's step_ms).
+gpt_json="$out/pipewright_gpt.json"
+if [ "$built" = 1 ] && [ "$mode" = gpu ] && [ $cuda_on = 1 ]; then
+  step "Pipewright GPT-2 small step (train --device cuda)" 300 sh -c "\"$build/pipewright\" train --model gpt \
+    --layers 12 --d-model 768 --heads 12 --seq 1024 --vocab 50257 --batch 8 --optimizer adam --lr 3e-4 --steps 13 \
+    --device cuda --json > \"$gpt_json.tmp\" && mv \"$gpt_json.tmp\" \"$gpt_json\""
+  if [ "${step_status[-1]}" = 0 ]; then verdict pass; else verdict fail; fi
+fi
 
 # ---------------------------------------------------------------- summary
 total=$(( $(date +%s) - t_start ))
@@ -234,8 +242,9 @@ def load(name):
 summary = {"format": "pipewright.gpu-check/1", "mode": mode, "gpu": gpu, "cuda_architectures": arch,
            "seconds": int(total), "steps": steps, "gemm_pipewright": load("gemm_pipewright.json"),
            "torch_gpt": load("torch_gpt.json"),
-           "pipewright_gpt_step_ms": None,
-           "pipewright_gpt_note": "not measured: the CUDA backend does not run gpt's transformer blocks yet"}
+           "pipewright_gpt": load("pipewright_gpt.json")}
+gpt = summary["pipewright_gpt"]
+summary["pipewright_gpt_step_ms"] = gpt["step_ms"] if gpt else None
 ok = all(s["verdict"] in ("pass", "skipped (expected)", "refused (expected)") for s in steps)
 summary["ok"] = ok
 tmp = os.path.join(out, "summary.json.tmp")
@@ -257,6 +266,8 @@ if g and t and t.get("gemm"):
 if t:
     for m in t["modes"]:
         print(f"torch {m['mode']:<8} {m['step_ms']:9.1f} ms/step")
+if summary["pipewright_gpt_step_ms"] is not None:
+    print(f"pipewright fp32  {summary['pipewright_gpt_step_ms']:9.1f} ms/step (train --device cuda, median of 13)")
 print(f"\n{mode} run, {total} s, {'OK' if ok else 'FAILED'}; summary.json and log.txt in {out}")
 sys.exit(0 if ok else 1)
 PY
