@@ -17,7 +17,7 @@
 //   optimizer: an optimizer catalog name ("adam"; under bf16 priced as "adam-mixed", as `plan`
 //   prices it); partitioner "dp" | "gpipe-greedy" | "even"; bf16 bool (unset: true on an
 //   accelerator, false on a CPU device, models::default_dtype): compute at the 16-bit tensor
-//   rate; efficiency (0, 1] (0.5): fraction of the device's peak the cost model assumes.
+//   rate; efficiency [0, 1] (0: the device's GEMM curve where it has one, else 0.5; models/defaults.h).
 // The cost defaults (recompute, precision, optimizer, efficiency) are models/defaults.h's, the
 // ones `plan` uses: the same question gets the same answer from both.
 //
