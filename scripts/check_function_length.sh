@@ -2,8 +2,9 @@
 # The CLI's command files stay flags, one library call and printing: no function (nor lambda
 # registered at namespace scope) in them longer than MAX lines (default 60).
 #   bash scripts/check_function_length.sh [MAX] [FILE...]
-# Files default to tools/cmd_plan.cc, cmd_run.cc, cmd_demo.cc and cmd_whatif_best.cc. One line per
-# function over the limit ("FILE:LINE: N lines: signature"), exit 1 if any. A function is a
+# Files default to tools/cmd_plan.cc, cmd_run.cc, cmd_demo.cc, cmd_simulate.cc, cmd_whatif.cc and
+# cmd_whatif_best.cc. One line per function over the limit ("FILE:LINE: N lines: signature"),
+# exit 1 if any. A function is a
 # brace block opened at namespace scope by a line that is not a class, struct, enum, union or
 # an initializer (`= {`); strings, characters and // comments are ignored when counting braces.
 set -euo pipefail
@@ -12,7 +13,8 @@ max="${1:-60}"
 [[ "$max" =~ ^[1-9][0-9]*$ ]] || { echo "usage: bash scripts/check_function_length.sh [MAX] [FILE...]" >&2; exit 2; }
 shift $(( $# > 0 ? 1 : 0 ))
 files=("$@")
-[ ${#files[@]} -gt 0 ] || files=(tools/cmd_plan.cc tools/cmd_run.cc tools/cmd_demo.cc tools/cmd_whatif_best.cc)
+[ ${#files[@]} -gt 0 ] || files=(tools/cmd_plan.cc tools/cmd_run.cc tools/cmd_demo.cc tools/cmd_simulate.cc
+                                 tools/cmd_whatif.cc tools/cmd_whatif_best.cc)
 found=$(awk -v MAX="$max" '
 function strip(s) { gsub(/"([^"\\]|\\.)*"/, "\"\"", s); gsub(/'"'"'([^'"'"'\\]|\\.)*'"'"'/, "x", s); sub(/\/\/.*/, "", s); return s }
 FNR == 1 { depth = 0; nsdepth = 0; infn = 0; prev = "" }

@@ -194,6 +194,47 @@ struct ThroughputArgs {
   std::string profile;
 };
 
+// --baseline K,M[,schedule] into the request.
+void set_baseline(const std::string& text, pw::whatif::ThroughputRequest& req) {
+  std::stringstream ss(text);
+  std::string k, m, s;
+  std::getline(ss, k, ',');
+  std::getline(ss, m, ',');
+  std::getline(ss, s, ',');
+  try {
+    size_t pk = 0, pm = 0;
+    req.baseline_stages = std::stoi(k, &pk);
+    req.baseline_micro_batches = std::stoi(m, &pm);
+    if (pk != k.size() || pm != m.size()) throw std::invalid_argument("trailing characters");
+  } catch (const std::exception&) {
+    throw pw::InputError("--baseline: expected K,M[,schedule] (e.g. 2,1,gpipe), got \"" + text + "\"");
+  }
+  req.baseline_schedule = s;
+}
+
+// The cells as the text table prints them (rounded; a note where a cell does not fit or its
+// simulated peak exceeds the device).
+pw::whatif::Table throughput_text_table(const std::vector<pw::whatif::ThroughputCell>& cells) {
+  pw::whatif::Table v;
+  v.columns = {"K",         "M",          "schedule",   "stages",   "iteration s",
+               "samples/s", "normalized", "idle share", "peak GiB", "note"};
+  for (const auto& cell : cells) {
+    if (!cell.feasible) {
+      v.rows.push_back({cell.stages, cell.micro_batches, cell.schedule, nullptr, nullptr, nullptr, nullptr, nullptr,
+                        nullptr, "does not fit: " + cell.reason});
+      continue;
+    }
+    v.rows.push_back({cell.stages, cell.micro_batches, cell.schedule, cell.stages_used, round_to(cell.iteration_s, 4),
+                      round_to(cell.throughput_samples_per_s, 1),
+                      cell.normalized >= 0 ? Json(round_to(cell.normalized, 3)) : Json(nullptr),
+                      round_to(cell.idle_share, 3), round_to(cell.peak_memory_bytes / double(1LL << 30), 2),
+                      cell.peak_memory_bytes > cell.device_memory_bytes
+                          ? Json("simulated peak exceeds the device's " + gib(cell.device_memory_bytes) + " GiB")
+                          : Json(nullptr)});
+  }
+  return v;
+}
+
 void run_throughput(ThroughputArgs& a) {
   a.common.cfg.recompute = a.recompute;
   finish_common(a.common);
@@ -204,23 +245,7 @@ void run_throughput(ThroughputArgs& a) {
   req.schedules = a.schedules;
   req.threads = a.common.threads;
   req.progress = show_progress(a.common);
-  if (!a.baseline.empty()) {
-    // K,M[,schedule]
-    std::stringstream ss(a.baseline);
-    std::string k, m, s;
-    std::getline(ss, k, ',');
-    std::getline(ss, m, ',');
-    std::getline(ss, s, ',');
-    try {
-      size_t pk = 0, pm = 0;
-      req.baseline_stages = std::stoi(k, &pk);
-      req.baseline_micro_batches = std::stoi(m, &pm);
-      if (pk != k.size() || pm != m.size()) throw std::invalid_argument("trailing characters");
-    } catch (const std::exception&) {
-      throw pw::InputError("--baseline: expected K,M[,schedule] (e.g. 2,1,gpipe), got \"" + a.baseline + "\"");
-    }
-    req.baseline_schedule = s;
-  }
+  if (!a.baseline.empty()) set_baseline(a.baseline, req);
   pw::models::Profile measured;
   if (!a.profile.empty()) {
     measured = pw::models::load_any_profile_file(a.profile);
@@ -231,28 +256,10 @@ void run_throughput(ThroughputArgs& a) {
   const std::string title =
       a.profile.empty() ? model_title(c)
                         : "profile of " + measured.model + ", batch " + std::to_string(c.batch) + " on " + c.device;
-  if (a.common.json) {
-    std::cout << Json(pw::whatif::StudyRows{"throughput", t}).dump(2) << "\n";
-  } else {
-    pw::whatif::Table v;
-    v.columns = {"K",         "M",          "schedule",   "stages",   "iteration s",
-                 "samples/s", "normalized", "idle share", "peak GiB", "note"};
-    for (const auto& cell : cells) {
-      if (!cell.feasible) {
-        v.rows.push_back({cell.stages, cell.micro_batches, cell.schedule, nullptr, nullptr, nullptr, nullptr, nullptr,
-                          nullptr, "does not fit: " + cell.reason});
-        continue;
-      }
-      v.rows.push_back({cell.stages, cell.micro_batches, cell.schedule, cell.stages_used, round_to(cell.iteration_s, 4),
-                        round_to(cell.throughput_samples_per_s, 1),
-                        cell.normalized >= 0 ? Json(round_to(cell.normalized, 3)) : Json(nullptr),
-                        round_to(cell.idle_share, 3), round_to(cell.peak_memory_bytes / double(1LL << 30), 2),
-                        cell.peak_memory_bytes > cell.device_memory_bytes
-                            ? Json("simulated peak exceeds the device's " + gib(cell.device_memory_bytes) + " GiB")
-                            : Json(nullptr)});
-    }
-    std::cout << "throughput grid: " << title << ", recompute " << c.recompute << "\n" << pw::whatif::to_text(v);
-  }
+  if (a.common.json) std::cout << Json(pw::whatif::StudyRows{"throughput", t}).dump(2) << "\n";
+  else
+    std::cout << "throughput grid: " << title << ", recompute " << c.recompute << "\n"
+              << pw::whatif::to_text(throughput_text_table(cells));
   std::cout.flush();  // results are out before the picture is drawn
   if (!a.common.svg.empty())
     pw::write_file_atomic(a.common.svg, pw::whatif::throughput_svg(cells, "Throughput vs micro-batches: " + title));
@@ -312,10 +319,7 @@ void run_sweep_cmd(SweepArgs& a) {
             << (a.output.empty() ? "" : "; wrote " + a.output + ".csv and " + a.output + ".json") << "\n";
 }
 
-pw::tools::CommandRegistrar register_whatif("whatif", [](CLI::App& app) {
-  auto* sub = app.add_subcommand("whatif", "Capacity studies: largest model, throughput grids, sweeps, 3D layouts");
-  sub->require_subcommand(1);
-
+void add_max_model(CLI::App* sub) {
   auto mm = std::make_shared<MaxModelArgs>();
   // max-model alone keeps recompute "on" (models/defaults.h: kMaxModelRecompute): at the largest
   // model memory binds, and "auto" finds the same size (tests/whatif/max_model_test.cc), but its
@@ -337,7 +341,9 @@ pw::tools::CommandRegistrar register_whatif("whatif", [](CLI::App& app) {
     run_max_model(*mm);
     outputs.commit();
   });
+}
 
+void add_throughput(CLI::App* sub) {
   auto tp = std::make_shared<ThroughputArgs>();
   auto* t = sub->add_subcommand("throughput", "Simulated throughput over partitions K x micro-batches M x schedules");
   add_model_flags(t, tp->common);
@@ -358,7 +364,9 @@ pw::tools::CommandRegistrar register_whatif("whatif", [](CLI::App& app) {
     run_throughput(*tp);
     outputs.commit();
   });
+}
 
+void add_sweep(CLI::App* sub) {
   auto sw = std::make_shared<SweepArgs>();
   auto* s = sub->add_subcommand("sweep", "Evaluate a grid of settings from a spec file, in parallel");
   s->add_option("--spec", sw->spec, "sweep spec JSON (pipewright.sweep/1)")->required();
@@ -383,7 +391,14 @@ pw::tools::CommandRegistrar register_whatif("whatif", [](CLI::App& app) {
     run_sweep_cmd(*sw);
     outputs.commit();
   });
+}
 
+pw::tools::CommandRegistrar register_whatif("whatif", [](CLI::App& app) {
+  auto* sub = app.add_subcommand("whatif", "Capacity studies: largest model, throughput grids, sweeps, 3D layouts");
+  sub->require_subcommand(1);
+  add_max_model(sub);
+  add_throughput(sub);
+  add_sweep(sub);
   pw::tools::add_whatif_best(sub);
 });
 
