@@ -70,6 +70,23 @@ struct Context {
   void clear();
 };
 
+// B and W in either order, for a composite layer whose B computes internal gradients that its
+// W needs (attention, transformer_block): `compute` computes the input gradient and keeps the
+// internal ones in the Context. B takes the input gradient W kept at saved[slot] when W ran
+// first (the last saved tensor), else computes it; W computes and keeps it (at the end of
+// saved) when B has not run (`b_done` false), so B finds it there.
+template <class Compute>
+Tensor input_grad_for_b(Context& ctx, size_t slot, Compute&& compute) {
+  if (ctx.saved.size() <= slot) return compute();
+  Tensor dx = std::move(ctx.saved[slot]);
+  ctx.saved.pop_back();
+  return dx;
+}
+template <class Compute>
+void input_grad_for_w(Context& ctx, bool b_done, Compute&& compute) {
+  if (!b_done) ctx.saved.push_back(compute());
+}
+
 using Inputs = std::span<const Tensor* const>;
 
 class Layer {

@@ -247,31 +247,22 @@ Work work_of(const LayerSpec& l, double B, int eb) {
 // The matrix products of a linear, lm_head or conv2d layer (attrs already validated by
 // work_of), forward, input gradient (B) and weight gradient (W); empty for every other kind
 // (attention and transformer_block: models/transformer_cost.h).
-struct LayerGemms {
-  std::vector<GemmShape> fwd, bin, bw;
-};
 
-void add_weight_gemm(LayerGemms& g, GemmShape f) {
-  g.fwd.push_back(f);
-  g.bin.push_back(input_gradient_gemm(f));
-  g.bw.push_back(weight_gradient_gemm(f));
-}
-
-LayerGemms layer_gemms(const LayerSpec& l, double B) {
-  LayerGemms g;
+PassGemms layer_gemms(const LayerSpec& l, double B) {
+  PassGemms g;
   switch (l.kind) {
     case LayerKind::linear: {
       const double out = pos(l, "out");
-      add_weight_gemm(g, {B * double(l.output_elements()) / out, out, double(pos(l, "in"))});
+      add_weight_product(g, {B * double(l.output_elements()) / out, out, double(pos(l, "in"))});
       break;
     }
     case LayerKind::lm_head:
-      add_weight_gemm(g, {B * pos(l, "seq"), double(pos(l, "vocab")), double(pos(l, "d_model"))});
+      add_weight_product(g, {B * pos(l, "seq"), double(pos(l, "vocab")), double(pos(l, "d_model"))});
       break;
     case LayerKind::conv2d: {  // implicit GEMM: rows = output pixels, one product per group
       const double k = pos(l, "kernel"), groups = double(l.attr_or("groups", 1));
       const double pixels = double(l.output_shape[1]) * double(l.output_shape[2]);
-      add_weight_gemm(g, {B * pixels, pos(l, "out_c") / groups, pos(l, "in_c") / groups * k * k, groups});
+      add_weight_product(g, {B * pixels, pos(l, "out_c") / groups, pos(l, "in_c") / groups * k * k, groups});
       break;
     }
     default: break;
@@ -393,7 +384,7 @@ Profile analytic_profile(const Model& model, const DeviceSpec& device, int64_t m
     lp.workspace_bytes = c.workspace_bytes;
     lp.parameter_bytes = to_bytes(l, params * opt.weight_bytes);
     lp.optimizer_bytes = to_bytes(l, params * (opt.total() - 2 * opt.weight_bytes));
-    const LayerGemms gemms = curve ? layer_gemms(l, double(micro_batch)) : LayerGemms{};
+    const PassGemms gemms = curve ? layer_gemms(l, double(micro_batch)) : PassGemms{};
     const bool block = l.kind == LayerKind::attention || l.kind == LayerKind::transformer_block;
     if (l.kind == LayerKind::input) {
       lp.is_data_loading = true;

@@ -38,6 +38,12 @@ double gemm_shape_efficiency(const DeviceSpec& device, const GemmShape& g, int e
 GemmShape input_gradient_gemm(const GemmShape& f) { return {f.m, f.k, f.n, f.count}; }
 GemmShape weight_gradient_gemm(const GemmShape& f) { return {f.k, f.n, f.m, f.count}; }
 
+void add_weight_product(PassGemms& g, const GemmShape& forward) {
+  g.fwd.push_back(forward);
+  g.bin.push_back(input_gradient_gemm(forward));
+  g.bw.push_back(weight_gradient_gemm(forward));
+}
+
 double total_gemm_seconds(const DeviceSpec& device, const std::vector<GemmShape>& gemms, int element_bytes) {
   double t = 0;
   for (const GemmShape& g : gemms) t += gemm_seconds(device, g, element_bytes);

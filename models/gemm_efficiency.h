@@ -61,6 +61,13 @@ double gemm_shape_efficiency(const DeviceSpec& device, const GemmShape& g, int e
 GemmShape input_gradient_gemm(const GemmShape& forward);
 GemmShape weight_gradient_gemm(const GemmShape& forward);
 
+// A layer's products by pass: forward (F), input gradient (B), weight gradient (W).
+struct PassGemms {
+  std::vector<GemmShape> fwd, bin, bw;
+};
+// Adds a weight GEMM of forward shape `forward` to all three passes.
+void add_weight_product(PassGemms& g, const GemmShape& forward);
+
 double total_gemm_seconds(const DeviceSpec& device, const std::vector<GemmShape>& gemms, int element_bytes = 2);
 double total_gemm_flops(const std::vector<GemmShape>& gemms);
 

@@ -5,12 +5,6 @@
 namespace pw::models {
 namespace {
 
-void add_weight_product(BlockGemms& g, GemmShape f) {
-  g.fwd.push_back(f);
-  g.bin.push_back(input_gradient_gemm(f));
-  g.bw.push_back(weight_gradient_gemm(f));
-}
-
 // Parameters of the block on one device of the tensor-parallel group.
 double block_parameters(const BlockShape& b) {
   const double h = b.d_model, f = b.mlp ? b.ffn : 0;
@@ -21,9 +15,9 @@ double block_parameters(const BlockShape& b) {
 
 }  // namespace
 
-BlockGemms block_gemms(const BlockShape& b) {
+PassGemms block_gemms(const BlockShape& b) {
   const double tokens = b.batch * b.seq, h = b.d_model, t = b.tp, d = h / b.heads, heads = b.batch * b.heads / t;
-  BlockGemms g;
+  PassGemms g;
   add_weight_product(g, {tokens, 3 * h / t, h});  // Q, K, V
   add_weight_product(g, {tokens, h, h / t});      // output projection
   if (b.mlp) {
@@ -58,7 +52,7 @@ PassSeconds block_kernel_bytes(const BlockShape& b, const BlockKernels& k, int e
 
 PassSeconds block_seconds(const DeviceSpec& device, const BlockShape& b, const BlockKernels& k, int element_bytes) {
   PW_CHECK(has_gemm_curve(device, true), "block_seconds needs a device with a GEMM ceiling");
-  const BlockGemms g = block_gemms(b);
+  const PassGemms g = block_gemms(b);
   const PassSeconds bytes = block_kernel_bytes(b, k, element_bytes);
   const double bw = achieved_memory_bandwidth(device);
   return {total_gemm_seconds(device, g.fwd, element_bytes) + bytes.f / bw,

@@ -52,10 +52,7 @@ struct BlockKernels {
 };
 inline constexpr BlockKernels kMegatronKernels{true, true};
 
-struct BlockGemms {
-  std::vector<GemmShape> fwd, bin, bw;
-};
-BlockGemms block_gemms(const BlockShape& b);
+PassGemms block_gemms(const BlockShape& b);
 
 struct PassSeconds {
   double f = 0, b = 0, w = 0;

@@ -86,6 +86,15 @@ struct SyncSetup {
   }
 };
 
+// Repeated identical layers (a GPT's blocks) are partitioned by arithmetic over the run
+// (planner/uniform_sync.h) where that is exact; null (the DP everywhere) when the profile has no
+// such run or the request asks for exact partitioning.
+std::unique_ptr<UniformSync> uniform_solver(const SyncModel& model, const models::Profile& p, const PlanRequest& req) {
+  if (req.partitioner != Partitioner::dp || req.exact_partitioning) return nullptr;
+  std::optional<UniformRun> run = find_uniform_run(p);
+  return run ? std::make_unique<UniformSync>(model, *run) : nullptr;
+}
+
 // `fast`: the solver for repeated layers, used wherever it gives the DP's answer (else null).
 SyncBest best_sync(const SyncModel& model, const models::Profile& p, const PlanRequest& req, const SyncSetup& su,
                    int64_t batch, int64_t mem, const UniformSync* fast = nullptr) {
@@ -237,10 +246,8 @@ PlanOutcome plan_sync(const models::Profile& p, const models::Cluster& c, const 
         // An analytic profile's points (one per micro-batch size) have blocks as uniform as the
         // profile's own: the same exact fast path. Measured points keep the DP (their layers
         // differ, and ties between equal-cost partitions stay broken the DP's way).
-        std::unique_ptr<UniformSync> fast_k;
-        if (!req.exact_partitioning && p.source == "analytic")
-          if (std::optional<UniformRun> run = find_uniform_run(at.profile))
-            fast_k = std::make_unique<UniformSync>(mk, *run);
+        const std::unique_ptr<UniformSync> fast_k =
+            p.source == "analytic" ? uniform_solver(mk, at.profile, req) : nullptr;
         SyncBest bb = best_sync(mk, at.profile, req, one, batch, mem, fast_k.get());
         if (!bb.found) continue;
         const double total = bb.iteration + step_s(at.profile, bb.stages);
@@ -261,11 +268,7 @@ PlanOutcome plan_sync(const models::Profile& p, const models::Cluster& c, const 
   const bool use_point = win.best.found;
   const models::Profile& pp = use_point ? win.at.profile : p;
   SyncModel model(pp, use_point ? *win_cluster : c);
-  // Repeated identical layers (a GPT's blocks) are partitioned by arithmetic over the run
-  // (planner/uniform_sync.h) where that is exact; the DP everywhere else.
-  std::unique_ptr<UniformSync> fast;
-  if (!use_point && req.partitioner == Partitioner::dp && !req.exact_partitioning)
-    if (std::optional<UniformRun> run = find_uniform_run(pp)) fast = std::make_unique<UniformSync>(model, *run);
+  const std::unique_ptr<UniformSync> fast = use_point ? nullptr : uniform_solver(model, pp, req);
   PlanOutcome out;
   // A fixed thread count that no micro-batch count fits is infeasible, not a plan of another k.
   SyncBest best = use_point                   ? win.best

@@ -152,21 +152,13 @@ Tensor Attention::forward(Inputs in, Context& ctx) {
 }
 
 std::vector<Tensor> Attention::backward_input(Inputs in, Context& ctx, const Tensor& grad_out) {
-  std::vector<Tensor> r;
-  if (ctx.saved.size() == 4) {  // W ran first and kept dx
-    r.push_back(std::move(ctx.saved[3]));
-    ctx.saved.pop_back();
-  } else {
-    r.push_back(backward_parts(*in[0], ctx, grad_out));
-  }
+  std::vector<Tensor> r;  // saved: qkv, a, dqkv (B's), then dx when W ran first
+  r.push_back(input_grad_for_b(ctx, 3, [&] { return backward_parts(*in[0], ctx, grad_out); }));
   return r;
 }
 
 void Attention::backward_weight(Inputs in, Context& ctx, const Tensor& grad_out) {
-  if (ctx.saved.size() < 3) {
-    Tensor dx = backward_parts(*in[0], ctx, grad_out);
-    ctx.saved.push_back(std::move(dx));
-  }
+  input_grad_for_w(ctx, ctx.saved.size() >= 3, [&] { return backward_parts(*in[0], ctx, grad_out); });
   weight_parts(*in[0], ctx, grad_out);
 }
 

@@ -103,20 +103,12 @@ Tensor TransformerBlock::input_grads(const Tensor& x, Context& ctx, const Tensor
 
 std::vector<Tensor> TransformerBlock::backward_input(Inputs in, Context& ctx, const Tensor& grad_out) {
   std::vector<Tensor> r;
-  if (ctx.saved.size() > kDX) {  // W ran first and kept dx
-    r.push_back(std::move(ctx.saved[kDX]));
-    ctx.saved.pop_back();
-  } else {
-    r.push_back(input_grads(*in[0], ctx, grad_out));
-  }
+  r.push_back(input_grad_for_b(ctx, kDX, [&] { return input_grads(*in[0], ctx, grad_out); }));
   return r;
 }
 
 void TransformerBlock::backward_weight(Inputs in, Context& ctx, const Tensor& grad_out) {
-  if (!ctx.input_grads_done) {
-    Tensor dx = input_grads(*in[0], ctx, grad_out);
-    ctx.saved.push_back(std::move(dx));
-  }
+  input_grad_for_w(ctx, ctx.input_grads_done, [&] { return input_grads(*in[0], ctx, grad_out); });
   auto& s = ctx.saved;
   auto& c = ctx.children;
   const Tensor* gin[] = {&s[kG]};

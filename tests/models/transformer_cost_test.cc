@@ -24,7 +24,7 @@ BlockShape small_block() {
 TEST_CASE("transformer cost: the block's products, as Megatron-LM runs them") {
   BlockShape b = small_block();
   b.tp = 2;
-  const BlockGemms g = block_gemms(b);
+  const PassGemms g = block_gemms(b);
   // QKV, projection, MLP up and down; then the scores and context per local head.
   REQUIRE(g.fwd.size() == 6);
   CHECK(g.fwd[0].m == 16);  // b s rows
@@ -70,7 +70,7 @@ TEST_CASE("transformer cost: memory-bound kernel bytes by hand, with and without
 TEST_CASE("transformer cost: seconds are the products on the curve plus the kernels at achieved bandwidth") {
   const DeviceSpec& a100 = find_device("a100-80g");
   const BlockShape b = small_block();
-  const BlockGemms g = block_gemms(b);
+  const PassGemms g = block_gemms(b);
   const PassSeconds bytes = block_kernel_bytes(b, kMegatronKernels, 2);
   const PassSeconds t = block_seconds(a100, b, kMegatronKernels, 2);
   const double bw = 0.9 * 2039e9;

@@ -90,20 +90,14 @@ Tensor CudaAttention::forward(Inputs in, Context& ctx) {
 
 std::vector<Tensor> CudaAttention::backward_input(Inputs in, Context& ctx, const Tensor& grad_out) {
   std::vector<Tensor> r;
-  if (ctx.saved.size() > CudaAttentionParts::kCount) {  // W ran first and kept dx
-    r.push_back(std::move(ctx.saved.back()));
-    ctx.saved.pop_back();
-  } else {
-    r.push_back(parts_.backward_parts(*in[0], attention_params(), ctx, grad_out));
-  }
+  r.push_back(input_grad_for_b(ctx, CudaAttentionParts::kCount,
+                               [&] { return parts_.backward_parts(*in[0], attention_params(), ctx, grad_out); }));
   return r;
 }
 
 void CudaAttention::backward_weight(Inputs in, Context& ctx, const Tensor& grad_out) {
-  if (ctx.saved.size() <= CudaAttentionParts::kDqkv) {
-    Tensor dx = parts_.backward_parts(*in[0], attention_params(), ctx, grad_out);
-    ctx.saved.push_back(std::move(dx));
-  }
+  input_grad_for_w(ctx, ctx.saved.size() > CudaAttentionParts::kDqkv,
+                   [&] { return parts_.backward_parts(*in[0], attention_params(), ctx, grad_out); });
   parts_.weight_parts(*in[0], ctx, grad_out, {&grads_[0], &grads_[1], &grads_[2], &grads_[3]});
 }
 

@@ -81,21 +81,13 @@ Tensor CudaTransformerBlock::input_grads(const Tensor& x, Context& ctx, const Te
 
 std::vector<Tensor> CudaTransformerBlock::backward_input(Inputs in, Context& ctx, const Tensor& grad_out) {
   std::vector<Tensor> r;
-  if (ctx.saved.size() > kDX) {  // W ran first and kept dx
-    r.push_back(std::move(ctx.saved[kDX]));
-    ctx.saved.pop_back();
-  } else {
-    r.push_back(input_grads(*in[0], ctx, grad_out));
-  }
+  r.push_back(input_grad_for_b(ctx, kDX, [&] { return input_grads(*in[0], ctx, grad_out); }));
   return r;
 }
 
 void CudaTransformerBlock::backward_weight(Inputs in, Context& ctx, const Tensor& grad_out) {
   const Tensor& x = *in[0];
-  if (!ctx.input_grads_done) {
-    Tensor dx = input_grads(x, ctx, grad_out);
-    ctx.saved.push_back(std::move(dx));
-  }
+  input_grad_for_w(ctx, ctx.input_grads_done, [&] { return input_grads(x, ctx, grad_out); });
   const int64_t rows = x.dim(0) * seq_, d = d_;
   const auto& s = ctx.saved;
   linear_backward_weight(dev_, s[kG].data(), grad_out.data(), grads_[10].data(), grads_[11].data(), rows, ffn_, d);
