@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "models/defaults.h"
+#include "models/device_file.h"
 #include "models/error.h"
 #include "models/gemm_efficiency.h"
 #include "models/optimizer_memory.h"
@@ -365,6 +366,8 @@ Profile analytic_profile(const Model& model, const DeviceSpec& device, int64_t m
   const double flops_per_s = peak * (options.efficiency > 0 ? options.efficiency : kConstantEfficiency);
   const double bw = achieved_memory_bandwidth(device);
   const int eb = options.bf16 ? 2 : 4;
+  const double launch = launch_seconds(device);  // measured devices only
+  const int64_t launch_ns = std::llround(launch * 1e9);
 
   Profile p;
   p.model = model.name();
@@ -394,17 +397,19 @@ Profile analytic_profile(const Model& model, const DeviceSpec& device, int64_t m
       lp.backward_input_ns = std::llround(t.b * 1e9);
       lp.backward_weight_ns = std::llround(t.w * 1e9);
     } else if (!gemms.fwd.empty()) {
-      const double f = total_gemm_seconds(device, gemms.fwd, eb), bi = total_gemm_seconds(device, gemms.bin, eb);
-      const double bw_s = total_gemm_seconds(device, gemms.bw, eb);
+      const double f = total_gemm_seconds(device, gemms.fwd, eb) + launch * double(gemms.fwd.size());
+      const double bi = total_gemm_seconds(device, gemms.bin, eb) + launch * double(gemms.bin.size());
+      const double bw_s = total_gemm_seconds(device, gemms.bw, eb) + launch * double(gemms.bw.size());
       lp.forward_ns = std::llround(std::max(f, c.forward_mem_bytes / bw) * 1e9);
       const int64_t backward = std::llround(std::max(bi + bw_s, c.backward_mem_bytes / bw) * 1e9);
       lp.backward_input_ns = std::llround(double(backward) * bi / (bi + bw_s));
       lp.backward_weight_ns = backward - lp.backward_input_ns;
     } else {
       const double rate = flops_per_s * gemm_efficiency(c.forward_flops, params, options.gemm_half_rows);
-      lp.forward_ns = roofline_ns(c.forward_flops, c.forward_mem_bytes, rate, bw);
+      lp.forward_ns = roofline_ns(c.forward_flops, c.forward_mem_bytes, rate, bw) + launch_ns;
       const double bflops = c.backward_input_flops + c.backward_weight_flops;
-      const int64_t backward = roofline_ns(bflops, c.backward_mem_bytes, rate, bw);
+      const bool has_backward = bflops > 0 || c.backward_mem_bytes > 0;
+      const int64_t backward = roofline_ns(bflops, c.backward_mem_bytes, rate, bw) + (has_backward ? launch_ns : 0);
       lp.backward_input_ns = bflops > 0 ? std::llround(double(backward) * c.backward_input_flops / bflops) : backward;
       lp.backward_weight_ns = backward - lp.backward_input_ns;
     }

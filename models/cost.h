@@ -27,8 +27,12 @@
 // the layer's bytes). attention and transformer_block are priced by models/transformer_cost.h
 // (Pipewright's kernels): their products plus their memory-bound kernels, F, B and W each.
 // Every other layer (memory bound), every device without a ceiling (the CPU entries among
-// them) and efficiency 0 at fp32 use the constant kConstantEfficiency (0.5). All functions are
-// pure and thread-safe.
+// them) and efficiency 0 at fp32 use the constant kConstantEfficiency (0.5).
+// A measured device (`pipewright calibrate`, models/device_file.h) has a curve at each precision
+// it measured, fp32 included (its tables price the products), memory at its measured copy
+// rate, and its measured launch time added per kernel: one per product, one per forward and
+// backward of any other layer, a transformer block's as models/transformer_cost.h counts them.
+// All functions are pure and thread-safe.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,6 @@
 #include "models/device.h"
 
+#include "models/device_file.h"
 #include "models/error.h"
 #include "models/error_text.h"
 #include "models/limits.h"
@@ -126,6 +127,10 @@ const DeviceSpec& find_device(std::string_view name) { return find_in(device_cat
 const LinkSpec& find_link(std::string_view name) { return find_in(link_catalog(), name, "interconnect"); }
 
 void to_json(Json& j, const DeviceSpec& d) {
+  if (d.measured != nullptr) {
+    j = device_file_json(d);
+    return;
+  }
   j = Json{{"name", d.name},
            {"peak_fp32_flops", d.peak_fp32_flops},
            {"peak_bf16_flops", d.peak_bf16_flops},
@@ -135,6 +140,7 @@ void to_json(Json& j, const DeviceSpec& d) {
 
 DeviceSpec device_from_json(const Json& j, const std::string& path) {
   if (j.is_string()) return find_device(j.get<std::string>());
+  if (is_device_file(j)) return device_from_file_json(j, path);
   require_object(j, path);
   DeviceSpec d;
   d.name = get_string(j, "name", path);

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,6 +22,8 @@
 #include "models/json_util.h"
 
 namespace pw::models {
+
+struct MeasuredDevice;  // models/device_file.h
 
 struct DeviceSpec {
   std::string name;
@@ -39,6 +42,9 @@ struct DeviceSpec {
   // published (see above).
   double memory_efficiency = 1;
   std::string memory_source;  // the measurement memory_efficiency comes from
+  // What `pipewright calibrate` measured on this device (models/device_file.h): its tables
+  // price matrix products instead of gemm_ceiling; null for catalog entries.
+  std::shared_ptr<const MeasuredDevice> measured;
 };
 
 struct LinkSpec {
@@ -63,12 +69,13 @@ const std::vector<LinkSpec>& link_catalog();
 const DeviceSpec& find_device(std::string_view name);
 const LinkSpec& find_link(std::string_view name);
 
+// A measured device is written as its device file (so a written-out cluster keeps its tables).
 void to_json(Json& j, const DeviceSpec& d);
-// A catalog name or {"name", "peak_fp32_flops", ["peak_bf16_flops"], "memory_bandwidth_bytes_per_s",
-// "memory_bytes"}; rates >= 0 (0: unknown, for a profile's own device), memory >= 1 byte. An
-// object that names a catalog device and repeats its peak and bandwidth keeps the catalog's
-// gemm_ceiling and memory_efficiency (a written-out cluster reads back with the same costs);
-// any other has neither.
+// A catalog name, a device file (models/device_file.h: "format": "pipewright.device/1"), or {"name", "peak_fp32_flops",
+// ["peak_bf16_flops"], "memory_bandwidth_bytes_per_s", "memory_bytes"}; rates >= 0 (0: unknown, for a profile's own
+// device), memory >= 1 byte. An object that names a catalog device and repeats its peak and bandwidth keeps the
+// catalog's gemm_ceiling and memory_efficiency (a written-out cluster reads back with the same costs); any other has
+// neither.
 DeviceSpec device_from_json(const Json& j, const std::string& path);
 
 }  // namespace pw::models

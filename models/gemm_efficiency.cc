@@ -3,11 +3,21 @@
 #include <algorithm>
 #include <cmath>
 
+#include "models/device_file.h"
 #include "models/error.h"
 
 namespace pw::models {
 
+namespace {
+
+const GemmTable* table_for(const DeviceSpec& device, int element_bytes) {
+  return measured_gemms(device, element_bytes == 2 ? Precision::bf16 : Precision::fp32);
+}
+
+}  // namespace
+
 bool has_gemm_curve(const DeviceSpec& device, bool bf16) {
+  if (table_for(device, bf16 ? 2 : 4) != nullptr) return true;
   return bf16 && device.gemm_ceiling > 0 && device.peak_bf16_flops > 0 && device.memory_bandwidth_bytes_per_s > 0;
 }
 
@@ -24,15 +34,17 @@ double wave_utilization(const DeviceSpec& device, const GemmShape& g) {
 }
 
 double gemm_seconds(const DeviceSpec& device, const GemmShape& g, int element_bytes) {
-  PW_CHECK(has_gemm_curve(device, true), "gemm_seconds needs a device with a GEMM ceiling");
+  PW_CHECK(has_gemm_curve(device, element_bytes == 2), "gemm_seconds needs a device with a GEMM curve");
   PW_CHECK(g.m > 0 && g.n > 0 && g.k > 0 && g.count > 0, "GEMM dimensions must be positive");
+  if (const GemmTable* t = table_for(device, element_bytes)) return t->product_seconds(g.m, g.n, g.k, g.count);
   const double compute = gemm_flops(g) / (device.peak_bf16_flops * device.gemm_ceiling * wave_utilization(device, g));
   const double traffic = element_bytes * (g.m * g.k + g.k * g.n + g.m * g.n) * g.count;
   return compute + traffic / achieved_memory_bandwidth(device);
 }
 
 double gemm_shape_efficiency(const DeviceSpec& device, const GemmShape& g, int element_bytes) {
-  return gemm_flops(g) / (gemm_seconds(device, g, element_bytes) * device.peak_bf16_flops);
+  const double peak = element_bytes == 2 ? device.peak_bf16_flops : device.peak_fp32_flops;
+  return gemm_flops(g) / (gemm_seconds(device, g, element_bytes) * peak);
 }
 
 GemmShape input_gradient_gemm(const GemmShape& f) { return {f.m, f.k, f.n, f.count}; }

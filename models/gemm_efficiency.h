@@ -25,6 +25,11 @@
 // Devices with gemm_ceiling 0 (no published measurement; the CPU entries) have no curve: the
 // cost model keeps its constant efficiency for them. The curve applies to the 16-bit rate
 // only (the measurements are bf16/fp16 tensor-core products).
+//
+// A measured device (DeviceSpec::measured, models/device_file.h) replaces the formula by its
+// own table wherever it has one for the precision (element_bytes 2: bf16, 4: fp32): the
+// product's time is interpolated from the measured grid (models/gemm_table.h), at fp32 as
+// well as bf16.
 // All functions are pure and thread-safe.
 #pragma once
 
@@ -39,7 +44,8 @@ struct GemmShape {
   double count = 1;  // independent products of this shape (batched GEMM)
 };
 
-// True when `device` has a measured ceiling and the costs are at its 16-bit rate.
+// True when `device` has a measured table at that precision (bf16 or fp32), or a measured
+// ceiling and the costs are at its 16-bit rate.
 bool has_gemm_curve(const DeviceSpec& device, bool bf16);
 
 // cuBLAS's most efficient tile (see above).
@@ -51,9 +57,9 @@ double wave_utilization(const DeviceSpec& device, const GemmShape& g);
 // FLOPs of the products: 2 m n k count.
 double gemm_flops(const GemmShape& g);
 // Seconds of the products as above, element_bytes per element (2 for bf16). Requires
-// has_gemm_curve(device, true) and positive dimensions (checked).
+// has_gemm_curve(device, element_bytes == 2) and positive dimensions (checked).
 double gemm_seconds(const DeviceSpec& device, const GemmShape& g, int element_bytes = 2);
-// gemm_flops / (gemm_seconds x peak_bf16_flops), in (0, gemm_ceiling).
+// gemm_flops / (gemm_seconds x the peak of that precision); in (0, gemm_ceiling) on the formula.
 double gemm_shape_efficiency(const DeviceSpec& device, const GemmShape& g, int element_bytes = 2);
 
 // The three products of a weight GEMM of forward shape (m, n, k) = (rows, outputs, inputs):

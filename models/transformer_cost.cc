@@ -1,5 +1,6 @@
 #include "models/transformer_cost.h"
 
+#include "models/device_file.h"
 #include "models/error.h"
 
 namespace pw::models {
@@ -50,14 +51,25 @@ PassSeconds block_kernel_bytes(const BlockShape& b, const BlockKernels& k, int e
   return bytes;
 }
 
+PassSeconds block_launches(const BlockShape& b, const BlockKernels& k) {
+  const PassGemms g = block_gemms(b);
+  // Forward: softmax; with the MLP two layer norms, GELU and two residual adds; dropout adds
+  // one kernel per dropout site (two with the MLP, one without). Backward likewise; W: the
+  // weight products, and the fp32 accumulation pass when there is one.
+  const double kernels = (b.mlp ? 6 : 1) + (k.dropout ? (b.mlp ? 3 : 1) : 0);
+  return {double(g.fwd.size()) + kernels, double(g.bin.size()) + kernels,
+          double(g.bw.size()) + (k.fp32_grad_accumulation ? 1 : 0)};
+}
+
 PassSeconds block_seconds(const DeviceSpec& device, const BlockShape& b, const BlockKernels& k, int element_bytes) {
-  PW_CHECK(has_gemm_curve(device, true), "block_seconds needs a device with a GEMM ceiling");
+  PW_CHECK(has_gemm_curve(device, element_bytes == 2), "block_seconds needs a device with a GEMM curve");
   const PassGemms g = block_gemms(b);
   const PassSeconds bytes = block_kernel_bytes(b, k, element_bytes);
-  const double bw = achieved_memory_bandwidth(device);
-  return {total_gemm_seconds(device, g.fwd, element_bytes) + bytes.f / bw,
-          total_gemm_seconds(device, g.bin, element_bytes) + bytes.b / bw,
-          total_gemm_seconds(device, g.bw, element_bytes) + bytes.w / bw};
+  const double bw = achieved_memory_bandwidth(device), launch = launch_seconds(device);
+  const PassSeconds n = launch > 0 ? block_launches(b, k) : PassSeconds{};
+  return {total_gemm_seconds(device, g.fwd, element_bytes) + bytes.f / bw + n.f * launch,
+          total_gemm_seconds(device, g.bin, element_bytes) + bytes.b / bw + n.b * launch,
+          total_gemm_seconds(device, g.bw, element_bytes) + bytes.w / bw + n.w * launch};
 }
 
 }  // namespace pw::models

@@ -59,8 +59,11 @@ struct PassSeconds {
 };
 // Bytes of the memory-bound kernels per pass (f, b, w), as above.
 PassSeconds block_kernel_bytes(const BlockShape& b, const BlockKernels& k, int element_bytes);
+// Kernel launches per pass (f, b, w): the products plus the memory-bound kernels above.
+PassSeconds block_launches(const BlockShape& b, const BlockKernels& k);
 // Seconds per pass: the products on the device's GEMM curve plus the kernels' bytes at the
-// achieved memory bandwidth. Requires has_gemm_curve(device, true) (checked).
+// achieved memory bandwidth, plus block_launches x the device's measured launch time (0 for
+// catalog entries, models/device_file.h). Requires has_gemm_curve(device, element_bytes == 2) (checked).
 PassSeconds block_seconds(const DeviceSpec& device, const BlockShape& b, const BlockKernels& k, int element_bytes);
 
 }  // namespace pw::models

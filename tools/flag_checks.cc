@@ -71,6 +71,10 @@ constexpr Bound kBounds[] = {
     {"--seed", 0, 18446744073709551616.0},
     {"--memory", lo(lim::kMemoryBytes), hi(lim::kMemoryBytes), FlagUnit::bytes},
     {"--memory-limit", 0, hi(lim::kBytes), FlagUnit::bytes},
+    {"--copy-bytes", 4096, double(int64_t{64} << 30), FlagUnit::bytes},
+    {"--repeats", 1, 1e6},
+    {"--sizes", 1, 32768},  // calibrate's grid: three 32768^2 fp32 operands are 12 GiB
+    {"--layer-batch", 0, hi(lim::kMicroBatchSize)},
     {"--bandwidth", lo(lim::kBandwidth), hi(lim::kBandwidth), FlagUnit::bytes_per_s},
     {"--bandwidths", lo(lim::kBandwidth), hi(lim::kBandwidth), FlagUnit::bytes_per_s},
 };

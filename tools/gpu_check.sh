@@ -220,6 +220,29 @@ if [ "$built" = 1 ] && [ "$mode" = gpu ] && [ $cuda_on = 1 ]; then
   if [ "${step_status[-1]}" = 0 ]; then verdict pass; else verdict fail; fi
 fi
 
+# The card measured into a device file (pipewright calibrate), and GPT-2 small's step predicted
+# from it alone (profile --device FILE: no measured profile), per layer kind beside calibrate's
+# own timings of those layers (GPT-2 small at micro-batch 8) and in total beside the measured
+# step above. Without a GPU the same path runs on the CPU at toy sizes.
+device_json="$out/device.json"
+predicted_json="$out/predicted_gpt.json"
+if [ "$built" = 1 ]; then
+  if [ "$mode" = gpu ] && [ $cuda_on = 1 ]; then
+    step "calibrate the GPU (device file)" 300 "$build/pipewright" calibrate --device cuda --repeats 3 -o "$device_json"
+    gpt_shape=(--layers 12 --d-model 768 --heads 12 --seq 1024 --vocab 50257)
+  else
+    step "calibrate the CPU (toy grid, no-GPU mode)" 120 "$build/pipewright" calibrate --device cpu --sizes 16,32 \
+      --repeats 1 --copy-bytes 1MiB --memory 1GiB --layers 1 --d-model 64 --heads 4 --ffn 256 --seq 32 --vocab 256 \
+      --layer-batch 8 -o "$device_json"
+    gpt_shape=(--layers 1 --d-model 64 --heads 4 --ffn 256 --seq 32 --vocab 256)
+  fi
+  if [ "${step_status[-1]}" = 0 ]; then verdict pass; else verdict fail; fi
+  step "GPT-2 small step predicted from the device file" 60 sh -c "\"$build/pipewright\" profile --model gpt \
+    ${gpt_shape[*]} --device \"$device_json\" --dtype fp32 --micro-batch 8 --json > \"$predicted_json.tmp\" && \
+    mv \"$predicted_json.tmp\" \"$predicted_json\""
+  if [ "${step_status[-1]}" = 0 ]; then verdict pass; else verdict fail; fi
+fi
+
 # ---------------------------------------------------------------- summary
 total=$(( $(date +%s) - t_start ))
 steps_file="$work/steps.tsv"
@@ -242,7 +265,26 @@ def load(name):
 summary = {"format": "pipewright.gpu-check/1", "mode": mode, "gpu": gpu, "cuda_architectures": arch,
            "seconds": int(total), "steps": steps, "gemm_pipewright": load("gemm_pipewright.json"),
            "torch_gpt": load("torch_gpt.json"),
-           "pipewright_gpt": load("pipewright_gpt.json")}
+           "pipewright_gpt": load("pipewright_gpt.json"), "device": load("device.json"),
+           "predicted_gpt": load("predicted_gpt.json")}
+# The prediction from the device file: per layer kind (summed over the model's layers of that
+# kind, F + B + W) and in total, beside calibrate's timing of one layer of each kind times
+# the model's count of that kind, and the measured step.
+pred, dev = summary["predicted_gpt"], summary["device"]
+fidelity = None
+if pred and dev:
+    kinds = {}
+    for l in pred["layers"]:
+        k = kinds.setdefault(l["kind"], {"count": 0, "predicted_ms": 0.0})
+        k["count"] += 1
+        k["predicted_ms"] += (l["forward_ns"] + l["backward_input_ns"] + l["backward_weight_ns"]) / 1e6
+    for m in dev.get("layers", []):
+        if m["kind"] in kinds:
+            k = kinds[m["kind"]]
+            k["measured_ms"] = k["count"] * (m["forward_s"] + m["backward_input_s"] + m["backward_weight_s"]) * 1e3
+    layers_ms = sum(k["predicted_ms"] for k in kinds.values())
+    fidelity = {"kinds": kinds, "predicted_step_ms": layers_ms}
+summary["fidelity"] = fidelity
 gpt = summary["pipewright_gpt"]
 summary["pipewright_gpt_step_ms"] = gpt["step_ms"] if gpt else None
 ok = all(s["verdict"] in ("pass", "skipped (expected)", "refused (expected)") for s in steps)
@@ -268,6 +310,15 @@ if t:
         print(f"torch {m['mode']:<8} {m['step_ms']:9.1f} ms/step")
 if summary["pipewright_gpt_step_ms"] is not None:
     print(f"pipewright fp32  {summary['pipewright_gpt_step_ms']:9.1f} ms/step (train --device cuda, median of 13)")
+if fidelity:
+    print(f"\n{'layer kind':<18} {'n':>3} {'predicted ms':>13} {'measured ms':>12}")
+    for name, k in fidelity["kinds"].items():
+        meas = f"{k['measured_ms']:12.2f}" if "measured_ms" in k else f"{'-':>12}"
+        print(f"{name:<18} {k['count']:>3} {k['predicted_ms']:13.2f} {meas}")
+    line = f"predicted step (layers, no optimizer) {fidelity['predicted_step_ms']:.1f} ms"
+    if summary["pipewright_gpt_step_ms"] is not None:
+        line += f"; measured {summary['pipewright_gpt_step_ms']:.1f} ms"
+    print(line)
 print(f"\n{mode} run, {total} s, {'OK' if ok else 'FAILED'}; summary.json and log.txt in {out}")
 sys.exit(0 if ok else 1)
 PY

@@ -19,13 +19,13 @@
 
 namespace {
 // The commands that compute with OpenMP threads or measure this machine: train, run, demo,
-// profile, plan --measure (it profiles and trial-runs plans: with libgomp's own spin count it
+// profile, calibrate, plan --measure (it profiles and trial-runs plans: with libgomp's own spin count it
 // measured the 2-thread points 10-16% faster than `run` then ran them) and
 // cluster --here (its hand-off latency depends on the transport spin the choice implies,
 // exec/machine_load.h: transport_spin).
 bool computes(int argc, char** argv) {
   if (argc < 2) return false;
-  for (const char* c : {"train", "run", "demo", "profile"})
+  for (const char* c : {"train", "run", "demo", "profile", "calibrate"})
     if (std::strcmp(argv[1], c) == 0) return true;
   const char* measuring_flag = std::strcmp(argv[1], "plan") == 0      ? "--measure"
                                : std::strcmp(argv[1], "cluster") == 0 ? "--here"

@@ -8,7 +8,7 @@ using pw::test::run_cli;
 TEST_CASE("a mistyped command suggests the nearest one and lists them all") {
   pw::test::expect_rejected(
       run_cli({"plna", "--devices", "4"}), 2,
-      {"unknown command \"plna\" (did you mean \"plan\"?)", "commands: cluster, demo,", "whatif"});
+      {"unknown command \"plna\" (did you mean \"plan\"?)", "commands: calibrate, cluster, demo,", "whatif"});
   pw::test::expect_rejected(run_cli({"simulat"}), 2, {"(did you mean \"simulate\"?)"});
   const auto far = run_cli({"xyzzy"});
   pw::test::expect_rejected(far, 2, {"unknown command \"xyzzy\"; commands:"});

@@ -1,0 +1,199 @@
+#include "exec/cuda/calibrate_timer.h"
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+#include <unistd.h>
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "exec/cuda/calibrate_kernels.h"
+#include "models/error.h"
+#include "models/median.h"
+
+namespace pw::exec::cuda {
+
+namespace {
+
+using models::Precision;
+
+void ensure(cudaError_t e, const char* what) {  // calibrate's own (unity builds)
+  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
+}
+void ensure(cublasStatus_t s, const char* what) {
+  if (s != CUBLAS_STATUS_SUCCESS)
+    throw std::runtime_error(std::string("cuBLASLt: ") + what + " failed (status " + std::to_string(int(s)) + ")");
+}
+
+// 0x3C00 is 0.0078125 in bf16; the pair 0x3C003C00 is 0.0078 in fp32: small, non-zero, finite.
+constexpr uint16_t kFill = 0x3C00;
+
+class DeviceBuffer {
+ public:
+  explicit DeviceBuffer(size_t bytes) { ensure(cudaMalloc(&p_, bytes), "cudaMalloc"); }
+  ~DeviceBuffer() { cudaFree(p_); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  void* get() const { return p_; }
+
+ private:
+  void* p_ = nullptr;
+};
+
+class Events {
+ public:
+  Events() {
+    ensure(cudaEventCreate(&start_), "cudaEventCreate");
+    ensure(cudaEventCreate(&stop_), "cudaEventCreate");
+  }
+  ~Events() {
+    cudaEventDestroy(start_);
+    cudaEventDestroy(stop_);
+  }
+  Events(const Events&) = delete;
+  Events& operator=(const Events&) = delete;
+  // Seconds between records around fn() on `stream`.
+  template <class Fn>
+  double time(cudaStream_t stream, Fn&& fn) {
+    ensure(cudaEventRecord(start_, stream), "cudaEventRecord");
+    fn();
+    ensure(cudaEventRecord(stop_, stream), "cudaEventRecord");
+    ensure(cudaEventSynchronize(stop_), "cudaEventSynchronize");
+    float ms = 0;
+    ensure(cudaEventElapsedTime(&ms, start_, stop_), "cudaEventElapsedTime");
+    return ms * 1e-3;
+  }
+
+ private:
+  cudaEvent_t start_ = nullptr, stop_ = nullptr;
+};
+
+// One cuBLASLt product, column-major Cᵀ[n, m] = Bᵀ[n, k] Aᵀ[k, m] (our row-major C = A B).
+class LtProduct {
+ public:
+  LtProduct(CudaDevice& dev, Precision p, int64_t m, int64_t n, int64_t k) : dev_(dev) {
+    const cudaDataType_t io = p == Precision::bf16 ? CUDA_R_16BF : CUDA_R_32F;
+    const cublasComputeType_t compute = p == Precision::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    ensure(cublasLtMatmulDescCreate(&desc_, compute, CUDA_R_32F), "cublasLtMatmulDescCreate");
+    ensure(cublasLtMatrixLayoutCreate(&a_, io, uint64_t(n), uint64_t(k), n), "layout");
+    ensure(cublasLtMatrixLayoutCreate(&b_, io, uint64_t(k), uint64_t(m), k), "layout");
+    ensure(cublasLtMatrixLayoutCreate(&c_, io, uint64_t(n), uint64_t(m), n), "layout");
+    cublasLtMatmulPreference_t pref;
+    ensure(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
+    const uint64_t ws = dev.workspace_bytes();
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+    cublasLtMatmulHeuristicResult_t result{};
+    int found = 0;
+    const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(handle(), desc_, a_, b_, c_, c_, pref, 1, &result, &found);
+    cublasLtMatmulPreferenceDestroy(pref);
+    if (st != CUBLAS_STATUS_SUCCESS || found == 0)
+      throw std::runtime_error("cuBLASLt: no " + std::string(models::to_string(p)) + " algorithm for " +
+                               std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k));
+    algo_ = result.algo;
+  }
+  ~LtProduct() {
+    cublasLtMatrixLayoutDestroy(a_);
+    cublasLtMatrixLayoutDestroy(b_);
+    cublasLtMatrixLayoutDestroy(c_);
+    cublasLtMatmulDescDestroy(desc_);
+  }
+  LtProduct(const LtProduct&) = delete;
+  LtProduct& operator=(const LtProduct&) = delete;
+
+  void run(const void* a, const void* b, void* c) {
+    const float one = 1, zero = 0;
+    ensure(cublasLtMatmul(handle(), desc_, &one, b, a_, a, b_, &zero, c, c_, c, c_, &algo_, dev_.workspace(),
+                          dev_.workspace_bytes(), static_cast<cudaStream_t>(dev_.stream())),
+           "cublasLtMatmul");
+  }
+
+ private:
+  cublasLtHandle_t handle() const { return static_cast<cublasLtHandle_t>(dev_.blas_handle()); }
+  CudaDevice& dev_;
+  cublasLtMatmulDesc_t desc_ = nullptr;
+  cublasLtMatrixLayout_t a_ = nullptr, b_ = nullptr, c_ = nullptr;
+  cublasLtMatmulAlgo_t algo_{};
+};
+
+template <class Fn>
+double median_of_runs(int repeats, Fn&& fn) {
+  fn();  // untimed
+  std::vector<double> t;
+  for (int r = 0; r < std::max(repeats, 1); ++r) t.push_back(fn());
+  return models::median_of(std::move(t));
+}
+
+class CudaTimer final : public DeviceTimer {
+ public:
+  explicit CudaTimer(CudaDevice& dev) : dev_(dev) { dev_.make_current(); }
+
+  Device device() const override { return dev_.device(); }
+  bool supports(Precision) const override { return true; }
+
+  double gemm_seconds(Precision p, int64_t m, int64_t n, int64_t k, int repeats) override {
+    dev_.make_current();
+    const size_t e = size_t(models::element_bytes(p));
+    DeviceBuffer a{size_t(m * k) * e}, b{size_t(k * n) * e}, c{size_t(m * n) * e};
+    for (const DeviceBuffer* buf : {&a, &b})
+      kernels::fill_u16(buf->get(), int64_t((buf == &a ? m * k : k * n) * int64_t(e) / 2), kFill, dev_.stream());
+    LtProduct product(dev_, p, m, n, k);
+    return median_of_runs(repeats,
+                          [&] { return events_.time(stream(), [&] { product.run(a.get(), b.get(), c.get()); }); });
+  }
+
+  double copy_bytes_per_s(int64_t bytes, int repeats) override {
+    dev_.make_current();
+    DeviceBuffer src{size_t(bytes)}, dst{size_t(bytes)};
+    kernels::fill_u16(src.get(), bytes / 2, kFill, dev_.stream());
+    const double s = median_of_runs(repeats, [&] {
+      return events_.time(stream(), [&] {
+        ensure(cudaMemcpyAsync(dst.get(), src.get(), size_t(bytes), cudaMemcpyDeviceToDevice, stream()),
+               "cudaMemcpyAsync");
+      });
+    });
+    return 2.0 * double(bytes) / s;
+  }
+
+  double launch_seconds(int repeats) override {
+    dev_.make_current();
+    constexpr int kBatch = 1000;
+    return median_of_runs(repeats,
+                          [&] {
+                            return events_.time(stream(), [&] {
+                              for (int i = 0; i < kBatch; ++i) kernels::launch_empty(dev_.stream());
+                            });
+                          }) /
+           kBatch;
+  }
+
+  void synchronize() override { dev_.synchronize(); }
+
+  models::Provenance provenance() const override {
+    models::Provenance p;
+    cudaDeviceProp prop{};
+    if (cudaGetDeviceProperties(&prop, dev_.device().index) == cudaSuccess)
+      p.card = std::string(prop.name) + " (" + std::to_string(prop.multiProcessorCount) + " SMs, " +
+               std::to_string(prop.totalGlobalMem >> 20) + " MiB)";
+    int driver = 0, runtime = 0;
+    cudaDriverGetVersion(&driver);
+    cudaRuntimeGetVersion(&runtime);
+    p.driver = "CUDA driver API " + std::to_string(driver / 1000) + "." + std::to_string(driver % 1000 / 10);
+    p.runtime = "CUDA runtime " + std::to_string(runtime / 1000) + "." + std::to_string(runtime % 1000 / 10) +
+                ", cuBLASLt " + std::to_string(cublasLtGetVersion());
+    char host[256] = {};
+    if (gethostname(host, sizeof host - 1) == 0) p.host = host;
+    return p;
+  }
+
+ private:
+  cudaStream_t stream() const { return static_cast<cudaStream_t>(dev_.stream()); }
+  CudaDevice& dev_;
+  Events events_;
+};
+
+}  // namespace
+
+std::unique_ptr<DeviceTimer> make_cuda_timer(CudaDevice& dev) { return std::make_unique<CudaTimer>(dev); }
+
+}  // namespace pw::exec::cuda
