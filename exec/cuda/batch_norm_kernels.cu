@@ -121,15 +121,15 @@ void batch_norm_forward(const float* x, const float* gamma, const float* beta, c
 
 void batch_norm_backward_reduce(const float* x, const float* dy, const float* mean, const float* var, float* part,
                                 const BatchNormShape& s, void* st) {
-  backward_reduce_k<<<static_cast<unsigned>(s.groups * s.c), kReduceThreads, 0, as_stream(st)>>>(x, dy, mean, var,
-                                                                                                 part, s);
+  backward_reduce_k<<<static_cast<unsigned>(s.groups * s.c), kReduceThreads, 0, as_stream(st)>>>(x, dy, mean, var, part,
+                                                                                                 s);
   check_launch("batch_norm_backward_reduce");
 }
 
-void batch_norm_backward_input(const float* x, const float* dy, const float* gamma, const float* mean,
-                               const float* var, const float* part, float* dx, const BatchNormShape& s, void* st) {
+void batch_norm_backward_input(const float* x, const float* dy, const float* gamma, const float* mean, const float* var,
+                               const float* part, float* dx, const BatchNormShape& s, void* st) {
   backward_input_k<<<grid_for(s.batch * s.c * s.spatial), kThreads, 0, as_stream(st)>>>(x, dy, gamma, mean, var, part,
-                                                                                         dx, s);
+                                                                                        dx, s);
   check_launch("batch_norm_backward_input");
 }
 

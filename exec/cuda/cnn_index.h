@@ -29,10 +29,10 @@ struct WindowRange {
 };
 PW_CNN_HD inline WindowRange covering_windows(int64_t i, int64_t kernel, int64_t stride, int64_t pad, int64_t out) {
   // o * stride - pad <= i  and  i <= o * stride - pad + kernel - 1
-  const int64_t hi = i + pad;                // o * stride <= hi
-  const int64_t lo = i + pad - kernel + 1;   // o * stride >= lo
+  const int64_t hi = i + pad;               // o * stride <= hi
+  const int64_t lo = i + pad - kernel + 1;  // o * stride >= lo
   int64_t first = lo <= 0 ? 0 : (lo + stride - 1) / stride;
-  int64_t last = hi / stride;                // hi >= 0 for i >= 0
+  int64_t last = hi / stride;  // hi >= 0 for i >= 0
   if (last > out - 1) last = out - 1;
   if (first < 0) first = 0;
   return {first, last};

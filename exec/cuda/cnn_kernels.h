@@ -23,8 +23,7 @@ void col2im(const float* dcol, float* dx, const Window2d& w, int64_t samples, vo
 void channels_first_to_nchw(const float* cf, const float* bias, float* y, int64_t channels, int64_t samples,
                             int64_t pixels, void* stream);
 // cf[o, s * pixels + p] = y[s, o, p].
-void nchw_to_channels_first(const float* y, float* cf, int64_t channels, int64_t samples, int64_t pixels,
-                            void* stream);
+void nchw_to_channels_first(const float* y, float* cf, int64_t channels, int64_t samples, int64_t pixels, void* stream);
 // out[r] += the sum of x[r, 0, cols) (one block per row, a fixed reduction tree).
 void add_row_sums(const float* x, int64_t rows, int64_t cols, float* out, void* stream);
 
@@ -54,8 +53,8 @@ void batch_norm_forward(const float* x, const float* gamma, const float* beta, c
 void batch_norm_backward_reduce(const float* x, const float* dy, const float* mean, const float* var, float* part,
                                 const BatchNormShape& s, void* stream);
 // dx = gamma * rstd * (dy - (dbeta_k + xhat * dgamma_k) / m_k), m_k = the group's elements per channel.
-void batch_norm_backward_input(const float* x, const float* dy, const float* gamma, const float* mean,
-                               const float* var, const float* part, float* dx, const BatchNormShape& s, void* stream);
+void batch_norm_backward_input(const float* x, const float* dy, const float* gamma, const float* mean, const float* var,
+                               const float* part, float* dx, const BatchNormShape& s, void* stream);
 // Per channel, groups in order: dgb[0, c] = sum_k part[k, 0, c], dgb[1, c] = sum_k part[k, 1, c];
 // and the running statistics, as exec/layers/batch_norm.cc:
 // rm = (1 - momentum) rm + momentum mean_k; rv = (1 - momentum) rv + momentum unbias_k var_k.
@@ -64,7 +63,6 @@ void batch_norm_finish(const float* part, const float* mean, const float* var, f
 
 // ---- concat
 // dst[r * dst_ld + j] = src[r * src_ld + j] for r < rows, j < cols.
-void copy_rows(const float* src, int64_t src_ld, float* dst, int64_t dst_ld, int64_t rows, int64_t cols,
-               void* stream);
+void copy_rows(const float* src, int64_t src_ld, float* dst, int64_t dst_ld, int64_t rows, int64_t cols, void* stream);
 
 }  // namespace pw::exec::cuda::kernels

@@ -28,7 +28,8 @@ __global__ void cf_to_nchw_k(const float* cf, const float* bias, float* y, int64
 
 __global__ void nchw_to_cf_k(const float* y, float* cf, int64_t channels, int64_t samples, int64_t pixels) {
   const int64_t n = channels * samples * pixels;
-  for (int64_t i = global_index(); i < n; i += global_stride()) cf[channels_first_index(i, channels, samples, pixels)] = y[i];
+  for (int64_t i = global_index(); i < n; i += global_stride())
+    cf[channels_first_index(i, channels, samples, pixels)] = y[i];
 }
 
 __global__ void row_sums_k(const float* x, int64_t cols, float* out) {
@@ -63,7 +64,7 @@ void col2im(const float* dcol, float* dx, const Window2d& w, int64_t samples, vo
 void channels_first_to_nchw(const float* cf, const float* bias, float* y, int64_t channels, int64_t samples,
                             int64_t pixels, void* s) {
   cf_to_nchw_k<<<grid_for(channels * samples * pixels), kThreads, 0, as_stream(s)>>>(cf, bias, y, channels, samples,
-                                                                                      pixels);
+                                                                                     pixels);
   check_launch("channels_first_to_nchw");
 }
 

@@ -24,10 +24,10 @@ struct ConvGeometry {
 
   int64_t out_h() const;
   int64_t out_w() const;
-  int64_t pixels() const { return out_h() * out_w(); }              // P
-  int64_t col_rows() const { return in_c * kernel * kernel; }        // rows of the column matrix
-  int64_t group_rows() const { return col_rows() / groups; }         // Kg
-  int64_t group_out() const { return out_c / groups; }               // Og
+  int64_t pixels() const { return out_h() * out_w(); }         // P
+  int64_t col_rows() const { return in_c * kernel * kernel; }  // rows of the column matrix
+  int64_t group_rows() const { return col_rows() / groups; }   // Kg
+  int64_t group_out() const { return out_c / groups; }         // Og
   int64_t weight_numel() const { return out_c * group_rows(); }
 };
 

@@ -11,8 +11,8 @@
 
 namespace pw::exec::cuda {
 
-inline constexpr int64_t kMultiTensorChunk = 8192;          // elements per block
-inline constexpr int64_t kMultiTensorMaxBlocks = int64_t{1} << 30;// blocks per launch (grid.x < 2^31)
+inline constexpr int64_t kMultiTensorChunk = 8192;                  // elements per block
+inline constexpr int64_t kMultiTensorMaxBlocks = int64_t{1} << 30;  // blocks per launch (grid.x < 2^31)
 
 struct MultiTensorBlock {
   int64_t tensor = 0;          // index in the tensor list

@@ -1,7 +1,7 @@
+#include "exec/layers/batch_norm.h"
 #include "exec/cuda/cnn_kernels.h"
 #include "exec/cuda/kernels.h"
 #include "exec/cuda/layers/cnn_layers.h"
-#include "exec/layers/batch_norm.h"
 #include "models/error.h"
 
 namespace pw::exec::cuda {
@@ -64,8 +64,8 @@ void CudaBatchNorm::run_backward(Inputs in, Context& ctx, const Tensor& grad_out
   Tensor dx = make(x.shape());
   Tensor dgb = make({2, c_});
   kernels::batch_norm_backward_reduce(x.data(), grad_out.data(), mean.data(), var.data(), part.data(), s, stream());
-  kernels::batch_norm_backward_input(x.data(), grad_out.data(), params_[0].data(), mean.data(), var.data(),
-                                     part.data(), dx.data(), s, stream());
+  kernels::batch_norm_backward_input(x.data(), grad_out.data(), params_[0].data(), mean.data(), var.data(), part.data(),
+                                     dx.data(), s, stream());
   kernels::batch_norm_finish(part.data(), mean.data(), var.data(), dgb.data(), running_mean_.data(),
                              running_var_.data(), BatchNorm::kMomentum, s, stream());
   ctx.saved.resize(4);

@@ -66,8 +66,7 @@ TEST_CASE("cuda max_pool and avg_pool: overlapping padded windows, tiles, global
 TEST_CASE("cuda concat: channels of maps and features of vectors") {
   compare_layer(spec("cat", LayerKind::concat, {"a", "b", "c"}, {9, 5, 4}), {{2, 5, 4}, {4, 5, 4}, {3, 5, 4}},
                 floats({{2, 5, 4}, {4, 5, 4}, {3, 5, 4}}), {true, true, true}, 8, 3);
-  compare_layer(spec("cat", LayerKind::concat, {"a", "b"}, {17}), {{10}, {7}}, floats({{10}, {7}}), {true, true}, 8,
-                3);
+  compare_layer(spec("cat", LayerKind::concat, {"a", "b"}, {17}), {{10}, {7}}, floats({{10}, {7}}), {true, true}, 8, 3);
 }
 
 TEST_CASE("cuda batch_norm with unit gamma: maps and vectors") {

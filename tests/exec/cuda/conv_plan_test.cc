@@ -73,7 +73,8 @@ void reference_gemm(const GemmShape& s, const float* a, const float* b, float* c
       for (int64_t j = 0; j < s.n; ++j) {
         double acc = 0;
         for (int64_t k = 0; k < s.k; ++k)
-          acc += double(s.trans_a ? ag[k * s.m + i] : ag[i * s.k + k]) * (s.trans_b ? bg[j * s.k + k] : bg[k * s.n + j]);
+          acc +=
+              double(s.trans_a ? ag[k * s.m + i] : ag[i * s.k + k]) * (s.trans_b ? bg[j * s.k + k] : bg[k * s.n + j]);
         cg[i * s.n + j] = static_cast<float>(acc + beta * cg[i * s.n + j]);
       }
   }
@@ -91,8 +92,8 @@ double rel(const Tensor& got, const Tensor& want) {
 
 // The CudaConv2d algorithm (exec/cuda/layers/conv.cc) on the host, chunk by chunk.
 void check_conv(const ConvGeometry& g, int64_t batch, int64_t budget) {
-  INFO("conv in_c " << g.in_c << " out_c " << g.out_c << " k " << g.kernel << " stride " << g.stride << " pad "
-                    << g.pad << " groups " << g.groups << " batch " << batch);
+  INFO("conv in_c " << g.in_c << " out_c " << g.out_c << " k " << g.kernel << " stride " << g.stride << " pad " << g.pad
+                    << " groups " << g.groups << " batch " << batch);
   const int64_t P = g.pixels(), in_n = g.in_c * g.in_h * g.in_w;
   auto cpu = make_layer(spec("c", LayerKind::conv2d, {"x"}, {g.out_c, g.out_h(), g.out_w()},
                              {{"in_c", g.in_c},
@@ -126,8 +127,7 @@ void check_conv(const ConvGeometry& g, int64_t batch, int64_t budget) {
     for (int64_t i = 0; i < n_col; ++i) col[i] = im2col_element(x.data() + s0 * in_n, win, s, i);
     reference_gemm(conv_forward_gemm(g, s), w.data(), col.data(), cf.data(), 0.0f);
     for (int64_t i = 0; i < n_out; ++i)
-      y.data()[s0 * g.out_c * P + i] =
-          cf[channels_first_index(i, g.out_c, s, P)] + bias.data()[(i / P) % g.out_c];
+      y.data()[s0 * g.out_c * P + i] = cf[channels_first_index(i, g.out_c, s, P)] + bias.data()[(i / P) % g.out_c];
     // W: dY channels first, gW += dY·colᵀ, gb += row sums.
     for (int64_t i = 0; i < n_out; ++i) cf[channels_first_index(i, g.out_c, s, P)] = dy.data()[s0 * g.out_c * P + i];
     reference_gemm(conv_weight_gemm(g, s), cf.data(), col.data(), gw.data(), 1.0f);
@@ -158,11 +158,11 @@ TEST_CASE("conv2d as explicit GEMM chunks on the host equals the oneDNN conv2d i
     g.groups = groups;
     return g;
   };
-  check_conv(geom(3, 8, 3, 1, 1, 9, 7, 1), 5, kConvScratchBytes);  // one chunk
-  check_conv(geom(4, 6, 3, 2, 1, 9, 9, 2), 5, 1);                  // a chunk per sample, groups
-  check_conv(geom(8, 8, 1, 1, 0, 5, 5, 1), 4, 3000);               // 1x1, chunks of 2
+  check_conv(geom(3, 8, 3, 1, 1, 9, 7, 1), 5, kConvScratchBytes);    // one chunk
+  check_conv(geom(4, 6, 3, 2, 1, 9, 9, 2), 5, 1);                    // a chunk per sample, groups
+  check_conv(geom(8, 8, 1, 1, 0, 5, 5, 1), 4, 3000);                 // 1x1, chunks of 2
   check_conv(geom(2, 4, 7, 2, 3, 16, 15, 1), 3, kConvScratchBytes);  // the ResNet stem's window
-  check_conv(geom(6, 6, 3, 1, 1, 6, 6, 6), 3, kConvScratchBytes);  // depthwise
+  check_conv(geom(6, 6, 3, 1, 1, 6, 6, 6), 3, kConvScratchBytes);    // depthwise
 }
 
 void check_pool(bool max, int64_t c, int64_t k, int64_t stride, int64_t pad, int64_t h, int64_t w, int64_t batch) {
@@ -183,13 +183,14 @@ void check_pool(bool max, int64_t c, int64_t k, int64_t stride, int64_t pad, int
     y.data()[i] = max ? max_pool_element(x.data(), win, i, &at) : avg_pool_element(x.data(), win, i);
     arg.data()[i] = static_cast<float>(at);
   }
-  for (int64_t i = 0; i < dx.numel(); ++i) dx.data()[i] = pool_grad_element(dy.data(), max ? arg.data() : nullptr, win, i);
+  for (int64_t i = 0; i < dx.numel(); ++i)
+    dx.data()[i] = pool_grad_element(dy.data(), max ? arg.data() : nullptr, win, i);
   CHECK(rel(y, want_y) < 1e-6);
   CHECK(rel(dx, want_dx) < 1e-6);
 }
 
 TEST_CASE("pooling element functions on the host equal the oneDNN max and avg pooling in F and B") {
-  check_pool(true, 3, 3, 2, 1, 9, 8, 2);   // the ResNet max pool's window, overlapping
+  check_pool(true, 3, 3, 2, 1, 9, 8, 2);  // the ResNet max pool's window, overlapping
   check_pool(true, 2, 2, 2, 0, 6, 6, 3);
   check_pool(false, 3, 3, 2, 1, 9, 8, 2);  // average including padding
   check_pool(false, 4, 5, 5, 0, 5, 5, 2);  // global average
