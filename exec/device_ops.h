@@ -60,4 +60,9 @@ void device_adam_step_all(const std::vector<Tensor*>& p, const std::vector<Tenso
                           std::vector<Tensor>& v, float lr, float b1, float b2, float c1, float c2, float eps, float wd,
                           MultiTensorCache& cache);
 
+// TF32 tensor-core matrix products (on) or full fp32 (off, the default) for the products of
+// `device`, a CUDA device (exec/cuda/gemm.h). Throws InputError for the host or a device that
+// cannot be used.
+void set_tf32(Device device, bool on);
+
 }  // namespace pw::exec

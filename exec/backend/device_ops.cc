@@ -190,4 +190,13 @@ void device_adam_step_all(const std::vector<Tensor*>& p, const std::vector<Tenso
 #endif
 }
 
+void set_tf32(Device device, bool on) {
+  if (device.is_cpu()) throw InputError("TF32 matrix products need a CUDA device (the host computes in fp32)");
+#ifdef PW_HAVE_CUDA
+  cuda_device(device).set_tf32(on);
+#else
+  no_backend(device);
+#endif
+}
+
 }  // namespace pw::exec
