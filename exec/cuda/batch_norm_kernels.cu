@@ -10,29 +10,16 @@ namespace pw::exec::cuda::kernels {
 
 namespace {
 
-constexpr float kEps = 1e-5f;  // as exec/layers/batch_norm.h
-
-__device__ inline int64_t group_samples(const BatchNormShape& s, int64_t k) {
-  const int64_t first = k * s.group, rest = s.batch - first;
-  return rest < s.group ? rest : s.group;
-}
-
-// Element j of group k, channel c (j < samples * spatial).
-__device__ inline int64_t element(const BatchNormShape& s, int64_t k, int64_t c, int64_t j) {
-  const int64_t sample = k * s.group + j / s.spatial;
-  return (sample * s.c + c) * s.spatial + j % s.spatial;
-}
-
 // blockIdx.x = k * c + channel.
 __global__ void stats_k(const float* x, float* mean, float* var, BatchNormShape s) {
   const int64_t k = blockIdx.x / s.c, c = blockIdx.x % s.c;
-  const int64_t m = group_samples(s, k) * s.spatial;
+  const int64_t m = bn_group_samples(s, k) * s.spatial;
   double sum = 0;
-  for (int64_t j = threadIdx.x; j < m; j += blockDim.x) sum += x[element(s, k, c, j)];
+  for (int64_t j = threadIdx.x; j < m; j += blockDim.x) sum += x[bn_element(s, k, c, j)];
   const double mu = block_sum(sum) / static_cast<double>(m);
   double sq = 0;
   for (int64_t j = threadIdx.x; j < m; j += blockDim.x) {
-    const double d = x[element(s, k, c, j)] - mu;
+    const double d = x[bn_element(s, k, c, j)] - mu;
     sq += d * d;
   }
   const double v = block_sum(sq) / static_cast<double>(m);
@@ -45,22 +32,18 @@ __global__ void stats_k(const float* x, float* mean, float* var, BatchNormShape 
 __global__ void forward_k(const float* x, const float* gamma, const float* beta, const float* mean, const float* var,
                           float* y, BatchNormShape s) {
   const int64_t n = s.batch * s.c * s.spatial;
-  for (int64_t i = global_index(); i < n; i += global_stride()) {
-    const int64_t c = (i / s.spatial) % s.c, k = i / (s.spatial * s.c) / s.group;
-    const int64_t st = k * s.c + c;
-    const float sm = gamma[c] / sqrtf(var[st] + kEps);
-    y[i] = sm * (x[i] - mean[st]) + beta[c];
-  }
+  for (int64_t i = global_index(); i < n; i += global_stride())
+    y[i] = bn_forward_element(x, gamma, beta, mean, var, s, i);
 }
 
 __global__ void backward_reduce_k(const float* x, const float* dy, const float* mean, const float* var, float* part,
                                   BatchNormShape s) {
   const int64_t k = blockIdx.x / s.c, c = blockIdx.x % s.c;
-  const int64_t m = group_samples(s, k) * s.spatial;
-  const float mu = mean[blockIdx.x], rstd = 1.0f / sqrtf(var[blockIdx.x] + kEps);
+  const int64_t m = bn_group_samples(s, k) * s.spatial;
+  const float mu = mean[blockIdx.x], rstd = 1.0f / sqrtf(var[blockIdx.x] + kBatchNormEps);
   double dg = 0, db = 0;
   for (int64_t j = threadIdx.x; j < m; j += blockDim.x) {
-    const int64_t e = element(s, k, c, j);
+    const int64_t e = bn_element(s, k, c, j);
     dg += static_cast<double>(dy[e]) * ((x[e] - mu) * rstd);
     db += dy[e];
   }
@@ -75,15 +58,8 @@ __global__ void backward_reduce_k(const float* x, const float* dy, const float* 
 __global__ void backward_input_k(const float* x, const float* dy, const float* gamma, const float* mean,
                                  const float* var, const float* part, float* dx, BatchNormShape s) {
   const int64_t n = s.batch * s.c * s.spatial;
-  for (int64_t i = global_index(); i < n; i += global_stride()) {
-    const int64_t c = (i / s.spatial) % s.c, k = i / (s.spatial * s.c) / s.group;
-    const int64_t st = k * s.c + c;
-    const float m = static_cast<float>(group_samples(s, k) * s.spatial);
-    const float rstd = 1.0f / sqrtf(var[st] + kEps);
-    const float xhat = (x[i] - mean[st]) * rstd;
-    const float dg = part[(k * 2) * s.c + c], db = part[(k * 2 + 1) * s.c + c];
-    dx[i] = gamma[c] * rstd * (dy[i] - (db + xhat * dg) / m);
-  }
+  for (int64_t i = global_index(); i < n; i += global_stride())
+    dx[i] = bn_input_grad_element(x, dy, gamma, mean, var, part, s, i);
 }
 
 __global__ void finish_k(const float* part, const float* mean, const float* var, float* dgb, float* rm, float* rv,
@@ -95,8 +71,7 @@ __global__ void finish_k(const float* part, const float* mean, const float* var,
   for (int64_t k = 0; k < s.groups; ++k) {
     g = __fadd_rn(g, part[(k * 2) * s.c + c]);
     b = __fadd_rn(b, part[(k * 2 + 1) * s.c + c]);
-    const double m = static_cast<double>(group_samples(s, k) * s.spatial);
-    const float unbias = m > 1 ? static_cast<float>(m / (m - 1)) : 1.0f;
+    const float unbias = bn_unbias(s, k);
     m_run = __fadd_rn(__fmul_rn(keep, m_run), __fmul_rn(momentum, mean[k * s.c + c]));
     v_run = __fadd_rn(__fmul_rn(keep, v_run), __fmul_rn(__fmul_rn(momentum, unbias), var[k * s.c + c]));
   }

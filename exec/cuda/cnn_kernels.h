@@ -9,6 +9,7 @@
 
 #include <cstdint>
 
+#include "exec/cuda/batch_norm_index.h"
 #include "exec/cuda/cnn_index.h"
 
 namespace pw::exec::cuda::kernels {
@@ -39,10 +40,8 @@ void avg_pool_forward(const float* x, float* y, const Window2d& w, int64_t batch
 void avg_pool_backward(const float* dy, float* dx, const Window2d& w, int64_t batch, void* stream);
 
 // ---- batch normalization over x [batch, c, spatial], statistics per group of `group`
-// consecutive samples (conv_plan.h: stat_groups; the last group may be smaller), eps 1e-5.
-struct BatchNormShape {
-  int64_t batch = 0, c = 0, spatial = 0, group = 0, groups = 0;  // group: samples per group
-};
+// consecutive samples (conv_plan.h: stat_groups; the last group may be smaller), eps 1e-5;
+// the per-element formulas are batch_norm_index.h's.
 // mean[k, c], var[k, c]: the biased mean and variance of group k, channel c (double sums).
 void batch_norm_stats(const float* x, float* mean, float* var, const BatchNormShape& s, void* stream);
 // y = gamma / sqrt(var + eps) * (x - mean) + beta with the sample's group's statistics.

@@ -7,9 +7,9 @@
 namespace pw::exec::cuda {
 
 namespace {
-kernels::BatchNormShape shape_of(int64_t batch, int64_t c, int64_t spatial, int64_t group) {
+BatchNormShape shape_of(int64_t batch, int64_t c, int64_t spatial, int64_t group) {
   const StatGroups g = stat_groups(batch, group);
-  kernels::BatchNormShape s;
+  BatchNormShape s;
   s.batch = batch;
   s.c = c;
   s.spatial = spatial;
@@ -42,7 +42,7 @@ Tensor CudaBatchNorm::forward(Inputs in, Context& ctx) {
   ctx.clear();
   check_inputs(in);
   const Tensor& x = *in[0];
-  const kernels::BatchNormShape s = shape_of(x.dim(0), c_, spatial_, group_);
+  const BatchNormShape s = shape_of(x.dim(0), c_, spatial_, group_);
   Tensor y = make(x.shape());
   Tensor mean = make({s.groups, c_}), var = make({s.groups, c_});
   kernels::batch_norm_stats(x.data(), mean.data(), var.data(), s, stream());
@@ -56,7 +56,7 @@ Tensor CudaBatchNorm::forward(Inputs in, Context& ctx) {
 
 void CudaBatchNorm::run_backward(Inputs in, Context& ctx, const Tensor& grad_out) {
   const Tensor& x = *in[0];
-  const kernels::BatchNormShape s = shape_of(x.dim(0), c_, spatial_, group_);
+  const BatchNormShape s = shape_of(x.dim(0), c_, spatial_, group_);
   const Tensor& mean = ctx.saved.at(0);
   const Tensor& var = ctx.saved.at(1);
   PW_CHECK(mean.dim(0) == s.groups, "batch_norm: statistics groups changed between forward and backward");
