@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "exec/tensor.h"
@@ -43,5 +44,25 @@ std::string nonfinite_kind(const Tensor& t);
 void device_sgd_step(Tensor& p, const Tensor& g, Tensor* momentum, float lr, float mu, float wd);
 void device_adam_step(Tensor& p, const Tensor& g, Tensor& m, Tensor& v, float lr, float b1, float b2, float c1,
                       float c2, float eps, float wd);
+
+// device_adam_step for every i (p[i], g[i], m[i], v[i], all on one CUDA device) in one kernel
+// launch (a multi-tensor apply, exec/cuda/multi_tensor.h), each element updated by the same
+// formula in the same order, so the results equal the per-tensor steps bit for bit. `cache` is
+// the caller's, kept between calls: the launch table on the device, rebuilt (one synchronizing
+// upload) only when the tensors' addresses or sizes change, e.g. after weight versions swap.
+struct MultiTensorCache {
+  std::vector<int64_t> words;  // the table's host copy (addresses, blocks)
+  int64_t tensors = 0;
+  std::vector<std::pair<int64_t, int64_t>> launches;  // first block, blocks
+  Tensor table;                                       // the words on the device
+};
+void device_adam_step_all(const std::vector<Tensor*>& p, const std::vector<Tensor*>& g, std::vector<Tensor>& m,
+                          std::vector<Tensor>& v, float lr, float b1, float b2, float c1, float c2, float eps, float wd,
+                          MultiTensorCache& cache);
+
+// TF32 tensor-core matrix products (on) or full fp32 (off, the default) for the products of
+// `device`, a CUDA device (exec/cuda/gemm.h). Throws InputError for the host or a device that
+// cannot be used.
+void set_tf32(Device device, bool on);
 
 }  // namespace pw::exec

@@ -24,6 +24,10 @@ std::vector<Tensor> Layer::backward(Inputs in, Context& ctx, const Tensor& grad_
   return grads;
 }
 
+void Layer::share_weight(Tensor*, Tensor*) {
+  PW_CHECK(false, "layer \"" + name() + "\" cannot read a shared weight (only an lm_head can)");
+}
+
 void Layer::zero_grad() {
   for (Tensor* g : gradients()) g->fill(0.0f);
 }

@@ -128,6 +128,18 @@ class Layer {
   // Seeded deterministic initialization of the parameters (same seed -> same values).
   virtual void init_parameters(uint64_t seed) {}
 
+  // Weight tying (a tied lm_head reading an embedding's token table), on any device. An
+  // embedding lends its token table and that table's gradient (both null for other layers);
+  // share_weight makes an lm_head read `weight` and accumulate its weight gradient into `grad`
+  // instead of its own weight, which it then no longer lists in parameters() (a PW_CHECK
+  // failure for other layers). Both tensors must outlive the layer's use.
+  virtual Tensor* token_table() { return nullptr; }
+  virtual Tensor* token_table_grad() { return nullptr; }
+  virtual void share_weight(Tensor* weight, Tensor* grad);
+  // batch_norm's statistics groups (exec/layers/batch_norm.h: samples per group, 0 = the whole
+  // micro-batch); other layers ignore it.
+  virtual void set_statistics_group(int64_t samples) {}
+
  protected:
   // Throws InputError naming the layer when `t` is not [batch, sample...] for the given input.
   void check_input(const Tensor& t, size_t index) const;

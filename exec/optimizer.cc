@@ -65,6 +65,11 @@ void Optimizer::step() {
   const float c1 = static_cast<float>(1.0 / (1.0 - std::pow(opt_.beta1, double(steps_))));
   const float c2 = static_cast<float>(1.0 / (1.0 - std::pow(opt_.beta2, double(steps_))));
   const float eps = static_cast<float>(opt_.eps);
+  // On a device, Adam updates every tensor in one launch (the same per-element formula).
+  if (!params_.empty() && !params_.front()->device().is_cpu() && opt_.kind == OptimizerKind::adam) {
+    device_adam_step_all(params_, grads_, m_, v_, lr, b1, b2, c1, c2, eps, wd, fused_);
+    return;
+  }
   for (size_t i = 0; i < params_.size(); ++i) {
     if (!params_[i]->device().is_cpu()) {
       if (opt_.kind == OptimizerKind::sgd)

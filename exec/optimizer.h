@@ -2,7 +2,8 @@
 // with weight decay. State (momentum / first and second moments) is sized per parameter and
 // allocated from the given memory resource at construction, so memory measurements include it.
 // Device: parameters, gradients and that resource may all be on one CUDA device; step() then
-// runs the device kernels of the same formulas (exec/device_ops.h) and the state lives there.
+// runs the device kernels of the same formulas (exec/device_ops.h; Adam: one launch for all the
+// tensors) and the state lives there.
 //
 // SGD:  v = momentum * v + (g + wd * p);  p -= lr * v          (momentum 0: plain SGD, no state)
 // Adam: AdamW-style decoupled decay: m, v moments with bias correction;
@@ -19,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "exec/device_ops.h"
 #include "exec/tensor.h"
 #include "models/optimizer_memory.h"
 
@@ -68,6 +70,7 @@ class Optimizer {
   OptimizerOptions opt_;
   std::vector<Tensor> m_, v_;
   int64_t steps_ = 0;
+  MultiTensorCache fused_;  // the device Adam step's launch table (exec/device_ops.h)
 };
 
 }  // namespace pw::exec

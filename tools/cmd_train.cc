@@ -1,8 +1,10 @@
 // `pipewright train --model M [sizes] [--steps N] [--batch B] [--micro-batch U] [--lr X]
 //  [--optimizer sgd|sgd-momentum|adam] [--weight-decay W] [--data FILE] [--seed S] [--threads T] [--json]
-//  [--checkpoint DIR [--checkpoint-every K]] [--resume DIR] [--log-every N] [--device cpu|cuda[:N]]`:
+//  [--checkpoint DIR [--checkpoint-every K]] [--resume DIR] [--log-every N] [--device cpu|cuda[:N]] [--tf32]`:
 // single-device training with the oneDNN executor, or with --device cuda[:N] on one GPU (the
-// CUDA backend, exec/cuda/: same flags, outputs and JSON). Where this build has no CUDA backend
+// CUDA backend, exec/cuda/: same flags, outputs and JSON). --tf32 (only with a CUDA device,
+// else one line and exit 2) opts into TF32 tensor-core matrix products (fp32 otherwise); the
+// JSON records it as "tf32". Where this build has no CUDA backend
 // or no GPU can be used, that is one line and exit 2 before anything else runs; so is a model
 // with a layer kind the backend does not run yet (naming the layer), before the first step.
 // Zoo families get small defaults that train
@@ -25,6 +27,7 @@
 
 #include "exec/data/data.h"
 #include "exec/data/loader.h"
+#include "exec/device_ops.h"
 #include "exec/layer.h"
 #include "exec/numerics.h"
 #include "exec/parallel.h"
@@ -53,6 +56,7 @@ struct TrainArgs {
   int64_t micro_batch = 0;
   double weight_decay = 0;
   std::string device = "cpu";
+  bool tf32 = false;
 };
 
 // "cpu", "cuda" (device 0) or "cuda:N".
@@ -84,6 +88,8 @@ std::string fmt_time(double s) {
 // checked before anything is allocated or printed.
 std::pair<pw::tools::ModelSource, pw::exec::TrainOptions> prepare(const TrainArgs& a, const CLI::App& sub) {
   const pw::exec::Device device = parse_train_device(a.device);
+  if (a.tf32 && device.is_cpu())
+    throw pw::InputError("--tf32: TF32 matrix products need --device cuda[:N] (the host computes in fp32)");
   check_train_device(device);
   pw::tools::check_training_flags(a.t, sub);
   const bool zoo = pw::tools::is_zoo_name(a.model) && a.model != "default";
@@ -117,6 +123,7 @@ std::pair<pw::tools::ModelSource, pw::exec::TrainOptions> prepare(const TrainArg
   o.checkpoint_dir = a.t.checkpoint;
   o.checkpoint_every = a.t.checkpoint_every;
   o.resume_dir = a.t.resume;
+  if (!device.is_cpu()) pw::exec::set_tf32(device, a.tf32);
   return {std::move(src), std::move(o)};
 }
 
@@ -133,7 +140,8 @@ std::function<void(const pw::exec::StepProgress&)> progress_printer(pw::tools::P
 
 void print_json(const TrainArgs& a, const pw::tools::ModelSource& src, const pw::exec::TrainOptions& o,
                 const pw::exec::TrainResult& r) {
-  const pw::Json j = pw::exec::TrainRecord{src.model.name(), a.t.optimizer, pw::exec::max_threads(), o, r};
+  pw::Json j = pw::exec::TrainRecord{src.model.name(), a.t.optimizer, pw::exec::max_threads(), o, r};
+  j["tf32"] = a.tf32;
   std::cout << j.dump(2) << "\n";
 }
 
@@ -193,6 +201,7 @@ pw::tools::CommandRegistrar register_train("train", [](CLI::App& app) {
                                  "continue from the checkpoint in DIR (same model, layout and options)"});
   sub->add_option("--device", a->device, "where to train: cpu | cuda | cuda:N (the CUDA backend)")
       ->capture_default_str();
+  sub->add_flag("--tf32", a->tf32, "TF32 tensor-core matrix products on the CUDA device (default: full fp32)");
   sub->callback([a, sub] { run(*a, *sub); });
 });
 

@@ -12,6 +12,7 @@
 #ifdef PW_HAVE_CUDA
 #include "exec/cuda/cuda_device.h"
 #include "exec/cuda/kernels.h"
+#include "exec/cuda/multi_tensor.h"
 #include "exec/cuda/train_kernels.h"
 #endif
 
@@ -147,6 +148,54 @@ void device_adam_step(Tensor& p, const Tensor& g, Tensor& m, Tensor& v, float lr
                            stream_of(p));
 #else
   no_backend(p.device());
+#endif
+}
+
+void device_adam_step_all(const std::vector<Tensor*>& p, const std::vector<Tensor*>& g, std::vector<Tensor>& m,
+                          std::vector<Tensor>& v, float lr, float b1, float b2, float c1, float c2, float eps, float wd,
+                          MultiTensorCache& cache) {
+  PW_CHECK(g.size() == p.size() && m.size() == p.size() && v.size() == p.size(),
+           "device_adam_step_all: lists of different lengths");
+  if (p.empty()) return;
+  const Device d = p.front()->device();
+  for (size_t i = 0; i < p.size(); ++i)
+    PW_CHECK(!d.is_cpu() && p[i]->device() == d && g[i]->device() == d && m[i].device() == d && v[i].device() == d &&
+                 g[i]->numel() == p[i]->numel() && m[i].numel() == p[i]->numel() && v[i].numel() == p[i]->numel(),
+             "device_adam_step_all: tensors of different devices or sizes, or on the host");
+#ifdef PW_HAVE_CUDA
+  cuda::CudaDevice& dev = cuda_device(d);
+  std::vector<int64_t> sizes;
+  std::vector<std::array<const void*, cuda::kAddresses>> addresses;
+  for (size_t i = 0; i < p.size(); ++i) {
+    sizes.push_back(p[i]->numel());
+    addresses.push_back({p[i]->data(), g[i]->data(), m[i].data(), v[i].data()});
+  }
+  const cuda::MultiTensorPlan plan = cuda::plan_multi_tensor(sizes);
+  std::vector<int64_t> words = cuda::multi_tensor_table(addresses, plan);
+  if (words != cache.words || cache.table.empty() || cache.table.device() != d) {
+    // int64 words travel as pairs of floats' bytes (a float tensor of twice the words).
+    Tensor table({static_cast<int64_t>(words.size()) * 2}, dev.memory());
+    cuda::upload(reinterpret_cast<const float*>(words.data()), table);
+    cache.table = std::move(table);
+    cache.words = std::move(words);
+    cache.tensors = static_cast<int64_t>(p.size());
+    cache.launches.clear();
+    for (const cuda::MultiTensorLaunch& l : plan.launches) cache.launches.emplace_back(l.first_block, l.blocks);
+  }
+  const auto* table = reinterpret_cast<const int64_t*>(cache.table.data());
+  for (const auto& [first, blocks] : cache.launches)
+    cuda::kernels::adam_step_multi(table, cache.tensors, first, blocks, lr, b1, b2, c1, c2, eps, wd, dev.stream());
+#else
+  no_backend(d);
+#endif
+}
+
+void set_tf32(Device device, bool on) {
+  if (device.is_cpu()) throw InputError("TF32 matrix products need a CUDA device (the host computes in fp32)");
+#ifdef PW_HAVE_CUDA
+  cuda_device(device).set_tf32(on);
+#else
+  no_backend(device);
 #endif
 }
 

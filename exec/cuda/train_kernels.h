@@ -12,4 +12,11 @@ namespace pw::exec::cuda::kernels {
 // find a non-finite value all store the same 1, so the result does not depend on their order.
 void mark_nonfinite(const float* x, int64_t n, float* flag, void* stream);
 
+// Adam over many tensors in one launch (multi_tensor.h): blocks [first_block, first_block +
+// blocks) of the device table `table` (multi_tensor_table, addresses {p, g, m, v} per tensor,
+// `tensors` of them), each element updated by exec/optimizer_update.h's adam_update, as
+// kernels.h's adam_step does, so the results equal one adam_step per tensor bit for bit.
+void adam_step_multi(const int64_t* table, int64_t tensors, int64_t first_block, int64_t blocks, float lr, float b1,
+                     float b2, float c1, float c2, float eps, float wd, void* stream);
+
 }  // namespace pw::exec::cuda::kernels

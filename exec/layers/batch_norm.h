@@ -32,6 +32,7 @@ class BatchNorm : public Layer {
   void init_parameters(uint64_t seed) override;
 
   void set_group_size(int64_t g) { group_ = g; }
+  void set_statistics_group(int64_t samples) override { set_group_size(samples); }
   int64_t group_size() const { return group_; }
   const Tensor& running_mean() const { return running_mean_; }
   const Tensor& running_var() const { return running_var_; }

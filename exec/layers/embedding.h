@@ -19,8 +19,8 @@ class Embedding : public Layer {
   void init_parameters(uint64_t seed) override;
 
   // The [vocab, d_model] token table and its gradient (for a tied lm_head).
-  Tensor* token_table() { return &tokens_; }
-  Tensor* token_table_grad() { return &grad_tokens_; }
+  Tensor* token_table() override { return &tokens_; }
+  Tensor* token_table_grad() override { return &grad_tokens_; }
 
  private:
   int64_t vocab_, seq_, d_;

@@ -22,7 +22,7 @@ class Linear : public Layer {
 
   // Makes this layer read (and accumulate gradients into) another layer's [out, in] weight
   // (weight tying); this layer then reports no parameters of its own.
-  void share_weight(Tensor* weight, Tensor* grad);
+  void share_weight(Tensor* weight, Tensor* grad) override;
   bool has_weight_grad() override { return true; }
   // Initialization scale of W (normal, this standard deviation); default 1/sqrt(in).
   void set_init_std(double s) { init_std_ = s; }

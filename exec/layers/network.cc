@@ -3,10 +3,7 @@
 #include <algorithm>
 
 #include "exec/device_ops.h"
-#include "exec/layers/batch_norm.h"
 #include "exec/layers/common.h"
-#include "exec/layers/embedding.h"
-#include "exec/layers/linear.h"
 #include "models/error.h"
 
 namespace pw::exec {
@@ -15,22 +12,19 @@ namespace pw::exec {
 
 Network::Network(const models::Model& model, uint64_t seed, Device device) : model_(model), device_(device) {
   const auto& specs = model_.layers();
-  Embedding* embedding = nullptr;
+  Layer* embedding = nullptr;  // the first layer lending a token table (exec/layer.h)
   for (size_t i = 0; i < specs.size(); ++i) {
     const auto& spec = specs[i];
     std::vector<std::vector<int64_t>> in;
     for (const std::string& p : spec.inputs) in.push_back(specs.at(model_.index_of(p)).output_shape);
     auto layer = device.is_cpu() ? make_layer(spec, in) : make_layer(spec, in, device);
     layer->init_parameters(mix_seed(seed, i + 1));
-    if (!embedding) embedding = dynamic_cast<Embedding*>(layer.get());
+    if (!embedding && layer->token_table()) embedding = layer.get();
     if (spec.kind == models::LayerKind::lm_head && spec.attr_or("tied", 0) != 0) {
-      if (!device.is_cpu())
-        throw InputError("layer \"" + spec.name + "\" (lm_head): a tied head (tied = 1) does not run on " +
-                         device.to_string() + " yet (only on the host)");
       if (!embedding)
         throw InputError("layer \"" + spec.name + "\" (lm_head): tied = 1 but no embedding layer precedes it");
-      auto* head = static_cast<Linear*>(layer.get());
-      if (embedding->token_table()->shape() != std::vector<int64_t>{head->out_features(), head->in_features()})
+      Layer* head = layer.get();
+      if (embedding->token_table()->shape() != std::vector<int64_t>{spec.attr("vocab"), spec.attr("d_model")})
         throw InputError("layer \"" + spec.name + "\" (lm_head): tied to embedding \"" + embedding->name() +
                          "\" whose table has shape " + embedding->token_table()->shape_string());
       head->share_weight(embedding->token_table(), embedding->token_table_grad());
@@ -65,12 +59,11 @@ void Network::zero_grad() {
 
 void Network::retie_head(Tensor* weight, Tensor* grad) {
   PW_CHECK(tied_.head >= 0, "retie_head without a tied head");
-  static_cast<Linear&>(*layers_.at(tied_.head)).share_weight(weight, grad);
+  layers_.at(tied_.head)->share_weight(weight, grad);
 }
 
 void Network::set_batch_norm_group(int64_t g) {
-  for (auto& l : layers_)
-    if (auto* bn = dynamic_cast<BatchNorm*>(l.get())) bn->set_group_size(g);
+  for (auto& l : layers_) l->set_statistics_group(g);
 }
 
 int64_t Network::parameter_bytes() {

@@ -56,7 +56,8 @@ class Network {
   // `device`: where the layers, their parameters and gradients live (exec/layer.h's
   // make_layer(spec, shapes, device)); the initial weights are the same on every device.
   // On a device other than the host also for a kind its backend does not run, a device that
-  // cannot be used, and a tied LM head (tied = 1: host only so far), each named.
+  // cannot be used, each named. A tied LM head (tied = 1) reads the first embedding's token table
+  // on any device; both layers' gradients accumulate into that table's one gradient tensor.
   explicit Network(const models::Model& model, uint64_t seed = 1, Device device = Device::cpu());
 
   const models::Model& model() const { return model_; }

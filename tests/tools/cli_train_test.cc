@@ -2,6 +2,7 @@
 // with its JSON summary, and bad input (exit 2, one line, nothing written).
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -102,6 +103,7 @@ TEST_CASE("train --device: cuda trains where a GPU can be used, elsewhere it is 
   const CliResult cpu = run_cli({"train", "--model", "mlp", "--steps", "2", "--threads", "1", "--json"});
   REQUIRE(cpu.rc == 0);
   CHECK(Json::parse(cpu.out).at("device") == "cpu");
+  CHECK(Json::parse(cpu.out).at("tf32") == false);
   const CliResult gpu = run_cli({"train", "--model", "mlp", "--steps", "2", "--json", "--device", "cuda"});
   if (gpu.rc == 0) {  // a machine with a usable GPU: the same document, the same losses within 1e-4
     const Json g = Json::parse(gpu.out), c = Json::parse(cpu.out);
@@ -110,6 +112,22 @@ TEST_CASE("train --device: cuda trains where a GPU can be used, elsewhere it is 
     for (size_t i = 0; i < 2; ++i)
       CHECK(g.at("losses")[i].get<double>() == doctest::Approx(c.at("losses")[i].get<double>()).epsilon(1e-4));
     for (auto it = c.begin(); it != c.end(); ++it) CHECK(g.contains(it.key()));
+  } else {
+    expect_bad(gpu, "--device cuda:0: ");
+  }
+}
+
+TEST_CASE("train --tf32: only with a CUDA device and recorded in the JSON") {
+  expect_bad(run_cli({"train", "--model", "mlp", "--steps", "1", "--tf32"}),
+             "--tf32: TF32 matrix products need --device cuda");
+  expect_bad(run_cli({"train", "--model", "mlp", "--steps", "1", "--device", "cpu", "--tf32"}), "--tf32: ");
+  const CliResult gpu = run_cli({"train", "--model", "mlp", "--steps", "2", "--json", "--device", "cuda", "--tf32"});
+  if (gpu.rc == 0) {  // a usable GPU: TF32 products, losses close to fp32's (10-bit mantissas)
+    const Json g = Json::parse(gpu.out);
+    CHECK(g.at("tf32") == true);
+    CHECK(g.at("device") == "cuda:0");
+    REQUIRE(g.at("losses").size() == 2);
+    for (const auto& l : g.at("losses")) CHECK(std::isfinite(l.get<double>()));
   } else {
     expect_bad(gpu, "--device cuda:0: ");
   }

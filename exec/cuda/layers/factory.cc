@@ -1,3 +1,4 @@
+#include "exec/cuda/layers/cnn_layers.h"
 #include "exec/cuda/layers/layers.h"
 #include "models/error.h"
 
@@ -20,7 +21,12 @@ bool has_cuda_layer(LayerKind kind) {
     case LayerKind::flatten:
     case LayerKind::dropout:
     case LayerKind::attention:
-    case LayerKind::transformer_block: return true;
+    case LayerKind::transformer_block:
+    case LayerKind::conv2d:
+    case LayerKind::max_pool:
+    case LayerKind::avg_pool:
+    case LayerKind::batch_norm:
+    case LayerKind::concat: return true;
     default: return false;
   }
 }
@@ -59,6 +65,35 @@ std::unique_ptr<Layer> make_cuda_layer(const models::LayerSpec& spec, const std:
     case LayerKind::transformer_block:
       return std::make_unique<CudaTransformerBlock>(std::move(twin), dev, spec.attr("seq"), spec.attr("d_model"),
                                                     spec.attr("heads"), spec.attr("ffn"));
+    case LayerKind::conv2d: {
+      ConvGeometry g;
+      g.in_c = spec.attr("in_c");
+      g.out_c = spec.attr("out_c");
+      g.kernel = spec.attr("kernel");
+      g.stride = spec.attr_or("stride", 1);
+      g.pad = spec.attr_or("pad", 0);
+      g.in_h = spec.attr("in_h");
+      g.in_w = spec.attr("in_w");
+      g.groups = spec.attr_or("groups", 1);
+      return std::make_unique<CudaConv2d>(std::move(twin), dev, g, spec.attr_or("bias", 1) != 0);
+    }
+    case LayerKind::max_pool:
+    case LayerKind::avg_pool: {
+      Window2d w;
+      w.channels = spec.attr("c");
+      w.kernel = spec.attr("kernel");
+      w.stride = spec.attr_or("stride", w.kernel);
+      w.pad = spec.attr_or("pad", 0);
+      w.in_h = spec.attr("in_h");
+      w.in_w = spec.attr("in_w");
+      return std::make_unique<CudaPool>(std::move(twin), dev, spec.kind == LayerKind::max_pool, w);
+    }
+    case LayerKind::batch_norm: {
+      int64_t spatial = 1;
+      for (size_t i = 1; i < in.at(0).size(); ++i) spatial *= in[0][i];
+      return std::make_unique<CudaBatchNorm>(std::move(twin), dev, in[0][0], spatial);
+    }
+    case LayerKind::concat: return std::make_unique<CudaConcat>(std::move(twin), dev, in);
     default: break;
   }
   PW_CHECK(false, "has_cuda_layer and make_cuda_layer disagree");

@@ -23,7 +23,7 @@ class CudaLinear : public CudaLayer {
   std::vector<Tensor*> gradients() override;
   bool has_weight_grad() override { return true; }
   void init_parameters(uint64_t seed) override;
-  void share_weight(Tensor* weight, Tensor* grad);
+  void share_weight(Tensor* weight, Tensor* grad) override;
 
  private:
   int64_t in_, out_;
@@ -94,8 +94,8 @@ class CudaEmbedding : public CudaLayer {
   Tensor forward(Inputs in, Context& ctx) override;
   std::vector<Tensor> backward_input(Inputs in, Context& ctx, const Tensor& grad_out) override;
   void backward_weight(Inputs in, Context& ctx, const Tensor& grad_out) override;
-  Tensor* token_table() { return &params_.at(0); }
-  Tensor* token_table_grad() { return &grads_.at(0); }
+  Tensor* token_table() override { return &params_.at(0); }
+  Tensor* token_table_grad() override { return &grads_.at(0); }
 
  private:
   int64_t vocab_, seq_, d_;
