@@ -30,12 +30,15 @@
 #include "exec/device_ops.h"
 #include "exec/layer.h"
 #include "exec/numerics.h"
+#include "exec/optimizer.h"
 #include "exec/parallel.h"
 #include "exec/runtime/trainer.h"
 #include "models/defaults.h"
 #include "models/error.h"
+#include "models/optimizer_memory.h"
 #include "models/output_set.h"
 #include "tools/command_registry.h"
+#include "tools/exec_device_flag.h"
 #include "tools/flag_checks.h"
 #include "tools/model_report.h"
 #include "tools/signals.h"
@@ -59,23 +62,6 @@ struct TrainArgs {
   bool tf32 = false;
 };
 
-// "cpu", "cuda" (device 0) or "cuda:N".
-pw::exec::Device parse_train_device(const std::string& s) {
-  if (s == "cpu") return pw::exec::Device::cpu();
-  if (s == "cuda") return pw::exec::Device::cuda(0);
-  if (s.rfind("cuda:", 0) == 0 && s.size() > 5 && s.size() < 8 &&
-      s.find_first_not_of("0123456789", 5) == std::string::npos)
-    return pw::exec::Device::cuda(std::stoi(s.substr(5)));
-  throw pw::InputError("--device: expected cpu, cuda or cuda:N, got \"" + s + "\"");
-}
-
-// Refuses a device that cannot train here, naming why (no backend in this build, no GPU).
-void check_train_device(const pw::exec::Device& d) {
-  if (d.is_cpu()) return;
-  if (const std::string why = pw::exec::unusable_reason(d); !why.empty())
-    throw pw::InputError("--device " + d.to_string() + ": " + why);
-}
-
 std::string fmt_time(double s) {
   char buf[32];
   if (s >= 3600) std::snprintf(buf, sizeof buf, "%dh%02dm", int(s / 3600), int(s / 60) % 60);
@@ -87,10 +73,10 @@ std::string fmt_time(double s) {
 // The model (with the small zoo sizes unless given) and the training options, every flag
 // checked before anything is allocated or printed.
 std::pair<pw::tools::ModelSource, pw::exec::TrainOptions> prepare(const TrainArgs& a, const CLI::App& sub) {
-  const pw::exec::Device device = parse_train_device(a.device);
+  const pw::exec::Device device = pw::tools::parse_exec_device(a.device);
   if (a.tf32 && device.is_cpu())
     throw pw::InputError("--tf32: TF32 matrix products need --device cuda[:N] (the host computes in fp32)");
-  check_train_device(device);
+  pw::tools::check_exec_device(device);
   pw::tools::check_training_flags(a.t, sub);
   const bool zoo = pw::tools::is_zoo_name(a.model) && a.model != "default";
   if (const char* flag = pw::tools::first_size_flag_given(sub); !zoo && flag != nullptr)
@@ -142,6 +128,9 @@ void print_json(const TrainArgs& a, const pw::tools::ModelSource& src, const pw:
                 const pw::exec::TrainResult& r) {
   pw::Json j = pw::exec::TrainRecord{src.model.name(), a.t.optimizer, pw::exec::max_threads(), o, r};
   j["tf32"] = a.tf32;
+  // The memory model's peak for this run (one micro-batch in flight), beside the measured one.
+  j["predicted_peak_memory_bytes"] = pw::models::estimated_training_bytes(
+      src.model, pw::exec::optimizer_memory(o.optimizer), o.micro_batch > 0 ? o.micro_batch : o.batch, 1);
   std::cout << j.dump(2) << "\n";
 }
 

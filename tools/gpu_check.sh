@@ -151,8 +151,8 @@ if [ "$built" = 1 ] && [ $cuda_on = 1 ]; then
   note "$(grep -E '^\[doctest\] test cases|^SKIPPED' "$log" | tail -1)"
 fi
 
-# train --device cuda: on a GPU, 10 steps of mlp and of GPT (4 blocks, d 256) whose losses are
-# the CPU run's within 1e-4; without one (or without the backend), one error line and exit 2.
+# train --device cuda: on a GPU, 10 steps of mlp, GPT (4 blocks, d 256), resnet50 (small) and a
+# GPT with a tied head whose losses are the CPU run's within 1e-4; without one (or without the backend), one error line and exit 2.
 # train_gpu_vs_cpu NAME MODEL-FLAGS...
 train_gpu_vs_cpu() {
   local name="$1"
@@ -171,12 +171,15 @@ print(f"gpu losses within 1e-4 of the cpu's; step {g['step_ms']:.2f} ms (cpu {c[
 PY
 }
 if [ "$built" = 1 ] && [ "$mode" = gpu ] && [ $cuda_on = 1 ]; then
-  step "train --device cuda (mlp vs the CPU)" 300 train_gpu_vs_cpu mlp --model mlp
-  if [ "${step_status[-1]}" = 0 ]; then verdict pass; else verdict fail; fi
-  note "$(grep -E '^gpu losses within|AssertionError' "$log" | tail -1)"
-  step "train --device cuda (gpt 4 x 256 vs the CPU)" 300 train_gpu_vs_cpu gpt --model gpt --layers 4 --d-model 256
-  if [ "${step_status[-1]}" = 0 ]; then verdict pass; else verdict fail; fi
-  note "$(grep -E '^gpu losses within|AssertionError' "$log" | tail -1)"
+  # NAME|what|flags: the zoo's small sizes unless the flags say otherwise.
+  for c in "mlp|mlp|--model mlp" "gpt|gpt 4 x 256|--model gpt --layers 4 --d-model 256" \
+           "resnet50|resnet50 small|--model resnet50" "gpt_tied|gpt, tied head|--model gpt --layers 2 --tied-embeddings"; do
+    IFS='|' read -r name what flags <<<"$c"
+    # shellcheck disable=SC2086  # the flags are words
+    step "train --device cuda ($what vs the CPU)" 300 train_gpu_vs_cpu "$name" $flags
+    if [ "${step_status[-1]}" = 0 ]; then verdict pass; else verdict fail; fi
+    note "$(grep -E '^gpu losses within|AssertionError' "$log" | tail -1)"
+  done
 elif [ "$built" = 1 ]; then
   step "train --device cuda" 120 "$build/pipewright" train --model mlp --steps 2 --device cuda
   rc="${step_status[-1]}"
@@ -210,13 +213,18 @@ else
   step_names+=("PyTorch benchmark"); step_status+=("-"); step_secs+=(0); step_notes+=("python3 has no torch")
   if [ "$mode" = gpu ]; then verdict fail; else verdict "skipped (expected)"; fi
 fi
-# Pipewright's GPT-2 small step on the GPU, the shape and optimizer of torch_gpt.py (fp32, TF32
-# off: `train` has no --tf32 yet): the median step of 13 (train's step_ms).
+# Pipewright's GPT-2 small step on the GPU, the shape and optimizer of torch_gpt.py, fp32 with
+# TF32 off and on (--tf32): the median step of 13 (train's step_ms).
 gpt_json="$out/pipewright_gpt.json"
 if [ "$built" = 1 ] && [ "$mode" = gpu ] && [ $cuda_on = 1 ]; then
   step "Pipewright GPT-2 small step (train --device cuda)" 300 sh -c "\"$build/pipewright\" train --model gpt \
     --layers 12 --d-model 768 --heads 12 --seq 1024 --vocab 50257 --batch 8 --optimizer adam --lr 3e-4 --steps 13 \
     --device cuda --json > \"$gpt_json.tmp\" && mv \"$gpt_json.tmp\" \"$gpt_json\""
+  if [ "${step_status[-1]}" = 0 ]; then verdict pass; else verdict fail; fi
+  step "Pipewright GPT-2 small step, TF32 (train --tf32)" 300 sh -c "\"$build/pipewright\" train --model gpt \
+    --layers 12 --d-model 768 --heads 12 --seq 1024 --vocab 50257 --batch 8 --optimizer adam --lr 3e-4 --steps 13 \
+    --device cuda --tf32 --json > \"$out/pipewright_gpt_tf32.json.tmp\" && \
+    mv \"$out/pipewright_gpt_tf32.json.tmp\" \"$out/pipewright_gpt_tf32.json\""
   if [ "${step_status[-1]}" = 0 ]; then verdict pass; else verdict fail; fi
 fi
 
@@ -265,7 +273,8 @@ def load(name):
 summary = {"format": "pipewright.gpu-check/1", "mode": mode, "gpu": gpu, "cuda_architectures": arch,
            "seconds": int(total), "steps": steps, "gemm_pipewright": load("gemm_pipewright.json"),
            "torch_gpt": load("torch_gpt.json"),
-           "pipewright_gpt": load("pipewright_gpt.json"), "device": load("device.json"),
+           "pipewright_gpt": load("pipewright_gpt.json"), "pipewright_gpt_tf32": load("pipewright_gpt_tf32.json"),
+           "device": load("device.json"),
            "predicted_gpt": load("predicted_gpt.json")}
 # The prediction from the device file: per layer kind (summed over the model's layers of that
 # kind, F + B + W) and in total, beside calibrate's timing of one layer of each kind times
@@ -310,6 +319,11 @@ if t:
         print(f"torch {m['mode']:<8} {m['step_ms']:9.1f} ms/step")
 if summary["pipewright_gpt_step_ms"] is not None:
     print(f"pipewright fp32  {summary['pipewright_gpt_step_ms']:9.1f} ms/step (train --device cuda, median of 13)")
+if gpt and gpt.get("predicted_peak_memory_bytes"):
+    m, pm = gpt["peak_memory_bytes"], gpt["predicted_peak_memory_bytes"]
+    print(f"pipewright peak device memory {m / 2**30:.2f} GiB, memory model {pm / 2**30:.2f} GiB ({m / pm:.3f}x)")
+if summary["pipewright_gpt_tf32"]:
+    print(f"pipewright tf32  {summary['pipewright_gpt_tf32']['step_ms']:9.1f} ms/step (train --device cuda --tf32)")
 if fidelity:
     print(f"\n{'layer kind':<18} {'n':>3} {'predicted ms':>13} {'measured ms':>12}")
     for name, k in fidelity["kinds"].items():

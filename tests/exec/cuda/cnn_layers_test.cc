@@ -15,17 +15,11 @@ namespace {
 
 using models::LayerKind;
 using pw::exec::testing::spec;
+using testing::check_b_w_order;
 using testing::compare_layer;
+using testing::floats;
 using testing::Shape;
 using testing::uniform;
-
-testing::InputMaker floats(std::vector<Shape> per_sample) {
-  return [per_sample](size_t k, int64_t batch, uint64_t seed) {
-    Shape s{batch};
-    s.insert(s.end(), per_sample.at(k).begin(), per_sample.at(k).end());
-    return uniform(s, seed);
-  };
-}
 
 models::LayerSpec conv_spec(int64_t in_c, int64_t out_c, int64_t k, int64_t stride, int64_t pad, int64_t h, int64_t w,
                             int64_t groups, int64_t bias) {
@@ -122,36 +116,6 @@ TEST_CASE("cuda batch_norm: random gamma and beta, statistics groups, running st
       }
     }
   }
-}
-
-// B then W, and W then B, of one micro-batch: the same input gradient and parameter gradients.
-void check_b_w_order(const models::LayerSpec& s, const Shape& sample, int64_t batch) {
-  INFO("layer " << s.name);
-  CudaDevice& dev = CudaDevice::get(0);
-  auto layer = make_layer(s, {sample}, Device::cuda(0));
-  layer->init_parameters(5);
-  Shape shape{batch};
-  shape.insert(shape.end(), sample.begin(), sample.end());
-  const Tensor x = to_device(uniform(shape, 1), dev);
-  std::vector<const Tensor*> in{&x};
-  std::vector<Tensor> dx;
-  std::vector<std::vector<Tensor>> grads(2);
-  for (int w_first = 0; w_first < 2; ++w_first) {
-    Context ctx;
-    layer->zero_grad();
-    const Tensor y = layer->forward(in, ctx);
-    const Tensor dy = to_device(uniform(y.shape(), 2), dev);
-    if (w_first) {
-      layer->backward_weight(in, ctx, dy);
-      dx.push_back(to_host(layer->backward_input(in, ctx, dy).at(0)));
-    } else {
-      dx.push_back(to_host(layer->backward_input(in, ctx, dy).at(0)));
-      layer->backward_weight(in, ctx, dy);
-    }
-    for (Tensor* g : layer->gradients()) grads[w_first].push_back(to_host(*g));
-  }
-  CHECK(testing::bit_equal(dx[0], dx[1]));
-  for (size_t k = 0; k < grads[0].size(); ++k) CHECK(testing::bit_equal(grads[0][k], grads[1][k]));
 }
 
 TEST_CASE("cuda conv2d and batch_norm: B then W equals W then B, bit for bit") {

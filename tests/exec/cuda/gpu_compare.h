@@ -156,4 +156,51 @@ inline void compare_layer(const models::LayerSpec& spec, const std::vector<Shape
   }
 }
 
+// Per-sample shapes -> an InputMaker of uniform floats [batch, per_sample[k]...].
+inline InputMaker floats(std::vector<Shape> per_sample) {
+  return [per_sample](size_t k, int64_t batch, uint64_t seed) {
+    Shape s{batch};
+    s.insert(s.end(), per_sample.at(k).begin(), per_sample.at(k).end());
+    return uniform(s, seed);
+  };
+}
+
+// One micro-batch through B then W, and again through W then B: the same input gradient and
+// parameter gradients, bit for bit (the device's kernels and products are deterministic), all
+// finite. The output gradient has the output's shape.
+inline void check_b_w_order(const models::LayerSpec& s, const Shape& sample, int64_t batch) {
+  INFO("layer " << s.name);
+  CudaDevice& dev = CudaDevice::get(0);
+  auto layer = make_layer(s, {sample}, Device::cuda(0));
+  layer->init_parameters(5);
+  Shape shape{batch};
+  shape.insert(shape.end(), sample.begin(), sample.end());
+  const Tensor x = to_device(uniform(shape, 1), dev);
+  std::vector<const Tensor*> in{&x};
+  std::vector<Tensor> dx;
+  std::vector<std::vector<Tensor>> grads(2);
+  for (int w_first = 0; w_first < 2; ++w_first) {
+    Context ctx;
+    layer->zero_grad();
+    const Tensor y = layer->forward(in, ctx);
+    const Tensor dy = to_device(uniform(y.shape(), 2), dev);
+    if (w_first) {
+      layer->backward_weight(in, ctx, dy);
+      dx.push_back(to_host(layer->backward_input(in, ctx, dy).at(0)));
+    } else {
+      dx.push_back(to_host(layer->backward_input(in, ctx, dy).at(0)));
+      layer->backward_weight(in, ctx, dy);
+    }
+    for (Tensor* g : layer->gradients()) grads[w_first].push_back(to_host(*g));
+  }
+  CHECK(all_finite(dx[0]));
+  CHECK(bit_equal(dx[0], dx[1]));
+  REQUIRE(grads[0].size() == grads[1].size());
+  for (size_t k = 0; k < grads[0].size(); ++k) {
+    INFO("parameter gradient " << k);
+    CHECK(all_finite(grads[0][k]));
+    CHECK(bit_equal(grads[0][k], grads[1][k]));
+  }
+}
+
 }  // namespace pw::exec::cuda::testing

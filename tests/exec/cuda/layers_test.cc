@@ -11,18 +11,12 @@ namespace {
 
 using models::LayerKind;
 using pw::exec::testing::spec;
+using testing::check_b_w_order;
 using testing::compare_layer;
+using testing::floats;
 using testing::integers;
 using testing::Shape;
 using testing::uniform;
-
-testing::InputMaker floats(std::vector<Shape> per_sample) {
-  return [per_sample](size_t k, int64_t batch, uint64_t seed) {
-    Shape s{batch};
-    s.insert(s.end(), per_sample.at(k).begin(), per_sample.at(k).end());
-    return uniform(s, seed);
-  };
-}
 
 TEST_CASE("cuda linear: 2-D and 3-D inputs, with and without bias") {
   compare_layer(spec("fc", LayerKind::linear, {"x"}, {37}, {{"in", 53}, {"out", 37}}), {{53}}, floats({{53}}), {true},
@@ -100,42 +94,6 @@ TEST_CASE("cuda attention (seq 7, d 32, heads 4 and seq 16, d 64, heads 2)") {
 TEST_CASE("cuda transformer_block (seq 7, d 32, heads 4, ffn 64 and seq 16, d 64, heads 2, ffn 128)") {
   compare_layer(block_spec(7, 32, 4, 64), {{7, 32}}, floats({{7, 32}}), {true}, 8, 3, kBlockTol);
   compare_layer(block_spec(16, 64, 2, 128), {{16, 64}}, floats({{16, 64}}), {true}, 4, 3, kBlockTol);
-}
-
-// One micro-batch through B then W, and again through W then B: the same input gradient and
-// parameter gradients, bit for bit (the device's kernels and products are deterministic).
-void check_b_w_order(const models::LayerSpec& s, const Shape& sample, int64_t batch) {
-  INFO("layer " << s.name);
-  CudaDevice& dev = CudaDevice::get(0);
-  auto layer = make_layer(s, {sample}, Device::cuda(0));
-  layer->init_parameters(5);
-  Shape shape{batch};
-  shape.insert(shape.end(), sample.begin(), sample.end());
-  const Tensor x = to_device(uniform(shape, 1), dev), dy = to_device(uniform(shape, 2), dev);
-  std::vector<const Tensor*> in{&x};
-  std::vector<Tensor> dx;
-  std::vector<std::vector<Tensor>> grads(2);
-  for (int w_first = 0; w_first < 2; ++w_first) {
-    Context ctx;
-    layer->zero_grad();
-    layer->forward(in, ctx);
-    if (w_first) {
-      layer->backward_weight(in, ctx, dy);
-      dx.push_back(to_host(layer->backward_input(in, ctx, dy).at(0)));
-    } else {
-      dx.push_back(to_host(layer->backward_input(in, ctx, dy).at(0)));
-      layer->backward_weight(in, ctx, dy);
-    }
-    for (Tensor* g : layer->gradients()) grads[w_first].push_back(to_host(*g));
-  }
-  CHECK(testing::all_finite(dx[0]));
-  CHECK(testing::bit_equal(dx[0], dx[1]));
-  REQUIRE(grads[0].size() == grads[1].size());
-  for (size_t k = 0; k < grads[0].size(); ++k) {
-    INFO("parameter gradient " << k);
-    CHECK(testing::all_finite(grads[0][k]));
-    CHECK(testing::bit_equal(grads[0][k], grads[1][k]));
-  }
 }
 
 TEST_CASE("cuda attention and transformer_block: B then W equals W then B, bit for bit") {
