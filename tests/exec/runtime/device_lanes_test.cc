@@ -35,7 +35,7 @@ TEST_CASE("device lanes: --device words, stream slots in the device's name") {
   CHECK_FALSE(Device::cpu().same_memory(Device::cuda(0)));
 }
 
-TEST_CASE("device lanes: one GPU gives every worker a slot; several GPUs take contiguous blocks") {
+TEST_CASE("device lanes: one GPU gives every worker a slot, several GPUs take contiguous blocks") {
   CHECK(pipeline_lanes(3, Device::cpu()) == std::vector<Device>(3, Device::cpu()));
   CHECK(pipeline_lanes(4, Device::cuda(0)) ==
         std::vector<Device>{Device::cuda(0, 0), Device::cuda(0, 1), Device::cuda(0, 2), Device::cuda(0, 3)});
