@@ -287,8 +287,8 @@ TEST_CASE("a tensor handed to another stream slot is freed there: its producer r
       CHECK(t.device() == pw::exec::Device::cuda(3, 0));
       t.rebind(consumer);  // the hand-off, after the consumer's stream waited for the producer's fence
       CHECK(t.device() == pw::exec::Device::cuda(3, 1));
-      d.queue(stream(1));  // the consumer reads it (not finished)
-    }  // freed on the consumer's stream
+      d.queue(stream(1));                     // the consumer reads it (not finished)
+    }                                         // freed on the consumer's stream
     pw::exec::Tensor again({256}, producer);  // the producer's next buffer of that class
     CHECK(again.data() != buf);               // the consumer may still read buf
     d.complete(stream(1));
