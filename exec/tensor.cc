@@ -31,7 +31,9 @@ Allocator::ThreadCache& Allocator::thread_cache() {
 }
 
 std::string Device::to_string() const {
-  return kind == Kind::cpu ? std::string("cpu") : "cuda:" + std::to_string(index);
+  if (kind == Kind::cpu) return "cpu";
+  std::string s = "cuda:" + std::to_string(index);
+  return stream == 0 ? s : s + "/stream" + std::to_string(stream);
 }
 
 Allocator::~Allocator() { release_cache(); }
@@ -205,6 +207,13 @@ Tensor Tensor::clone() const {
   Tensor t(shape_, *alloc_);
   alloc_->copy(t.data_, data_, static_cast<size_t>(bytes()));
   return t;
+}
+
+void Tensor::rebind(MemoryResource& r) {
+  PW_CHECK(!alloc_ || alloc_->device().same_memory(r.device()),
+           "rebind of a tensor on " + (alloc_ ? alloc_->device().to_string() : std::string("cpu")) +
+               " to a resource on " + r.device().to_string());
+  if (alloc_) alloc_ = &r;
 }
 
 void Tensor::fill(float v) {

@@ -33,17 +33,26 @@
 
 namespace pw::exec {
 
-// Where a buffer lives: the host (cpu) or one accelerator of a backend (cuda, with its index).
+// Where a buffer lives and where work on it is ordered: the host (cpu) or one accelerator of a
+// backend (cuda, with its index) and a stream slot on it. Slot k of a CUDA device is its own
+// queue of work (a CUDA stream with its own cuBLASLt handle and workspace, exec/cuda/
+// cuda_device.h) over the device's one memory pool; slot 0 is the queue single-device training
+// uses, and a pipeline gives each of its stages on one GPU a slot of its own. Two devices are
+// equal only with equal slots: a tensor is used on the slot it belongs to, and moves to another
+// slot only through exec/device_streams.h's hand-off.
 struct Device {
   enum class Kind : uint8_t { cpu, cuda };
   Kind kind = Kind::cpu;
   int index = 0;
+  int stream = 0;  // stream slot (cuda only; always 0 on the host)
 
   static Device cpu() { return {}; }
-  static Device cuda(int index) { return {Kind::cuda, index}; }
+  static Device cuda(int index, int stream = 0) { return {Kind::cuda, index, stream}; }
   bool is_cpu() const { return kind == Kind::cpu; }
+  // The same accelerator (or both the host), whatever the stream slots.
+  bool same_memory(const Device& o) const { return kind == o.kind && index == o.index; }
   bool operator==(const Device&) const = default;
-  // "cpu" or "cuda:<index>".
+  // "cpu", "cuda:<index>" (slot 0) or "cuda:<index>/stream<k>".
   std::string to_string() const;
 };
 
@@ -140,6 +149,10 @@ class Tensor {
   // The device of the buffer (cpu for an empty tensor) and the resource it came from.
   Device device() const { return alloc_ ? alloc_->device() : Device::cpu(); }
   MemoryResource* resource() const { return alloc_; }
+  // Hands the buffer to `r`, which frees it from now on: `r` must be another view of the same
+  // pool (a stream slot of the same CUDA device, Device::same_memory), and the caller must have
+  // ordered r's queue after every use of the buffer queued so far (exec/device_streams.h).
+  void rebind(MemoryResource& r);
   void fill(float v);
   // Same buffer, new shape with the same element count (throws InputError otherwise).
   void reshape(std::vector<int64_t> shape);

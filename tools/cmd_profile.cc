@@ -2,6 +2,8 @@
 // for one micro-batch on one device, printed as a table (or JSON) and optionally saved.
 // The profile is analytic (models/cost: roofline on a catalog device) or, with --measure,
 // measured on this machine by the oneDNN executor (exec/profiler); make_profile() picks.
+// --measure --device cuda[:N] measures on that GPU instead (CUDA events around each op, in
+// context; exec/profile/profiler.h: MeasureOptions::device); the file is the same format.
 #include <cstdlib>
 #include <iostream>
 #include <memory>
@@ -23,6 +25,7 @@
 #include <cstdio>
 
 #include "exec/profile/profiler.h"
+#include "exec/runtime/device_lanes.h"
 #endif
 
 namespace {
@@ -106,8 +109,15 @@ pw::models::Profile make_profile(ProfileArgs& a, const CLI::App& sub) {
   pw::tools::ModelSource src = pw::tools::resolve_model(a.model, a.zoo, "--model");
 #ifdef PW_HAVE_EXEC
   if (a.measure) {
-    if (!a.device.empty())
-      throw pw::InputError("--device: a measured profile runs on this machine; drop --device or --measure");
+    pw::exec::Device on = pw::exec::Device::cpu();
+    if (!a.device.empty()) {
+      if (a.device != "cuda" && a.device.rfind("cuda:", 0) != 0)
+        throw pw::InputError(
+            "--device: a measured profile runs on this machine (its CPU, or --device cuda[:N]); drop --device or "
+            "--measure");
+      on = pw::exec::parse_device_flag(a.device, "--device");
+      pw::exec::check_device_usable(on, "--device");
+    }
     if (a.bf16 || (!a.dtype.empty() && a.dtype != "fp32"))
       throw pw::InputError("--measure: this machine's executor computes in fp32; drop --bf16/--dtype");
     pw::exec::MeasureOptions o;
@@ -121,6 +131,7 @@ pw::models::Profile make_profile(ProfileArgs& a, const CLI::App& sub) {
     o.thread_counts = a.thread_counts;
     o.in_context = !a.isolated;
     o.co_run_workers = a.co_run;
+    o.device = on;
     if (a.co_run < 0) throw pw::InputError("--co-run: expected >= 1 copies (0: one per --threads cores)");
     if (a.cpu_clock && a.threads != 1) throw pw::InputError("--cpu-clock: needs --threads 1");
     if (a.threads < 0) throw pw::InputError("--threads: expected >= 1");
@@ -153,7 +164,8 @@ pw::tools::CommandRegistrar register_profile("profile", [](CLI::App& app) {
       "profile", "Per-layer time and memory of a model on a device (analytic) or measured here (--measure)");
   sub->add_option("--model", a->model, "a model JSON file, or gpt | mlp | vgg16 | resnet50 | default")->required();
   sub->add_option("--device", a->device,
-                  "a catalog device (a100-80g, cpu-core-avx2, ...) or a device JSON file (required unless --measure)");
+                  "a catalog device (a100-80g, cpu-core-avx2, ...) or a device JSON file (required unless --measure); "
+                  "with --measure: cuda | cuda:N measures on that GPU");
   sub->add_flag("--measure", a->measure, "measure each layer's F, B, W on this CPU (oneDNN executor) instead");
   sub->add_option("--reps", a->reps, "--measure: timed repetitions per layer (median reported)")->capture_default_str();
   sub->add_option("--warmup", a->warmup, "--measure: untimed repetitions first")->capture_default_str();

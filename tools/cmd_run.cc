@@ -31,6 +31,10 @@
 // one at the start of each iteration instead (exec/runtime/run_pipeline.h). The
 // summary gives the median step time and the end-to-end samples/s (data included), with a note
 // when waiting for data took more than 10% of the wall time (exec/data/loader.h).
+// --device cuda[:N] [--gpus G]: the same pipeline on GPUs (exec/runtime/device_lanes.h): every
+// worker on a CUDA stream of its own, the workers split over G GPUs (default 1: S stages are S
+// streams of one GPU); op times in the trace come from CUDA events. A build or machine without
+// a usable GPU is refused (one line, exit 2). Not with mpirun, replicated stages or --compare.
 #ifdef PW_HAVE_EXEC
 #include <unistd.h>
 
@@ -53,6 +57,7 @@
 #include "exec/parallel.h"
 #include "exec/profile/profiler.h"
 #include "exec/runtime/compare_session.h"
+#include "exec/runtime/device_lanes.h"
 #include "exec/runtime/run_compare.h"
 #include "exec/runtime/run_pipeline.h"
 #ifdef PW_HAVE_MPI
@@ -90,8 +95,10 @@ constexpr int kDefaultTraceKeep = 20;
 
 struct RunArgs {
   std::string plan, model, trace, svg, schedule = "1f1b";
-  std::string run_trace;     // --run-trace: the measured run for `simulate --replay`
-  std::string schedule_csv;  // --schedule-csv: run a schedule imported from PyTorch's CSV format
+  std::string run_trace;       // --run-trace: the measured run for `simulate --replay`
+  std::string schedule_csv;    // --schedule-csv: run a schedule imported from PyTorch's CSV format
+  std::string device = "cpu";  // --device: cpu | cuda | cuda:N
+  int gpus = 1;                // --gpus: GPUs the workers are split over (with --device cuda)
   pw::models::ZooOptions zoo;
   pw::tools::TrainingFlags t = [] {
     pw::tools::TrainingFlags f;
@@ -176,6 +183,20 @@ void check_imported_flags(const RunArgs& a, const CLI::App& sub) {
     throw pw::InputError("--run-trace: not supported with --schedule-csv (replay rebuilds the schedule from its kind)");
 }
 
+// --device and --gpus: a device this build and machine can use, and what it cannot run yet.
+void check_device_flags(const RunArgs& a, const CLI::App& sub) {
+  const pw::exec::Device d = pw::exec::parse_device_flag(a.device, "--device");
+  if (d.is_cpu()) {
+    if (sub.count("--gpus") > 0) throw pw::InputError("--gpus: applies with --device cuda only");
+    return;
+  }
+  if (a.gpus < 1) throw pw::InputError("--gpus: expected >= 1, got " + std::to_string(a.gpus));
+  pw::exec::check_device_usable(d, "--device");
+  if (a.compare)
+    throw pw::InputError("--compare: not supported with --device " + a.device +
+                         " yet (the prediction would use a profile of the CPU cores)");
+}
+
 // The flags that pick the run's form (plan, quick, CSV) and the trace's, checked first.
 void check_run_flags(const RunArgs& a, const CLI::App& sub) {
   const bool imported = !a.schedule_csv.empty();
@@ -198,6 +219,7 @@ void check_run_flags(const RunArgs& a, const CLI::App& sub) {
                          std::to_string(a.step_deadline_s));
   if (a.trace_all && sub.count("--trace-keep") > 0)
     throw pw::InputError("--trace-all: give either --trace-all or --trace-keep K, not both");
+  check_device_flags(a, sub);
 }
 
 // The model: --model, the plan's embedded model, or the zoo / default model the plan names.
@@ -283,6 +305,8 @@ pw::exec::PipelineRunOptions run_options(const RunArgs& a, const pw::planner::Pl
   o.stop_signal = [] { return pw::tools::StopSignals::received(); };
   o.stop_from_launcher = [] { return pw::tools::StopSignals::from_parent(); };
   o.step_deadline = std::chrono::milliseconds(static_cast<int64_t>(a.step_deadline_s * 1000));
+  o.device = pw::exec::parse_device_flag(a.device, "--device");
+  o.gpus = a.gpus;
   return o;
 }
 
@@ -560,6 +584,11 @@ pw::tools::CommandRegistrar register_run("run", [](CLI::App& app) {
                   "under mpirun: seconds a rank waits for the others before the job ends naming the ranks that "
                   "stopped responding (default: max(10, 20 x the median step so far); 300 for the first step)");
   sub->add_flag("--vertical-sync", a->vertical_sync, "pipedream-async: PipeDream vertical sync of weight versions");
+  sub->add_option("--device", a->device,
+                  "where the workers run: cpu | cuda | cuda:N (each worker on a CUDA stream of its own)")
+      ->capture_default_str();
+  sub->add_option("--gpus", a->gpus, "with --device cuda: GPUs the workers are split over (from cuda:N on)")
+      ->capture_default_str();
   add_output_flags(sub, *a);
   sub->callback([a, sub] { run(*a, *sub); });
 });

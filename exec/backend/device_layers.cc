@@ -42,7 +42,7 @@ std::unique_ptr<Layer> make_layer(const models::LayerSpec& spec, const std::vect
   if (const std::string why = unusable_reason(device); !why.empty())
     throw InputError("device " + device.to_string() + ": " + why);
 #ifdef PW_HAVE_CUDA
-  return cuda::make_cuda_layer(spec, in, cuda::CudaDevice::get(device.index));
+  return cuda::make_cuda_layer(spec, in, cuda::CudaDevice::get(device.index, device.stream));
 #else
   return nullptr;  // unreachable: unusable_reason is never empty without the backend
 #endif

@@ -25,7 +25,7 @@ namespace {
 cuda::CudaDevice& cuda_device(Device d) {
   if (const std::string why = unusable_reason(d); !why.empty())
     throw InputError("device " + d.to_string() + ": " + why);
-  return cuda::CudaDevice::get(d.index);
+  return cuda::CudaDevice::get(d.index, d.stream);
 }
 
 // The compute stream a CUDA tensor is ordered on (its resource's, exec/cuda/caching_allocator.h).

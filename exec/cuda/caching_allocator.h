@@ -109,11 +109,14 @@ class CachingAllocator {
 
 // A MemoryResource view of a CachingAllocator bound to one stream: tensors made with it are
 // allocated for and freed on that stream, and fill/copy are queued on it. The counters are the
-// allocator's (all streams together).
+// allocator's (all streams together). `device`: the stream slot it stands for (exec/tensor.h:
+// Device::stream); the allocator's device when not given.
 class StreamMemory : public MemoryResource {
  public:
-  StreamMemory(CachingAllocator& alloc, StreamHandle stream) : alloc_(alloc), stream_(stream) {}
-  Device device() const override { return alloc_.device(); }
+  StreamMemory(CachingAllocator& alloc, StreamHandle stream) : StreamMemory(alloc, stream, alloc.device()) {}
+  StreamMemory(CachingAllocator& alloc, StreamHandle stream, Device device)
+      : alloc_(alloc), stream_(stream), device_(device) {}
+  Device device() const override { return device_; }
   void* allocate(size_t bytes) override { return alloc_.allocate(bytes, stream_); }
   void deallocate(void* p, size_t bytes) override { alloc_.deallocate(p, bytes, stream_); }
   int64_t live_bytes() const override { return alloc_.live_bytes(); }
@@ -127,6 +130,7 @@ class StreamMemory : public MemoryResource {
  private:
   CachingAllocator& alloc_;
   StreamHandle stream_;
+  Device device_;
 };
 
 }  // namespace pw::exec::cuda

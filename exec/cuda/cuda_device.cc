@@ -21,12 +21,32 @@ void check(cudaError_t e, const char* what) {
 constexpr size_t kWorkspaceBytes = size_t{32} << 20;  // cuBLASLt's split-K / stream-K scratch
 constexpr int kMaxDevices = 16;
 
+// Makes `index` the calling thread's current device for a scope (a thread driving one GPU may
+// free or allocate on another's pool, e.g. a peer copy's source or a network torn down).
+class CurrentDevice {
+ public:
+  explicit CurrentDevice(int index) {
+    check(cudaGetDevice(&before_), "cudaGetDevice");
+    if (before_ != index) check(cudaSetDevice(index), "cudaSetDevice");
+    else before_ = -1;
+  }
+  ~CurrentDevice() {
+    if (before_ >= 0) (void)cudaSetDevice(before_);
+  }
+  CurrentDevice(const CurrentDevice&) = delete;
+  CurrentDevice& operator=(const CurrentDevice&) = delete;
+
+ private:
+  int before_ = -1;
+};
+
 // The CUDA runtime as the caching policy's driver.
 class RuntimeDriver : public DeviceDriver {
  public:
   explicit RuntimeDriver(int index) : index_(index) {}
   Device device() const override { return Device::cuda(index_); }
   void* raw_allocate(size_t bytes) override {
+    const CurrentDevice on(index_);
     void* p = nullptr;
     const cudaError_t e = cudaMalloc(&p, bytes);
     if (e == cudaErrorMemoryAllocation) {
@@ -38,12 +58,14 @@ class RuntimeDriver : public DeviceDriver {
   }
   void raw_free(void* p) override { check(cudaFree(p), "cudaFree"); }
   EventHandle create_event() override {
+    const CurrentDevice on(index_);
     cudaEvent_t e;
     check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate");
     return e;
   }
   void destroy_event(EventHandle e) override { (void)cudaEventDestroy(static_cast<cudaEvent_t>(e)); }
   void record_event(EventHandle e, StreamHandle s) override {
+    const CurrentDevice on(index_);
     check(cudaEventRecord(static_cast<cudaEvent_t>(e), static_cast<cudaStream_t>(s)), "cudaEventRecord");
   }
   bool event_done(EventHandle e) override {
@@ -98,20 +120,37 @@ int device_count() {
   return n;
 }
 
-CudaDevice& CudaDevice::get(int index) {
+CudaDevice& CudaDevice::get(int index, int stream) {
+  // Never destroyed (static teardown order): one allocator per GPU, one context per slot.
+  struct Pool {
+    std::unique_ptr<DeviceDriver> driver;
+    std::unique_ptr<CachingAllocator> alloc;
+  };
   static std::mutex mu;
-  static std::array<CudaDevice*, kMaxDevices> devices{};  // never destroyed (static teardown order)
+  static std::array<Pool*, kMaxDevices> pools{};
+  static std::array<std::array<CudaDevice*, kMaxStreams>, kMaxDevices> slots{};
   std::lock_guard<std::mutex> lock(mu);
   if (const std::string why = unusable_reason(); !why.empty()) throw InputError("--device cuda: " + why);
   if (index < 0 || index >= device_count() || index >= kMaxDevices)
     throw InputError("--device cuda:" + std::to_string(index) + ": this machine has " + std::to_string(device_count()) +
                      " CUDA device(s)");
-  if (!devices[index]) devices[index] = new CudaDevice(index);
-  devices[index]->make_current();
-  return *devices[index];
+  if (stream < 0 || stream >= kMaxStreams)
+    throw InputError("device cuda:" + std::to_string(index) + ": stream slot " + std::to_string(stream) +
+                     " is outside [0, " + std::to_string(kMaxStreams) + ")");
+  if (!pools[index]) {
+    check(cudaSetDevice(index), "cudaSetDevice");
+    auto* p = new Pool;
+    p->driver = std::make_unique<RuntimeDriver>(index);
+    p->alloc = std::make_unique<CachingAllocator>(*p->driver);
+    pools[index] = p;
+  }
+  CudaDevice*& d = slots[index][stream];
+  if (!d) d = new CudaDevice(index, stream, *pools[index]->alloc);
+  d->make_current();
+  return *d;
 }
 
-CudaDevice::CudaDevice(int index) : index_(index) {
+CudaDevice::CudaDevice(int index, int slot, CachingAllocator& alloc) : index_(index), slot_(slot), alloc_(alloc) {
   make_current();
   cudaStream_t s;
   check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
@@ -121,14 +160,11 @@ CudaDevice::CudaDevice(int index) : index_(index) {
   blas_ = h;
   check(cudaMalloc(&workspace_, kWorkspaceBytes), "cudaMalloc (cuBLASLt workspace)");
   workspace_bytes_ = kWorkspaceBytes;
-  driver_ = std::make_unique<RuntimeDriver>(index);
-  alloc_ = std::make_unique<CachingAllocator>(*driver_);
-  memory_ = std::make_unique<StreamMemory>(*alloc_, stream_);
+  memory_ = std::make_unique<StreamMemory>(alloc_, stream_, Device::cuda(index_, slot_));
 }
 
 CudaDevice::~CudaDevice() {
   memory_.reset();
-  alloc_.reset();
   (void)cudaFree(workspace_);
   cublasLtDestroy(static_cast<cublasLtHandle_t>(blas_));
   (void)cudaStreamDestroy(static_cast<cudaStream_t>(stream_));

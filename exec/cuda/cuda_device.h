@@ -1,13 +1,19 @@
-// One CUDA device as the backend uses it: a compute stream, the caching allocator over the CUDA
-// runtime (tensors made with memory() live on the device and are ordered on the compute
-// stream), a cuBLASLt handle with its workspace, and the TF32 switch. No CUDA type appears
-// here: streams and handles are opaque pointers for the backend's .cc and .cu files.
+// One stream slot of a CUDA device as the backend uses it (exec/tensor.h: Device::stream): a
+// compute stream, a cuBLASLt handle with its own workspace, a view of the device's caching
+// allocator bound to that stream (tensors made with memory() live on the device and are ordered
+// on the compute stream), and the TF32 switch. Every slot of a GPU shares that GPU's one caching
+// allocator (exec/cuda/caching_allocator.h: a buffer freed on one stream reaches another only
+// after an event says the first is done with it). Each slot has its own cuBLASLt workspace, so
+// stages running at once on one GPU never share split-K scratch, and the same GEMM picks the
+// same algorithm on every slot (same workspace size): results are bitwise those of slot 0.
+// No CUDA type appears here: streams and handles are opaque pointers for the backend's .cc and
+// .cu files.
 //
 // Every kernel and GEMM of the backend is queued on the compute stream, so the layers' results
 // are ordered without host waits; to_host() waits for the stream before it copies.
 //
-// Thread-safety: get() is thread-safe; a device's stream is used by one thread at a time (the
-// stage worker that owns the device), as a Layer is.
+// Thread-safety: get() is thread-safe; a slot's stream is used by one thread at a time (the
+// stage worker that owns the slot), as a Layer is.
 #pragma once
 
 #include <cstddef>
@@ -27,21 +33,23 @@ int device_count();
 
 class CudaDevice {
  public:
-  // The device of that index, created on first use. Throws InputError naming the reason when
-  // it cannot be used.
-  static CudaDevice& get(int index = 0);
+  // Stream slot `stream` (0 <= stream < kMaxStreams) of the device of that index, created on
+  // first use, made the calling thread's current device. Throws InputError naming the reason
+  // when it cannot be used.
+  static CudaDevice& get(int index = 0, int stream = 0);
+  static constexpr int kMaxStreams = 64;
   ~CudaDevice();
   CudaDevice(const CudaDevice&) = delete;
   CudaDevice& operator=(const CudaDevice&) = delete;
 
-  Device device() const { return Device::cuda(index_); }
+  Device device() const { return Device::cuda(index_, slot_); }
   // Makes this device the calling thread's current CUDA device.
   void make_current() const;
   void* stream() const { return stream_; }
   void* blas_handle() const { return blas_; }
   void* workspace() const { return workspace_; }
   size_t workspace_bytes() const { return workspace_bytes_; }
-  CachingAllocator& allocator() { return *alloc_; }
+  CachingAllocator& allocator() { return alloc_; }
   StreamMemory& memory() { return *memory_; }
   // Blocks until the compute stream's queued work is done; throws on an asynchronous error.
   void synchronize();
@@ -50,15 +58,15 @@ class CudaDevice {
   void set_tf32(bool on) { tf32_ = on; }
 
  private:
-  explicit CudaDevice(int index);
+  CudaDevice(int index, int slot, CachingAllocator& alloc);
   int index_;
+  int slot_;
   void* stream_ = nullptr;
   void* blas_ = nullptr;
   void* workspace_ = nullptr;
   size_t workspace_bytes_ = 0;
   bool tf32_ = false;
-  std::unique_ptr<DeviceDriver> driver_;
-  std::unique_ptr<CachingAllocator> alloc_;
+  CachingAllocator& alloc_;  // the GPU's, shared by its slots
   std::unique_ptr<StreamMemory> memory_;
 };
 

@@ -32,7 +32,7 @@ int64_t alignment(const void* p, int64_t batch, int64_t stride) {
   return al;
 }
 
-using Key = std::array<int64_t, 19>;
+using Key = std::array<int64_t, 20>;
 
 // A prepared product: descriptors and the chosen algorithm, reused for every call of the shape.
 struct Plan {
@@ -169,9 +169,13 @@ void gemm(CudaDevice& dev, const GemmShape& s, const float* a, const float* b, f
                 align[0],
                 align[1],
                 align[2],
-                dev.device().index};
-  // Plans per device (keyed by the device index), created on first use; the map is used by the
-  // device's one thread, guarded for the rare case of two devices driven from two threads.
+                dev.device().index,
+                dev.device().stream};
+  // Plans per stream slot of a device (keyed by both), created on first use: a plan's
+  // descriptor takes each call's bias pointer, so two slots driven from two threads (pipeline
+  // stages on one GPU) must not share one. The heuristic gives every slot the same algorithm
+  // (same device, same workspace size), so the results do not depend on the slot. The map is
+  // guarded for the threads of several slots.
   static std::mutex mu;
   static std::map<Key, std::unique_ptr<Plan>> plans;
   Plan* plan;

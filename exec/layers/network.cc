@@ -10,13 +10,26 @@ namespace pw::exec {
 
 // ---------------------------------------------------------------- Network
 
-Network::Network(const models::Model& model, uint64_t seed, Device device) : model_(model), device_(device) {
+Network::Network(const models::Model& model, uint64_t seed, Device device)
+    : model_(model), device_(device), layer_devices_(model.layers().size(), device) {
+  build(seed);
+}
+
+Network::Network(const models::Model& model, uint64_t seed, std::vector<Device> layer_devices)
+    : model_(model), layer_devices_(std::move(layer_devices)) {
+  PW_CHECK(layer_devices_.size() == model_.layers().size(), "Network: one device per layer expected");
+  if (!layer_devices_.empty()) device_ = layer_devices_.front();
+  build(seed);
+}
+
+void Network::build(uint64_t seed) {
   const auto& specs = model_.layers();
   Layer* embedding = nullptr;  // the first layer lending a token table (exec/layer.h)
   for (size_t i = 0; i < specs.size(); ++i) {
     const auto& spec = specs[i];
     std::vector<std::vector<int64_t>> in;
     for (const std::string& p : spec.inputs) in.push_back(specs.at(model_.index_of(p)).output_shape);
+    const Device device = layer_devices_[i];
     auto layer = device.is_cpu() ? make_layer(spec, in) : make_layer(spec, in, device);
     layer->init_parameters(mix_seed(seed, i + 1));
     if (!embedding && layer->token_table()) embedding = layer.get();

@@ -59,9 +59,13 @@ class Network {
   // cannot be used, each named. A tied LM head (tied = 1) reads the first embedding's token table
   // on any device; both layers' gradients accumulate into that table's one gradient tensor.
   explicit Network(const models::Model& model, uint64_t seed = 1, Device device = Device::cpu());
+  // Layer i on layer_devices[i] (one per layer of the model; e.g. a pipeline's stages on their
+  // own CUDA stream slots). device() is then layer 0's.
+  Network(const models::Model& model, uint64_t seed, std::vector<Device> layer_devices);
 
   const models::Model& model() const { return model_; }
   Device device() const { return device_; }
+  Device layer_device(int i) const { return layer_devices_.at(static_cast<size_t>(i)); }
   int size() const { return static_cast<int>(layers_.size()); }
   Layer& layer(int i) { return *layers_.at(i); }
   std::vector<Tensor*> parameters();
@@ -86,8 +90,10 @@ class Network {
   const std::vector<int64_t>& target_shape() const { return target_shape_; }
 
  private:
+  void build(uint64_t seed);
   models::Model model_;
   Device device_;
+  std::vector<Device> layer_devices_;
   std::vector<std::unique_ptr<Layer>> layers_;
   std::vector<int64_t> target_shape_;
   TiedPair tied_;

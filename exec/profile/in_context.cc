@@ -6,6 +6,8 @@
 
 #include <time.h>
 
+#include "exec/device_ops.h"
+#include "exec/device_streams.h"
 #include "exec/layers/network.h"
 #include "exec/numerics.h"
 #include "models/error.h"
@@ -125,6 +127,55 @@ int check_pass_layout(const PassOptions& o, int n) {
   return mbs;
 }
 
+// The clock of a pass's ops: the host's (steady or thread CPU time) read at each call, or marks
+// in a device's stream whose times are read in flush() (after a pass or a step). A time span
+// is recorded as (a, b) from two now() calls and lands in its list at the next flush.
+class PassClock {
+ public:
+  PassClock(Device device, bool cpu) : cpu_(cpu) {
+    if (!device.is_cpu()) {
+      clock_ = make_stream_clock(device, std::chrono::steady_clock::now());
+      clock_->start();
+    }
+  }
+  int64_t now() { return clock_ ? clock_->mark() : profiler_now_ns(cpu_); }
+  // b - a into `into` (now, or at the next flush on a device); a < 0: 0.
+  void record(std::vector<int64_t>& into, int64_t a, int64_t b) {
+    if (!clock_) into.push_back(a < 0 ? 0 : b - a);
+    else pending_.push_back({&into, a, b});
+  }
+  void flush() {
+    if (!clock_) return;
+    const std::vector<int64_t> t = clock_->finish();
+    for (const Span& s : pending_)
+      s.into->push_back(s.a < 0 ? 0 : t.at(static_cast<size_t>(s.b)) - t.at(static_cast<size_t>(s.a)));
+    pending_.clear();
+    clock_->start();
+  }
+
+ private:
+  struct Span {
+    std::vector<int64_t>* into;
+    int64_t a, b;
+  };
+  bool cpu_;
+  std::unique_ptr<StreamClock> clock_;
+  std::vector<Span> pending_;
+};
+
+// A host tensor on `device` (itself on the host).
+Tensor on_pass_device(Tensor host, Device device) {
+  return device.is_cpu() || host.empty() ? std::move(host) : copy_to_device(host, device);
+}
+
+// Whether every tensor is finite (on a device, one read-back for the list).
+bool tensors_finite(const std::vector<Tensor*>& ts) {
+  if (ts.empty() || ts.front()->device().is_cpu()) return all_finite(ts);
+  for (bool ok : finite_flags(ts))
+    if (!ok) return false;
+  return true;
+}
+
 }  // namespace
 
 PassTimes time_in_context(const models::Model& model, const PassOptions& o) {
@@ -132,8 +183,12 @@ PassTimes time_in_context(const models::Model& model, const PassOptions& o) {
     throw InputError("profiler: in-context passes need micro_batch >= 1, reps >= 1, warmup >= 0, passes_per_step >= 1");
   const int n = static_cast<int>(model.layers().size());
   const int order_mbs = check_pass_layout(o, n);
-  Network net(model, o.seed);
+  if (!o.device.is_cpu() && o.thread_cpu_time)
+    throw InputError("profiler: the thread's CPU clock does not time a device's work");
+  bind_thread(o.device);
+  Network net(model, o.seed, o.device);
   Rng rng(o.seed + 17);
+  const Device dev = o.device;
   const auto& specs = model.layers();
   const auto runs = [&](int i) { return o.layers.empty() || o.layers[static_cast<size_t>(i)]; };
   // Where each layer's forward inputs come from (>= 0 layer, -1 data, -2 targets).
@@ -155,7 +210,7 @@ PassTimes time_in_context(const models::Model& model, const PassOptions& o) {
     if (runs(i) && !l.parameters().empty())
       opts[i] = std::make_unique<Optimizer>(l.parameters(), l.gradients(), o.optimizer);
   }
-  const bool cpu = o.thread_cpu_time;
+  PassClock clock(dev, o.thread_cpu_time);
   PassTimes t;
   for (auto* v : {&t.forward, &t.backward_input, &t.backward_weight, &t.step}) v->assign(n, {});
 
@@ -181,12 +236,16 @@ PassTimes time_in_context(const models::Model& model, const PassOptions& o) {
     p->in.resize(n);
     for (int i = 0; i < n; ++i) {
       if (!runs(i)) continue;
-      if (specs[i].kind == LayerKind::input) p->owned[2 * i] = synthetic_data(model, i, o.micro_batch, rng);
+      if (specs[i].kind == LayerKind::input)
+        p->owned[2 * i] = on_pass_device(synthetic_data(model, i, o.micro_batch, rng), dev);
       if (net.layer(i).is_loss())
-        p->owned[2 * i + 1] = synthetic_targets(specs[i], net.layer(i).input_shapes().back(), o.micro_batch, rng);
+        p->owned[2 * i + 1] =
+            on_pass_device(synthetic_targets(specs[i], net.layer(i).input_shapes().back(), o.micro_batch, rng), dev);
       for (int s : src[i])
-        if (s >= 0 && !runs(s) && p->outs[s].empty()) p->outs[s] = synthetic_output(model, s, o.micro_batch, rng);
-      if (grad_from_outside[i]) p->grad[i] = synthetic_output(model, i, o.micro_batch, rng, /*values=*/true);
+        if (s >= 0 && !runs(s) && p->outs[s].empty())
+          p->outs[s] = on_pass_device(synthetic_output(model, s, o.micro_batch, rng), dev);
+      if (grad_from_outside[i])
+        p->grad[i] = on_pass_device(synthetic_output(model, i, o.micro_batch, rng, /*values=*/true), dev);
     }
     return p;
   };
@@ -194,9 +253,10 @@ PassTimes time_in_context(const models::Model& model, const PassOptions& o) {
     for (int i = begin; i < end; ++i) {
       if (!runs(i)) continue;
       for (int s : src[i]) p.in[i].push_back(s >= 0 ? &p.outs[s] : s == -1 ? &p.owned[2 * i] : &p.owned[2 * i + 1]);
-      const int64_t a = profiler_now_ns(cpu);
+      const int64_t a = clock.now();
       p.outs[i] = net.layer(i).forward(p.in[i], p.ctx[i]);
-      if (p.keep) t.forward[i].push_back(profiler_now_ns(cpu) - a);
+      const int64_t b = clock.now();
+      if (p.keep) clock.record(t.forward[i], a, b);
     }
   };
   // B (input), W (weight) or both of the masked layers in [begin, end), last layer first.
@@ -206,24 +266,25 @@ PassTimes time_in_context(const models::Model& model, const PassOptions& o) {
       if (!runs(i)) continue;
       Layer& l = net.layer(i);
       if (!input) {  // W of a layer whose B ran before
-        const int64_t a = profiler_now_ns(cpu);
+        const int64_t a = clock.now();
         if (!p.for_w[i].empty()) l.backward_weight(p.in[i], p.ctx[i], p.for_w[i]);
         p.for_w[i] = Tensor();
         p.ctx[i].clear();
-        if (p.keep) t.backward_weight[i].push_back(profiler_now_ns(cpu) - a);
+        const int64_t b = clock.now();
+        if (p.keep) clock.record(t.backward_weight[i], a, b);
         continue;
       }
       if (l.is_loss()) {
-        grad[i] = Tensor(p.outs[i].shape());
+        grad[i] = Tensor(p.outs[i].shape(), device_memory(dev));
         grad[i].fill(1.0f);
       }
       // The times hold what a stage's op spends on the layer besides its kernels, as the run's
       // op does: B the summing of its input gradients into earlier layers', W the release of
       // the layer's context and output gradient.
-      int64_t tb = 0, tw = 0;
-      std::vector<Tensor> to_outside;  // input gradients the run would send: not freed here
+      int64_t b0 = -1, b1 = -1, w0 = -1, w1 = -1;  // marks; -1: 0 ns
+      std::vector<Tensor> to_outside;              // input gradients the run would send: not freed here
       if (!grad[i].empty() && specs[i].kind != LayerKind::input) {
-        int64_t a = profiler_now_ns(cpu);
+        b0 = clock.now();
         std::vector<Tensor> din = l.backward_input(p.in[i], p.ctx[i], grad[i]);
         for (size_t k = 0; k < din.size(); ++k) {
           const int s = src[i][k];
@@ -232,24 +293,26 @@ PassTimes time_in_context(const models::Model& model, const PassOptions& o) {
             to_outside.push_back(std::move(din[k]));
           } else if (grad[s].empty()) {
             grad[s] = std::move(din[k]);
+          } else if (!grad[s].device().is_cpu()) {
+            accumulate(grad[s], din[k]);
           } else {
             float* d = grad[s].data();
             const float* x = din[k].data();
             for (int64_t e = 0; e < grad[s].numel(); ++e) d[e] += x[e];
           }
         }
-        tb = profiler_now_ns(cpu) - a;
+        b1 = clock.now();
         if (weight) {
-          a = profiler_now_ns(cpu);
+          w0 = clock.now();
           l.backward_weight(p.in[i], p.ctx[i], grad[i]);
           grad[i] = Tensor();
           p.ctx[i].clear();
-          tw = profiler_now_ns(cpu) - a;
+          w1 = clock.now();
         }
       }
       if (p.keep) {
-        t.backward_input[i].push_back(tb);
-        if (weight) t.backward_weight[i].push_back(tw);
+        clock.record(t.backward_input[i], b0, b1);
+        if (weight) clock.record(t.backward_weight[i], w0, w1);
       }
       if (weight) {  // released above when timed; here too for a layer no gradient reached
         grad[i] = Tensor();
@@ -264,20 +327,22 @@ PassTimes time_in_context(const models::Model& model, const PassOptions& o) {
   const auto step = [&](bool keep) {
     for (int i = 0; i < n; ++i) {
       if (!runs(i)) continue;
-      const int64_t a = profiler_now_ns(cpu);
+      const int64_t a = clock.now();
       if (opts[i]) {
         // What the runtime's step costs per layer (LayerStageCompute::step): the finite check
         // of the gradients, the update, the finite check of the weights, the zeroing. The two
         // checks are two more reads of every parameter-sized buffer: ~15-20% of a
         // memory-bound step (mlp 4x4096: 89 ms priced without them, 102-107 ms run).
-        const bool grads_finite = all_finite(net.layer(i).gradients());
+        const bool grads_finite = tensors_finite(net.layer(i).gradients());
         opts[i]->step();
-        const bool finite = all_finite(net.layer(i).parameters()) && grads_finite;
+        const bool finite = tensors_finite(net.layer(i).parameters()) && grads_finite;
         net.layer(i).zero_grad();
         if (!finite) throw InputError("profiler: layer " + specs[i].name + " became NaN or Inf while measuring");
       }
-      if (keep) t.step[i].push_back(opts[i] ? profiler_now_ns(cpu) - a : 0);
+      const int64_t b = clock.now();
+      if (keep) clock.record(t.step[i], opts[i] ? a : -1, b);
     }
+    clock.flush();
   };
 
   const int total = o.warmup + o.reps;
@@ -287,6 +352,7 @@ PassTimes time_in_context(const models::Model& model, const PassOptions& o) {
       if (o.before_pass) o.before_pass();
       forward(*p, 0, n);
       backward(*p, 0, n, true, true);
+      clock.flush();
       if ((rep + 1) % o.passes_per_step == 0 || rep + 1 == total) step(p->keep);
     }
     return t;

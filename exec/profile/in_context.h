@@ -23,6 +23,11 @@
 // the optimizer step (passes_per_step is not used); warmup and reps count micro-batches and
 // round up to whole steps; `before_pass` runs once before each step.
 //
+// Device (PassOptions::device): on a CUDA device the network, data and optimizer state live
+// there and each op is timed by CUDA events recorded around it on the device's stream (read
+// back after each pass and each step, when the stream has run them); thread_cpu_time does not
+// apply. The host's numbers are unchanged.
+//
 // Thread-safety: each call builds its own Network; calls on different threads are
 // independent (that is how co-run works). Uses the calling thread's OpenMP thread count.
 #pragma once
@@ -67,6 +72,7 @@ struct PassOptions {
   // order each layer of each micro-batch runs F, then BW or B and W, once each.
   std::vector<bool> layers;
   std::vector<PassOp> order;
+  Device device = Device::cpu();  // where the passes run (see above)
 };
 
 // Per layer, one entry per recorded pass (ns; none for a layer outside PassOptions::layers).

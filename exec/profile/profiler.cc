@@ -6,6 +6,8 @@
 #include <fstream>
 #include <thread>
 
+#include "exec/device_ops.h"
+#include "exec/device_streams.h"
 #include "exec/layers/common.h"
 #include "exec/layers/network.h"
 #include "exec/machine/memory.h"
@@ -45,11 +47,14 @@ Stat stat(std::vector<int64_t> v, bool trimmed = false) {
   return s;
 }
 
-Tensor make_data(const models::Model& model, int idx, int64_t mb, Rng& rng) {
-  return synthetic_data(model, idx, mb, rng);
+// A host tensor on `device` (itself on the host).
+Tensor placed(Tensor host, Device device) { return device.is_cpu() ? std::move(host) : copy_to_device(host, device); }
+Tensor make_data(const models::Model& model, int idx, int64_t mb, Rng& rng, Device device) {
+  return placed(synthetic_data(model, idx, mb, rng), device);
 }
-Tensor make_targets(const models::LayerSpec& spec, const std::vector<int64_t>& shape, int64_t mb, Rng& rng) {
-  return synthetic_targets(spec, shape, mb, rng);
+Tensor make_targets(const models::LayerSpec& spec, const std::vector<int64_t>& shape, int64_t mb, Rng& rng,
+                    Device device) {
+  return placed(synthetic_targets(spec, shape, mb, rng), device);
 }
 
 }  // namespace
@@ -86,8 +91,9 @@ models::Profile measure_isolated(const models::Model& model, const MeasureOption
   if (o.thread_cpu_time && o.threads != 1) throw InputError("profiler: thread CPU time needs threads = 1");
   if (o.threads > 0) set_num_threads(o.threads);
   g_cpu_clock = o.thread_cpu_time;
-  Allocator& alloc = Allocator::global();
-  Network net(model, o.seed);
+  bind_thread(o.device);
+  MemoryResource& alloc = device_memory(o.device);
+  Network net(model, o.seed, o.device);
   Rng rng(o.seed);
   const int64_t mb = o.micro_batch;
   const int n = net.size();
@@ -95,9 +101,9 @@ models::Profile measure_isolated(const models::Model& model, const MeasureOption
   models::Profile prof;
   prof.model = model.name();
   prof.source = "measured";
-  prof.device.name = cpu_model_name();
-  prof.device.cores = cpu_count();
-  prof.device.threads = max_threads();
+  prof.device.name = o.device.is_cpu() ? cpu_model_name() : device_name(o.device);
+  prof.device.cores = o.device.is_cpu() ? cpu_count() : 0;
+  prof.device.threads = o.device.is_cpu() ? max_threads() : 1;
   prof.micro_batch = mb;
   prof.edges = model.edges();
   if (spreads) spreads->assign(n, {});
@@ -109,12 +115,12 @@ models::Profile measure_isolated(const models::Model& model, const MeasureOption
     std::vector<Tensor> owned;  // data / targets
     std::vector<const Tensor*> in;
     if (spec.kind == LayerKind::input) {
-      owned.push_back(make_data(model, i, mb, rng));
+      owned.push_back(make_data(model, i, mb, rng, o.device));
       in.push_back(&owned.back());
     }
     for (const std::string& p : spec.inputs) in.push_back(&outputs.at(model.index_of(p)));
     if (layer.is_loss()) {
-      owned.push_back(make_targets(spec, layer.input_shapes().back(), mb, rng));
+      owned.push_back(make_targets(spec, layer.input_shapes().back(), mb, rng, o.device));
       in.push_back(&owned.back());
     }
     // Inputs this layer holds for backward: data / targets it owns, and each producer's output
@@ -140,10 +146,11 @@ models::Profile measure_isolated(const models::Model& model, const MeasureOption
       Tensor y = layer.forward(in, ctx);
       const int64_t f = (now_ns() - t0);
       const int64_t ctx_fwd = ctx.bytes();  // B may add to ctx what W reads; not held from F on
-      Tensor dy = Tensor(y.shape());
-      if (layer.is_loss()) dy.fill(1.0f);
+      Tensor dy_host = Tensor(y.shape());
+      if (layer.is_loss()) dy_host.fill(1.0f);
       else
-        for (int64_t k = 0; k < dy.numel(); ++k) dy.data()[k] = 1e-3f * static_cast<float>((k % 7) - 3);
+        for (int64_t k = 0; k < dy_host.numel(); ++k) dy_host.data()[k] = 1e-3f * static_cast<float>((k % 7) - 3);
+      const Tensor dy = placed(std::move(dy_host), o.device);
       t0 = now_ns();
       std::vector<Tensor> dx = layer.backward_input(in, ctx, dy);
       const int64_t b = (now_ns() - t0);
@@ -215,6 +222,7 @@ std::vector<PassTimes> run_in_context(const models::Model& model, const MeasureO
   po.optimizer = optimizer_for_profile(o.optimizer);
   po.thread_cpu_time = o.thread_cpu_time;
   po.passes_per_step = o.passes_per_step;
+  po.device = o.device;
   std::vector<PassTimes> per(workers);
   const auto copy = [&](int w, CoRunBarrier& barrier) {
     PassOptions q = po;
@@ -250,6 +258,7 @@ PointResult summarize(const models::Model& model, const PassTimes& all, bool tri
 }
 
 int workers_for(const MeasureOptions& o, int threads) {
+  if (!o.device.is_cpu()) return 1;  // a device runs one copy
   if (o.co_run_workers > 0) return o.co_run_workers;
   return threads > 0 ? std::max(1, cpu_count() / threads) : 1;
 }
@@ -259,6 +268,12 @@ int workers_for(const MeasureOptions& o, int threads) {
 namespace {
 
 void check_measure_options(const MeasureOptions& o) {
+  if (!o.device.is_cpu()) {
+    if (!o.in_context) throw InputError("--isolated: the device profiler times layers in context only");
+    if (o.thread_cpu_time) throw InputError("--cpu-clock: a device's work is timed with its own events");
+    if (o.co_run_workers > 1) throw InputError("--co-run: a device is measured as one copy");
+    if (o.thread_counts.size() > 1) throw InputError("--threads: a device's profile has one point per micro-batch");
+  }
   if (o.co_run_workers < 0) throw InputError("--co-run: expected >= 0, got " + std::to_string(o.co_run_workers));
   if (o.rounds < 1) throw InputError("profiler: expected rounds >= 1, got " + std::to_string(o.rounds));
   for (const size_t k : {o.copy_layers.size(), o.copy_order.size()})
@@ -381,7 +396,10 @@ ProfileInRounds::ProfileInRounds(const models::Model& model, const MeasureOption
   if (!o.in_context) throw InputError("profiler: measuring in rounds needs the in-context mode");
   // Memory first (MeasureOptions::drop_sizes_over_memory). The bytes pass holds a whole pass at
   // the base size, so a larger base is checked from a bytes pass at micro-batch 1 before it.
-  const int64_t available = o.available_memory_bytes >= 0 ? o.available_memory_bytes : available_memory_bytes();
+  // A device's memory is its own: the host's is not checked for it.
+  const int64_t available = !o.device.is_cpu()              ? 0
+                            : o.available_memory_bytes >= 0 ? o.available_memory_bytes
+                                                            : available_memory_bytes();
   if (available != 0 && o.micro_batch > 1) {
     MeasureOptions probe = o;
     probe.micro_batch = 1;

@@ -105,6 +105,12 @@ struct MeasureOptions {
   bool drop_sizes_over_memory = false;
   int64_t available_memory_bytes = -1;
   std::function<void(const std::string&)> note;
+  // Where the layers run (exec/profile/in_context.h: on a CUDA device, times from CUDA events
+  // around each op on its stream). A device is measured in context only, as one copy, without
+  // the CPU clock, at one thread count (InputError otherwise); its bytes pass runs there too,
+  // so the workspace bytes are the device's caching allocator's; the host's memory is not
+  // checked; the profile's device is the GPU's name.
+  Device device = Device::cpu();
 };
 
 struct LayerMeasurement {

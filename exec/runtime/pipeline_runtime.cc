@@ -20,6 +20,9 @@ WorkerConfig worker_config(const RuntimeOptions& options, int device, const plan
   cfg.bucket_bytes = options.allreduce_bucket_bytes;
   cfg.record_trace = options.record_trace;
   cfg.t0 = t0;
+  if (!options.lanes.empty()) cfg.lane = options.lanes.at(static_cast<size_t>(device));
+  if (options.make_clock) cfg.clock = options.make_clock(device);
+  else if (!cfg.lane.is_cpu()) cfg.clock = make_stream_clock(cfg.lane, t0);
   return cfg;
 }
 
@@ -47,6 +50,16 @@ PipelineRuntime::PipelineRuntime(planner::Schedule schedule, std::vector<StageCo
     throw InputError("vertical sync applies to asynchronous schedules only, not " +
                      std::string(planner::to_string(schedule_.kind)));
   const int D = schedule_.num_devices;
+  if (!options_.lanes.empty()) {
+    if (static_cast<int>(options_.lanes.size()) != D)
+      throw InputError("pipeline: " + std::to_string(options_.lanes.size()) + " device lanes for " + std::to_string(D) +
+                       " devices");
+    const bool on_device =
+        std::any_of(options_.lanes.begin(), options_.lanes.end(), [](const Device& d) { return !d.is_cpu(); });
+    if (on_device && !schedule_.stage_replicas.empty())
+      throw InputError("pipeline: replicated stages do not run on " + options_.lanes.front().to_string() +
+                       " yet (the gradient all-reduce runs on the host); run them on cpu");
+  }
   trace_.source = "measured";
   trace_.num_devices = D;
 

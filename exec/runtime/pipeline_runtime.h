@@ -51,6 +51,13 @@ struct RuntimeOptions {
   bool vertical_sync = false;                // PipeDream vertical sync (async kinds only)
   bool overlap_allreduce = true;             // replicated stages: bucketed, overlapped ring (stage_worker.h)
   int64_t allreduce_bucket_bytes = 4 << 20;  // ... its bucket size (<= 0: one bucket, started at the flush)
+  // Where each device's worker queues its ops (exec/device_streams.h; stage_worker.h: lanes):
+  // empty = every worker on the host, as before; else one per device, e.g. a CUDA stream slot
+  // each. A worker on a device lane times its ops with that device's clock.
+  std::vector<Device> lanes;
+  // Optional (tests): the clock of each device's worker instead of the lane's own (host lanes
+  // otherwise time with the host clock at each call).
+  std::function<std::unique_ptr<StreamClock>(int device)> make_clock;
   // Optional: called on each worker thread after pinning (e.g. to warm up per-thread state).
   std::function<void(int device, const CoreSet& cores)> on_worker_start;
   // Optional: called on each worker thread at the start of every iteration, inside its timing,

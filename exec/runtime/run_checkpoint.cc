@@ -1,5 +1,6 @@
 #include "exec/runtime/run_checkpoint.h"
 
+#include "exec/device_ops.h"
 #include "exec/runtime/checkpoint.h"
 #include "exec/runtime/trainer.h"
 #include "models/error.h"
@@ -41,6 +42,26 @@ void check_run_checkpointing(const RunSetup& setup, const planner::Plan& plan, c
   if (options.checkpoint_every < 0) throw InputError("--checkpoint-every: expected >= 0");
   if (options.checkpoint_every > 0 && options.checkpoint_dir.empty())
     throw InputError("--checkpoint-every: needs --checkpoint DIR");
+}
+
+HostStagedState::HostStagedState(StageState state) : device_(std::move(state)), host_(device_) {
+  for (const auto& [name, t] : device_.tensors)
+    if (!t->device().is_cpu()) copies_.emplace_back(t->shape());
+  size_t k = 0;
+  for (auto& [name, t] : host_.tensors)
+    if (!t->device().is_cpu()) t = &copies_[k++];
+}
+
+void HostStagedState::download() {
+  size_t k = 0;
+  for (const auto& [name, t] : device_.tensors)
+    if (!t->device().is_cpu()) copy_to_host(*t, copies_[k++].data());
+}
+
+void HostStagedState::upload() {
+  size_t k = 0;
+  for (auto& [name, t] : device_.tensors)
+    if (!t->device().is_cpu()) copy_from_host(copies_[k++].data(), *t);
 }
 
 }  // namespace pw::exec

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "exec/runtime/run_pipeline.h"
 #include "exec/runtime/run_setup.h"
@@ -23,5 +24,23 @@ Json run_checkpoint_identity(const models::Model& model, const planner::Plan& pl
 // checkpoints it cannot write: replicated stages, vertical sync, 2bw, a tied table split
 // across stages; a negative --checkpoint-every or one without --checkpoint.
 void check_run_checkpointing(const RunSetup& setup, const planner::Plan& plan, const PipelineRunOptions& options);
+
+// A stage's checkpoint state whose tensors may live on a device (a pipeline on a GPU), seen
+// through host copies: checkpoint files are written and read on the host, so a save downloads
+// first and a load uploads after. Host tensors are used in place. The device tensors must
+// outlive this object and not change between download() and the save.
+class HostStagedState {
+ public:
+  explicit HostStagedState(StageState state);
+  // The state with each device tensor replaced by its host copy (counters as given).
+  StageState& host() { return host_; }
+  void download();  // device tensors -> host copies (waits for their devices)
+  void upload();    // host copies -> device tensors
+
+ private:
+  StageState device_;
+  StageState host_;
+  std::vector<Tensor> copies_;  // one per device tensor, in order
+};
 
 }  // namespace pw::exec

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <stdexcept>
 
+#include "exec/device_ops.h"
 #include "exec/numerics.h"
 #include "models/error.h"
 
@@ -14,6 +15,7 @@ namespace pw::exec {
 
 struct LayerStageCompute::Stage {
   std::unique_ptr<LayerRange> range;
+  Device device;  // where its layers live (Network::layer_device of its first layer)
   bool recompute = false;
   std::unique_ptr<StageOptimizer> opt;
   std::vector<Tensor*> params, grads;
@@ -70,9 +72,44 @@ std::vector<int64_t> with_batch(int64_t b, const std::vector<int64_t>& sample) {
 }
 void add_into(Tensor& dst, const Tensor& src) {
   PW_CHECK(dst.numel() == src.numel(), "gradient shapes differ");
+  if (!dst.device().is_cpu()) {
+    accumulate(dst, src);
+    return;
+  }
   float* d = dst.data();
   const float* s = src.data();
   for (int64_t i = 0; i < dst.numel(); ++i) d[i] += s[i];
+}
+// A host tensor moved onto `device` (itself on the host).
+Tensor placed_on(Tensor host, Device device) {
+  return device.is_cpu() || host.empty() ? std::move(host) : copy_to_device(host, device);
+}
+// The value of a [1] tensor on the host (waits for its device).
+float scalar_value(const Tensor& t) {
+  if (t.device().is_cpu()) return t.data()[0];
+  float v = 0;
+  copy_to_host(t, &v);
+  return v;
+}
+// dst = src, same size and device.
+void copy_values(Tensor& dst, const Tensor& src) {
+  PW_CHECK(dst.numel() == src.numel() && dst.device() == src.device(), "copy between tensors of different sizes");
+  if (dst.device().is_cpu()) std::copy(src.data(), src.data() + src.numel(), dst.data());
+  else dst.resource()->copy(dst.data(), src.data(), static_cast<size_t>(src.bytes()));
+}
+// The index of the first tensor holding a NaN or Inf, -1 if none (all on one device; on a
+// device one read-back for the list).
+int first_nonfinite(const std::vector<Tensor*>& ts) {
+  if (ts.empty()) return -1;
+  if (ts.front()->device().is_cpu()) {
+    for (size_t i = 0; i < ts.size(); ++i)
+      if (!all_finite(ts[i]->data(), ts[i]->numel())) return static_cast<int>(i);
+    return -1;
+  }
+  const std::vector<bool> ok = finite_flags(ts);
+  for (size_t i = 0; i < ok.size(); ++i)
+    if (!ok[i]) return static_cast<int>(i);
+  return -1;
 }
 }  // namespace
 
@@ -119,6 +156,9 @@ LayerStageCompute::LayerStageCompute(Network& net, std::vector<StageRange> range
   for (int s = 0; s < S; ++s) {
     auto st = std::make_unique<Stage>();
     st->range = std::make_unique<LayerRange>(net, ranges[s].begin, ranges[s].end);
+    st->device = net.layer_device(ranges[s].begin);
+    for (int l = ranges[s].begin; l < ranges[s].end; ++l)
+      PW_CHECK(net.layer_device(l) == st->device, "pipeline: a stage's layers on different devices");
     st->recompute = ranges[s].recompute;
     for (Tensor* p : st->range->parameters())
       if (!tied_ || p != tied_->a) st->params.push_back(p);
@@ -229,8 +269,11 @@ std::vector<Tensor> LayerStageCompute::forward(const OpContext& c, std::vector<T
     if (st.in_src[k] == -1) data = Tensor(with_batch(count, rin[k].sample_shape));
     if (st.in_src[k] == -2) targets = Tensor(with_batch(count, rin[k].sample_shape));
   }
-  if (!data.empty() || !targets.empty())
+  if (!data.empty() || !targets.empty()) {
     data_(c.iteration, first, count, data.empty() ? nullptr : &data, targets.empty() ? nullptr : &targets);
+    data = placed_on(std::move(data), st.device);
+    targets = placed_on(std::move(targets), st.device);
+  }
   std::vector<Tensor> range_in;
   for (size_t k = 0; k < rin.size(); ++k) {
     const int src = st.in_src[k];
@@ -280,7 +323,7 @@ std::vector<Tensor> LayerStageCompute::forward(const OpContext& c, std::vector<T
   }
   st.in_flight.insert(c.micro_batch);
   if (st.loss_output >= 0) {
-    const float l = outs[st.loss_output].data()[0];
+    const float l = scalar_value(outs[st.loss_output]);
     if (!std::isfinite(l))
       throw NumericalFault(c.iteration + 1, c.stage, st.range->outputs()[st.loss_output].name, "loss",
                            std::isnan(l) ? "NaN" : "Inf");
@@ -301,11 +344,12 @@ std::vector<Tensor> LayerStageCompute::backward_common(const OpContext& c, std::
   std::vector<Tensor> grad_out(outs.size());
   for (size_t k = 0; k < outs.size(); ++k) {
     if (static_cast<int>(k) == st.loss_output) {
-      grad_out[k] = Tensor(std::vector<int64_t>{1});
-      grad_out[k].data()[0] = config_.asynchronous && !config_.double_buffered
-                                  ? 1.0f
-                                  : static_cast<float>(static_cast<double>(micro_batch_count(c.micro_batch)) /
-                                                       static_cast<double>(config_.batch));
+      Tensor scale(std::vector<int64_t>{1});
+      scale.data()[0] = config_.asynchronous && !config_.double_buffered
+                            ? 1.0f
+                            : static_cast<float>(static_cast<double>(micro_batch_count(c.micro_batch)) /
+                                                 static_cast<double>(config_.batch));
+      grad_out[k] = placed_on(std::move(scale), st.device);
     } else if (st.grad_src[k] >= 0 && !grad.at(st.grad_src[k]).empty()) {
       // Pass-through gradients keep their slot in `grad`; own outputs' gradients move here.
       grad_out[k] = std::move(grad[st.grad_src[k]]);
@@ -376,16 +420,12 @@ void LayerStageCompute::step(int s, int iteration) {
     if (++st.backwards_done < num_micro_batches_) return;  // the mini-batch is not complete yet
     st.backwards_done = 0;
     for (size_t i = 0; i < st.params.size(); ++i)  // W(t) becomes the version of mini-batch t+1
-      std::copy(st.params[i]->data(), st.params[i]->data() + st.params[i]->numel(), st.shadow[i].data());
+      copy_values(st.shadow[i], *st.params[i]);
   }
   // The in-context profiler prices this step as the same sequence per layer (finite check of
   // the gradients, update, finite check of the weights, zeroing: exec/profile/in_context.cc);
   // keep the two in step.
-  for (int l = st.range->begin(); l < st.range->end(); ++l)
-    for (Tensor* g : net_.layer(l).gradients())
-      if (!all_finite(g->data(), g->numel()))
-        throw NumericalFault(iteration + 1, s, net_.layer(l).name(), "weight gradient",
-                             nonfinite_kind(g->data(), g->numel()));
+  check_finite(s, iteration + 1, false);
   if (st.keep_history) st.history[st.version] = clone_params(st);
   if (st.tied_owner) step_tied(st);
   st.opt->step();
@@ -411,13 +451,21 @@ void LayerStageCompute::restore_counters(int s, const StageState& state) {
   st.version = state.weight_version;
 }
 
-void LayerStageCompute::check_weights(int s, int64_t step) {
+void LayerStageCompute::check_weights(int s, int64_t step) { check_finite(s, step, true); }
+
+void LayerStageCompute::check_finite(int s, int64_t step, bool weights) {
   Stage& st = stage(s);
+  std::vector<Tensor*> ts;
+  std::vector<int> layer_of;
   for (int l = st.range->begin(); l < st.range->end(); ++l)
-    for (Tensor* p : net_.layer(l).parameters())
-      if (!all_finite(p->data(), p->numel()))
-        throw NumericalFault(step, s, net_.layer(l).name(), "weights after the update",
-                             nonfinite_kind(p->data(), p->numel()));
+    for (Tensor* t : weights ? net_.layer(l).parameters() : net_.layer(l).gradients()) {
+      ts.push_back(t);
+      layer_of.push_back(l);
+    }
+  const int bad = first_nonfinite(ts);
+  if (bad < 0) return;
+  throw NumericalFault(step, s, net_.layer(layer_of[bad]).name(),
+                       weights ? "weights after the update" : "weight gradient", nonfinite_kind(*ts[bad]));
 }
 
 void LayerStageCompute::step_tied(Stage& st) {

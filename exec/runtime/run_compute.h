@@ -50,6 +50,11 @@
 // (exec/numerics.h) with step = iteration + 1, the stage and the layer; the runtime rethrows it.
 // Checkpoints (exec/checkpoint.h): checkpoint_state(s) names the stage's weights and optimizer
 // state; call it, and restore_counters(), only between iterations.
+// Devices: each stage runs on the device of its layers (Network::layer_device; a pipeline on a
+// GPU gives every stage its own stream slot). Its micro-batches' data and targets are drawn on
+// the host and uploaded, its losses read back (one wait per micro-batch), and the finite checks
+// run on the device (one read-back per check); payloads arrive on the stage's device (the
+// runtime's hand-off, exec/device_streams.h). Tied tables split across stages: host only.
 // Thread-safety: as StageCompute (one thread per stage); losses() after the run only.
 #pragma once
 
@@ -159,6 +164,8 @@ class LayerStageCompute final : public StageCompute {
   Stage& stage(int s) { return *stages_.at(s); }
   std::vector<Tensor> backward_common(const OpContext& ctx, std::vector<Tensor> grad_output, bool fused);
   void note_activation_peak(Stage& st);
+  // Throws NumericalFault for the first non-finite weight (or weight gradient) of the stage.
+  void check_finite(int s, int64_t step, bool weights);
   std::vector<Tensor> clone_params(Stage& st);
   void step_tied(Stage& st);
   struct Tied;

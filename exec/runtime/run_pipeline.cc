@@ -202,6 +202,7 @@ PipelineRunResult run_pipeline(const models::Model& model, const planner::Plan& 
   ro.vertical_sync = options.vertical_sync;
   ro.threads_per_worker = options.threads_per_worker;
   ro.timeout = options.timeout;
+  ro.lanes = setup.lanes;
   ro.spin = transport_spin(devices, Machine::instance().num_cores());  // as the prediction's hand-off
   if (setup.draw_device >= 0)
     ro.at_iteration_start = [slicer = setup.slicer, drawer = setup.draw_device](int device, int iteration) {
@@ -220,16 +221,23 @@ PipelineRunResult run_pipeline(const models::Model& model, const planner::Plan& 
       throw InputError("--resume " + options.resume_dir + ": the checkpoint is at step " + std::to_string(info.step) +
                        "; " + std::to_string(total) + " steps (warm-up included) leave nothing to run");
     for (int s = 0; s < S; ++s) {
-      StageState st = compute.checkpoint_state(s);
-      load_stage(options.resume_dir, info, s, st);
-      compute.restore_counters(s, st);
+      HostStagedState st(compute.checkpoint_state(s));
+      load_stage(options.resume_dir, info, s, st.host());
+      st.upload();
+      compute.restore_counters(s, st.host());
     }
     slicer->restore(info.data);
     r.first_step = static_cast<int>(info.step);
   }
   auto save = [&](int done) {
+    std::vector<HostStagedState> staged;
     std::vector<StageState> states;
-    for (int s = 0; s < S; ++s) states.push_back(compute.checkpoint_state(s));
+    staged.reserve(static_cast<size_t>(S));
+    for (int s = 0; s < S; ++s) {
+      staged.emplace_back(compute.checkpoint_state(s));
+      staged.back().download();
+      states.push_back(staged.back().host());
+    }
     save_checkpoint(options.checkpoint_dir, identity, done, slicer->state(), states);
     r.checkpoint_step = done;
   };
@@ -239,6 +247,7 @@ PipelineRunResult run_pipeline(const models::Model& model, const planner::Plan& 
   r.transport_spin_ns = ro.spin.count();
   if (setup.draw_device < 0) pin_loader(*slicer, setup.schedule, rt.placement());
   for (const auto& c : rt.placement()) r.placement.push_back(c.to_string());
+  for (const Device& d : setup.lanes) r.lanes.push_back(d.to_string());
   if (options.on_start) options.on_start();
   CopyThreads workers;
   workers.workers = devices;

@@ -112,6 +112,12 @@ struct PipelineRunOptions {
   // match the plan: the same virtual stages, micro-batches and devices, each stage on the
   // device the plan gives it (even_plan_for_schedule builds such a plan). Unreplicated only.
   std::optional<planner::Schedule> schedule;
+  // Where the workers run (exec/runtime/device_lanes.h): the host, or CUDA: every worker on a
+  // stream slot of its own, the workers split over `gpus` GPUs from device.index on. Threaded
+  // runs only; not with replicated stages (InputError). Checkpoints stage device tensors
+  // through the host (the files are those of a host run).
+  Device device = Device::cpu();
+  int gpus = 1;
 };
 
 // Named tensors of one stage ("<layer>/<k>" weights, "opt/..." optimizer state).
@@ -142,6 +148,7 @@ struct PipelineRunResult {
   std::vector<int64_t> peak_memory_bytes;      // per device: largest sampled memory_bytes
   std::vector<int64_t> peak_activation_bytes;  // per virtual stage (LayerStageCompute)
   std::vector<std::string> placement;          // per device, e.g. "core 0 (socket 0)"
+  std::vector<std::string> lanes;              // per device on GPUs, e.g. "cuda:0/stream1"; empty on the host
   std::string warning;                         // oversubscription / pinning, "" if none
   int64_t transport_spin_ns = 0;               // a waiting worker's spin before it sleeps (RuntimeOptions::spin)
   sim::Trace trace;                            // measured, all steps

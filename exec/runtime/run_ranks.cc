@@ -282,6 +282,9 @@ PipelineRunResult run_pipeline_ranks(const models::Model& model, const planner::
   Json identity;
   int first_step = 0;
   agree_on_input(world, [&] {
+    if (!options.device.is_cpu())
+      throw InputError("--device " + options.device.to_string() +
+                       ": MPI ranks run on cpu only (device payloads are not staged through the host yet)");
     check_plan_for_model(plan, model, options.schedule ? &*options.schedule : nullptr);
     const int devices = schedule_for_run(plan, options).num_devices;
     if (world.size() != devices)

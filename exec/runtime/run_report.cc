@@ -38,6 +38,7 @@ void to_json(Json& j, const RunReport& s) {
   j["wall_s"] = r.wall_s;
   j["end_to_end_samples_per_s"] = r.end_to_end_samples_per_s;
   j["data_wait_s"] = r.data_wait_s;
+  if (!r.lanes.empty()) j["device_lanes"] = r.lanes;  // on GPUs only: a CPU run's document is unchanged
   j["data_bound"] = r.data_bound;
   j["prefetch"] = s.prefetch;
   j["first_step"] = r.first_step;

@@ -2,8 +2,8 @@
 // with, the measured result (exec/runtime/run_pipeline.h) and, with --compare, the prediction
 // beside it (exec/runtime/run_compare.h) — and its JSON document, format
 // pipewright.run-result/1: losses, timings, per-worker memory and placement, the steps done,
-// the checkpoint when one was written, and the predicted iteration time and per-worker peak
-// memory when compared.
+// the checkpoint when one was written, the predicted iteration time and per-worker peak
+// memory when compared, and on GPUs each worker's device and stream (device_lanes).
 //
 // A RunReport only refers to what it reports; they must outlive it.
 #pragma once

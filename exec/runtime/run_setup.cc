@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cstring>
 
+#include "exec/device_ops.h"
 #include "exec/optimizer.h"
+#include "exec/runtime/device_lanes.h"
 #include "models/error.h"
 #include "planner/schedule_gen.h"
 
@@ -154,7 +156,18 @@ RunSetup make_run_setup(const models::Model& model, const planner::Plan& plan, c
   if (options.prefetch > 0 && worker_draws) s.draw_device = worker_draws(s.schedule);
   s.slicer = std::make_shared<BatchSlicer>(make_data_source(model, options.data_file, options.seed), plan.batch,
                                            s.draw_device >= 0 ? 0 : options.prefetch);
-  s.net = std::make_unique<Network>(model, options.seed);
+  if (options.device.is_cpu()) {
+    s.net = std::make_unique<Network>(model, options.seed);
+  } else {
+    check_device_usable(options.device, "--device");
+    if (replicated)
+      throw InputError("--device " + options.device.to_string() +
+                       ": replicated stages run on cpu only (the gradient all-reduce runs on the host)");
+    s.lanes = pipeline_lanes(s.devices, options.device, options.gpus);
+    std::vector<int> ends;
+    for (const auto& st : plan.stages) ends.push_back(st.end_layer);
+    s.net = std::make_unique<Network>(model, options.seed, layer_devices(s.schedule, ends, s.lanes));
+  }
   s.compute = make_compute(*s.net, plan, options, s.slicer);
   if (replicated && s.compute->splits_tied_table())
     throw InputError("plan: tied embeddings split across stages are not supported with replicated stages yet");
@@ -202,7 +215,15 @@ std::vector<NamedTensors> copy_stage_states(LayerStageCompute& compute) {
   std::vector<NamedTensors> out;
   for (int s = 0; s < compute.num_stages(); ++s) {
     NamedTensors v;
-    for (auto& [name, t] : compute.checkpoint_state(s).tensors) v.emplace_back(name, t->clone());
+    for (auto& [name, t] : compute.checkpoint_state(s).tensors) {
+      if (t->device().is_cpu()) {
+        v.emplace_back(name, t->clone());
+      } else {
+        Tensor host(t->shape());
+        copy_to_host(*t, host.data());
+        v.emplace_back(name, std::move(host));
+      }
+    }
     out.push_back(std::move(v));
   }
   return out;

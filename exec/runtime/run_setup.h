@@ -80,6 +80,7 @@ struct RunSetup {
   // (BatchSlicer::draw_ahead; the slicer then has no producer thread), or -1: the slicer's
   // loader draws `prefetch` ahead on its own thread.
   int draw_device = -1;
+  std::vector<Device> lanes;                   // per device (exec/runtime/device_lanes.h); empty: the host
   std::unique_ptr<Network> net;                // declared before compute: outlives it
   std::unique_ptr<LayerStageCompute> compute;  // replica 0 (the only one when unreplicated)
   // Threaded runs of replicated plans (add_replica_computes): replica i >= 1 of every stage

@@ -64,7 +64,22 @@ int64_t StageWorker::now_ns() const {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - cfg_.t0).count();
 }
 
-void StageWorker::sample_memory() {
+int64_t StageWorker::op_time() { return cfg_.clock ? cfg_.clock->mark() : now_ns(); }
+
+void StageWorker::resolve_marks(size_t first_event, size_t first_sample) {
+  const std::vector<int64_t> t = cfg_.clock->finish();
+  const auto at = [&](int64_t mark) {
+    PW_CHECK(mark >= 0 && mark < static_cast<int64_t>(t.size()), "op mark outside the clock's window");
+    return t[static_cast<size_t>(mark)];
+  };
+  for (size_t i = first_event; i < events.size(); ++i) {
+    events[i].start_ns = at(events[i].start_ns);
+    events[i].end_ns = at(events[i].end_ns);
+  }
+  for (size_t i = first_sample; i < memory.size(); ++i) memory[i].time_ns = at(memory[i].time_ns);
+}
+
+void StageWorker::sample_memory(int64_t t) {
   if (!cfg_.record_trace) return;
   int64_t total = 0;
   for (int s : my_stages_) {
@@ -72,7 +87,7 @@ void StageWorker::sample_memory() {
     if (b < 0) return;
     total += b;
   }
-  memory.push_back({cfg_.device, now_ns(), total});
+  memory.push_back({cfg_.device, t, total});
 }
 
 void StageWorker::progress_sends() {
@@ -184,9 +199,9 @@ void StageWorker::record(const planner::Op& op, int iteration, int64_t start) {
   ev.micro_batch = op.micro_batch;
   ev.iteration = iteration;
   ev.start_ns = start;
-  ev.end_ns = now_ns();
+  ev.end_ns = op_time();
   events.push_back(ev);
-  sample_memory();
+  sample_memory(ev.end_ns);
 }
 
 void StageWorker::wait_request(Request& req, const MessageTag& tag, int peer, Clock::time_point deadline) {
@@ -211,6 +226,7 @@ std::vector<Tensor> StageWorker::receive(int iteration, int src_stage, Direction
   auto req = tr.irecv(cfg_.device, src, tag);
   wait_request(*req, tag, src, deadline);
   Message msg = req->take();
+  if (!cfg_.lane.is_cpu()) receive_tensors(msg.tensors, msg.fence, cfg_.lane);
   if (cfg_.record_trace && src != cfg_.device) {
     sim::TraceEvent ev;
     ev.device = src;
@@ -220,10 +236,14 @@ std::vector<Tensor> StageWorker::receive(int iteration, int src_stage, Direction
     ev.stage = src_stage;
     ev.micro_batch = micro_batch;
     ev.iteration = iteration;
-    ev.start_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                      Clock::time_point(std::chrono::nanoseconds(msg.send_time_ns)) - cfg_.t0)
-                      .count();
-    ev.end_ns = now_ns();
+    if (cfg_.clock) {
+      ev.start_ns = ev.end_ns = cfg_.clock->mark();
+    } else {
+      ev.start_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                        Clock::time_point(std::chrono::nanoseconds(msg.send_time_ns)) - cfg_.t0)
+                        .count();
+      ev.end_ns = now_ns();
+    }
     ev.bytes = msg.bytes();
     events.push_back(ev);
   }
@@ -238,16 +258,37 @@ void StageWorker::send(int iteration, int stage, Direction dir, int micro_batch,
   Message msg;
   msg.tensors = std::move(payload);
   msg.weight_version = version;
+  if (!cfg_.lane.is_cpu()) msg.fence = record_fence(cfg_.lane);
   msg.send_time_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
   auto req = cfg_.transport->isend(cfg_.device, dst, MessageTag{iteration, stage, micro_batch, dir}, std::move(msg));
   if (!req->test()) pending_.push_back(std::move(req));
 }
 
 void StageWorker::run_iteration(int iteration, Clock::time_point deadline) {
+  status_ = "starting";
+  if (!cfg_.lane.is_cpu()) bind_thread(cfg_.lane);
+  const size_t first_event = events.size(), first_sample = memory.size();
+  if (!cfg_.clock) {
+    run_ops(iteration, deadline);
+    return;
+  }
+  cfg_.clock->start();
+  try {
+    run_ops(iteration, deadline);
+  } catch (...) {
+    // The failed iteration's events hold unresolved marks: they are dropped.
+    events.resize(first_event);
+    memory.resize(first_sample);
+    throw;
+  }
+  resolve_marks(first_event, first_sample);
+  status_ = "done";
+}
+
+void StageWorker::run_ops(int iteration, Clock::time_point deadline) {
   const planner::Schedule& sch = *cfg_.schedule;
   const int last = sch.num_stages - 1;
   StageCompute& comp = *cfg_.compute;
-  status_ = "starting";
   reductions_.clear();  // all-reduces left by a failed iteration
   const std::vector<planner::Op>& ops = sch.device_ops[cfg_.device];
   for (size_t at = 0; at < ops.size(); ++at) {
@@ -278,7 +319,7 @@ void StageWorker::run_iteration(int iteration, Clock::time_point deadline) {
           in = receive(iteration, op.stage - 1, Direction::forward, op.micro_batch, deadline, &ctx.weight_version);
         complete_rings(op.stage, deadline);
         if (op.stage == 0 && cfg_.vertical_sync) ctx.weight_version = comp.weight_version(0);
-        start = now_ns();
+        start = op_time();
         std::vector<Tensor> out = comp.forward(ctx, std::move(in));
         if (op.stage < last)
           send(iteration, op.stage, Direction::forward, op.micro_batch, std::move(out), ctx.weight_version);
@@ -290,7 +331,7 @@ void StageWorker::run_iteration(int iteration, Clock::time_point deadline) {
         if (op.stage < last)
           grad = receive(iteration, op.stage + 1, Direction::backward, op.micro_batch, deadline, nullptr);
         complete_rings(op.stage, deadline);
-        start = now_ns();
+        start = op_time();
         std::vector<Tensor> out =
             op.kind == OpKind::B ? comp.backward_input(ctx, std::move(grad)) : comp.backward(ctx, std::move(grad));
         if (op.stage > 0) send(iteration, op.stage, Direction::backward, op.micro_batch, std::move(out), -1);
@@ -299,13 +340,13 @@ void StageWorker::run_iteration(int iteration, Clock::time_point deadline) {
       }
       case OpKind::W:
         complete_rings(op.stage, deadline);
-        start = now_ns();
+        start = op_time();
         comp.backward_weight(ctx);
         if (step_now) comp.step(op.stage, iteration);
         break;
       case OpKind::step:
         complete_rings(op.stage, deadline);
-        start = now_ns();
+        start = op_time();
         if (op.stage >= 0) {
           comp.step(op.stage, iteration);
         } else {
@@ -313,7 +354,7 @@ void StageWorker::run_iteration(int iteration, Clock::time_point deadline) {
         }
         break;
       case OpKind::allreduce: {
-        start = now_ns();
+        start = op_time();
         const bool step_after = op.micro_batch >= 0 && async_steps_;
         if (sch.replicas(op.stage) > 1) {
           Reduction& r = reduction_for(op, iteration);

@@ -44,12 +44,24 @@
 // cross-device payload is also recorded as a transfer event (send call -> receive), and after
 // every op the device's memory (sum of compute.memory_bytes over its stages) is sampled.
 // Times are nanoseconds since `t0`.
+//
+// Devices (WorkerConfig::lane, exec/device_streams.h): a worker whose lane is an accelerator
+// queue (a CUDA stream slot) queues its ops there and does not wait for them. Each payload it
+// sends carries a fence recorded on its queue after the op, and each payload it receives is
+// taken over on its own queue after waiting for the sender's fence (the buffers change owner
+// on one GPU, are peer-copied between GPUs). With a clock (WorkerConfig::clock) op times come
+// from marks in the lane's queue around each op, read when the iteration's ops are all queued
+// (the worker then waits for its queue): an op's event spans from the queue reaching the op to
+// the queue finishing it; a received payload's transfer event is a zero-length mark where the
+// queue has waited for it; memory samples take the op's end mark. Replicated stages are not
+// run on such lanes (the all-reduce reads the gradients on the host).
 #pragma once
 
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "exec/device_streams.h"
 #include "exec/runtime/grad_buckets.h"
 #include "exec/runtime/replica_allreduce.h"
 #include "exec/runtime/stage_compute.h"
@@ -75,6 +87,8 @@ struct WorkerConfig {
   int64_t bucket_bytes = 4 << 20;  // overlapped all-reduce: bucket size (<= 0: one bucket)
   bool record_trace = true;
   Transport::Clock::time_point t0;
+  Device lane = Device::cpu();         // where the worker's ops are queued (see above)
+  std::shared_ptr<StreamClock> clock;  // op times from the lane's queue; null: host time at each call
 };
 
 class StageWorker {
@@ -97,6 +111,7 @@ class StageWorker {
   std::vector<sim::MemorySample> memory;
 
  private:
+  void run_ops(int iteration, Transport::Clock::time_point deadline);
   void wait_request(Request& req, const MessageTag& tag, int peer, Transport::Clock::time_point deadline);
   std::vector<Tensor> receive(int iteration, int src_stage, Direction dir, int micro_batch,
                               Transport::Clock::time_point deadline, int64_t* version);
@@ -113,7 +128,10 @@ class StageWorker {
   void complete_rings(int stage, Transport::Clock::time_point deadline);
   void finish(Reduction& red);
   int64_t now_ns() const;
-  void sample_memory();
+  // The time of this point: host ns, or with a clock the number of a mark resolved at the end.
+  int64_t op_time();
+  void resolve_marks(size_t first_event, size_t first_sample);
+  void sample_memory(int64_t t);
   void record(const planner::Op& op, int iteration, int64_t start_ns);  // trace event + memory sample
 
   WorkerConfig cfg_;

@@ -56,6 +56,9 @@ struct Message {
   std::vector<Tensor> tensors;  // every tensor crossing the cut, in the consumer's order
   int64_t weight_version = -1;  // PipeDream vertical sync: version chosen at stage 0; -1 none
   int64_t send_time_ns = 0;     // sender's clock (steady_clock ns) when isend was called
+  // In-process only: the point in the sender's device queue after which the tensors are
+  // complete (exec/device_streams.h; empty for host tensors). Not sent between processes.
+  std::shared_ptr<void> fence;
 
   int64_t bytes() const {
     int64_t b = 0;

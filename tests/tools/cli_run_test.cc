@@ -3,7 +3,9 @@
 
 #include <fstream>
 #include <set>
+#include <string>
 #include <tuple>
+#include <vector>
 
 #include "models/json_util.h"
 #include "planner/plan.h"
@@ -300,4 +302,37 @@ TEST_CASE("run: progress lines as train's, every --log-every N steps, none for a
   const CliResult b = run_cli(bad);
   CHECK(b.rc == 2);
   CHECK(b.err == "pipewright: error: --log-every: expected >= 1\n");
+}
+
+TEST_CASE("run --device: cuda runs where a GPU can be used, elsewhere it is one line naming why and exit 2") {
+  const auto bad = [](const CliResult& r, const std::string& needle) { pw::test::expect_rejected(r, 2, {needle}); };
+  const std::vector<std::string> quick{"run", "--model", "gpt", "--stages",  "2", "--micro-batches",
+                                       "2",   "--steps", "2",   "--threads", "1", "--json"};
+  const auto with = [&](std::vector<std::string> more) {
+    std::vector<std::string> args = quick;
+    args.insert(args.end(), more.begin(), more.end());
+    return args;
+  };
+  bad(run_cli(with({"--device", "tpu"})), "--device: expected cpu, cuda or cuda:N");
+  bad(run_cli(with({"--gpus", "2"})), "--gpus: applies with --device cuda only");
+  bad(run_cli(with({"--device", "cuda:99"})), "--device cuda:99: ");
+  const CliResult cpu = run_cli(quick);
+  REQUIRE(cpu.rc == 0);
+  CHECK_FALSE(Json::parse(cpu.out).contains("device_lanes"));
+  const CliResult gpu = run_cli(with({"--device", "cuda"}));
+  if (gpu.rc == 0) {  // a machine with a usable GPU: one stream per worker, the CPU run's losses within 1e-4
+    const Json g = Json::parse(gpu.out), c = Json::parse(cpu.out);
+    CHECK(g.at("device_lanes") == Json::array({"cuda:0", "cuda:0/stream1"}));
+    REQUIRE(g.at("losses").size() == 2);
+    for (size_t i = 0; i < 2; ++i)
+      CHECK(g.at("losses")[i].get<double>() == doctest::Approx(c.at("losses")[i].get<double>()).epsilon(1e-4));
+  } else {
+    bad(gpu, "--device cuda:0: ");
+  }
+  const CliResult prof = run_cli(
+      {"profile", "--model", "gpt", "--measure", "--device", "cuda", "--micro-batch", "1", "--reps", "2", "--json"});
+  if (prof.rc == 0) CHECK(Json::parse(prof.out).at("source") == "measured");
+  else bad(prof, "--device cuda:0: ");
+  bad(run_cli({"profile", "--model", "gpt", "--measure", "--device", "a100-80g", "--micro-batch", "1"}),
+      "--device: a measured profile runs on this machine");
 }

@@ -272,3 +272,29 @@ TEST_CASE("tensors on a stream view: device, accounting, fill and clone through 
   }
   CHECK(d.blocks.empty());
 }
+
+TEST_CASE("a tensor handed to another stream slot is freed there: its producer reuses it only after that free") {
+  FakeDriver d;
+  {
+    CachingAllocator a(d);
+    StreamMemory producer(a, stream(0), pw::exec::Device::cuda(3, 0));
+    StreamMemory consumer(a, stream(1), pw::exec::Device::cuda(3, 1));
+    void* buf = nullptr;
+    {
+      pw::exec::Tensor t({256}, producer);
+      buf = t.data();
+      t.fill(1.0f);  // the producer's kernel (queued on stream 0)
+      CHECK(t.device() == pw::exec::Device::cuda(3, 0));
+      t.rebind(consumer);  // the hand-off, after the consumer's stream waited for the producer's fence
+      CHECK(t.device() == pw::exec::Device::cuda(3, 1));
+      d.queue(stream(1));                     // the consumer reads it (not finished)
+    }                                         // freed on the consumer's stream
+    pw::exec::Tensor again({256}, producer);  // the producer's next buffer of that class
+    CHECK(again.data() != buf);               // the consumer may still read buf
+    d.complete(stream(1));
+    pw::exec::Tensor later({256}, producer);
+    CHECK(later.data() == buf);  // the consumer's free completed: reusable anywhere
+    pw::exec::Tensor host({4});
+    CHECK_THROWS(host.rebind(consumer));  // a host buffer never joins a device's pool
+  }
+}
