@@ -23,7 +23,7 @@
 #ifdef PW_HAVE_EXEC
 #include "exec/device_timer.h"
 #include "exec/profile/calibrate.h"
-#include "tools/exec_device_flag.h"
+#include "exec/runtime/device_lanes.h"
 
 namespace {
 
@@ -131,8 +131,8 @@ void print_summary(const pw::models::DeviceSpec& d, const pw::models::Model* mod
 }
 
 void run(CalibrateArgs& a, const CLI::App& sub) {
-  const pw::exec::Device dev = pw::tools::parse_exec_device(a.device);
-  pw::tools::check_exec_device(dev);
+  const pw::exec::Device dev = pw::exec::parse_device_flag(a.device, "--device");
+  pw::exec::check_device_usable(dev, "--device");
   if (a.output.empty()) throw pw::InputError("-o: the device file to write is required");
   std::vector<pw::models::Precision> precisions;
   for (const std::string& s : a.precisions) {

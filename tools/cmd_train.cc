@@ -32,13 +32,13 @@
 #include "exec/numerics.h"
 #include "exec/optimizer.h"
 #include "exec/parallel.h"
+#include "exec/runtime/device_lanes.h"
 #include "exec/runtime/trainer.h"
 #include "models/defaults.h"
 #include "models/error.h"
 #include "models/optimizer_memory.h"
 #include "models/output_set.h"
 #include "tools/command_registry.h"
-#include "tools/exec_device_flag.h"
 #include "tools/flag_checks.h"
 #include "tools/model_report.h"
 #include "tools/signals.h"
@@ -73,10 +73,10 @@ std::string fmt_time(double s) {
 // The model (with the small zoo sizes unless given) and the training options, every flag
 // checked before anything is allocated or printed.
 std::pair<pw::tools::ModelSource, pw::exec::TrainOptions> prepare(const TrainArgs& a, const CLI::App& sub) {
-  const pw::exec::Device device = pw::tools::parse_exec_device(a.device);
+  const pw::exec::Device device = pw::exec::parse_device_flag(a.device, "--device");
   if (a.tf32 && device.is_cpu())
     throw pw::InputError("--tf32: TF32 matrix products need --device cuda[:N] (the host computes in fp32)");
-  pw::tools::check_exec_device(device);
+  pw::exec::check_device_usable(device, "--device");
   pw::tools::check_training_flags(a.t, sub);
   const bool zoo = pw::tools::is_zoo_name(a.model) && a.model != "default";
   if (const char* flag = pw::tools::first_size_flag_given(sub); !zoo && flag != nullptr)

@@ -228,6 +228,63 @@ if [ "$built" = 1 ] && [ "$mode" = gpu ] && [ $cuda_on = 1 ]; then
   if [ "${step_status[-1]}" = 0 ]; then verdict pass; else verdict fail; fi
 fi
 
+# Pipelines on the GPU (run --device cuda): GPT (4 blocks, d 256) 10 Adam steps, S stages on S
+# streams of the one GPU. gpipe, 1f1b and zb-h1 on 4 streams give the 1-stream run's losses bit
+# for bit (interleaved: 1f1b's on one stream, its per-stage order); pipedream-async, 2bw and
+# zb-h2 the CPU runtime's within 1e-4. Then the GPU profiler: GPT-2 small's layers measured in
+# context (profile --measure --device cuda) and plans for 8 and 64 GPUs from it.
+pipe_flags=(--model gpt --layers 4 --d-model 256 --micro-batches 8 --optimizer adam --steps 10 --json)
+# same_losses A.json B.json TOLERANCE (0: bitwise)
+same_losses() {
+  python3 - "$@" <<'PY'
+import json, sys
+a, b = (json.load(open(p))["losses"] for p in sys.argv[1:3])
+tol = float(sys.argv[3])
+assert len(a) == len(b) == 10, (len(a), len(b))
+for i, (x, y) in enumerate(zip(a, b)):
+    assert (x == y) if tol == 0 else abs(x - y) <= tol * abs(x), f"step {i + 1}: {x} vs {y}"
+print(f"losses {'identical' if tol == 0 else f'within {tol}'}: {sys.argv[1]} {sys.argv[2]}")
+PY
+}
+# pipeline_case NAME REFERENCE-FLAGS | CASE-FLAGS | TOLERANCE
+pipeline_case() {
+  local name="$1" ref="$2" case_flags="$3" tol="$4"
+  # shellcheck disable=SC2086  # the flags are words
+  timeout 150 "$build/pipewright" run "${pipe_flags[@]}" $ref > "$out/run_${name}_ref.json" || return 1
+  # shellcheck disable=SC2086
+  timeout 150 "$build/pipewright" run "${pipe_flags[@]}" $case_flags > "$out/run_${name}.json" || return 1
+  same_losses "$out/run_${name}_ref.json" "$out/run_${name}.json" "$tol"
+}
+# Without a GPU the same cases run on the CPU (--device cpu), the profile at toy sizes: the script
+# is checked before GPU time is spent.
+if [ "$built" = 1 ]; then
+  pdev=cpu
+  profile_shape=(--layers 1 --d-model 64 --heads 4 --seq 32 --vocab 256)
+  if [ "$mode" = gpu ] && [ $cuda_on = 1 ]; then pdev=cuda; profile_shape=(); fi
+  for c in "gpipe|--stages 1 --schedule gpipe --device cuda|--stages 4 --schedule gpipe --device cuda|0" \
+           "1f1b|--stages 1 --schedule 1f1b --device cuda|--stages 4 --schedule 1f1b --device cuda|0" \
+           "zb-h1|--stages 1 --schedule zb-h1 --device cuda|--stages 4 --schedule zb-h1 --device cuda|0" \
+           "interleaved|--stages 1 --schedule 1f1b --device cuda|--stages 4 --schedule interleaved-1f1b --device cuda|0" \
+           "pipedream-async|--stages 4 --schedule pipedream-async|--stages 4 --schedule pipedream-async --device cuda|1e-4" \
+           "2bw|--stages 4 --schedule 2bw|--stages 4 --schedule 2bw --device cuda|1e-4" \
+           "zb-h2|--stages 4 --schedule zb-h2|--stages 4 --schedule zb-h2 --device cuda|1e-4"; do
+    IFS='|' read -r name ref case_flags tol <<<"$c"
+    ref="${ref//--device cuda/--device $pdev}" case_flags="${case_flags//--device cuda/--device $pdev}"
+    step "run --device $pdev ($name, 4 stages)" 300 pipeline_case "$name" "$ref" "$case_flags" "$tol"
+    if [ "${step_status[-1]}" = 0 ]; then verdict pass; else verdict fail; fi
+    note "$(grep -E '^losses |AssertionError' "$log" | tail -1 | cut -c1-70)"
+  done
+  gpu_profile="$out/gpt2_gpu.profile.json"
+  step "profile --measure --device $pdev (gpt, 1,2,4,8)" 300 "$build/pipewright" profile --model gpt --measure \
+    "${profile_shape[@]}" --device "$pdev" --micro-batch 1,2,4,8 -o "$gpu_profile"
+  if [ "${step_status[-1]}" = 0 ]; then verdict pass; else verdict fail; fi
+  for n in 8 64; do
+    step "plan --profile (measured profile) for $n devices" 120 "$build/pipewright" plan --profile "$gpu_profile" \
+      --devices "$n" -o "$out/plan_gpt2_${n}gpu.json"
+    if [ "${step_status[-1]}" = 0 ]; then verdict pass; else verdict fail; fi
+  done
+fi
+
 # The card measured into a device file (pipewright calibrate), and GPT-2 small's step predicted
 # from it alone (profile --device FILE: no measured profile), per layer kind beside calibrate's
 # own timings of those layers (GPT-2 small at micro-batch 8) and in total beside the measured
