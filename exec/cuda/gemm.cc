@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "exec/cuda/kernels.h"
 #include "models/error.h"
 
 namespace pw::exec::cuda {
@@ -39,6 +40,9 @@ struct Plan {
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
   cublasLtMatmulAlgo_t algo{};
+  // A bias product for which the heuristic had no bias-epilogue algorithm (degenerate shapes,
+  // e.g. one row or one column): the plain product, then the bias added by a kernel.
+  bool bias_by_kernel = false;
   ~Plan() {
     if (a) cublasLtMatrixLayoutDestroy(a);
     if (b) cublasLtMatrixLayoutDestroy(b);
@@ -72,7 +76,8 @@ cublasLtEpilogue_t lt_epilogue(Epilogue e) {
   return CUBLASLT_EPILOGUE_DEFAULT;
 }
 
-// The cuBLASLt descriptors of lt_plan(s) and the heuristic's first algorithm.
+// The cuBLASLt descriptors of lt_plan(s) and the heuristic's first algorithm; nullptr when the
+// heuristic has none.
 std::unique_ptr<Plan> make_plan(CudaDevice& dev, const GemmShape& s, Epilogue ep, const std::array<int64_t, 4>& align) {
   auto p = std::make_unique<Plan>();
   const LtPlan lt = lt_plan(s);
@@ -107,11 +112,24 @@ std::unique_ptr<Plan> make_plan(CudaDevice& dev, const GemmShape& s, Epilogue ep
   const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(static_cast<cublasLtHandle_t>(dev.blas_handle()), p->desc,
                                                            p->a, p->b, p->c, p->c, pref, 1, &result, &found);
   cublasLtMatmulPreferenceDestroy(pref);
-  if (st != CUBLAS_STATUS_SUCCESS || found == 0)
+  if (st != CUBLAS_STATUS_SUCCESS || found == 0) return nullptr;
+  p->algo = result.algo;
+  return p;
+}
+
+// The plan of a product: with its epilogue, else (bias only) without it and the bias by kernel.
+std::unique_ptr<Plan> plan_product(CudaDevice& dev, const GemmShape& s, Epilogue ep,
+                                   const std::array<int64_t, 4>& align) {
+  std::unique_ptr<Plan> p = make_plan(dev, s, ep, align);
+  if (!p && ep == Epilogue::bias) {
+    p = make_plan(dev, s, Epilogue::none, align);
+    if (p) p->bias_by_kernel = true;
+  }
+  if (!p)
     throw std::runtime_error("cuBLASLt: no algorithm for the product [" + std::to_string(s.m) + "x" +
                              std::to_string(s.k) + "]·[" + std::to_string(s.k) + "x" + std::to_string(s.n) +
-                             "] (batch " + std::to_string(s.batch) + ")");
-  p->algo = result.algo;
+                             "] (batch " + std::to_string(s.batch) + ", trans " + std::to_string(s.trans_a) +
+                             std::to_string(s.trans_b) + ")");
   return p;
 }
 
@@ -193,10 +211,10 @@ void gemm(CudaDevice& dev, const GemmShape& s, const float* a, const float* b, f
   {
     std::lock_guard<std::mutex> lock(mu);
     auto it = plans.find(key);
-    if (it == plans.end()) it = plans.emplace(key, make_plan(dev, s, epilogue, align)).first;
+    if (it == plans.end()) it = plans.emplace(key, plan_product(dev, s, epilogue, align)).first;
     plan = it->second.get();
   }
-  if (has_bias)
+  if (has_bias && !plan->bias_by_kernel)
     check(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias),
           "bias pointer");
   const float alpha = 1.0f;
@@ -204,6 +222,7 @@ void gemm(CudaDevice& dev, const GemmShape& s, const float* a, const float* b, f
                        &beta, c, plan->c, c, plan->c, &plan->algo, dev.workspace(), dev.workspace_bytes(),
                        static_cast<cudaStream_t>(dev.stream())),
         "cublasLtMatmul");
+  if (plan->bias_by_kernel) kernels::add_row_bias(c, bias, s.batch, s.m, s.n, ldc, s.stride_c, dev.stream());
 }
 
 }  // namespace pw::exec::cuda

@@ -21,6 +21,14 @@ __global__ void add_k(const float* a, const float* b, float* y, int64_t n) {
   for (int64_t i = global_index(); i < n; i += global_stride()) y[i] = a[i] + b[i];
 }
 
+__global__ void add_row_bias_k(float* c, const float* bias, int64_t rows, int64_t cols, int64_t ldc, int64_t stride,
+                               int64_t n) {
+  for (int64_t i = global_index(); i < n; i += global_stride()) {
+    const int64_t j = i % cols, r = (i / cols) % rows, b = i / (cols * rows);
+    c[b * stride + r * ldc + j] += bias[j];
+  }
+}
+
 __global__ void mul_k(const float* a, const float* b, float* y, int64_t n) {
   for (int64_t i = global_index(); i < n; i += global_stride()) y[i] = a[i] * b[i];
 }
@@ -206,6 +214,14 @@ void add(const float* a, const float* b, float* y, int64_t n, void* s) {
 void add_into(float* y, const float* x, int64_t n, void* s) {
   add_k<<<grid_for(n), kThreads, 0, as_stream(s)>>>(y, x, y, n);
   check_launch("add_into");
+}
+
+void add_row_bias(float* c, const float* bias, int64_t batch, int64_t rows, int64_t cols, int64_t ldc, int64_t stride,
+                  void* s) {
+  const int64_t n = batch * rows * cols;
+  if (n <= 0) return;
+  add_row_bias_k<<<grid_for(n), kThreads, 0, as_stream(s)>>>(c, bias, rows, cols, ldc, stride, n);
+  check_launch("add_row_bias");
 }
 
 void mul(const float* a, const float* b, float* y, int64_t n, void* s) {

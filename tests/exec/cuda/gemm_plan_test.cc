@@ -87,7 +87,8 @@ void check_plan(GemmShape s) {
     int64_t wrong = 0;
     // cuBLASLt's column-major D [n, m] element (j, i) is our row-major C[i, j] (same ld).
     for (int64_t i = 0; i < s.m; ++i)
-      for (int64_t j = 0; j < s.n; ++j) wrong += d[static_cast<size_t>(i * s.n + j)] != row_major(s, a, b, member, i, j);
+      for (int64_t j = 0; j < s.n; ++j)
+        wrong += d[static_cast<size_t>(i * s.n + j)] != row_major(s, a, b, member, i, j);
     CHECK(wrong == 0);
   }
 }

@@ -86,6 +86,15 @@ TEST_CASE("gemm: accumulate (beta 1), batched, bias and GELU epilogues") {
   check_gemm(32, 48, 64, false, false, 1, 0.0f, Epilogue::gelu, false, kGeluEpilogueTol);
 }
 
+// One row, one column, k of 1 (shapes cuBLASLt may have no bias-epilogue kernel for: gemm then
+// adds the bias with a kernel) and a batched bias product: the same results either way.
+TEST_CASE("gemm: the bias on degenerate and batched shapes") {
+  check_gemm(1, 40, 20, false, true, 1, 0.0f, Epilogue::bias);
+  check_gemm(33, 1, 20, false, true, 1, 0.0f, Epilogue::bias);
+  check_gemm(8, 5, 1, false, true, 1, 1.0f, Epilogue::bias);
+  check_gemm(6, 7, 9, false, true, 3, 1.0f, Epilogue::bias);
+}
+
 TEST_CASE("gemm: TF32 is opt-in and stays within TF32's precision") {
   check_gemm(128, 128, 256, false, true, 1, 0.0f, Epilogue::none, true, 2e-3);
 }
