@@ -124,9 +124,16 @@ double median_of_runs(int repeats, Fn&& fn) {
   return models::median_of(std::move(t));
 }
 
+// The device, made current first: the timer's events (created next) belong to the device current
+// at their creation, and may only be recorded on that device's streams.
+CudaDevice& made_current(CudaDevice& dev) {
+  dev.make_current();
+  return dev;
+}
+
 class CudaTimer final : public DeviceTimer {
  public:
-  explicit CudaTimer(CudaDevice& dev) : dev_(dev) { dev_.make_current(); }
+  explicit CudaTimer(CudaDevice& dev) : dev_(made_current(dev)) {}
 
   Device device() const override { return dev_.device(); }
   bool supports(Precision) const override { return true; }

@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "exec/cuda/kernels.h"
 #include "models/error.h"
 
 namespace pw::exec::cuda {
@@ -39,6 +40,9 @@ struct Plan {
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
   cublasLtMatmulAlgo_t algo{};
+  // A bias product for which the heuristic had no bias-epilogue algorithm (degenerate shapes,
+  // e.g. one row or one column): the plain product, then the bias added by a kernel.
+  bool bias_by_kernel = false;
   ~Plan() {
     if (a) cublasLtMatrixLayoutDestroy(a);
     if (b) cublasLtMatrixLayoutDestroy(b);
@@ -47,15 +51,16 @@ struct Plan {
   }
 };
 
-cublasLtMatrixLayout_t layout(int64_t rows, int64_t cols, int64_t ld, int64_t batch, int64_t stride) {
+cublasLtMatrixLayout_t layout(const LtMatrix& m, int64_t batch) {
   cublasLtMatrixLayout_t l;
-  check(cublasLtMatrixLayoutCreate(&l, CUDA_R_32F, static_cast<uint64_t>(rows), static_cast<uint64_t>(cols), ld),
+  check(cublasLtMatrixLayoutCreate(&l, CUDA_R_32F, static_cast<uint64_t>(m.rows), static_cast<uint64_t>(m.cols), m.ld),
         "cublasLtMatrixLayoutCreate");
   if (batch > 1) {
     const int32_t bc = static_cast<int32_t>(batch);
     check(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &bc, sizeof bc),
           "layout batch count");
-    check(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride),
+    check(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &m.batch_stride,
+                                           sizeof m.batch_stride),
           "layout batch stride");
   }
   return l;
@@ -71,15 +76,15 @@ cublasLtEpilogue_t lt_epilogue(Epilogue e) {
   return CUBLASLT_EPILOGUE_DEFAULT;
 }
 
-// The row-major product C = op(A)·op(B) is the column-major product Cᵀ = op(B)ᵀ·op(A)ᵀ: cuBLASLt's
-// first operand is our B, its second our A, and its [n, m] column-major result is our C.
-std::unique_ptr<Plan> make_plan(CudaDevice& dev, const GemmShape& s, int64_t lda, int64_t ldb, int64_t ldc, Epilogue ep,
-                                const std::array<int64_t, 4>& align) {
+// The cuBLASLt descriptors of lt_plan(s) and the heuristic's first algorithm; nullptr when the
+// heuristic has none.
+std::unique_ptr<Plan> make_plan(CudaDevice& dev, const GemmShape& s, Epilogue ep, const std::array<int64_t, 4>& align) {
   auto p = std::make_unique<Plan>();
+  const LtPlan lt = lt_plan(s);
   const cublasComputeType_t compute = dev.tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   check(cublasLtMatmulDescCreate(&p->desc, compute, CUDA_R_32F), "cublasLtMatmulDescCreate");
-  const cublasOperation_t ta = s.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;  // cuBLASLt's A is our B
-  const cublasOperation_t tb = s.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t ta = lt.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t tb = lt.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   check(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), "transa");
   check(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), "transb");
   const cublasLtEpilogue_t e = lt_epilogue(ep);
@@ -88,10 +93,9 @@ std::unique_ptr<Plan> make_plan(CudaDevice& dev, const GemmShape& s, int64_t lda
     const cudaDataType_t bt = CUDA_R_32F;
     check(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt), "bias type");
   }
-  // Stored shapes, column-major: our B is [n, k] (or [k, n] transposed), our A [k, m] (or [m, k]).
-  p->a = s.trans_b ? layout(s.k, s.n, ldb, s.batch, s.stride_b) : layout(s.n, s.k, ldb, s.batch, s.stride_b);
-  p->b = s.trans_a ? layout(s.m, s.k, lda, s.batch, s.stride_a) : layout(s.k, s.m, lda, s.batch, s.stride_a);
-  p->c = layout(s.n, s.m, ldc, s.batch, s.stride_c);
+  p->a = layout(lt.a, lt.batch);
+  p->b = layout(lt.b, lt.batch);
+  p->c = layout(lt.c, lt.batch);
 
   cublasLtMatmulPreference_t pref;
   check(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
@@ -108,15 +112,44 @@ std::unique_ptr<Plan> make_plan(CudaDevice& dev, const GemmShape& s, int64_t lda
   const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(static_cast<cublasLtHandle_t>(dev.blas_handle()), p->desc,
                                                            p->a, p->b, p->c, p->c, pref, 1, &result, &found);
   cublasLtMatmulPreferenceDestroy(pref);
-  if (st != CUBLAS_STATUS_SUCCESS || found == 0)
-    throw std::runtime_error("cuBLASLt: no algorithm for the product [" + std::to_string(s.m) + "x" +
-                             std::to_string(s.k) + "]·[" + std::to_string(s.k) + "x" + std::to_string(s.n) +
-                             "] (batch " + std::to_string(s.batch) + ")");
+  if (st != CUBLAS_STATUS_SUCCESS || found == 0) return nullptr;
   p->algo = result.algo;
   return p;
 }
 
+// The plan of a product: with its epilogue, else (bias only) without it and the bias by kernel.
+std::unique_ptr<Plan> plan_product(CudaDevice& dev, const GemmShape& s, Epilogue ep,
+                                   const std::array<int64_t, 4>& align) {
+  std::unique_ptr<Plan> p = make_plan(dev, s, ep, align);
+  if (!p && ep == Epilogue::bias) {
+    p = make_plan(dev, s, Epilogue::none, align);
+    if (p) p->bias_by_kernel = true;
+  }
+  if (!p)
+    throw std::runtime_error("cuBLASLt: no algorithm for the product [" + std::to_string(s.m) + "x" +
+                             std::to_string(s.k) + "]·[" + std::to_string(s.k) + "x" + std::to_string(s.n) +
+                             "] (batch " + std::to_string(s.batch) + ", trans " + std::to_string(s.trans_a) +
+                             std::to_string(s.trans_b) + ")");
+  return p;
+}
+
 }  // namespace
+
+LtPlan lt_plan(const GemmShape& s) {
+  const int64_t lda = s.lda ? s.lda : (s.trans_a ? s.m : s.k);
+  const int64_t ldb = s.ldb ? s.ldb : (s.trans_b ? s.k : s.n);
+  const int64_t ldc = s.ldc ? s.ldc : s.n;
+  LtPlan p;
+  p.batch = s.batch;
+  p.trans_a = s.trans_b;
+  p.trans_b = s.trans_a;
+  // Row-major [r, c] with leading dimension ld is column-major [c, r] with the same ld. Our B is
+  // stored [k, n] ([n, k] with trans_b), our A [m, k] ([k, m] with trans_a), our C [m, n].
+  p.a = s.trans_b ? LtMatrix{s.k, s.n, ldb, s.stride_b} : LtMatrix{s.n, s.k, ldb, s.stride_b};
+  p.b = s.trans_a ? LtMatrix{s.m, s.k, lda, s.stride_a} : LtMatrix{s.k, s.m, lda, s.stride_a};
+  p.c = LtMatrix{s.n, s.m, ldc, s.stride_c};
+  return p;
+}
 
 std::string gemm_shape_problem(const GemmShape& s) {
   if (s.m < 1 || s.n < 1 || s.k < 1) return "gemm sizes must be >= 1";
@@ -182,10 +215,10 @@ void gemm(CudaDevice& dev, const GemmShape& s, const float* a, const float* b, f
   {
     std::lock_guard<std::mutex> lock(mu);
     auto it = plans.find(key);
-    if (it == plans.end()) it = plans.emplace(key, make_plan(dev, s, lda, ldb, ldc, epilogue, align)).first;
+    if (it == plans.end()) it = plans.emplace(key, plan_product(dev, s, epilogue, align)).first;
     plan = it->second.get();
   }
-  if (has_bias)
+  if (has_bias && !plan->bias_by_kernel)
     check(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias),
           "bias pointer");
   const float alpha = 1.0f;
@@ -193,6 +226,7 @@ void gemm(CudaDevice& dev, const GemmShape& s, const float* a, const float* b, f
                        &beta, c, plan->c, c, plan->c, &plan->algo, dev.workspace(), dev.workspace_bytes(),
                        static_cast<cudaStream_t>(dev.stream())),
         "cublasLtMatmul");
+  if (plan->bias_by_kernel) kernels::add_row_bias(c, bias, s.batch, s.m, s.n, ldc, s.stride_c, dev.stream());
 }
 
 }  // namespace pw::exec::cuda

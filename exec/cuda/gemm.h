@@ -11,7 +11,9 @@
 // products of this form.
 //
 // Epilogues run inside the GEMM: bias (a [n] vector), gelu (tanh approximation, as the gelu
-// layer) and bias_gelu (bias, then GELU). beta must be 0 with a GELU epilogue.
+// layer) and bias_gelu (bias, then GELU). beta must be 0 with a GELU epilogue. cuBLASLt may
+// evaluate the epilogue's tanh with the hardware approximation, so a GELU epilogue is not the
+// gelu kernel's bits (the layers use the kernel).
 //
 // Precision: full fp32 unless the device's tf32() is on (CUBLAS_COMPUTE_32F_FAST_TF32).
 // Determinism: one algorithm per shape (the heuristic's first choice, cached), so the same call
@@ -43,6 +45,21 @@ struct GemmShape {
 // Why the shape is not a product gemm() runs ("" when it is): a size, batch or group count
 // below 1, a leading dimension below its packed value, a negative stride. Pure host code.
 std::string gemm_shape_problem(const GemmShape& shape);
+
+// How gemm() states one product (groups = 1) to cuBLASLt, which is column-major: its operand A
+// is our B, its B our A, and its C (= D) [n, m] is our C, since the row-major C = op(A)·op(B) is
+// the column-major Cᵀ = op(B)ᵀ·op(A)ᵀ. Each matrix as cuBLASLt's layout sees it (rows and
+// columns as stored, column-major; leading dimension; batch stride in elements), and the
+// operations on cuBLASLt's A and B. Pure host code (the layout math is tested without a GPU).
+struct LtMatrix {
+  int64_t rows = 0, cols = 0, ld = 0, batch_stride = 0;
+};
+struct LtPlan {
+  bool trans_a = false, trans_b = false;  // cuBLASLt's TRANSA (on our B) and TRANSB (on our A)
+  LtMatrix a, b, c;
+  int64_t batch = 1;
+};
+LtPlan lt_plan(const GemmShape& shape);
 
 void gemm(CudaDevice& dev, const GemmShape& shape, const float* a, const float* b, float* c, float beta = 0.0f,
           Epilogue epilogue = Epilogue::none, const float* bias = nullptr);

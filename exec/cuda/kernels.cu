@@ -21,6 +21,14 @@ __global__ void add_k(const float* a, const float* b, float* y, int64_t n) {
   for (int64_t i = global_index(); i < n; i += global_stride()) y[i] = a[i] + b[i];
 }
 
+__global__ void add_row_bias_k(float* c, const float* bias, int64_t rows, int64_t cols, int64_t ldc, int64_t stride,
+                               int64_t n) {
+  for (int64_t i = global_index(); i < n; i += global_stride()) {
+    const int64_t j = i % cols, r = (i / cols) % rows, b = i / (cols * rows);
+    c[b * stride + r * ldc + j] += bias[j];
+  }
+}
+
 __global__ void mul_k(const float* a, const float* b, float* y, int64_t n) {
   for (int64_t i = global_index(); i < n; i += global_stride()) y[i] = a[i] * b[i];
 }
@@ -71,18 +79,20 @@ __device__ uint64_t mix_seed(uint64_t seed, uint64_t salt) {
   return splitmix(rng_start(seed ^ (salt * 0xD1B54A32D192ED03ull)) + kGolden);
 }
 
-// grid.y: samples; grid-stride over the sample's elements.
-__global__ void dropout_k(const float* x, float* mask, float* y, int64_t per, uint64_t step_seed, int64_t first,
-                          double p, float keep) {
-  const int64_t b = blockIdx.y;
-  const uint64_t s0 = rng_start(mix_seed(step_seed, static_cast<uint64_t>(first + b) + 1));
-  const int64_t base = b * per;
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < per; i += int64_t(gridDim.x) * blockDim.x) {
-    const uint64_t r = splitmix(s0 + static_cast<uint64_t>(i + 1) * kGolden);
-    const double u = static_cast<double>(r >> 11) * 0x1.0p-53;
-    const float m = u < p ? 0.0f : keep;
-    mask[base + i] = m;
-    y[base + i] = x[base + i] * m;
+// grid.y: samples (grid-stride, grid.y is at most 65535); grid.x: grid-stride over the sample's
+// elements.
+__global__ void dropout_k(const float* x, float* mask, float* y, int64_t batch, int64_t per, uint64_t step_seed,
+                          int64_t first, double p, float keep) {
+  for (int64_t b = blockIdx.y; b < batch; b += gridDim.y) {
+    const uint64_t s0 = rng_start(mix_seed(step_seed, static_cast<uint64_t>(first + b) + 1));
+    const int64_t base = b * per;
+    for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < per; i += int64_t(gridDim.x) * blockDim.x) {
+      const uint64_t r = splitmix(s0 + static_cast<uint64_t>(i + 1) * kGolden);
+      const double u = static_cast<double>(r >> 11) * 0x1.0p-53;
+      const float m = u < p ? 0.0f : keep;
+      mask[base + i] = m;
+      y[base + i] = x[base + i] * m;
+    }
   }
 }
 
@@ -206,6 +216,14 @@ void add_into(float* y, const float* x, int64_t n, void* s) {
   check_launch("add_into");
 }
 
+void add_row_bias(float* c, const float* bias, int64_t batch, int64_t rows, int64_t cols, int64_t ldc, int64_t stride,
+                  void* s) {
+  const int64_t n = batch * rows * cols;
+  if (n <= 0) return;
+  add_row_bias_k<<<grid_for(n), kThreads, 0, as_stream(s)>>>(c, bias, rows, cols, ldc, stride, n);
+  check_launch("add_row_bias");
+}
+
 void mul(const float* a, const float* b, float* y, int64_t n, void* s) {
   mul_k<<<grid_for(n), kThreads, 0, as_stream(s)>>>(a, b, y, n);
   check_launch("mul");
@@ -238,14 +256,16 @@ void relu_backward(const float* x, const float* dy, float* dx, int64_t n, void* 
 
 void dropout_forward(const float* x, float* mask, float* y, int64_t batch, int64_t per, uint64_t step_seed,
                      int64_t first_sample, double p, float keep, void* s) {
+  if (batch <= 0 || per <= 0) return;
   const dim3 grid(static_cast<unsigned>(std::min<int64_t>((per + kThreads - 1) / kThreads, 1024)),
-                  static_cast<unsigned>(batch));
-  dropout_k<<<grid, kThreads, 0, as_stream(s)>>>(x, mask, y, per, step_seed, first_sample, p, keep);
+                  static_cast<unsigned>(std::min<int64_t>(batch, 65535)));
+  dropout_k<<<grid, kThreads, 0, as_stream(s)>>>(x, mask, y, batch, per, step_seed, first_sample, p, keep);
   check_launch("dropout_forward");
 }
 
 void embedding_forward(const float* ids, const float* tokens, const float* positions, float* y, int64_t rows,
                        int64_t seq, int64_t d, int64_t vocab, void* s) {
+  if (rows <= 0) return;
   const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(rows, 65535));
   embedding_forward_k<<<blocks, 256, 0, as_stream(s)>>>(ids, tokens, positions, y, rows, seq, d, vocab);
   check_launch("embedding_forward");
@@ -253,6 +273,7 @@ void embedding_forward(const float* ids, const float* tokens, const float* posit
 
 void embedding_backward(const float* ids, const float* dy, float* grad_tokens, float* grad_positions, int64_t rows,
                         int64_t seq, int64_t d, int64_t vocab, void* s) {
+  if (rows <= 0 || d <= 0) return;
   embedding_tokens_grad_k<<<static_cast<unsigned>((d + 127) / 128), 128, 0, as_stream(s)>>>(ids, dy, grad_tokens, rows,
                                                                                             d, vocab);
   check_launch("embedding_tokens_grad");
@@ -262,6 +283,7 @@ void embedding_backward(const float* ids, const float* dy, float* grad_tokens, f
 
 void softmax_xent_forward(const float* x, const float* targets, float* stats, double* row_loss, float* loss, int64_t n,
                           int64_t c, void* s) {
+  if (n <= 0) return;
   xent_forward_k<<<static_cast<unsigned>(n), kReduceThreads, 0, as_stream(s)>>>(x, targets, stats, row_loss, c);
   check_launch("softmax_xent_forward");
   mean_k<<<1, kReduceThreads, 0, as_stream(s)>>>(row_loss, n, loss);
@@ -270,6 +292,7 @@ void softmax_xent_forward(const float* x, const float* targets, float* stats, do
 
 void softmax_xent_backward(const float* x, const float* targets, const float* stats, const float* grad, float* dx,
                            int64_t n, int64_t c, void* s) {
+  if (n <= 0) return;
   xent_backward_k<<<static_cast<unsigned>(n), kReduceThreads, 0, as_stream(s)>>>(x, targets, stats, grad, dx, c, n);
   check_launch("softmax_xent_backward");
 }

@@ -27,6 +27,11 @@ void gelu_backward(const float* x, const float* dy, float* dx, int64_t n, void* 
 void relu_forward(const float* x, float* y, int64_t n, void* stream);
 void relu_backward(const float* x, const float* dy, float* dx, int64_t n, void* stream);
 
+// c[b * stride + r * ldc + j] += bias[j] for b < batch, r < rows, j < cols: a bias on every row
+// of `batch` matrices (gemm's bias where cuBLASLt has no bias epilogue for the shape).
+void add_row_bias(float* c, const float* bias, int64_t batch, int64_t rows, int64_t cols, int64_t ldc, int64_t stride,
+                  void* stream);
+
 // out[c] += sum over rows r (in order) of x[r, c]: a bias gradient.
 void add_column_sums(const float* x, int64_t rows, int64_t cols, float* out, void* stream);
 
