@@ -14,7 +14,8 @@
 # a broken script is found before GPU time is spent. Exit status: 0 when every step passed
 # (skips expected in --no-gpu mode), 1 otherwise, 2 for bad usage.
 # Environment: PW_GPU_WORK (build and prefix, default /tmp/pw-gpu-check), PW_GPU_BUILD_DIR
-# (default $PW_GPU_WORK/build; one level inside a worktree shares its ccache hits), PW_GPU_ARCH (CUDA
+# (default $PW_GPU_WORK/build; one level inside a worktree shares its ccache hits), PW_GPU_BUDGET
+# (seconds after which no step starts, default 450), PW_GPU_ARCH (CUDA
 # architectures; default: the GPU's, or 90 without one), PW_GPU_JOBS (default: nproc),
 # PW_GPU_BUILD_TIMEOUT (seconds for the build step, default 360; a shared build machine without
 # a compiler cache needs far more).
@@ -37,6 +38,9 @@ log="$out/log.txt"
 work="${PW_GPU_WORK:-/tmp/pw-gpu-check}"
 jobs="${PW_GPU_JOBS:-$(nproc)}"
 t_start=$(date +%s)
+# Steps that would start after this many seconds are not run (reported "skipped (budget)", which
+# fails the check): the device's time is bounded, the record of what ran is not lost.
+budget="${PW_GPU_BUDGET:-450}"
 
 say() { echo "gpu_check: $*" | tee -a "$log" >&2; }
 # step NAME TIMEOUT_S CMD...: runs CMD with its output in the log; records status and seconds.
@@ -45,6 +49,12 @@ step() {
   local name="$1" limit="$2"
   shift 2
   local t0 rc
+  if [ $(( $(date +%s) - t_start )) -ge "$budget" ]; then  # the run's time is spent: say so, run nothing
+    step_names+=("$name"); step_status+=("-"); step_secs+=(0); step_notes+=("not run: the ${budget} s budget is spent")
+    step_verdict[$(( ${#step_names[@]} - 1 ))]="skipped (budget)"
+    echo "===== $name: not run (budget of $budget s spent)" >> "$log"
+    return 1
+  fi
   t0=$(date +%s)
   echo "===== $name: $*" >> "$log"
   if declare -F "$1" >/dev/null; then
@@ -63,7 +73,10 @@ step() {
 note() { step_notes[$(( ${#step_notes[@]} - 1 ))]="$1"; }
 # Marks the last step: pass | fail | skipped (expected) | skipped-unexpected.
 declare -a step_verdict=()
-verdict() { step_verdict[$(( ${#step_names[@]} - 1 ))]="$1"; }
+verdict() {
+  local i=$(( ${#step_names[@]} - 1 ))
+  [ "${step_verdict[$i]:-}" = "skipped (budget)" ] || step_verdict[$i]="$1"
+}
 
 # ---------------------------------------------------------------- mode
 gpu_name="none"
@@ -142,7 +155,7 @@ if [ "$built" = 1 ] && [ $cuda_on = 1 ]; then
   if [ "${step_status[-1]}" = 0 ]; then verdict pass; else verdict fail; fi
   note "$(grep -Eo '[0-9]+ tests? passed|[0-9]+% tests passed, [0-9]+ tests failed out of [0-9]+' "$log" | tail -1)"
 
-  step "GPU tests (layers, GEMM)" 240 "$build/tests/exec/cuda/pw_tests_exec_cuda_gpu"
+  step "GPU tests (layers, GEMM, training, pipelines)" 300 "$build/tests/exec/cuda/pw_tests_exec_cuda_gpu"
   rc="${step_status[-1]}"
   if [ "$rc" = 0 ] && [ "$mode" = gpu ]; then verdict pass
   elif [ "$rc" = 77 ] && [ "$mode" = no-gpu ]; then verdict "skipped (expected)"
