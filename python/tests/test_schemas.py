@@ -105,6 +105,10 @@ class SchemasDescribeOutputs(unittest.TestCase):
                     "--warmup-steps", "1", "--compare", "--run-trace", p("run.trace.json"), "--trace-keep", "2")
                 check_file(p("run.trace.json"))
                 check_stdout(cli("simulate", "--replay", p("run.trace.json"), "--json"), "simulate --replay --json")
+                cli("calibrate", "-o", p("cpu.device.json"), "--sizes", "8,16", "--repeats", "1", "--copy-bytes",
+                    "1MiB", "--memory", "1GiB", "--threads", "1", *small_gpt, "--layer-batch", "2",
+                    "-q")
+                check_file(p("cpu.device.json"))
             check_stdout(cli("simulate", "--uniform", "--stages", "2", "--micro-batches", "4", "--t-f", "1",
                              "--t-b", "1", "--json"), "simulate --uniform --json")
             with open(p("s.csv"), "w") as f:
@@ -131,7 +135,7 @@ class SchemasDescribeOutputs(unittest.TestCase):
                          "pipewright.cluster/1"} <= seen, seen)
         if "train" in cli("--help"):
             self.assertTrue({"pipewright.run-trace/1", "pipewright.replay/1", "pipewright.run-result/1",
-                             "pipewright.train-result/1"} <= seen, seen)
+                             "pipewright.train-result/1", "pipewright.device/1"} <= seen, seen)
 
     def test_cluster_and_trace_documents(self):
         # The cluster and trace formats are read by the tool; documents it accepts validate.
