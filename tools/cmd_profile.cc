@@ -111,10 +111,10 @@ pw::models::Profile make_profile(ProfileArgs& a, const CLI::App& sub) {
   if (a.measure) {
     pw::exec::Device on = pw::exec::Device::cpu();
     if (!a.device.empty()) {
-      if (a.device != "cuda" && a.device.rfind("cuda:", 0) != 0)
+      if (a.device != "cpu" && a.device != "cuda" && a.device.rfind("cuda:", 0) != 0)
         throw pw::InputError(
-            "--device: a measured profile runs on this machine (its CPU, or --device cuda[:N]); drop --device or "
-            "--measure");
+            "--device: a measured profile runs on this machine (--device cpu, the default, or cuda[:N]); drop "
+            "--device or --measure");
       on = pw::exec::parse_device_flag(a.device, "--device");
       pw::exec::check_device_usable(on, "--device");
     }

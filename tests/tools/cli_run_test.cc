@@ -335,4 +335,9 @@ TEST_CASE("run --device: cuda runs where a GPU can be used, elsewhere it is one 
   else bad(prof, "--device cuda:0: ");
   bad(run_cli({"profile", "--model", "gpt", "--measure", "--device", "a100-80g", "--micro-batch", "1"}),
       "--device: a measured profile runs on this machine");
+  const CliResult host = run_cli(
+      {"profile", "--model", "gpt",       "--layers", "1",   "--d-model",     "32", "--heads", "2", "--seq", "16",
+       "--vocab", "64",      "--measure", "--device", "cpu", "--micro-batch", "1",  "--reps",  "2", "--json"});
+  REQUIRE(host.rc == 0);
+  CHECK(Json::parse(host.out).at("source") == "measured");
 }
