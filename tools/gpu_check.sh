@@ -151,7 +151,7 @@ built=$([ "${step_status[-1]}" = 0 ] && echo 1 || echo 0)
 
 # ---------------------------------------------------------------- tests
 if [ "$built" = 1 ] && [ $cuda_on = 1 ]; then
-  step "host tests (allocator policy)" 120 ctest --test-dir "$build" -R "^pw_tests_exec_cuda:" --output-on-failure
+  step "host tests (CUDA backend)" 120 ctest --test-dir "$build" -R "^pw_tests_exec_cuda:" --output-on-failure
   if [ "${step_status[-1]}" = 0 ]; then verdict pass; else verdict fail; fi
   note "$(grep -Eo '[0-9]+ tests? passed|[0-9]+% tests passed, [0-9]+ tests failed out of [0-9]+' "$log" | tail -1)"
 
