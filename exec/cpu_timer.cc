@@ -12,7 +12,6 @@
 
 #include "exec/dnnl_util.h"
 #include "exec/parallel.h"
-#include "models/median.h"
 
 namespace pw::exec {
 
@@ -20,16 +19,14 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// The median seconds of fn() on the host's clock (exec/device_timer.h: median_of_runs).
 template <class Fn>
 double median_seconds(int repeats, Fn&& fn) {
-  fn();  // untimed: primitives created, pages touched
-  std::vector<double> t;
-  for (int r = 0; r < std::max(repeats, 1); ++r) {
+  return median_of_runs(repeats, [&] {
     const auto t0 = Clock::now();
     fn();
-    t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
-  }
-  return models::median_of(std::move(t));
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+  });
 }
 
 std::string cpu_model() {

@@ -7,11 +7,14 @@
 // once per shape and hold non-zero values. Thread-safety: one thread at a time.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "exec/tensor.h"
 #include "models/device_file.h"
+#include "models/median.h"
 
 namespace pw::exec {
 
@@ -33,6 +36,16 @@ class DeviceTimer {
   // card, driver, runtime and host; the caller adds date and command.
   virtual models::Provenance provenance() const = 0;
 };
+
+// The median of max(repeats, 1) timed runs after one untimed run (primitives created, pages
+// touched): `run` performs one run and returns its seconds, however the backend measures them.
+template <class Run>
+double median_of_runs(int repeats, Run&& run) {
+  (void)run();
+  std::vector<double> t;
+  for (int r = 0; r < std::max(repeats, 1); ++r) t.push_back(run());
+  return models::median_of(std::move(t));
+}
 
 // The timer of `device`: the host (`threads` OpenMP threads; 0 = all) or a CUDA device. Throws
 // InputError naming why a device cannot be used.

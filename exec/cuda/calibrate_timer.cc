@@ -10,7 +10,6 @@
 
 #include "exec/cuda/calibrate_kernels.h"
 #include "models/error.h"
-#include "models/median.h"
 
 namespace pw::exec::cuda {
 
@@ -115,14 +114,6 @@ class LtProduct {
   cublasLtMatrixLayout_t a_ = nullptr, b_ = nullptr, c_ = nullptr;
   cublasLtMatmulAlgo_t algo_{};
 };
-
-template <class Fn>
-double median_of_runs(int repeats, Fn&& fn) {
-  fn();  // untimed
-  std::vector<double> t;
-  for (int r = 0; r < std::max(repeats, 1); ++r) t.push_back(fn());
-  return models::median_of(std::move(t));
-}
 
 // The device, made current first: the timer's events (created next) belong to the device current
 // at their creation, and may only be recorded on that device's streams.
