@@ -106,6 +106,7 @@ LayerRange::LayerRange(Network& net, int begin, int end) : net_(net), begin_(beg
   const int n = end - begin;
   sources_.resize(n);
   read_inside_.assign(n, false);
+  first_reader_.assign(n, -1);
   auto boundary = [&](const std::string& name, std::vector<int64_t> shape) {
     for (size_t k = 0; k < inputs_.size(); ++k)
       if (inputs_[k].name == name) return -static_cast<int>(k) - 1;
@@ -121,6 +122,7 @@ LayerRange::LayerRange(Network& net, int begin, int end) : net_(net), begin_(beg
       if (j >= begin) {
         src.push_back(j);
         read_inside_[j - begin] = true;
+        if (first_reader_[j - begin] < 0) first_reader_[j - begin] = i;
       } else {
         src.push_back(boundary(p, specs[j].output_shape));
       }
@@ -240,7 +242,30 @@ void LayerRange::run_backward(MicroBatch& m, std::vector<Tensor> grad_outputs, b
   };
   for (int i = n - 1; i >= 0; --i) {
     layer_backward(i);
+    release_after_backward(m, i, input, weight);
     if (weight && weight_done) (*weight_done)(begin_ + i);
+  }
+}
+
+// Layers run backward in reverse order, so once layer i is done, an activation whose first
+// reader is layer i has no reader left. After W (fused or alone) layer i's context and output
+// gradient are dead, and so is every activation it was the first to read. After B alone, W still
+// reads the inputs and context of every layer with a weight gradient: only the contexts of the
+// other layers go, and the activations none of whose readers has one.
+void LayerRange::release_after_backward(MicroBatch& m, int i, bool input, bool weight) {
+  const bool has_w = net_.layer(begin_ + i).has_weight_grad();
+  if (weight || !has_w) {
+    m.ctx[i].clear();
+    if (!m.grad_out.empty()) m.grad_out[i] = Tensor();
+  }
+  for (int s : sources_[i]) {
+    if (s < 0 || first_reader_[s - begin_] != begin_ + i) continue;
+    bool read_by_w = false;
+    if (!weight)
+      for (int j = s - begin_ + 1; j < end_ - begin_ && !read_by_w; ++j)
+        for (int r : sources_[j])
+          if (r == s && net_.layer(begin_ + j).has_weight_grad()) read_by_w = true;
+    if (!read_by_w) m.acts[s - begin_] = Tensor();
   }
 }
 

@@ -27,6 +27,10 @@
 //   drop_stash(mb) / recompute(mb) re-materialization: drop everything except the range's
 //                                     inputs; rebuild it by re-running forward before backward
 //                                     (backward_* call recompute() themselves when needed).
+// Backward frees as it goes: after a layer's W (or its fused B+W) its context is cleared and
+// every activation no layer still to run backward reads is dropped (after B alone, only what W
+// will not read), so a micro-batch's stash shrinks through its backward, as it would in a
+// framework that frees saved tensors once used.
 // Several micro-batches may be in flight. Gradients accumulate across micro-batches until
 // zero_grad(). Weight versions: see exec/layer.h (swap parameters() tensors).
 //
@@ -148,6 +152,8 @@ class LayerRange {
   void run_forward(MicroBatch& m, std::vector<Tensor>* outputs);
   void run_backward(MicroBatch& m, std::vector<Tensor> grad_outputs, bool input, bool weight,
                     std::vector<Tensor>* input_grads, const std::function<void(int layer)>* weight_done);
+  // Frees what no later backward step of m reads once layer begin_ + i has run its part.
+  void release_after_backward(MicroBatch& m, int i, bool input, bool weight);
 
   Network& net_;
   int begin_;
@@ -160,6 +166,7 @@ class LayerRange {
   std::vector<std::vector<int>> sources_;
   std::vector<int> output_layers_;  // layer index of each outputs() entry
   std::vector<bool> read_inside_;   // per layer in range: read by a later layer in range
+  std::vector<int> first_reader_;   // per layer in range: lowest layer in range reading it; -1 none
   std::map<int, std::unique_ptr<MicroBatch>> in_flight_;
 };
 

@@ -3,6 +3,8 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <functional>
+#include <vector>
 
 #include "exec/layers/network.h"
 #include "models/error.h"
@@ -161,6 +163,61 @@ TEST_CASE("split B then W, and re-materialization, equal the fused backward") {
   all.backward_weight(0);
   check_close(grads_of(net), ref, 1e-6);
   CHECK_FALSE(all.in_flight(0));
+}
+
+TEST_CASE("backward frees each layer's stash as it goes, fused and B then W") {
+  // Fused: after fc1's W (layer 1) nothing but the range's inputs is left ((4x4 data + 4x3
+  // targets) floats); every step before frees something.
+  Network net(skip_model(), 5);
+  auto ref = reference(net, batch(4, 21));
+  LayerRange all(net, 0, net.size());
+  net.zero_grad();
+  all.forward(0, batch(4, 21));
+  std::vector<int64_t> held;
+  const std::function<void(int)> after = [&](int) { held.push_back(all.stash_bytes(0)); };
+  held.push_back(all.stash_bytes(0));
+  all.backward(0, testing::one_tensor(scalar(1.0f)), &after);
+  REQUIRE(held.size() == 8);
+  for (size_t k = 1; k + 1 < held.size(); ++k) {
+    CAPTURE(k);
+    CHECK(held[k] < held[k - 1]);
+  }
+  CHECK(held[6] == (4 * 4 + 4 * 3) * 4);
+  check_close(grads_of(net), ref, 0);
+
+  // B then W on a GPT: B keeps what W reads (and adds the output gradients W needs); W frees
+  // layer after layer; the gradients are those of the fused backward.
+  models::ZooOptions o;
+  o.layers = 2;
+  o.d_model = 16;
+  o.heads = 2;
+  o.seq = 8;
+  o.vocab = 32;
+  const models::Model gpt = models::build_zoo_model("gpt", o);
+  Network g(gpt, 3);
+  auto gpt_batch = [] {
+    std::vector<Tensor> in;
+    Tensor tokens({2, 8}), targets({2, 8});
+    for (int64_t k = 0; k < 16; ++k) {
+      tokens.data()[k] = static_cast<float>((k * 7) % 32);
+      targets.data()[k] = static_cast<float>((k * 5 + 1) % 32);
+    }
+    in.push_back(std::move(tokens));
+    in.push_back(std::move(targets));
+    return in;
+  };
+  const auto fused = reference(g, gpt_batch());
+  LayerRange r(g, 0, g.size());
+  g.zero_grad();
+  r.forward(0, gpt_batch());
+  r.backward_input(0, testing::one_tensor(scalar(1.0f)));
+  std::vector<int64_t> w_held;
+  const std::function<void(int)> w_after = [&](int) { w_held.push_back(r.stash_bytes(0)); };
+  r.backward_weight(0, &w_after);
+  REQUIRE(w_held.size() == static_cast<size_t>(g.size()));
+  for (size_t k = 1; k < w_held.size(); ++k) CHECK(w_held[k] <= w_held[k - 1]);
+  CHECK(w_held.back() < w_held.front());
+  check_close(grads_of(g), fused, 1e-6);
 }
 
 TEST_CASE("weight versions: swapping parameter tensors changes what forward reads") {
