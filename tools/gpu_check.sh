@@ -8,7 +8,8 @@
 # Dependencies: the .debs that tools/gpu_debs.sh downloaded into .debs/ (or $PW_DEBS_DIR) are
 # unpacked into a prefix (dpkg -x, or ar + tar where dpkg is missing) and found through
 # CMAKE_PREFIX_PATH and PKG_CONFIG_SYSROOT_DIR (hwloc.pc says prefix=/usr). Without .debs the
-# system's packages are used (and MPI where mpicxx is found).
+# system's packages are used (and MPI where mpicxx is found). OpenMPI from the .debs runs from
+# the prefix (OPAL_PREFIX) for the two-rank case.
 # --no-gpu (automatic where nvidia-smi sees no GPU): build and run everything except the
 # device parts, which must then report themselves skipped; the script checks that they do, so
 # a broken script is found before GPU time is spent. Exit status: 0 when every step passed
@@ -123,6 +124,13 @@ if ls "$debs"/*.deb >/dev/null 2>&1; then
   export PKG_CONFIG_PATH="$prefix/usr/lib/$multiarch/pkgconfig:$prefix/usr/share/pkgconfig"
   export LD_LIBRARY_PATH="$prefix/usr/lib/$multiarch${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   cmake_deps=(-DCMAKE_PREFIX_PATH="$prefix/usr")
+  # OpenMPI from the prefix (tools/gpu_debs.sh takes it along), relocated through OPAL_PREFIX:
+  # its compiler wrapper and mpirun then read their data and plugins under the prefix.
+  if [ -x "$prefix/usr/bin/mpicxx.openmpi" ]; then
+    export OPAL_PREFIX="$prefix/usr" PATH="$prefix/usr/bin:$PATH"
+    cmake_deps+=(-DMPI_CXX_COMPILER="$prefix/usr/bin/mpicxx.openmpi"
+                 -DMPIEXEC_EXECUTABLE="$prefix/usr/bin/mpirun.openmpi")
+  fi
 else
   say "no .debs in $debs: using the system's packages"
 fi
@@ -133,9 +141,10 @@ cuda_opt=AUTO
 command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ] && cuda_opt=ON
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
-# MPI only where the system has it and no prefix is used (never on the GPU machine).
+# MPI where the prefix brought OpenMPI, or (no prefix) where the system has it.
 mpi=OFF
-[ -z "$prefix" ] && command -v mpicxx >/dev/null && mpi=ON
+if [ -n "$prefix" ]; then [ -n "${OPAL_PREFIX:-}" ] && mpi=ON
+elif command -v mpicxx >/dev/null; then mpi=ON; fi
 step configure 120 cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPW_WITH_CUDA=$cuda_opt \
   -DPW_WITH_MPI=$mpi -DPW_BUILD_BENCH=OFF -DCMAKE_UNITY_BUILD=ON -DCMAKE_CUDA_ARCHITECTURES="$arch" "${cmake_deps[@]}" "${launcher[@]}"
 if [ "${step_status[-1]}" = 0 ]; then verdict pass; else verdict fail; fi
