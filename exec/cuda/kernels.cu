@@ -108,17 +108,45 @@ __global__ void embedding_forward_k(const float* ids, const float* tokens, const
   }
 }
 
-// One thread per column, rows in order: deterministic without atomics (rows with the same id
-// are added in row order, as the CPU does).
+// The table row a token id selects, or -1 for an id the gradient skips (negative, NaN, past the
+// vocabulary); truncated like the CPU layer's.
+__device__ inline int64_t token_row(float v, int64_t vocab) {
+  const int64_t id = static_cast<int64_t>(v);
+  return v >= 0.0f && id < vocab ? id : -1;
+}
+
+// Deterministic without atomics: one block per distinct id, at the id's first row (the block of
+// any later row with that id leaves at once), adds the dy row of every row with that id into
+// the id's gradient row, rows in order, each thread its columns. Every element thus sums the
+// same rows in the same order as the CPU layer (row order), while distinct ids run in parallel
+// and no two blocks write one row. blockDim.x == kEmbeddingTile. Scanning the ids (rows^2 / 2
+// compares over a few tens of KiB in cache) replaces one thread per column walking all rows
+// through the table, which left a large GPU to a handful of blocks.
+constexpr int kEmbeddingTile = 256;
 __global__ void embedding_tokens_grad_k(const float* ids, const float* dy, float* gt, int64_t rows, int64_t d,
                                         int64_t vocab) {
-  const int64_t i = global_index();
-  if (i >= d) return;
-  for (int64_t r = 0; r < rows; ++r) {
-    const float v = ids[r];
-    const int64_t id = static_cast<int64_t>(v);
-    if (!(v >= 0.0f) || id >= vocab) continue;
-    gt[id * d + i] += dy[r * d + i];
+  __shared__ int64_t tile[kEmbeddingTile];
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const int64_t id = token_row(ids[r], vocab);
+    if (id < 0) continue;  // the same for every thread of the block
+    bool earlier = false;  // an earlier row has this id: its block adds this row
+    for (int64_t q0 = 0; q0 < r && !earlier; q0 += blockDim.x) {
+      const int64_t q = q0 + threadIdx.x;
+      earlier = __syncthreads_or(q < r && token_row(ids[q], vocab) == id) != 0;
+    }
+    if (earlier) continue;
+    float* dst = gt + id * d;
+    for (int64_t t0 = r; t0 < rows; t0 += kEmbeddingTile) {
+      const int64_t n = rows - t0 < kEmbeddingTile ? rows - t0 : kEmbeddingTile;
+      __syncthreads();  // the previous tile is no longer read
+      if (threadIdx.x < n) tile[threadIdx.x] = token_row(ids[t0 + threadIdx.x], vocab);
+      __syncthreads();
+      for (int64_t j = 0; j < n; ++j) {
+        if (tile[j] != id) continue;
+        const float* src = dy + (t0 + j) * d;
+        for (int64_t i = threadIdx.x; i < d; i += blockDim.x) dst[i] += src[i];
+      }
+    }
   }
 }
 
@@ -274,8 +302,8 @@ void embedding_forward(const float* ids, const float* tokens, const float* posit
 void embedding_backward(const float* ids, const float* dy, float* grad_tokens, float* grad_positions, int64_t rows,
                         int64_t seq, int64_t d, int64_t vocab, void* s) {
   if (rows <= 0 || d <= 0) return;
-  embedding_tokens_grad_k<<<static_cast<unsigned>((d + 127) / 128), 128, 0, as_stream(s)>>>(ids, dy, grad_tokens, rows,
-                                                                                            d, vocab);
+  const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(rows, 65535));
+  embedding_tokens_grad_k<<<blocks, kEmbeddingTile, 0, as_stream(s)>>>(ids, dy, grad_tokens, rows, d, vocab);
   check_launch("embedding_tokens_grad");
   embedding_positions_grad_k<<<grid_for(seq * d), kThreads, 0, as_stream(s)>>>(dy, grad_positions, rows, seq, d);
   check_launch("embedding_positions_grad");

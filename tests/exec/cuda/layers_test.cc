@@ -56,6 +56,12 @@ TEST_CASE("cuda embedding (repeated ids)") {
                 {{9}}, ids, {false}, 8, 3);
 }
 
+TEST_CASE("cuda embedding: ids over several tiles of the gradient kernel (600 rows, 37 ids)") {
+  auto ids = [](size_t, int64_t batch, uint64_t seed) { return integers({batch, 75}, seed, 37); };
+  compare_layer(spec("emb", LayerKind::embedding, {"input"}, {75, 24}, {{"vocab", 37}, {"seq", 75}, {"d_model", 24}}),
+                {{75}}, ids, {false}, 8, 3);
+}
+
 TEST_CASE("cuda softmax_xent (rows 5, classes 257) and mse_loss") {
   auto xent_in = [](size_t k, int64_t batch, uint64_t seed) {
     return k == 0 ? uniform({batch, 5, 257}, seed, -4, 4) : integers({batch, 5}, seed, 257);
