@@ -17,8 +17,11 @@
 // to float reordering. pipedream-async: after each backward the replicas average their
 // gradients (round k = the k-th backward of each replica) and apply the same update, so a plan
 // whose stages all have r replicas trains as the unreplicated plan with r-times larger
-// micro-batches. Not supported with replicated stages (InputError): 2bw, interleaved, zb,
-// checkpoints, vertical sync, tied embeddings split across stages.
+// micro-batches. Checkpoints save replica 0's state (the others' is bit-identical to it) and a
+// resume loads it into every replica. On GPUs every replica is a worker with its own lane and
+// the all-reduce is staged through the host (replica_allreduce.h). Not supported with
+// replicated stages (InputError): 2bw, interleaved, zb, vertical sync, tied embeddings split
+// across stages.
 //
 // Data: exec/data/data.h's source for the model (text for gpt, synthetic otherwise); each
 // iteration takes one mini-batch (before the iteration's timing starts: data loading is not
