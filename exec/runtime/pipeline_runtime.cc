@@ -54,11 +54,6 @@ PipelineRuntime::PipelineRuntime(planner::Schedule schedule, std::vector<StageCo
     if (static_cast<int>(options_.lanes.size()) != D)
       throw InputError("pipeline: " + std::to_string(options_.lanes.size()) + " device lanes for " + std::to_string(D) +
                        " devices");
-    const bool on_device =
-        std::any_of(options_.lanes.begin(), options_.lanes.end(), [](const Device& d) { return !d.is_cpu(); });
-    if (on_device && !schedule_.stage_replicas.empty())
-      throw InputError("pipeline: replicated stages do not run on " + options_.lanes.front().to_string() +
-                       " yet (the gradient all-reduce runs on the host); run them on cpu");
   }
   trace_.source = "measured";
   trace_.num_devices = D;

@@ -10,6 +10,10 @@
 // thread count as PipelineRuntime does, and synchronises the time origin t0: every rank takes
 // t0 right after a barrier, so trace times of all ranks share one origin (to within the
 // barrier's exit skew, microseconds on one host).
+// Lanes (options.lanes, one per device, or empty for the host): the worker queues this rank's
+// ops on lanes[rank] (a GPU stream slot, exec/runtime/run_ranks.h) and times them with that
+// lane's clock; payloads to and from other ranks cross as host tensors (MpiTransport stages
+// them; the worker uploads what it receives).
 //
 // run_iteration() runs this rank's ops of iteration iterations_run() and returns its wall time
 // (ns). It does not synchronise with the other ranks at the end (the driver does, see

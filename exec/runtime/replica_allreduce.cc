@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "exec/device_ops.h"
 #include "models/error.h"
 
 namespace pw::exec {
@@ -31,7 +32,32 @@ RingAllreduce::RingAllreduce(Transport& tr, int device, std::vector<int> replica
            "all-reduce of stage " + std::to_string(stage) + ": bucket [" + std::to_string(flat_begin_) + ", " +
                std::to_string(flat_end_) + ") outside the " + std::to_string(total_) + " gradient values");
   steps_ = 2 * (r_ - 1);
+  stage_to_host();
   start_step();
+}
+
+void RingAllreduce::stage_to_host() {
+  size_t on_device = 0;
+  for (const Tensor* g : grads_) on_device += g->device().is_cpu() ? 0 : 1;
+  if (on_device == 0) return;
+  staged_.reserve(on_device);  // grads_ points into it
+  int64_t base = 0;
+  for (Tensor*& g : grads_) {
+    const int64_t first = base, end = base + g->numel();
+    base = end;
+    if (g->device().is_cpu() || end <= flat_begin_ || first >= flat_end_ || first == end) continue;
+    PW_CHECK(first >= flat_begin_ && end <= flat_end_,
+             "all-reduce of stage " + std::to_string(stage_) + ": a device gradient straddles the bucket [" +
+                 std::to_string(flat_begin_) + ", " + std::to_string(flat_end_) + ")");
+    staged_.emplace_back(g->shape());
+    copy_to_host(*g, staged_.back().data());
+    staged_from_.push_back(g);
+    g = &staged_.back();
+  }
+}
+
+void RingAllreduce::upload_staged() {
+  for (size_t k = 0; k < staged_.size(); ++k) copy_from_host(staged_[k].data(), *staged_from_[k]);
 }
 
 MessageTag RingAllreduce::tag_of(int step) const {
@@ -119,6 +145,7 @@ bool RingAllreduce::progress() {
       });
     }
     if (step_ < steps_) start_step();
+    if (step_ == steps_) upload_staged();  // the result is complete: back onto the device
   }
   std::erase_if(sends_, [](auto& s) { return s.first->test(); });
   return done();

@@ -37,6 +37,19 @@
 // them in place). replica_allreduce() is the blocking form (constructs and progresses until done,
 // waiting through `wait` on the request it needs next).
 //
+// Gradients on a device (a pipeline on GPUs, exec/device_ops.h): the ring runs on host copies.
+// The constructor downloads each device tensor of its range (copy_to_host waits for the
+// tensor's stream, where the backward that produced it queued its work, so the values are
+// final), the steps add and copy on the host exactly as for host gradients, and the step that
+// completes the ring uploads the copies back (copy_from_host, on the tensor's stream, so work
+// queued there later reads the result) before done() turns true. Why host staging: the chunks
+// travel as host tensors anyway (the MPI transport sends host buffers; NCCL is not used, it
+// refuses two ranks on one GPU), the sums keep the host path's order and bits, and every
+// replica still ends with one replica's bits. The cost is one synchronizing download and upload
+// per gradient tensor per all-reduce. A device tensor must lie wholly inside or outside the
+// range (grad_buckets' buckets are whole tensors; PW_CHECK). Host gradients are used in place,
+// as before (no copies).
+//
 // Requirements: every replica calls with the same iteration, stage, round, number of gradient
 // tensors and shapes (a mismatch of chunk sizes is caught: PW_CHECK), and `device` is one of
 // `replicas`. One replica is a no-op (done at construction).
@@ -83,7 +96,13 @@ class RingAllreduce {
   int device_;
   int iteration_, stage_, round_;
   int r_ = 1, pos_ = 0, prev_ = 0, next_ = 0;
-  std::vector<Tensor*> grads_;
+  // Download the device tensors of the range into staged_ and point grads_ at the copies.
+  void stage_to_host();
+  void upload_staged();
+
+  std::vector<Tensor*> grads_;        // host tensors (device ones replaced by their staged copies)
+  std::vector<Tensor> staged_;        // host copies of device gradients, in order
+  std::vector<Tensor*> staged_from_;  // the device tensor of each staged_ entry
   bool average_;
   int64_t total_ = 0;
   int64_t flat_begin_ = 0, flat_end_ = 0;  // the bucket

@@ -29,8 +29,6 @@ Json run_checkpoint_identity(const models::Model& model, const planner::Plan& pl
 void check_run_checkpointing(const RunSetup& setup, const planner::Plan& plan, const PipelineRunOptions& options) {
   const bool checkpointing = !options.checkpoint_dir.empty() || !options.resume_dir.empty();
   const std::string flag = options.resume_dir.empty() ? "--checkpoint" : "--resume";
-  if (checkpointing && !setup.schedule.stage_replicas.empty())
-    throw InputError(flag + ": not supported with replicated stages yet (only one replica's state would be saved)");
   if (checkpointing && options.vertical_sync)
     throw InputError(flag +
                      ": not supported with --vertical-sync (the weight versions it keeps across steps are not saved)");

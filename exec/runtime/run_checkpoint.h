@@ -21,8 +21,10 @@ Json run_checkpoint_identity(const models::Model& model, const planner::Plan& pl
                              const BatchSlicer& slicer);
 
 // Throws InputError naming --checkpoint / --resume (or --checkpoint-every) when the run asks for
-// checkpoints it cannot write: replicated stages, vertical sync, 2bw, a tied table split
-// across stages; a negative --checkpoint-every or one without --checkpoint.
+// checkpoints it cannot write: vertical sync, 2bw, a tied table split across stages; a negative
+// --checkpoint-every or one without --checkpoint. Replicated stages checkpoint replica 0's state
+// (the all-reduce keeps every replica's weights and optimizer state bit-identical to it) and a
+// resume loads it into every replica.
 void check_run_checkpointing(const RunSetup& setup, const planner::Plan& plan, const PipelineRunOptions& options);
 
 // A stage's checkpoint state whose tensors may live on a device (a pipeline on a GPU), seen

@@ -220,12 +220,15 @@ PipelineRunResult run_pipeline(const models::Model& model, const planner::Plan& 
     if (info.step >= total)
       throw InputError("--resume " + options.resume_dir + ": the checkpoint is at step " + std::to_string(info.step) +
                        "; " + std::to_string(total) + " steps (warm-up included) leave nothing to run");
-    for (int s = 0; s < S; ++s) {
-      HostStagedState st(compute.checkpoint_state(s));
-      load_stage(options.resume_dir, info, s, st.host());
-      st.upload();
-      compute.restore_counters(s, st.host());
-    }
+    // Every replica of a stage loads the one saved state (replica 0's, bit-identical to the others').
+    for (int s = 0; s < S; ++s)
+      for (int i = 0; i < setup.schedule.replicas(s); ++i) {
+        LayerStageCompute& c = i == 0 ? compute : *setup.replica_computes.at(static_cast<size_t>(i - 1));
+        HostStagedState st(c.checkpoint_state(s));
+        load_stage(options.resume_dir, info, s, st.host());
+        st.upload();
+        c.restore_counters(s, st.host());
+      }
     slicer->restore(info.data);
     r.first_step = static_cast<int>(info.step);
   }

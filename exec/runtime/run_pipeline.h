@@ -17,8 +17,11 @@
 // to float reordering. pipedream-async: after each backward the replicas average their
 // gradients (round k = the k-th backward of each replica) and apply the same update, so a plan
 // whose stages all have r replicas trains as the unreplicated plan with r-times larger
-// micro-batches. Not supported with replicated stages (InputError): 2bw, interleaved, zb,
-// checkpoints, vertical sync, tied embeddings split across stages.
+// micro-batches. Checkpoints save replica 0's state (the others' is bit-identical to it) and a
+// resume loads it into every replica. On GPUs every replica is a worker with its own lane and
+// the all-reduce is staged through the host (replica_allreduce.h). Not supported with
+// replicated stages (InputError): 2bw, interleaved, zb, vertical sync, tied embeddings split
+// across stages.
 //
 // Data: exec/data/data.h's source for the model (text for gpt, synthetic otherwise); each
 // iteration takes one mini-batch (before the iteration's timing starts: data loading is not
@@ -112,12 +115,15 @@ struct PipelineRunOptions {
   // match the plan: the same virtual stages, micro-batches and devices, each stage on the
   // device the plan gives it (even_plan_for_schedule builds such a plan). Unreplicated only.
   std::optional<planner::Schedule> schedule;
-  // Where the workers run (exec/runtime/device_lanes.h): the host, or CUDA: every worker on a
-  // stream slot of its own, the workers split over `gpus` GPUs from device.index on. Threaded
-  // runs only; not with replicated stages (InputError). Checkpoints stage device tensors
-  // through the host (the files are those of a host run).
+  // Where the workers run (exec/runtime/device_lanes.h): the host, or CUDA: every worker
+  // (every replica of a replicated stage included) on a stream slot of its own, the workers
+  // split over `gpus` GPUs from device.index on. MPI ranks (run_ranks.h): each rank on one GPU
+  // (gpus must be 1): device.index for every rank, or with device_by_local_rank (the flag said
+  // `cuda` without an index) GPU local rank mod the host's GPUs (device_lanes.h: rank_gpu).
+  // Checkpoints stage device tensors through the host (the files are those of a host run).
   Device device = Device::cpu();
   int gpus = 1;
+  bool device_by_local_rank = false;
 };
 
 // Named tensors of one stage ("<layer>/<k>" weights, "opt/..." optimizer state).

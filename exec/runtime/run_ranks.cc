@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "exec/runtime/checkpoint.h"
+#include "exec/runtime/device_lanes.h"
 #include "exec/runtime/fault_injection.h"
 #include "exec/runtime/rank_runtime.h"
 #include "exec/runtime/run_checkpoint.h"
@@ -59,7 +60,9 @@ std::string encode_stages(LayerStageCompute& compute, const planner::Schedule& s
   Bytes b;
   for (int s = 0; s < compute.num_stages(); ++s) {
     if (sch.stage_device[s] != rank) continue;
-    const StageState st = compute.checkpoint_state(s);
+    HostStagedState staged(compute.checkpoint_state(s));  // a stage on a GPU: its host copies
+    staged.download();
+    const StageState& st = staged.host();
     b.i64(s);
     b.i64(st.optimizer_steps);
     b.i64(st.weight_version);
@@ -96,8 +99,8 @@ void decode_stages(const std::string& bytes, std::vector<NamedTensors>* out) {
 }
 
 // Copies other ranks' encoded stages into this rank's copies of them (every rank builds every
-// stage: run_setup.h), weights, optimizer state and counters, so that rank 0 can write the
-// whole checkpoint with save_checkpoint.
+// stage: run_setup.h; those it does not run stay on the host), weights, optimizer state and
+// counters, so that rank 0 can write the whole checkpoint with save_checkpoint.
 void restore_stages(const std::string& bytes, LayerStageCompute& compute) {
   Reader r(bytes);
   while (!r.done()) {
@@ -114,6 +117,7 @@ void restore_stages(const std::string& bytes, LayerStageCompute& compute) {
       std::vector<int64_t> shape(static_cast<size_t>(r.i64()));
       for (int64_t& d : shape) d = r.i64();
       PW_CHECK(shape == t->shape(), "gathered tensor " + name + " has another shape");
+      PW_CHECK(t->device().is_cpu(), "gathered tensor " + name + " belongs to a stage on " + t->device().to_string());
       r.raw(t->data(), static_cast<size_t>(t->bytes()));
     }
     compute.restore_counters(s, st);
@@ -255,6 +259,24 @@ int64_t bucket_bytes_from_env(int64_t fallback) {
   return n;
 }
 
+// Whether `device` runs stage s (as any of its replicas).
+bool runs_stage(const planner::Schedule& sch, int s, int device) {
+  if (sch.stage_replicas.empty()) return sch.stage_device[s] == device;
+  const std::vector<int>& r = sch.stage_replicas[s];
+  return std::find(r.begin(), r.end(), device) != r.end();
+}
+
+// The GPU this rank runs on (device_lanes.h: rank_gpu), or rank -1 for a run on the host.
+RankDevice rank_device(const PipelineRunOptions& o, mpi::World& world) {
+  if (o.device.is_cpu()) return {};
+  if (o.gpus != 1)
+    throw InputError("--gpus: each MPI rank runs on one GPU (got " + std::to_string(o.gpus) +
+                     "); start one rank per pipeline device instead");
+  const int count = usable_gpu_count();
+  if (count == 0) check_device_usable(o.device, "--device");  // names why no GPU is usable
+  return {world.rank(), rank_gpu(o.device, !o.device_by_local_rank, world.local_rank(), count)};
+}
+
 }  // namespace
 
 void agree_on_input(mpi::World& world, const std::function<void()>& checks) {
@@ -282,9 +304,7 @@ PipelineRunResult run_pipeline_ranks(const models::Model& model, const planner::
   Json identity;
   int first_step = 0;
   agree_on_input(world, [&] {
-    if (!options.device.is_cpu())
-      throw InputError("--device " + options.device.to_string() +
-                       ": MPI ranks run on cpu only (device payloads are not staged through the host yet)");
+    const RankDevice gpu = rank_device(options, world);
     check_plan_for_model(plan, model, options.schedule ? &*options.schedule : nullptr);
     const int devices = schedule_for_run(plan, options).num_devices;
     if (world.size() != devices)
@@ -294,7 +314,7 @@ PipelineRunResult run_pipeline_ranks(const models::Model& model, const planner::
     fault = parse_fault_spec(options.inject_fault, "PW_TEST_INJECT_FAULT");
     overlap = overlap_allreduce_from_env();
     bucket_bytes = bucket_bytes_from_env(bucket_bytes);
-    setup = std::make_unique<RunSetup>(make_run_setup(model, plan, options));
+    setup = std::make_unique<RunSetup>(make_run_setup(model, plan, options, {}, gpu));
     if (setup->compute->splits_tied_table())
       throw InputError(
           "tied embeddings split across stages are not supported under mpirun yet "
@@ -309,11 +329,13 @@ PipelineRunResult run_pipeline_ranks(const models::Model& model, const planner::
       if (info.step >= all)
         throw InputError("--resume " + options.resume_dir + ": the checkpoint is at step " + std::to_string(info.step) +
                          "; " + std::to_string(all) + " steps (warm-up included) leave nothing to run");
+      // Every replica's rank loads the stage's one saved state (replica 0's).
       for (int s = 0; s < setup->compute->num_stages(); ++s) {
-        if (setup->schedule.stage_device[s] != world.rank()) continue;
-        StageState st = setup->compute->checkpoint_state(s);
-        load_stage(options.resume_dir, info, s, st);
-        setup->compute->restore_counters(s, st);
+        if (!runs_stage(setup->schedule, s, world.rank())) continue;
+        HostStagedState st(setup->compute->checkpoint_state(s));
+        load_stage(options.resume_dir, info, s, st.host());
+        st.upload();
+        setup->compute->restore_counters(s, st.host());
       }
       setup->slicer->restore(info.data);
       first_step = static_cast<int>(info.step);
@@ -332,6 +354,7 @@ PipelineRunResult run_pipeline_ranks(const models::Model& model, const planner::
   ro.overlap_allreduce = overlap;
   ro.allreduce_bucket_bytes = bucket_bytes;
   ro.threads_per_worker = options.threads_per_worker;
+  ro.lanes = setup->lanes;
   std::vector<int64_t> measured_ns;  // every step's agreed time, warm-up included: the step deadline
   ro.timeout = step_deadline(options, measured_ns);
   const int loss_stage = compute.loss_stage();
@@ -355,9 +378,15 @@ PipelineRunResult run_pipeline_ranks(const models::Model& model, const planner::
     const std::vector<std::string> parts =
         world.gather(encode_stages(compute, setup->schedule, rank), rt->deadline(), "gathering the checkpoint");
     if (rank == 0) {
+      std::vector<HostStagedState> staged;  // rank 0's own stages may be on its GPU
       std::vector<StageState> states;
+      staged.reserve(static_cast<size_t>(S));
       for (int q = 1; q < static_cast<int>(parts.size()); ++q) restore_stages(parts[q], compute);
-      for (int s = 0; s < S; ++s) states.push_back(compute.checkpoint_state(s));
+      for (int s = 0; s < S; ++s) {
+        staged.emplace_back(compute.checkpoint_state(s));
+        staged.back().download();
+        states.push_back(staged.back().host());
+      }
       save_checkpoint(options.checkpoint_dir, identity, done, setup->slicer->state(), states);
     }
     world.barrier(rt->deadline(), "writing the checkpoint");
@@ -418,11 +447,15 @@ PipelineRunResult run_pipeline_ranks(const models::Model& model, const planner::
     const auto places =
         world.gather(world.host() + ": " + rt->placement().to_string(), rt->deadline(), "gathering placements");
     const auto warnings = world.gather(rt->warning(), rt->deadline(), "gathering warnings");
+    std::vector<std::string> lanes;
+    if (!setup->lanes.empty())
+      lanes = world.gather(setup->lanes[static_cast<size_t>(rank)].to_string(), rt->deadline(), "gathering lanes");
     std::vector<std::string> stage_bytes;
     if (options.keep_final_weights)
       stage_bytes = world.gather(encode_stages(compute, setup->schedule, rank), rt->deadline(), "gathering weights");
     if (rank == 0) {
       r.placement = places;
+      r.lanes = lanes;
       for (const std::string& w : warnings)
         if (!w.empty() && r.warning.find(w) == std::string::npos) r.warning += (r.warning.empty() ? "" : "; ") + w;
       r.peak_memory_bytes.assign(setup->devices, 0);

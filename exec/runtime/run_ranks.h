@@ -5,6 +5,16 @@
 // threaded run and executes device world.rank()'s ops (RankRuntime over MpiTransport). With the
 // same plan and options, losses and final weights equal the threaded run's.
 //
+// GPUs (options.device cuda[:N]): each rank runs its device's stages on stream slot 0 of one
+// GPU (exec/runtime/device_lanes.h: rank_gpu, rank_lanes; several ranks may share a GPU), the
+// stages it does not run stay on the host. Payloads crossing ranks are staged through the
+// host: the sending rank's MpiTransport downloads them once the stream that made them is done,
+// the receiving worker uploads them onto its lane (stage_worker.h); the replicas' ring
+// all-reduce runs on host copies of the gradients (replica_allreduce.h). No NCCL and no
+// CUDA-aware MPI. The kernels and their order are those of the threaded GPU run, so the losses
+// are the same bits. Checkpoints stage the rank's stages through the host (HostStagedState):
+// the same files as a host run. options.gpus must be 1 (InputError).
+//
 // Collective: every rank calls it with the same arguments.
 // Input checks (InputError, as run_pipeline, plus: the rank count must equal the plan's
 // devices; tied embeddings split across stages are not supported under MPI yet) are agreed on: if any rank's check

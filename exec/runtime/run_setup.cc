@@ -139,10 +139,16 @@ std::unique_ptr<LayerStageCompute> make_compute(Network& net, const planner::Pla
       });
 }
 
+std::vector<int> stage_end_layers(const planner::Plan& plan) {
+  std::vector<int> ends;
+  for (const auto& st : plan.stages) ends.push_back(st.end_layer);
+  return ends;
+}
+
 }  // namespace
 
 RunSetup make_run_setup(const models::Model& model, const planner::Plan& plan, const PipelineRunOptions& options,
-                        const std::function<int(const planner::Schedule&)>& worker_draws) {
+                        const std::function<int(const planner::Schedule&)>& worker_draws, const RankDevice& rank) {
   check_plan_for_model(plan, model, options.schedule ? &*options.schedule : nullptr);
   if (options.steps < 1) throw InputError("--steps: expected >= 1");
   if (options.warmup_steps < 0) throw InputError("--warmup-steps: expected >= 0");
@@ -159,14 +165,12 @@ RunSetup make_run_setup(const models::Model& model, const planner::Plan& plan, c
   if (options.device.is_cpu()) {
     s.net = std::make_unique<Network>(model, options.seed);
   } else {
-    check_device_usable(options.device, "--device");
-    if (replicated)
-      throw InputError("--device " + options.device.to_string() +
-                       ": replicated stages run on cpu only (the gradient all-reduce runs on the host)");
-    s.lanes = pipeline_lanes(s.devices, options.device, options.gpus);
-    std::vector<int> ends;
-    for (const auto& st : plan.stages) ends.push_back(st.end_layer);
-    s.net = std::make_unique<Network>(model, options.seed, layer_devices(s.schedule, ends, s.lanes));
+    const Device gpu = rank.rank >= 0 ? rank.gpu : options.device;
+    check_device_usable(gpu, "--device");
+    s.lanes = rank.rank >= 0 ? rank_lanes(s.devices, rank.rank, gpu) : pipeline_lanes(s.devices, gpu, options.gpus);
+    const int replica = rank.rank >= 0 ? replica_index(s.schedule, rank.rank) : 0;
+    s.net = std::make_unique<Network>(model, options.seed,
+                                      layer_devices(s.schedule, stage_end_layers(plan), s.lanes, replica));
   }
   s.compute = make_compute(*s.net, plan, options, s.slicer);
   if (replicated && s.compute->splits_tied_table())
@@ -179,7 +183,10 @@ void add_replica_computes(RunSetup& setup, const models::Model& model, const pla
   int most = 1;
   for (int st = 0; st < setup.schedule.num_stages; ++st) most = std::max(most, setup.schedule.replicas(st));
   for (int i = 1; i < most; ++i) {
-    setup.replica_nets.push_back(std::make_unique<Network>(model, options.seed));
+    if (setup.lanes.empty()) setup.replica_nets.push_back(std::make_unique<Network>(model, options.seed));
+    else
+      setup.replica_nets.push_back(std::make_unique<Network>(
+          model, options.seed, layer_devices(setup.schedule, stage_end_layers(plan), setup.lanes, i)));
     setup.replica_computes.push_back(make_compute(*setup.replica_nets.back(), plan, options, setup.slicer));
   }
 }

@@ -80,20 +80,34 @@ struct RunSetup {
   // (BatchSlicer::draw_ahead; the slicer then has no producer thread), or -1: the slicer's
   // loader draws `prefetch` ahead on its own thread.
   int draw_device = -1;
-  std::vector<Device> lanes;                   // per device (exec/runtime/device_lanes.h); empty: the host
+  // Per device (exec/runtime/device_lanes.h); empty: the host. An MPI rank's (rank_lanes): its
+  // own device on its GPU, the others the host.
+  std::vector<Device> lanes;
   std::unique_ptr<Network> net;                // declared before compute: outlives it
   std::unique_ptr<LayerStageCompute> compute;  // replica 0 (the only one when unreplicated)
   // Threaded runs of replicated plans (add_replica_computes): replica i >= 1 of every stage
-  // with more than i replicas runs on replica_computes[i - 1], its own Network and weights.
+  // with more than i replicas runs on replica_computes[i - 1], its own Network and weights
+  // (on GPUs: stage s's layers on the lane of stage s's replica i, layer_devices).
   std::vector<std::unique_ptr<Network>> replica_nets;
   std::vector<std::unique_ptr<LayerStageCompute>> replica_computes;
+};
+
+// An MPI rank's share of a run on GPUs: the pipeline device it drives (its rank) and its GPU
+// (device_lanes.h: rank_gpu). rank < 0: a threaded run (every device in this process).
+struct RankDevice {
+  int rank = -1;
+  Device gpu = Device::cpu();
 };
 
 // Checks (check_plan_for_model, steps) and builds; throws InputError. `worker_draws` (optional,
 // consulted when options.prefetch > 0): given the run's schedule, the device whose worker draws
 // the mini-batches (RunSetup::draw_device), or -1 for the background loader.
+// With options.device a GPU: threaded runs put every device (replicas included) on a lane of
+// its own (pipeline_lanes); an MPI rank (`rank`) puts the stages its device runs (as replica
+// replica_index(rank)) on rank.gpu and every other stage on the host.
 RunSetup make_run_setup(const models::Model& model, const planner::Plan& plan, const PipelineRunOptions& options,
-                        const std::function<int(const planner::Schedule&)>& worker_draws = {});
+                        const std::function<int(const planner::Schedule&)>& worker_draws = {},
+                        const RankDevice& rank = {});
 // Adds the computes of replicas 1.. (one per replica index up to the largest replica count),
 // each on a Network built with the run's seed (so initial weights equal replica 0's).
 void add_replica_computes(RunSetup& setup, const models::Model& model, const planner::Plan& plan,

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "exec/device_ops.h"
 #include "models/error.h"
 #include "planner/schedule_validate.h"
 
@@ -226,7 +227,12 @@ std::vector<Tensor> StageWorker::receive(int iteration, int src_stage, Direction
   auto req = tr.irecv(cfg_.device, src, tag);
   wait_request(*req, tag, src, deadline);
   Message msg = req->take();
-  if (!cfg_.lane.is_cpu()) receive_tensors(msg.tensors, msg.fence, cfg_.lane);
+  if (!cfg_.lane.is_cpu()) {
+    // Host tensors come from another process (staged by its transport): upload them here.
+    for (Tensor& t : msg.tensors)
+      if (!t.empty() && t.device().is_cpu()) t = copy_to_device(t, cfg_.lane);
+    receive_tensors(msg.tensors, msg.fence, cfg_.lane);
+  }
   if (cfg_.record_trace && src != cfg_.device) {
     sim::TraceEvent ev;
     ev.device = src;

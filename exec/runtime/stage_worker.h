@@ -53,8 +53,13 @@
 // from marks in the lane's queue around each op, read when the iteration's ops are all queued
 // (the worker then waits for its queue): an op's event spans from the queue reaching the op to
 // the queue finishing it; a received payload's transfer event is a zero-length mark where the
-// queue has waited for it; memory samples take the op's end mark. Replicated stages are not
-// run on such lanes (the all-reduce reads the gradients on the host).
+// queue has waited for it; memory samples take the op's end mark. A received payload whose
+// tensors are on the host (an MPI peer's, staged through the host by its transport,
+// exec/transport/transport_mpi.h) is uploaded onto the lane first (the upload waits for the
+// lane's queue). Replicated stages on such lanes: the all-reduce stages the gradients through
+// the host (exec/runtime/replica_allreduce.h), downloading each bucket's tensors when its ring
+// starts and uploading them when it completes, so the deferred step and the next op of the
+// stage, queued after, read the reduced gradients.
 #pragma once
 
 #include <memory>

@@ -5,6 +5,7 @@
 #include <map>
 #include <thread>
 
+#include "exec/device_ops.h"
 #include "exec/transport/mpi_comms.h"
 #include "models/error.h"
 
@@ -81,9 +82,23 @@ bool test_all(std::vector<MPI_Request>& reqs) {
   return flag != 0;
 }
 
+// Device tensors are sent from host copies: each is downloaded (copy_to_host waits for the
+// tensor's stream, where the sender queued the work that made it, so the fence is passed too)
+// and the device buffer is released on the sending thread, which owns its stream.
+void stage_to_host(Message& msg) {
+  for (Tensor& x : msg.tensors) {
+    if (x.empty() || x.device().is_cpu()) continue;
+    Tensor host(x.shape());
+    copy_to_host(x, host.data());
+    x = std::move(host);
+  }
+  msg.fence.reset();
+}
+
 class SendRequest final : public MpiRequestBase {
  public:
   SendRequest(MpiTransport::Impl* t, int dst, int tag, Message msg) : MpiRequestBase(t), msg_(std::move(msg)) {
+    stage_to_host(msg_);
     header_ = {msg_.weight_version, msg_.send_time_ns - t_->epoch_ns, static_cast<int64_t>(msg_.tensors.size())};
     for (const Tensor& x : msg_.tensors) {
       header_.push_back(static_cast<int64_t>(x.shape().size()));

@@ -30,6 +30,11 @@
 // micro_batches + ((it * stages + stage) * C + mb) * 2 + (dir == broadcast), and the window is
 // computed from 2 * stages * (micro_batches + C); forward/backward tags keep the packing above.
 //
+// Device payloads (a rank's stages on a GPU, exec/device_ops.h): isend copies every device
+// tensor to the host first (waiting for the stream that produced it, so the message's fence
+// is then moot and dropped) and sends the host copy; the receiver gets host tensors and
+// uploads them itself (exec/runtime/stage_worker.h). No CUDA-aware MPI is assumed.
+//
 // Self-sends (src == dst == rank, interleaved schedules) never touch MPI: the message is moved
 // into a local mailbox, zero-copy.
 //

@@ -10,10 +10,12 @@
 #include <vector>
 
 #include "exec/device_streams.h"
+#include "exec/layer.h"
 #include "exec/runtime/device_lanes.h"
 #include "exec/runtime/pipeline_runtime.h"
 #include "models/error.h"
 #include "planner/schedule_gen.h"
+#include "planner/schedule_replicas.h"
 #include "tests/exec/runtime/fake_compute.h"
 
 namespace pw::exec {
@@ -155,6 +157,52 @@ TEST_CASE("device lanes: a runtime refuses lanes that do not match its devices")
   o.pin_threads = false;
   o.lanes = {Device::cpu()};
   CHECK_THROWS_WITH_AS(PipelineRuntime(s, compute, o), "pipeline: 1 device lanes for 2 devices", InputError);
+}
+
+TEST_CASE("device lanes: every replica of a stage is a worker with its own lane, its compute's layers on it") {
+  // Stage 0 on 2 replicas (devices 0, 1), stage 1 on device 2.
+  const planner::Schedule s = planner::make_replicated_schedule(planner::ScheduleKind::gpipe, {2, 1}, 4);
+  REQUIRE(s.num_devices == 3);
+  const std::vector<Device> lanes = pipeline_lanes(s.num_devices, Device::cuda(0));
+  CHECK(lanes == std::vector<Device>{Device::cuda(0, 0), Device::cuda(0, 1), Device::cuda(0, 2)});
+  CHECK(layer_devices(s, {2, 3}, lanes) == std::vector<Device>{lanes[0], lanes[0], lanes[2]});
+  CHECK(layer_devices(s, {2, 3}, lanes, 0) == std::vector<Device>{lanes[0], lanes[0], lanes[2]});
+  // Replica 1 runs stage 0 on device 1; stage 1 has one replica: replica 0's lane (never run).
+  CHECK(layer_devices(s, {2, 3}, lanes, 1) == std::vector<Device>{lanes[1], lanes[1], lanes[2]});
+}
+
+TEST_CASE("device lanes: an MPI rank's GPU is local rank mod the GPUs for cuda, the named one for cuda:N") {
+  CHECK(rank_gpu(Device::cpu(), false, 3, 0) == Device::cpu());
+  CHECK(rank_gpu(Device::cuda(0), false, 0, 2) == Device::cuda(0));
+  CHECK(rank_gpu(Device::cuda(0), false, 1, 2) == Device::cuda(1));
+  CHECK(rank_gpu(Device::cuda(0), false, 2, 2) == Device::cuda(0));
+  CHECK(rank_gpu(Device::cuda(0), false, 1, 1) == Device::cuda(0));  // two ranks share the one GPU
+  CHECK(rank_gpu(Device::cuda(1), true, 0, 2) == Device::cuda(1));
+  CHECK(rank_gpu(Device::cuda(1), true, 1, 2) == Device::cuda(1));
+  CHECK(rank_gpu(Device::cuda(0), true, 5, 1) == Device::cuda(0));
+  CHECK_THROWS_WITH_AS(rank_gpu(Device::cuda(2), true, 0, 2), "--device cuda:2: this machine has 2 GPU(s)", InputError);
+  CHECK_THROWS_WITH_AS(rank_gpu(Device::cuda(0), false, 0, 0), "--device cuda:0: this machine has no GPU", InputError);
+}
+
+TEST_CASE("device lanes: an MPI rank's own device on slot 0 of its GPU, the devices of other ranks on the host") {
+  CHECK(rank_lanes(3, 1, Device::cuda(2)) == std::vector<Device>{Device::cpu(), Device::cuda(2, 0), Device::cpu()});
+  CHECK(rank_lanes(2, 0, Device::cuda(0)) == std::vector<Device>{Device::cuda(0, 0), Device::cpu()});
+  CHECK(rank_lanes(2, 1, Device::cpu()) == std::vector<Device>(2, Device::cpu()));
+  // Rank 1 is replica 1 of stage 0: its compute has stage 0 on its GPU, stage 1 on the host.
+  const planner::Schedule s = planner::make_replicated_schedule(planner::ScheduleKind::gpipe, {2, 1}, 4);
+  const std::vector<Device> lanes = rank_lanes(3, 1, Device::cuda(0));
+  CHECK(layer_devices(s, {2, 3}, lanes, 1) ==
+        std::vector<Device>{Device::cuda(0, 0), Device::cuda(0, 0), Device::cpu()});
+  // Rank 2 (stage 1): stage 0 on the host.
+  CHECK(layer_devices(s, {2, 3}, rank_lanes(3, 2, Device::cuda(0)), 0) ==
+        std::vector<Device>{Device::cpu(), Device::cpu(), Device::cuda(0, 0)});
+}
+
+TEST_CASE("device lanes: the usable GPUs are those the build and machine can use") {
+  const int n = usable_gpu_count();
+  CHECK(n >= 0);
+  CHECK(unusable_reason(Device::cuda(n)) != "");
+  for (int i = 0; i < n; ++i) CHECK(unusable_reason(Device::cuda(i)) == "");
 }
 
 }  // namespace

@@ -4,9 +4,16 @@
 // replicas of a stage hold bit-identical weights and optimizer state after every run.
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <string>
+#include <vector>
 
+#include "exec/layer.h"
+#include "exec/runtime/device_lanes.h"
 #include "exec/runtime/pipeline_runtime.h"
 #include "exec/runtime/run_pipeline.h"
 #include "exec/runtime/run_setup.h"
@@ -17,6 +24,7 @@ using namespace pw;
 using namespace pw::exec;
 using planner::ScheduleKind;
 using testing::check_same_training;
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -121,12 +129,68 @@ TEST_CASE("replicated stages: refusals name the plan and the reason") {
   planner::Plan p = with_replicas(even_plan(model, 2, 4, 2, ScheduleKind::zb_h1, false), {2, 1});
   CHECK_THROWS_WITH_AS(run_pipeline(model, p, options()),
                        "plan: replicated stages run with gpipe, 1f1b or pipedream-async, not zb-h1", InputError);
-  p = with_replicas(even_plan(model, 2, 4, 2, ScheduleKind::gpipe, false), {2, 1});
+  p = with_replicas(even_plan(model, 2, 4, 2, ScheduleKind::pipedream_async, false), {2, 1});
   PipelineRunOptions o = options();
-  o.checkpoint_dir = "/nonexistent/never-written";
-  CHECK_THROWS_WITH_AS(
-      run_pipeline(model, p, o),
-      "--checkpoint: not supported with replicated stages yet (only one replica's state would be saved)", InputError);
+  o.vertical_sync = true;
+  CHECK_THROWS_WITH_AS(run_pipeline(model, p, o), "--vertical-sync: not supported with replicated stages yet",
+                       InputError);
+}
+
+TEST_CASE("replicated stages on a GPU are not refused for their replicas: without a GPU the line names the device") {
+  if (usable_gpu_count() > 0) return;  // the GPU tests run them (tests/exec/cuda/replicated_test.cc)
+  const models::Model model = small_model("mlp");
+  const planner::Plan p = with_replicas(even_plan(model, 2, 4, 2, ScheduleKind::gpipe, false), {2, 1});
+  PipelineRunOptions o = options();
+  o.device = Device::cuda(0);
+  const std::string line = "--device cuda:0: " + unusable_reason(Device::cuda(0));
+  CHECK_THROWS_WITH_AS(run_pipeline(model, p, o), line.c_str(), InputError);
+  // An MPI rank's share on the GPU: the same line.
+  CHECK_THROWS_WITH_AS(make_run_setup(model, p, o, {}, RankDevice{1, Device::cuda(0)}), line.c_str(), InputError);
+}
+
+TEST_CASE("replicated stages: an MPI rank's setup on the host has no lanes, as a threaded one") {
+  const models::Model model = small_model("mlp");
+  const planner::Plan p = with_replicas(even_plan(model, 2, 4, 2, ScheduleKind::gpipe, false), {2, 1});
+  const RunSetup s = make_run_setup(model, p, options(), {}, RankDevice{1, Device::cpu()});
+  CHECK(s.lanes.empty());
+  CHECK(s.devices == 3);
+  CHECK(s.net->layer_device(0) == Device::cpu());
+}
+
+TEST_CASE("replicated stages: a run stopped at step 3 and resumed is bitwise the uninterrupted run (gpipe, async)") {
+  const models::Model model = small_model("gpt");
+  for (ScheduleKind kind : {ScheduleKind::gpipe, ScheduleKind::pipedream_async}) {
+    CAPTURE(planner::to_string(kind));
+    const fs::path dir = fs::temp_directory_path() / ("pw_replicated_resume_" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    const std::vector<int> replicas{2, 1};
+    const planner::Plan p = with_replicas(even_plan(model, 2, 4, 2, kind, false), replicas);
+    PipelineRunOptions o = options();
+    o.steps = 6;
+    const PipelineRunResult whole = run_pipeline(model, p, o);
+    o.checkpoint_dir = dir.string();
+    int polls = 0;
+    o.stop_requested = [&polls] { return ++polls == 3; };
+    const PipelineRunResult first = run_pipeline(model, p, o);
+    REQUIRE(first.checkpoint_step == 3);
+    o.checkpoint_dir.clear();
+    o.stop_requested = {};
+    o.resume_dir = dir.string();
+    const PipelineRunResult rest = run_pipeline(model, p, o);
+    fs::remove_all(dir);
+    CHECK(rest.first_step == 3);
+    REQUIRE(rest.losses.size() == 3);
+    REQUIRE(whole.losses.size() == 6);
+    for (size_t i = 0; i < 3; ++i) CHECK(rest.losses[i] == whole.losses[i + 3]);  // bitwise
+    check_replicas_identical(rest, replicas);
+    for (size_t s = 0; s < replicas.size(); ++s)
+      for (size_t k = 0; k < whole.final_weights[s].size(); ++k) {
+        CAPTURE(whole.final_weights[s][k].first);
+        const Tensor& a = rest.final_weights[s][k].second;
+        const Tensor& b = whole.final_weights[s][k].second;
+        CHECK(std::equal(a.data(), a.data() + a.numel(), b.data()));
+      }
+  }
 }
 
 TEST_CASE("replicated stages: pipedream-async with 3 micro-batches on 2 replicas runs iterations of 6") {
