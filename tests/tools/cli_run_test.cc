@@ -342,7 +342,7 @@ TEST_CASE("run --device: cuda runs where a GPU can be used, elsewhere it is one 
   CHECK(Json::parse(host.out).at("source") == "measured");
 }
 
-TEST_CASE("run --compare --device: on a GPU the comparison adds device memory; the host's document is unchanged") {
+TEST_CASE("run --compare --device: on a GPU the comparison adds device memory, the host's document is unchanged") {
   const std::vector<std::string> quick{
       "run", "--model",   "gpt", "--layers",  "1",     "--d-model",       "32", "--heads", "2", "--seq",
       "16",  "--vocab",   "64",  "--stages",  "2",     "--micro-batches", "2",  "--steps", "2", "--warmup-steps",
