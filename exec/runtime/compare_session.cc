@@ -34,13 +34,13 @@ CompareSession::CompareSession(const models::Model& model, const planner::Plan& 
       note_(std::move(note)) {
   const int cores = Machine::instance().num_cores();
   threads_ = options.threads_per_worker > 0 ? options.threads_per_worker : std::max(1, cores / devices_);
-  if (!options.device.is_cpu()) cards_ = cards_of_lanes(pipeline_lanes(devices_, options.device, options.gpus));
 }
 
 CompareSession::~CompareSession() = default;
 
 bool CompareSession::measure_between_steps(PipelineRunOptions& options, int64_t memory_bytes) {
-  if (!cards_.empty()) {
+  if (!options.device.is_cpu()) {
+    cards_ = cards_of_lanes(pipeline_lanes(devices_, options.device, options.gpus));
     reset_device_memory_peaks(cards_);
     return false;
   }
@@ -57,7 +57,7 @@ PredictionMeasurement& CompareSession::measurement() {
   if (note_)
     note_("compare: measuring a profile of " + model_.name() + " at micro-batch " +
           std::to_string(plan_.micro_batch_size) + (options_.between_steps ? ", in rounds between the steps" : "") +
-          (cards_.empty() ? "" : " on " + Device::cuda(options_.device.index).to_string()));
+          (options_.device.is_cpu() ? "" : " on " + Device::cuda(options_.device.index).to_string()));
   // Threaded runs draw their data on a background loader that shares a worker's cores
   // (exec/runtime/run_pipeline.h); MPI ranks each draw on their own, not modelled.
   const int64_t draw_ns =

@@ -67,7 +67,8 @@ class CompareSession {
   // threaded run prefetches (MPI ranks each draw on their own, not modelled).
   PredictionMeasurement& measurement();
   // measurement().predict(): the rounds still missing, then the simulation. On GPUs with the
-  // measured device peaks (GpuComparison::measured_peak_bytes) filled in.
+  // measured device peaks (GpuComparison::measured_peak_bytes) filled in when
+  // measure_between_steps started their window (else left empty).
   Prediction predict();
 
   int threads() const { return threads_; }
@@ -81,7 +82,7 @@ class CompareSession {
   int threads_ = 1;
   std::function<void(const std::string&)> note_;
   std::unique_ptr<PredictionMeasurement> measurement_;
-  std::vector<Card> cards_;  // on GPUs: the run's (lanes as the run places its workers)
+  std::vector<Card> cards_;  // on GPUs, from measure_between_steps: the run's GPUs and their workers
 };
 
 }  // namespace pw::exec
