@@ -1,10 +1,14 @@
 // `run --compare --device cuda` on a GPU (exec/runtime/compare_session.h, device_compare.h): a
 // prediction from a profile measured on the GPU beside the run, with each GPU's device memory,
-// and the note when several streams share the card (needs a GPU). Structure only: how close the
+// the note when several streams share the card, and the run trace replayed (needs a GPU). Structure only: how close the
 // prediction comes is the device check's (a timing threshold is no pass/fail test).
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "exec/runtime/compare_session.h"
@@ -12,6 +16,7 @@
 #include "exec/runtime/run_report.h"
 #include "models/zoo.h"
 #include "planner/schedule.h"
+#include "sim/replay.h"
 
 namespace pw::exec::cuda {
 namespace {
@@ -107,6 +112,18 @@ TEST_CASE("run --compare on a GPU: 4 streams of one card, the note and the predi
   CHECK(j.at("compare_note") == g.note);
   CHECK(j.at("predicted_shared_iteration_ms").get<double>() == g.shared_iteration_ms);
   for (int d = 0; d < 4; ++d) CHECK(j.at("per_stage").at(d).at("predicted_peak_memory_bytes").get<int64_t>() > 0);
+  // --run-trace of a GPU run replays as a host run's does (simulate --replay).
+  const std::filesystem::path file =
+      std::filesystem::temp_directory_path() / ("pw_gpu_compare_" + std::to_string(::getpid()) + ".run.json");
+  write_run_trace(file.string(), plan, c.run.trace, 3, &c.prediction, 4);
+  std::ifstream in(file);
+  const sim::RunTrace rt = sim::run_trace_from_json(Json::parse(in));
+  std::filesystem::remove(file);
+  const sim::ReplayResult r = sim::replay_run_trace(rt, file.string());
+  CHECK(r.measured_ns > 0);
+  CHECK(r.replayed_ns > 0);
+  CHECK(r.predicted_ns > 0);
+  CHECK_FALSE(r.ops.empty());
 }
 
 }  // namespace
