@@ -1,7 +1,8 @@
 // `run --compare --device cuda` on a GPU (exec/runtime/compare_session.h, device_compare.h): a
 // prediction from a profile measured on the GPU beside the run, with each GPU's device memory,
-// the note when several streams share the card, and the run trace replayed (needs a GPU). Structure only: how close the
-// prediction comes is the device check's (a timing threshold is no pass/fail test).
+// the note when several streams share the card, and the run trace replayed (needs a GPU).
+// Structure only: how close the prediction comes is the device check's (a timing threshold is
+// no pass/fail test).
 #include <doctest/doctest.h>
 
 #include <unistd.h>
