@@ -34,7 +34,10 @@
 // --device cuda[:N] [--gpus G]: the same pipeline on GPUs (exec/runtime/device_lanes.h): every
 // worker on a CUDA stream of its own, the workers split over G GPUs (default 1: S stages are S
 // streams of one GPU); op times in the trace come from CUDA events. A build or machine without
-// a usable GPU is refused (one line, exit 2). Not with mpirun, replicated stages or --compare.
+// a usable GPU is refused (one line, exit 2). Not with mpirun or replicated stages. With
+// --compare the profile is measured on the GPU after the run, and the summary adds each GPU's
+// device memory (allocator peak beside the predicted peak) and, when several workers share a
+// GPU, a note and a prediction that accounts for the sharing (exec/runtime/device_compare.h).
 #ifdef PW_HAVE_EXEC
 #include <unistd.h>
 
@@ -192,9 +195,6 @@ void check_device_flags(const RunArgs& a, const CLI::App& sub) {
   }
   if (a.gpus < 1) throw pw::InputError("--gpus: expected >= 1, got " + std::to_string(a.gpus));
   pw::exec::check_device_usable(d, "--device");
-  if (a.compare)
-    throw pw::InputError("--compare: not supported with --device " + a.device +
-                         " yet (the prediction would use a profile of the CPU cores)");
 }
 
 // The flags that pick the run's form (plan, quick, CSV) and the trace's, checked first.

@@ -208,7 +208,7 @@ PassTimes time_in_context(const models::Model& model, const PassOptions& o) {
   for (int i = 0; i < n; ++i) {
     Layer& l = net.layer(i);
     if (runs(i) && !l.parameters().empty())
-      opts[i] = std::make_unique<Optimizer>(l.parameters(), l.gradients(), o.optimizer);
+      opts[i] = std::make_unique<Optimizer>(l.parameters(), l.gradients(), o.optimizer, device_memory(dev));
   }
   PassClock clock(dev, o.thread_cpu_time);
   PassTimes t;

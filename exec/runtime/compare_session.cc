@@ -5,6 +5,7 @@
 
 #include "exec/machine/pinning.h"
 #include "exec/parallel.h"
+#include "exec/runtime/device_lanes.h"
 #include "models/optimizer_memory.h"
 
 namespace pw::exec {
@@ -38,6 +39,11 @@ CompareSession::CompareSession(const models::Model& model, const planner::Plan& 
 CompareSession::~CompareSession() = default;
 
 bool CompareSession::measure_between_steps(PipelineRunOptions& options, int64_t memory_bytes) {
+  if (!options.device.is_cpu()) {
+    cards_ = cards_of_lanes(pipeline_lanes(devices_, options.device, options.gpus));
+    reset_device_memory_peaks(cards_);
+    return false;
+  }
   if (ranks_ || !fits_between_steps(compare_memory(model_, plan_, options.optimizer, devices_), memory_bytes))
     return false;
   options.between_steps = compare_rounds_between_steps(options.warmup_steps, options.steps,
@@ -50,15 +56,23 @@ PredictionMeasurement& CompareSession::measurement() {
   set_num_threads(threads_);
   if (note_)
     note_("compare: measuring a profile of " + model_.name() + " at micro-batch " +
-          std::to_string(plan_.micro_batch_size) + (options_.between_steps ? ", in rounds between the steps" : ""));
+          std::to_string(plan_.micro_batch_size) + (options_.between_steps ? ", in rounds between the steps" : "") +
+          (options_.device.is_cpu() ? "" : " on " + Device::cuda(options_.device.index).to_string()));
   // Threaded runs draw their data on a background loader that shares a worker's cores
   // (exec/runtime/run_pipeline.h); MPI ranks each draw on their own, not modelled.
   const int64_t draw_ns =
       options_.prefetch > 0 && !ranks_ ? measure_draw_ns(model_, options_.data_file, options_.seed, plan_.batch) : 0;
-  measurement_ = std::make_unique<PredictionMeasurement>(model_, plan_, threads_, options_.optimizer, draw_ns);
+  measurement_ = std::make_unique<PredictionMeasurement>(model_, plan_, threads_, options_.optimizer, draw_ns,
+                                                         options_.device, options_.gpus);
   return *measurement_;
 }
 
-Prediction CompareSession::predict() { return measurement().predict(); }
+Prediction CompareSession::predict() {
+  // The run's peaks, before the measurement allocates on the GPUs.
+  const std::vector<int64_t> measured = cards_.empty() ? std::vector<int64_t>{} : device_memory_peaks(cards_);
+  Prediction p = measurement().predict();
+  if (p.gpu) p.gpu->measured_peak_bytes = measured;
+  return p;
+}
 
 }  // namespace pw::exec

@@ -7,6 +7,11 @@
 // the steps (rank 0 measures after the run while the other ranks wait, so they do not compete
 // with the measurement).
 //
+// On GPUs (PipelineRunOptions::device cuda) the profile is measured on the GPU after the run
+// (its rounds would share the card with the run's streams), and the device allocator's peak of
+// each of the run's GPUs is taken over the run: measure_between_steps starts its window, predict()
+// reads it before measuring (exec/runtime/device_compare.h).
+//
 // Not thread-safe; the model, plan and options given to a CompareSession must outlive it (the
 // options are read when the measurement starts, so between_steps set afterwards is seen).
 #pragma once
@@ -15,8 +20,10 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "exec/optimizer.h"
+#include "exec/runtime/device_compare.h"
 #include "exec/runtime/run_compare.h"
 #include "exec/runtime/run_pipeline.h"
 #include "models/layer_graph.h"
@@ -51,14 +58,17 @@ class CompareSession {
   // Sets `options`.between_steps (compare_rounds_between_steps: rounds of this session's
   // measurement between the steps) for a threaded run whose tensors and profile copies fit in
   // half of `memory_bytes` (fits_between_steps), and returns whether it did. `options` is
-  // normally the one given to the constructor.
+  // normally the one given to the constructor. On GPUs: never (false), and the device
+  // allocators' peak windows start here (call it right before the run).
   bool measure_between_steps(PipelineRunOptions& options, int64_t memory_bytes);
 
   // The measurement, started on first use: OpenMP threads per copy = the run's threads per
   // worker, or this machine's cores / devices; the background loader's draw time when a
   // threaded run prefetches (MPI ranks each draw on their own, not modelled).
   PredictionMeasurement& measurement();
-  // measurement().predict(): the rounds still missing, then the simulation.
+  // measurement().predict(): the rounds still missing, then the simulation. On GPUs with the
+  // measured device peaks (GpuComparison::measured_peak_bytes) filled in when
+  // measure_between_steps started their window (else left empty).
   Prediction predict();
 
   int threads() const { return threads_; }
@@ -72,6 +82,7 @@ class CompareSession {
   int threads_ = 1;
   std::function<void(const std::string&)> note_;
   std::unique_ptr<PredictionMeasurement> measurement_;
+  std::vector<Card> cards_;  // on GPUs, from measure_between_steps: the run's GPUs and their workers
 };
 
 }  // namespace pw::exec

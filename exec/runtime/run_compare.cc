@@ -7,12 +7,14 @@
 #include <utility>
 
 #include "exec/data/data.h"
+#include "exec/device_streams.h"
 #include "exec/layers/network.h"
 #include "exec/machine/machine_load.h"
 #include "exec/machine/pinning.h"
 #include "exec/numerics.h"
 #include "exec/profile/handoff.h"
 #include "exec/profile/profiler.h"
+#include "exec/runtime/device_lanes.h"
 #include "exec/runtime/run_pipeline.h"
 #include "exec/runtime/run_setup.h"
 #include "models/json_util.h"
@@ -130,7 +132,8 @@ bool worker_passes(const planner::Plan& plan, MeasureOptions& mo) {
 
 namespace {
 
-MeasureOptions prediction_measure_options(const planner::Plan& plan, int threads, const OptimizerOptions& optimizer) {
+MeasureOptions prediction_measure_options(const planner::Plan& plan, int threads, const OptimizerOptions& optimizer,
+                                          Device device) {
   MeasureOptions mo;
   mo.micro_batch = plan.micro_batch_size;
   mo.reps = kInContextTimedPasses;
@@ -140,9 +143,26 @@ MeasureOptions prediction_measure_options(const planner::Plan& plan, int threads
   mo.co_run_workers = plan.num_stages() / plan.chunks;
   // As the run steps: once per mini-batch of M micro-batches (synchronous), else after each.
   mo.passes_per_step = planner::is_synchronous(plan.schedule) ? std::max(1, plan.num_micro_batches) : 1;
+  if (!device.is_cpu()) {  // one copy of whole-model passes on the GPU's first stream slot, medians
+    mo.co_run_workers = 1;
+    mo.device = Device::cuda(device.index);
+  }
   worker_passes(plan, mo);
   mo.optimizer = optimizer.kind == OptimizerKind::adam ? "adam" : (optimizer.momentum > 0 ? "sgd-momentum" : "sgd");
   return mo;
+}
+
+// What the comparison on GPUs adds (exec/runtime/device_compare.h), from the prediction's
+// trace; the measured peaks are the caller's.
+GpuComparison gpu_comparison(const Prediction& p, const std::vector<Device>& lanes) {
+  GpuComparison g;
+  g.cards = cards_of_lanes(lanes);
+  g.profile_device = device_name(g.cards.front().gpu);
+  for (const Card& c : g.cards) g.predicted_peak_bytes.push_back(card_peak_bytes(p.trace, c.workers));
+  g.note = shared_card_note(g.cards);
+  if (!g.note.empty())
+    g.shared_iteration_ms = static_cast<double>(shared_card_bound_ns(p.trace, p.report.iteration_ns, g.cards)) / 1e6;
+  return g;
 }
 
 }  // namespace
@@ -169,25 +189,35 @@ std::function<void(int, const CopyThreads&)> compare_rounds_between_steps(
 }
 
 struct PredictionMeasurement::State {
-  State(const models::Model& m, const planner::Plan& p, int t, const OptimizerOptions& o, int64_t d)
-      : model(m), plan(p), optimizer(o), draw_ns(d), rounds(m, prediction_measure_options(p, t, o)) {}
+  State(const models::Model& m, const planner::Plan& p, int t, const OptimizerOptions& o, int64_t d, Device dev, int g)
+      : model(m),
+        plan(p),
+        optimizer(o),
+        draw_ns(d),
+        device(dev),
+        gpus(g),
+        rounds(m, prediction_measure_options(p, t, o, dev)) {}
   const models::Model& model;
   planner::Plan plan;
   OptimizerOptions optimizer;
   int64_t draw_ns;
+  Device device;
+  int gpus;
   ProfileInRounds rounds;
   int64_t pass_ns = 0;  // one pass by the first round's medians (prediction_round_passes)
 };
 
 PredictionMeasurement::PredictionMeasurement(const models::Model& model, const planner::Plan& plan, int threads,
-                                             const OptimizerOptions& optimizer, int64_t draw_ns)
-    : s_(std::make_unique<State>(model, plan, threads, optimizer, draw_ns)) {}
+                                             const OptimizerOptions& optimizer, int64_t draw_ns, Device device,
+                                             int gpus)
+    : s_(std::make_unique<State>(model, plan, threads, optimizer, draw_ns, device, gpus)) {}
 
 PredictionMeasurement::~PredictionMeasurement() = default;
 
 void PredictionMeasurement::round(const CopyThreads* workers) {
   State& s = *s_;
   if (s.rounds.rounds_done() >= kInContextRounds) return;
+  if (!s.device.is_cpu()) workers = nullptr;
   s.rounds.round(prediction_round_passes(s.rounds.rounds_done(), s.pass_ns), workers);
   if (s.rounds.rounds_done() == 1) {
     // The first round's few passes give the pass time; the round is then topped up to as many
@@ -217,7 +247,11 @@ Prediction PredictionMeasurement::predict() {
   // old-style profiles. The isolated loop ran the step 7 times back to back on unchanged
   // gradients and read 15-20% low against the run.
   // (stage_costs_from_plan leaves step_ns empty when the profile has no step times.)
-  if (planner::is_synchronous(plan.schedule) && costs.step_ns.empty())
+  // On a GPU the in-context step is per layer, with a read-back per layer; the run steps each
+  // stage at once (one read-back per check, one multi-tensor update): timed as the run does it.
+  if (!s.device.is_cpu() && (planner::is_synchronous(plan.schedule) || !costs.step_ns.empty()))
+    costs.step_ns = measure_device_step_ns(model, plan, s.optimizer, Device::cuda(s.device.index));
+  else if (planner::is_synchronous(plan.schedule) && costs.step_ns.empty())
     costs.step_ns = measure_step_ns(model, plan, s.optimizer);
   planner::Schedule sched = sim::schedule_for_plan(plan, costs);
   if (price_on_own_cores(costs, plan, sched, per_copy)) sched = sim::schedule_for_plan(plan, costs);
@@ -258,6 +292,7 @@ Prediction PredictionMeasurement::predict() {
     int64_t& w = p.working_bytes.at(sched.stage_device.at(s));
     w = std::max(w, costs.working_bytes.at(s));
   }
+  if (!s.device.is_cpu()) p.gpu = gpu_comparison(p, pipeline_lanes(sched.num_devices, s.device, s.gpus));
   return p;
 }
 

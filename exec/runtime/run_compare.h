@@ -13,6 +13,16 @@
 // its W, what B keeps for W (the profile's weight_pending_bytes): the simulation and the
 // planner both count it.
 //
+// On a GPU (PredictionMeasurement's `device`: `run --compare --device cuda`) the profile is
+// measured on that GPU, one copy, in context, with CUDA events around each op (exec/profile/
+// in_context.h) at the plan's micro-batch size, after the same untimed warm-up passes (the
+// first calls build cuBLASLt plans and grow the caching allocator), medians; the optimizer
+// step per worker is timed on the GPU as the run steps (exec/runtime/device_compare.h:
+// measure_device_step_ns); hand-offs are priced as on the host (measure_handoff_ns: the run's
+// workers hand off on host threads; a peer copy between GPUs is not priced beyond that).
+// Prediction::gpu then holds what the comparison adds on GPUs (device_compare.h). Several GPUs:
+// the profile of the first is used for all of them.
+//
 // Not thread-safe with a pipeline run in flight (it measures on the calling thread and sets
 // the OpenMP thread count).
 #pragma once
@@ -20,12 +30,14 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "exec/optimizer.h"
 #include "exec/profile/co_run.h"
 #include "exec/profile/profiler.h"
+#include "exec/runtime/device_compare.h"
 #include "models/layer_graph.h"
 #include "models/profile.h"
 #include "planner/plan.h"
@@ -43,6 +55,7 @@ struct Prediction {
   int64_t handoff_ns = 0;                  // per transfer between workers (exec/profile/handoff.h)
   std::vector<int64_t> peak_memory_bytes;  // per worker (device): held tensors, no workspace
   std::vector<int64_t> working_bytes;      // per worker: largest transient of an op (not in the above)
+  std::optional<GpuComparison> gpu;        // on GPUs only (measured_peak_bytes left to the caller)
 };
 
 // Median time (ns) of one optimizer step over the parameters of each worker of the plan.
@@ -82,7 +95,8 @@ bool worker_passes(const planner::Plan& plan, MeasureOptions& mo);
 // is measured in context and co-run (exec/profiler.h): one copy per worker of the plan, each on
 // `threads` threads, computing what that worker computes (worker_passes), in kInContextRounds rounds
 // (prediction_round_passes); each worker's ops are priced from the copy on its cores
-// (price_on_own_cores). `draw_ns` (> 0 when the run draws its data in the background): charged
+// (price_on_own_cores); on a GPU (`device` cuda, the run's workers split over `gpus` GPUs from
+// its index on) as the header says instead. `draw_ns` (> 0 when the run draws its data in the background): charged
 // as StageCosts::data_ns to the worker that draws, at the start of each iteration
 // (loader_device, exec/runtime/run_pipeline.h; none when the loader has cores of its own).
 //
@@ -97,14 +111,15 @@ bool worker_passes(const planner::Plan& plan, MeasureOptions& mo);
 class PredictionMeasurement {
  public:
   PredictionMeasurement(const models::Model& model, const planner::Plan& plan, int threads,
-                        const OptimizerOptions& optimizer, int64_t draw_ns = 0);
+                        const OptimizerOptions& optimizer, int64_t draw_ns = 0, Device device = Device::cpu(),
+                        int gpus = 1);
   ~PredictionMeasurement();
   PredictionMeasurement(const PredictionMeasurement&) = delete;
   PredictionMeasurement& operator=(const PredictionMeasurement&) = delete;
 
   // One round of the profile now (nothing once kInContextRounds are done): on `workers` (a
   // run's own worker threads, PipelineRunOptions::between_steps) when given, else on threads
-  // of its own.
+  // of its own. On a GPU `workers` is not used (the round runs on the calling thread).
   void round(const CopyThreads* workers = nullptr);
   int rounds_done() const;
   int timed_passes() const;  // per copy, over the rounds so far

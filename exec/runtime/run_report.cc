@@ -7,6 +7,28 @@
 
 namespace pw::exec {
 
+namespace {
+
+// On GPUs only: a host run's document is unchanged.
+void add_gpu_comparison(Json& j, const GpuComparison& g) {
+  Json cards = Json::array();
+  for (size_t c = 0; c < g.cards.size(); ++c) {
+    Json card{{"gpu", g.cards[c].gpu.to_string()},
+              {"workers", g.cards[c].workers},
+              {"predicted_peak_bytes", g.predicted_peak_bytes.at(c)}};
+    if (c < g.measured_peak_bytes.size()) card["peak_bytes"] = g.measured_peak_bytes[c];
+    cards.push_back(card);
+  }
+  j["device_memory"] = cards;
+  j["profile_device"] = g.profile_device;
+  if (!g.note.empty()) {
+    j["predicted_shared_iteration_ms"] = g.shared_iteration_ms;
+    j["compare_note"] = g.note;
+  }
+}
+
+}  // namespace
+
 void to_json(Json& j, const RunReport& s) {
   const planner::Plan& plan = s.plan;
   const PipelineRunResult& r = s.result;
@@ -49,6 +71,7 @@ void to_json(Json& j, const RunReport& s) {
     j["predicted_iteration_ms"] = cmp->iteration_ms;
     j["predicted_peak_memory_bytes"] = cmp->peak_memory_bytes;
   }
+  if (cmp && cmp->gpu) add_gpu_comparison(j, *cmp->gpu);
   if (!r.warning.empty()) j["warning"] = r.warning;
   j["transport_spin_us"] = static_cast<double>(r.transport_spin_ns) / 1e3;  // exec/machine/machine_load.h
 }

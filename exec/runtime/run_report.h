@@ -3,7 +3,11 @@
 // beside it (exec/runtime/run_compare.h) — and its JSON document, format
 // pipewright.run-result/1: losses, timings, per-worker memory and placement, the steps done,
 // the checkpoint when one was written, the predicted iteration time and per-worker peak
-// memory when compared, and on GPUs each worker's device and stream (device_lanes).
+// memory when compared, and on GPUs each worker's device and stream (device_lanes) and, when
+// compared, the GPU the profile was measured on (profile_device), each GPU's measured and
+// predicted peak (device_memory) and, when some GPU holds several workers, the prediction that
+// accounts for the sharing and the note that says so (predicted_shared_iteration_ms,
+// compare_note; exec/runtime/device_compare.h).
 //
 // A RunReport only refers to what it reports; they must outlive it.
 #pragma once

@@ -15,8 +15,9 @@ namespace {
 
 class OptimizerAdapter final : public StageOptimizer {
  public:
+  // The state lives where the stage's parameters do (a CUDA stream slot's memory on GPUs).
   OptimizerAdapter(std::vector<Tensor*> p, std::vector<Tensor*> g, const OptimizerOptions& o)
-      : opt_(std::move(p), std::move(g), o) {}
+      : opt_(p, std::move(g), o, device_memory(p.empty() ? Device::cpu() : p.front()->device())) {}
   void step() override { opt_.step(); }
   int64_t state_bytes() const override { return opt_.state_bytes(); }
   std::vector<std::pair<std::string, Tensor*>> state_tensors() override { return opt_.state_tensors(); }

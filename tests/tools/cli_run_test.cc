@@ -341,3 +341,31 @@ TEST_CASE("run --device: cuda runs where a GPU can be used, elsewhere it is one 
   REQUIRE(host.rc == 0);
   CHECK(Json::parse(host.out).at("source") == "measured");
 }
+
+TEST_CASE("run --compare --device: on a GPU the comparison adds device memory, the host's document is unchanged") {
+  const std::vector<std::string> quick{
+      "run", "--model",   "gpt", "--layers",  "1",     "--d-model",       "32", "--heads", "2", "--seq",
+      "16",  "--vocab",   "64",  "--stages",  "2",     "--micro-batches", "2",  "--steps", "2", "--warmup-steps",
+      "1",   "--threads", "1",   "--compare", "--json"};
+  const CliResult cpu = run_cli(quick);
+  CAPTURE(cpu.err);
+  REQUIRE(cpu.rc == 0);
+  const Json c = Json::parse(cpu.out);
+  CHECK(c.at("predicted_iteration_ms").get<double>() > 0);
+  for (const char* key : {"device_memory", "profile_device", "compare_note", "predicted_shared_iteration_ms"})
+    CHECK_FALSE(c.contains(key));
+  std::vector<std::string> on_gpu = quick;
+  on_gpu.insert(on_gpu.end(), {"--device", "cuda"});
+  const CliResult gpu = run_cli(on_gpu);
+  if (gpu.rc == 0) {  // a machine with a usable GPU: 2 streams of cuda:0, the note and both figures
+    const Json g = Json::parse(gpu.out);
+    CHECK(g.at("predicted_iteration_ms").get<double>() > 0);
+    CHECK(g.at("predicted_peak_memory_bytes").size() == 2);
+    CHECK(g.at("device_memory").size() == 1);
+    CHECK(g.at("device_memory").at(0).at("workers") == Json::array({0, 1}));
+    CHECK(g.at("compare_note").get<std::string>().find("2 on cuda:0") != std::string::npos);
+    CHECK(g.at("predicted_shared_iteration_ms").get<double>() >= g.at("predicted_iteration_ms").get<double>());
+  } else {
+    pw::test::expect_rejected(gpu, 2, {"--device cuda:0: "});
+  }
+}
