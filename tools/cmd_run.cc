@@ -275,9 +275,6 @@ void check_replicated(const RunArgs& a, const pw::planner::Plan& plan) {
       std::any_of(plan.stages.begin(), plan.stages.end(), [](auto& st) { return st.replicas() > 1; });
   if (!replicated) return;
   if (a.compare) throw pw::InputError("--compare: not supported with replicated stages yet");
-  if (!a.t.checkpoint.empty() || !a.t.resume.empty())
-    throw pw::InputError(std::string(a.t.resume.empty() ? "--checkpoint" : "--resume") +
-                         ": not supported with replicated stages yet (only one replica's state would be saved)");
   if (a.vertical_sync) throw pw::InputError("--vertical-sync: not supported with replicated stages yet");
 }
 
@@ -306,6 +303,8 @@ pw::exec::PipelineRunOptions run_options(const RunArgs& a, const pw::planner::Pl
   o.stop_from_launcher = [] { return pw::tools::StopSignals::from_parent(); };
   o.step_deadline = std::chrono::milliseconds(static_cast<int64_t>(a.step_deadline_s * 1000));
   o.device = pw::exec::parse_device_flag(a.device, "--device");
+  // Under mpirun, plain "cuda" spreads the ranks over the host's GPUs; "cuda:N" pins them all.
+  o.device_by_local_rank = a.device == "cuda";
   o.gpus = a.gpus;
   return o;
 }

@@ -103,7 +103,8 @@ TEST_CASE("run: bad input exits 2 with one line and writes nothing") {
   expect_bad_run(run_cli({"run", "--steps", "2"}), "expected --plan", dir, {"plan.json"});
 }
 
-TEST_CASE("run --plan: a replicated stage runs on threads, one worker per replica, and --compare is refused") {
+TEST_CASE(
+    "run --plan: a replicated stage runs on threads, one worker per replica, resumes bitwise, --compare is refused") {
   ScratchDir dir;
   for (const auto kind : {pw::planner::ScheduleKind::one_f_one_b, pw::planner::ScheduleKind::pipedream_async}) {
     pw::planner::Plan p = mlp_plan({{0, 2}, {2, 5}}, 4);
@@ -126,6 +127,30 @@ TEST_CASE("run --plan: a replicated stage runs on threads, one worker per replic
     expect_bad_run(
         run_cli({"run", "--plan", plan, "--depth", "2", "--width", "8", "--compare", "--trace", dir.file("u.json")}),
         "--compare: not supported with replicated stages yet", dir, {"plan.json", "t.json"});
+
+    // --checkpoint after 2 of 4 steps, --resume: the last 2 losses of the whole run, bit for bit.
+    const std::vector<std::string> base = {"run", "--plan", plan, "--depth", "2", "--width", "8", "--json"};
+    auto with = [&](std::vector<std::string> more) {
+      std::vector<std::string> v = base;
+      v.insert(v.end(), more.begin(), more.end());
+      return run_cli(v);
+    };
+    const CliResult whole = with({"--steps", "4"});
+    ScratchDir ck_dir;  // apart: the refusals above check that `dir` holds nothing new
+    const std::string ck = ck_dir.file("ck");
+    const CliResult first = with({"--steps", "2", "--checkpoint", ck});
+    const CliResult rest = with({"--steps", "4", "--resume", ck});
+    CAPTURE(first.err);
+    CAPTURE(rest.err);
+    REQUIRE(whole.rc == 0);
+    REQUIRE(first.rc == 0);
+    REQUIRE(rest.rc == 0);
+    const auto all = Json::parse(whole.out).at("losses").get<std::vector<double>>();
+    const auto tail = Json::parse(rest.out).at("losses").get<std::vector<double>>();
+    REQUIRE(all.size() == 4);
+    REQUIRE(tail.size() == 2);
+    CHECK(tail[0] == all[2]);
+    CHECK(tail[1] == all[3]);
   }
 }
 
