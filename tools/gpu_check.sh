@@ -307,6 +307,62 @@ if [ "$built" = 1 ]; then
   done
 fi
 
+# run --compare on the GPU (exec/runtime/device_compare.h): GPT (4 blocks, d 256) on one stream,
+# predicted within 5% of measured (the gate, GPU mode only), and 4 stages on 4 streams of the one
+# card, printed with its note that the streams share the card (not gated); simulate --replay
+# splits each error by stage and op. Without a GPU the same runs on the CPU, printed only.
+compare_case() {  # STAGES GATE(1|0)
+  local s="$1" gate="$2"
+  timeout 200 "$build/pipewright" run --model gpt --layers 4 --d-model 256 --heads 4 --ffn 1024 --seq 32 \
+    --vocab 256 --stages "$s" --schedule 1f1b --micro-batches 8 --device "$pdev" --steps 20 --compare --json \
+    --run-trace "$out/compare_${s}.run.json" > "$out/compare_${s}.json" || return 1
+  timeout 60 "$build/pipewright" simulate --replay "$out/compare_${s}.run.json" || return 1
+  python3 - "$out/compare_${s}.json" "$s" "$gate" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+stages, gate = int(sys.argv[2]), sys.argv[3] == "1"
+pred, meas = j["predicted_iteration_ms"], j["iteration_ms"]
+err = pred / meas - 1
+shared = j.get("predicted_shared_iteration_ms")
+print(f"compare {stages} stage(s): predicted {pred:.2f} ms, measured {meas:.2f} ms ({100 * err:+.1f}%)"
+      + (f", shared-card bound {shared:.2f} ms" if shared is not None else ""))
+for k in ("compare_note", "device_memory"):
+    if k in j:
+        print(f"{k}: {json.dumps(j[k])}")
+if gate and stages > 1:
+    assert "compare_note" in j, "no note that the streams share one card"
+if gate and stages == 1:
+    assert abs(err) <= 0.05, f"predicted {pred:.2f} ms vs measured {meas:.2f} ms: {100 * err:+.1f}%, over 5%"
+PY
+}
+if [ "$built" = 1 ]; then
+  gate=0
+  [ "$mode" = gpu ] && [ $cuda_on = 1 ] && gate=1
+  for s in 1 4; do
+    step "run --compare --device $pdev ($s stage(s))" 300 compare_case "$s" "$gate"
+    if [ "${step_status[-1]}" = 0 ]; then verdict pass; else verdict fail; fi
+    note "$(grep -E '^compare [0-9]|AssertionError' "$log" | tail -1 | cut -c1-70)"
+  done
+fi
+
+# MPI (OpenMPI from the prefix, or the system's): two ranks on the one GPU against the threaded
+# GPU run, losses bit for bit: a 2-stage pipeline, one stage on 2 replicas, and a checkpoint
+# resumed under mpirun (tests/exec/runtime/mpi_gpu_test.sh). Without a GPU the pipeline mode on
+# the host.
+if [ "$built" = 1 ] && [ "$mpi" = ON ]; then
+  mpirun_cmd="$(command -v mpirun || true)"
+  [ -n "${OPAL_PREFIX:-}" ] && mpirun_cmd="$OPAL_PREFIX/bin/mpirun.openmpi"
+  mpi_modes=(pipeline)
+  [ "$mode" = gpu ] && [ $cuda_on = 1 ] && mpi_modes=(pipeline replicated resume)
+  for m in "${mpi_modes[@]}"; do
+    step "mpirun -np 2 run --device $pdev ($m) vs threads" 180 env PW_TEST_DEVICE="$pdev" OMPI_ALLOW_RUN_AS_ROOT=1 \
+      OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_WAIT_POLICY=passive bash "$repo/tests/exec/runtime/mpi_gpu_test.sh" "$m" \
+      "$build/pipewright" "$mpirun_cmd" --allow-run-as-root --oversubscribe
+    if [ "${step_status[-1]}" = 0 ]; then verdict pass; else verdict fail; fi
+    note "$(grep -E '^PASS|^FAIL' "$log" | tail -1 | cut -c1-70)"
+  done
+fi
+
 # The card measured into a device file (pipewright calibrate), and GPT-2 small's step predicted
 # from it alone (profile --device FILE: no measured profile), per layer kind beside calibrate's
 # own timings of those layers (GPT-2 small at micro-batch 8) and in total beside the measured
@@ -373,6 +429,14 @@ if pred and dev:
     layers_ms = sum(k["predicted_ms"] for k in kinds.values())
     fidelity = {"kinds": kinds, "predicted_step_ms": layers_ms}
 summary["fidelity"] = fidelity
+# run --compare: predicted beside measured per iteration, on 1 stream and on 4 streams of one card.
+compare = {}
+for n in (1, 4):
+    c = load(f"compare_{n}.json")
+    if c:
+        compare[str(n)] = {k: c.get(k) for k in ("predicted_iteration_ms", "iteration_ms", "predicted_shared_iteration_ms",
+                                                 "compare_note", "device_memory", "profile_device")}
+summary["compare"] = compare
 gpt = summary["pipewright_gpt"]
 summary["pipewright_gpt_step_ms"] = gpt["step_ms"] if gpt else None
 ok = all(s["verdict"] in ("pass", "skipped (expected)", "refused (expected)") for s in steps)
@@ -401,6 +465,11 @@ if summary["pipewright_gpt_step_ms"] is not None:
 if gpt and gpt.get("predicted_peak_memory_bytes"):
     m, pm = gpt["peak_memory_bytes"], gpt["predicted_peak_memory_bytes"]
     print(f"pipewright peak device memory {m / 2**30:.2f} GiB, memory model {pm / 2**30:.2f} GiB ({m / pm:.3f}x)")
+for n, c in summary["compare"].items():
+    if c["predicted_iteration_ms"] and c["iteration_ms"]:
+        e = c["predicted_iteration_ms"] / c["iteration_ms"] - 1
+        print(f"run --compare {n} stream(s): predicted {c['predicted_iteration_ms']:.2f} ms, measured "
+              f"{c['iteration_ms']:.2f} ms ({100 * e:+.1f}%)")
 if summary["pipewright_gpt_tf32"]:
     print(f"pipewright tf32  {summary['pipewright_gpt_tf32']['step_ms']:9.1f} ms/step (train --device cuda --tf32)")
 if fidelity:
