@@ -6,6 +6,21 @@
 
 namespace pw::exec {
 
+void fill_normal(Tensor& t, Rng& rng, double stddev) {
+  const uint64_t start = rng.state();
+  const int64_t n = t.numel();
+  float* p = t.data();
+  parallel_for(
+      n,
+      [&](int64_t b, int64_t e) {
+        Rng r(0);
+        r.set_state(start + 2 * static_cast<uint64_t>(b) * Rng::kIncrement);
+        for (int64_t i = b; i < e; ++i) p[i] = static_cast<float>(r.normal() * stddev);
+      },
+      1 << 14);
+  rng.set_state(start + 2 * static_cast<uint64_t>(n) * Rng::kIncrement);
+}
+
 void add_column_sums(const float* x, int64_t rows, int64_t cols, float* out) {
   parallel_for(
       cols,

@@ -18,9 +18,10 @@ inline std::vector<int64_t> with_batch(int64_t batch, const std::vector<int64_t>
 // Deterministic seeded generator (splitmix64) for parameter initialization and data.
 class Rng {
  public:
-  explicit Rng(uint64_t seed) : s_(seed * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull) {}
+  static constexpr uint64_t kIncrement = 0x9E3779B97F4A7C15ull;  // the state's step per draw
+  explicit Rng(uint64_t seed) : s_(seed * kIncrement + 0x632BE59BD9B4E019ull) {}
   uint64_t next() {
-    uint64_t z = (s_ += 0x9E3779B97F4A7C15ull);
+    uint64_t z = (s_ += kIncrement);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return z ^ (z >> 31);
@@ -39,9 +40,10 @@ class Rng {
   uint64_t s_;
 };
 
-inline void fill_normal(Tensor& t, Rng& rng, double stddev) {
-  for (int64_t i = 0; i < t.numel(); ++i) t.data()[i] = static_cast<float>(rng.normal() * stddev);
-}
+// t[i] = rng.normal() * stddev for i in order, leaving rng after the last draw. Parallel with the
+// sequential loop's bits: the state advances by kIncrement per draw (two per normal), so element
+// i's draws start from the state 2i draws on (exec/layers/common.cc).
+void fill_normal(Tensor& t, Rng& rng, double stddev);
 
 inline uint64_t mix_seed(uint64_t seed, uint64_t salt) {
   Rng r(seed ^ (salt * 0xD1B54A32D192ED03ull));
