@@ -169,6 +169,7 @@ class LayerStageCompute final : public StageCompute {
   std::vector<Tensor> clone_params(Stage& st);
   void step_tied(Stage& st);
   struct Tied;
+  void step_tied_on_devices(Tied& t, Device mine);
 
   Network& net_;
   ComputeConfig config_;
