@@ -78,6 +78,8 @@ void Network::retie_head(Tensor* weight, Tensor* grad) {
 void Network::tie_head(Layer& head, Device at, Tensor* weight, Tensor* grad) {
   if (weight->device() == at) {
     head.share_weight(weight, grad);
+    head_table_ = Tensor();  // a copy made earlier is no longer read
+    head_table_grad_ = Tensor();
     return;
   }
   // The layers of another device cannot read the table: a copy on the head's, through the host.
