@@ -56,7 +56,10 @@ class RuntimeDriver : public DeviceDriver {
     check(e, "cudaMalloc");
     return p;
   }
-  void raw_free(void* p) override { check(cudaFree(p), "cudaFree"); }
+  void raw_free(void* p) override {
+    const CurrentDevice on(index_);
+    check(cudaFree(p), "cudaFree");
+  }
   EventHandle create_event() override {
     const CurrentDevice on(index_);
     cudaEvent_t e;
@@ -79,6 +82,7 @@ class RuntimeDriver : public DeviceDriver {
   }
   void fill(float* p, int64_t n, float v, StreamHandle s) override {
     if (n <= 0) return;
+    const CurrentDevice on(index_);  // a kernel runs only on a stream of the current device
     if (v == 0.0f)
       check(cudaMemsetAsync(p, 0, static_cast<size_t>(n) * sizeof(float), static_cast<cudaStream_t>(s)),
             "cudaMemsetAsync");

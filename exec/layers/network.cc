@@ -40,7 +40,7 @@ void Network::build(uint64_t seed) {
       if (embedding->token_table()->shape() != std::vector<int64_t>{spec.attr("vocab"), spec.attr("d_model")})
         throw InputError("layer \"" + spec.name + "\" (lm_head): tied to embedding \"" + embedding->name() +
                          "\" whose table has shape " + embedding->token_table()->shape_string());
-      head->share_weight(embedding->token_table(), embedding->token_table_grad());
+      tie_head(*head, device, embedding->token_table(), embedding->token_table_grad());
       tied_ = {model_.index_of(embedding->name()), static_cast<int>(i), embedding->token_table(),
                embedding->token_table_grad()};
     }
@@ -72,7 +72,22 @@ void Network::zero_grad() {
 
 void Network::retie_head(Tensor* weight, Tensor* grad) {
   PW_CHECK(tied_.head >= 0, "retie_head without a tied head");
-  layers_.at(tied_.head)->share_weight(weight, grad);
+  tie_head(*layers_.at(tied_.head), layer_devices_.at(static_cast<size_t>(tied_.head)), weight, grad);
+}
+
+void Network::tie_head(Layer& head, Device at, Tensor* weight, Tensor* grad) {
+  if (weight->device() == at) {
+    head.share_weight(weight, grad);
+    head_table_ = Tensor();  // a copy made earlier is no longer read
+    head_table_grad_ = Tensor();
+    return;
+  }
+  // The layers of another device cannot read the table: a copy on the head's, through the host.
+  Tensor host(weight->shape());
+  copy_to_host(*weight, host.data());
+  head_table_ = copy_to_device(host, at);
+  head_table_grad_ = Tensor::zeros(weight->shape(), device_memory(at));
+  head.share_weight(&head_table_, &head_table_grad_);
 }
 
 void Network::set_batch_norm_group(int64_t g) {

@@ -61,7 +61,10 @@ class Network {
   // make_layer(spec, shapes, device)); the initial weights are the same on every device.
   // On a device other than the host also for a kind its backend does not run, a device that
   // cannot be used, each named. A tied LM head (tied = 1) reads the first embedding's token table
-  // on any device; both layers' gradients accumulate into that table's one gradient tensor.
+  // on the same device; both layers' gradients accumulate into that table's one gradient tensor.
+  // A head on another device (a pipeline stage of its own) reads a copy of the table on its
+  // device, made at construction, with a gradient of its own there: the owner of such a network
+  // combines the two (exec/runtime/run_compute.h's per-stage copies).
   explicit Network(const models::Model& model, uint64_t seed = 1, Device device = Device::cpu());
   // Layer i on layer_devices[i] (one per layer of the model; e.g. a pipeline's stages on their
   // own CUDA stream slots). device() is then layer 0's.
@@ -86,6 +89,8 @@ class Network {
   TiedPair tied_pair() const { return tied_; }
   // Makes the tied head read `weight` and accumulate into `grad` instead of the embedding's
   // table (a per-stage copy, see exec/runtime/run_compute.h). Both must outlive the network's use.
+  // `weight` on another device than the head's: the head reads a copy of its current values on
+  // the head's device (owned by the network) instead.
   void retie_head(Tensor* weight, Tensor* grad);
   // Batch-norm statistics over groups of g samples of each batch (0 = the whole batch); see
   // exec/layers/batch_norm.h. A one-device reference of a pipeline sets its micro-batch size.
@@ -95,12 +100,14 @@ class Network {
 
  private:
   void build(uint64_t seed);
+  void tie_head(Layer& head, Device at, Tensor* weight, Tensor* grad);
   models::Model model_;
   Device device_;
   std::vector<Device> layer_devices_;
   std::vector<std::unique_ptr<Layer>> layers_;
   std::vector<int64_t> target_shape_;
   TiedPair tied_;
+  Tensor head_table_, head_table_grad_;  // a tied head's copy on its own device (tie_head)
 };
 
 struct BoundaryTensor {

@@ -7,7 +7,9 @@
 
 #include <limits>
 #include <regex>
+#include <vector>
 
+#include "exec/device_ops.h"
 #include "models/error.h"
 
 namespace pw::exec {
@@ -48,7 +50,15 @@ void FaultInjectingCompute::maybe_poison(int stage) {
   const std::vector<Tensor*> g = inner_.weight_gradients(stage);
   PW_CHECK(!g.empty() && g[0]->numel() > 0,
            "PW_TEST_INJECT_FAULT: stage " + std::to_string(stage) + " has no weight gradient");
-  g[0]->data()[0] = std::numeric_limits<float>::quiet_NaN();
+  Tensor& t = *g[0];
+  if (t.device().is_cpu()) {
+    t.data()[0] = std::numeric_limits<float>::quiet_NaN();
+    return;
+  }
+  std::vector<float> host(static_cast<size_t>(t.numel()));  // a stage on a GPU: through the host
+  copy_to_host(t, host.data());
+  host[0] = std::numeric_limits<float>::quiet_NaN();
+  copy_from_host(host.data(), t);
 }
 
 std::vector<Tensor> FaultInjectingCompute::forward(const OpContext& ctx, std::vector<Tensor> input) {

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "exec/device_ops.h"
+#include "exec/device_streams.h"
 #include "exec/numerics.h"
 #include "models/error.h"
 
@@ -50,8 +51,11 @@ struct LayerStageCompute::Stage {
 struct LayerStageCompute::Tied {
   Tensor* a = nullptr;
   Tensor* grad_a = nullptr;
-  Tensor b, grad_b;
-  Tensor sum;
+  Tensor b, grad_b;  // on the head's device
+  Tensor sum;        // on the embedding's device, with the optimizer state
+  // On a CUDA device: each owner's gradient, staged through the host (the two copies live on
+  // two stream slots or GPUs, driven by two worker threads).
+  std::vector<float> host_a, host_b;
   std::unique_ptr<StageOptimizer> opt;
   int arrived = 0;
   uint64_t generation = 0;  // completed updates of the shared table
@@ -83,6 +87,13 @@ void add_into(Tensor& dst, const Tensor& src) {
 // A host tensor moved onto `device` (itself on the host).
 Tensor placed_on(Tensor host, Device device) {
   return device.is_cpu() || host.empty() ? std::move(host) : copy_to_device(host, device);
+}
+// A copy of `t` (any device) on `device`, staged through the host.
+Tensor copy_on(const Tensor& t, Device device) {
+  if (t.device().is_cpu()) return placed_on(t.clone(), device);
+  Tensor host(t.shape());
+  copy_to_host(t, host.data());
+  return placed_on(std::move(host), device);
 }
 // The value of a [1] tensor on the host (waits for its device).
 float scalar_value(const Tensor& t) {
@@ -147,9 +158,10 @@ LayerStageCompute::LayerStageCompute(Network& net, std::vector<StageRange> range
     tied_ = std::make_unique<Tied>();
     tied_->a = tie.table;
     tied_->grad_a = tie.table_grad;
-    tied_->b = tie.table->clone();
-    tied_->grad_b = Tensor::zeros(tie.table->shape());
-    tied_->sum = Tensor::zeros(tie.table->shape());
+    const Device dev_a = net.layer_device(tie.embedding), dev_b = net.layer_device(tie.head);
+    tied_->b = copy_on(*tie.table, dev_b);
+    tied_->grad_b = Tensor::zeros(tie.table->shape(), device_memory(dev_b));
+    tied_->sum = Tensor::zeros(tie.table->shape(), device_memory(dev_a));
     net.retie_head(&tied_->b, &tied_->grad_b);
     tied_->opt = make_optimizer({tied_->a}, {&tied_->sum});
   }
@@ -470,9 +482,19 @@ void LayerStageCompute::check_finite(int s, int64_t step, bool weights) {
 
 void LayerStageCompute::step_tied(Stage& st) {
   Tied& t = *tied_;
+  const bool on_host = t.sum.device().is_cpu();
   std::unique_lock<std::mutex> lock(t.mu);
   // This stage's gradient of its copy: the embedding's (zeroed by its range) or the head's.
-  add_into(t.sum, st.tied_head ? t.grad_b : *t.grad_a);
+  // On a device it is read back here (waiting for this stage's stream), as the update below
+  // may run on the other owner's thread.
+  Tensor& mine = st.tied_head ? t.grad_b : *t.grad_a;
+  if (on_host) {
+    add_into(t.sum, mine);
+  } else {
+    std::vector<float>& staged = st.tied_head ? t.host_b : t.host_a;
+    staged.resize(static_cast<size_t>(mine.numel()));
+    copy_to_host(mine, staged.data());
+  }
   if (st.tied_head) t.grad_b.fill(0.0f);
   if (++t.arrived < 2) {
     // The other owner applies the update to both copies; this stage's next forward (and its
@@ -485,11 +507,29 @@ void LayerStageCompute::step_tied(Stage& st) {
     return;
   }
   t.arrived = 0;
-  t.opt->step();
-  std::copy(t.a->data(), t.a->data() + t.a->numel(), t.b.data());
-  t.sum.fill(0.0f);
+  if (on_host) {
+    t.opt->step();
+    std::copy(t.a->data(), t.a->data() + t.a->numel(), t.b.data());
+    t.sum.fill(0.0f);
+  } else {
+    step_tied_on_devices(t, st.device);
+  }
   ++t.generation;
   t.updated.notify_all();
+}
+
+// The other owner waits in step_tied with its stream idle, so this thread may queue on both
+// devices: the summed gradient and the update on the embedding's, the new table on the head's.
+void LayerStageCompute::step_tied_on_devices(Tied& t, Device mine) {
+  std::vector<float> v(t.host_a.size());
+  for (size_t i = 0; i < v.size(); ++i) v[i] = t.host_a[i] + t.host_b[i];
+  bind_thread(t.sum.device());
+  copy_from_host(v.data(), t.sum);
+  t.opt->step();
+  copy_to_host(*t.a, v.data());
+  bind_thread(t.b.device());
+  copy_from_host(v.data(), t.b);
+  bind_thread(mine);
 }
 
 int64_t LayerStageCompute::weight_version(int s) const { return stages_.at(s)->version; }

@@ -54,7 +54,10 @@
 // GPU gives every stage its own stream slot). Its micro-batches' data and targets are drawn on
 // the host and uploaded, its losses read back (one wait per micro-batch), and the finite checks
 // run on the device (one read-back per check); payloads arrive on the stage's device (the
-// runtime's hand-off, exec/device_streams.h). Tied tables split across stages: host only.
+// runtime's hand-off, exec/device_streams.h). A tied table split across stages on devices: the
+// head's copy, its gradient and the summed gradient live on their stages' devices; at the step
+// each owner reads its gradient back to the host, and the one that steps second uploads the sum,
+// updates the embedding's copy on its device and uploads the new table to the head's.
 // Thread-safety: as StageCompute (one thread per stage); losses() after the run only.
 #pragma once
 
@@ -169,6 +172,7 @@ class LayerStageCompute final : public StageCompute {
   std::vector<Tensor> clone_params(Stage& st);
   void step_tied(Stage& st);
   struct Tied;
+  void step_tied_on_devices(Tied& t, Device mine);
 
   Network& net_;
   ComputeConfig config_;
