@@ -18,21 +18,12 @@
 #include "models/zoo.h"
 #include "planner/schedule.h"
 #include "sim/replay.h"
+#include "tests/exec/cuda/gpu_pipeline.h"
 
 namespace pw::exec::cuda {
 namespace {
 
-// GPT: 4 blocks of d_model 256 over bytes, batch 16 (8 micro-batches of 2).
-models::Model gpt_4x256() {
-  models::ZooOptions z;
-  z.layers = 4;
-  z.d_model = 256;
-  z.heads = 4;
-  z.seq = 32;
-  z.vocab = 256;
-  z.batch = 16;
-  return models::build_zoo_model("gpt", z);
-}
+using testing::gpt_4x256;
 
 struct Compared {
   PipelineRunResult run;

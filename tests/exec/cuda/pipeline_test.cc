@@ -13,6 +13,7 @@
 #include "exec/runtime/run_pipeline.h"
 #include "models/zoo.h"
 #include "planner/schedule.h"
+#include "tests/exec/cuda/gpu_pipeline.h"
 
 namespace pw::exec::cuda {
 namespace {
@@ -20,37 +21,13 @@ namespace {
 namespace fs = std::filesystem;
 using planner::ScheduleKind;
 
-constexpr int kMicroBatches = 8;
+constexpr int kMicroBatches = testing::kGptMicroBatches;
 
-// GPT: 4 blocks of d_model 256 over bytes, batch 16 (8 micro-batches of 2).
-models::Model gpt(bool tied = false) {
-  models::ZooOptions z;
-  z.tied_embeddings = tied;
-  z.layers = 4;
-  z.d_model = 256;
-  z.heads = 4;
-  z.seq = 32;
-  z.vocab = 256;
-  z.batch = 16;
-  return models::build_zoo_model("gpt", z);
-}
-
-PipelineRunOptions options(Device device, int steps = 10) {
-  PipelineRunOptions o;
-  o.steps = steps;
-  o.seed = 11;
-  o.optimizer.kind = OptimizerKind::adam;
-  o.optimizer.lr = default_learning_rate(OptimizerKind::adam);
-  o.threads_per_worker = 1;
-  o.prefetch = 0;
-  o.keep_final_weights = true;
-  o.timeout = std::chrono::seconds(120);
-  o.device = device;
-  return o;
-}
+using testing::gpt_4x256;
+using testing::gpu_run_options;
 
 PipelineRunResult run(ScheduleKind kind, int stages, const PipelineRunOptions& o, bool tied = false) {
-  const models::Model m = gpt(tied);
+  const models::Model m = gpt_4x256(tied);
   const int chunks = kind == ScheduleKind::interleaved_1f1b ? 2 : 1;
   const planner::Plan plan = even_plan(m, stages, kMicroBatches, m.batch() / kMicroBatches, kind, false, chunks);
   return run_pipeline(m, plan, o);
@@ -95,8 +72,8 @@ TEST_CASE("run on a GPU: 4 stages on 4 streams train bitwise as 1 stream (gpipe,
     CAPTURE(planner::to_string(kind));
     // One stream runs the same per-stage micro-batch order: interleaved's is 1f1b's.
     const ScheduleKind one = kind == ScheduleKind::interleaved_1f1b ? ScheduleKind::one_f_one_b : kind;
-    const PipelineRunResult ref = run(one, 1, options(gpu));
-    const PipelineRunResult got = run(kind, 4, options(gpu));
+    const PipelineRunResult ref = run(one, 1, gpu_run_options(gpu));
+    const PipelineRunResult got = run(kind, 4, gpu_run_options(gpu));
     REQUIRE(got.losses.size() == 10);
     REQUIRE(ref.losses.size() == 10);
     for (size_t i = 0; i < ref.losses.size(); ++i) {
@@ -123,8 +100,8 @@ TEST_CASE("run on a GPU: 4 stages on 4 streams train bitwise as 1 stream (gpipe,
 TEST_CASE("run on a GPU: pipedream-async and 2bw on 4 streams follow the host runtime within 1e-4") {
   for (ScheduleKind kind : {ScheduleKind::pipedream_async, ScheduleKind::two_bw}) {
     CAPTURE(planner::to_string(kind));
-    const PipelineRunResult host = run(kind, 4, options(Device::cpu()));
-    const PipelineRunResult gpu = run(kind, 4, options(Device::cuda(0)));
+    const PipelineRunResult host = run(kind, 4, gpu_run_options(Device::cpu()));
+    const PipelineRunResult gpu = run(kind, 4, gpu_run_options(Device::cuda(0)));
     REQUIRE(gpu.losses.size() == host.losses.size());
     for (size_t i = 0; i < host.losses.size(); ++i) {
       CAPTURE(i);
@@ -137,8 +114,8 @@ TEST_CASE("run on a GPU: pipedream-async and 2bw on 4 streams follow the host ru
 // The embedding (stage 0) and the tied head (stage 3) on two streams: the head's copy of the
 // table, its gradient and the summed gradient live where their stages run.
 TEST_CASE("run on a GPU: a tied embedding split over 4 streams follows the host runtime within 1e-4") {
-  const PipelineRunResult host = run(ScheduleKind::gpipe, 4, options(Device::cpu()), true);
-  const PipelineRunResult gpu = run(ScheduleKind::gpipe, 4, options(Device::cuda(0)), true);
+  const PipelineRunResult host = run(ScheduleKind::gpipe, 4, gpu_run_options(Device::cpu()), true);
+  const PipelineRunResult gpu = run(ScheduleKind::gpipe, 4, gpu_run_options(Device::cuda(0)), true);
   REQUIRE(gpu.losses.size() == host.losses.size());
   for (size_t i = 0; i < host.losses.size(); ++i) {
     CAPTURE(i);
@@ -151,15 +128,15 @@ TEST_CASE("run on a GPU: a tied embedding split over 4 streams follows the host 
 TEST_CASE("run on a GPU: a 4-stream pipeline stopped at step 5 and resumed is bitwise the uninterrupted run") {
   const fs::path dir = fs::temp_directory_path() / ("pw_gpu_pipeline_test_" + std::to_string(::getpid()));
   fs::remove_all(dir);
-  const PipelineRunResult whole = run(ScheduleKind::one_f_one_b, 4, options(Device::cuda(0)));
-  PipelineRunOptions first = options(Device::cuda(0));
+  const PipelineRunResult whole = run(ScheduleKind::one_f_one_b, 4, gpu_run_options(Device::cuda(0)));
+  PipelineRunOptions first = gpu_run_options(Device::cuda(0));
   first.checkpoint_dir = dir.string();
   int polls = 0;
   first.stop_requested = [&polls] { return ++polls == 5; };
   const PipelineRunResult a = run(ScheduleKind::one_f_one_b, 4, first);
   CHECK(a.stopped);
   REQUIRE(a.checkpoint_step == 5);
-  PipelineRunOptions rest = options(Device::cuda(0));
+  PipelineRunOptions rest = gpu_run_options(Device::cuda(0));
   rest.resume_dir = dir.string();
   const PipelineRunResult b = run(ScheduleKind::one_f_one_b, 4, rest);
   fs::remove_all(dir);

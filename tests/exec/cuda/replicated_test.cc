@@ -15,6 +15,7 @@
 #include "exec/runtime/run_pipeline.h"
 #include "models/zoo.h"
 #include "planner/schedule.h"
+#include "tests/exec/cuda/gpu_pipeline.h"
 
 namespace pw::exec::cuda::replicated {
 namespace {
@@ -22,20 +23,11 @@ namespace {
 namespace fs = std::filesystem;
 using planner::ScheduleKind;
 
-constexpr int kMicroBatches = 8;
+constexpr int kMicroBatches = testing::kGptMicroBatches;
 const std::vector<int> kReplicas{2, 1};  // stage 0 on devices 0, 1; stage 1 on device 2
 
-// GPT: 4 blocks of d_model 256 over bytes, batch 16 (8 micro-batches of 2).
-models::Model gpt() {
-  models::ZooOptions z;
-  z.layers = 4;
-  z.d_model = 256;
-  z.heads = 4;
-  z.seq = 32;
-  z.vocab = 256;
-  z.batch = 16;
-  return models::build_zoo_model("gpt", z);
-}
+using testing::gpt_4x256;
+using testing::gpu_run_options;
 
 planner::Plan replicated_plan(const models::Model& m, ScheduleKind kind) {
   planner::Plan p = even_plan(m, 2, kMicroBatches, m.batch() / kMicroBatches, kind, false);
@@ -46,20 +38,6 @@ planner::Plan replicated_plan(const models::Model& m, ScheduleKind kind) {
   }
   p.num_devices_used = next;
   return p;
-}
-
-PipelineRunOptions options(Device device, int steps = 10) {
-  PipelineRunOptions o;
-  o.steps = steps;
-  o.seed = 11;
-  o.optimizer.kind = OptimizerKind::adam;
-  o.optimizer.lr = default_learning_rate(OptimizerKind::adam);
-  o.threads_per_worker = 1;
-  o.prefetch = 0;
-  o.keep_final_weights = true;
-  o.timeout = std::chrono::seconds(120);
-  o.device = device;
-  return o;
 }
 
 bool same_bits(const Tensor& a, const Tensor& b) {
@@ -98,12 +76,12 @@ void check_same_weights(const PipelineRunResult& a, const PipelineRunResult& b) 
 TEST_CASE(
     "replicated stages on a GPU: stage 0 on 2 streams follows the host runtime within 1e-4 (gpipe, 1f1b, "
     "pipedream-async)") {
-  const models::Model m = gpt();
+  const models::Model m = gpt_4x256();
   for (ScheduleKind kind : {ScheduleKind::gpipe, ScheduleKind::one_f_one_b, ScheduleKind::pipedream_async}) {
     CAPTURE(planner::to_string(kind));
     const planner::Plan plan = replicated_plan(m, kind);
-    const PipelineRunResult host = run_pipeline(m, plan, options(Device::cpu()));
-    const PipelineRunResult gpu = run_pipeline(m, plan, options(Device::cuda(0)));
+    const PipelineRunResult host = run_pipeline(m, plan, gpu_run_options(Device::cpu()));
+    const PipelineRunResult gpu = run_pipeline(m, plan, gpu_run_options(Device::cuda(0)));
     REQUIRE(gpu.losses.size() == 10);
     REQUIRE(host.losses.size() == 10);
     for (size_t i = 0; i < host.losses.size(); ++i) {
@@ -125,17 +103,17 @@ TEST_CASE(
 TEST_CASE("replicated stages on a GPU: a run stopped at step 5 and resumed is bitwise the uninterrupted run") {
   const fs::path dir = fs::temp_directory_path() / ("pw_gpu_replicated_test_" + std::to_string(::getpid()));
   fs::remove_all(dir);
-  const models::Model m = gpt();
+  const models::Model m = gpt_4x256();
   const planner::Plan plan = replicated_plan(m, ScheduleKind::one_f_one_b);
-  const PipelineRunResult whole = run_pipeline(m, plan, options(Device::cuda(0)));
-  PipelineRunOptions first = options(Device::cuda(0));
+  const PipelineRunResult whole = run_pipeline(m, plan, gpu_run_options(Device::cuda(0)));
+  PipelineRunOptions first = gpu_run_options(Device::cuda(0));
   first.checkpoint_dir = dir.string();
   int polls = 0;
   first.stop_requested = [&polls] { return ++polls == 5; };
   const PipelineRunResult a = run_pipeline(m, plan, first);
   CHECK(a.stopped);
   REQUIRE(a.checkpoint_step == 5);
-  PipelineRunOptions rest = options(Device::cuda(0));
+  PipelineRunOptions rest = gpu_run_options(Device::cuda(0));
   rest.resume_dir = dir.string();
   const PipelineRunResult b = run_pipeline(m, plan, rest);
   fs::remove_all(dir);
