@@ -64,16 +64,8 @@ json.dump(p, open(sys.argv[1], "w"))' "$dir/plan.json" || fail "could not write 
     trap 'rm -rf "$dir"' EXIT
     "$pipewright" plan --model mlp --depth 4 --width 256 --device cpu-core-avx2 --devices 2 --straight \
       -o "$dir/plan.json" > /dev/null || fail "pipewright plan failed"
-    python3 -c '
-import json, sys
-p = json.load(open(sys.argv[1]))
-last = p["stages"][-1]["end_layer"]
-p["stages"] = p["stages"][:1]
-p["stages"][0].update(first_layer=0, end_layer=last, devices=[0, 1], replicas=2)
-p["stages"][0].pop("layers", None)
-p["num_micro_batches"], p["micro_batch_size"] = 2, p["batch"] // 2  # one micro-batch per replica
-p["batch"] = 2 * p["micro_batch_size"]
-json.dump(p, open(sys.argv[1], "w"))' "$dir/plan.json" || fail "could not write the replicated plan"
+    # one micro-batch per replica
+    python3 "$(dirname "$0")/replicate_plan.py" "$dir/plan.json" 2 || fail "could not write the replicated plan"
     run_args=(--plan "$dir/plan.json" --model mlp --steps 1 --log-every 1) ;;
   *) echo "usage: $0 throw|kill|mismatch|replicated|nan|nan-replicated|compare <pipewright> <mpiexec> [flags...]"; exit 2 ;;
 esac

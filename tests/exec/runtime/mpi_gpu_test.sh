@@ -30,17 +30,7 @@ case $mode in
   replicated)
     "$pipewright" plan "${model_args[@]}" --batch 16 --device cpu-core-avx2 --devices 2 --straight \
       -o "$dir/plan.json" > /dev/null || fail "pipewright plan failed"
-    python3 -c '
-import json, sys
-p = json.load(open(sys.argv[1]))
-last = p["stages"][-1]["end_layer"]
-p["stages"] = p["stages"][:1]
-p["stages"][0].update(first_layer=0, end_layer=last, devices=[0, 1], replicas=2)
-p["stages"][0].pop("layers", None)
-p["schedule"] = "gpipe"
-p["num_micro_batches"], p["micro_batch_size"] = 8, p["batch"] // 8
-p["batch"] = 8 * p["micro_batch_size"]
-json.dump(p, open(sys.argv[1], "w"))' "$dir/plan.json" || fail "could not write the replicated plan"
+    python3 "$(dirname "$0")/replicate_plan.py" "$dir/plan.json" 8 gpipe || fail "could not write the replicated plan"
     run_args=(--plan "$dir/plan.json" "${model_args[@]}") ;;
   *) echo "usage: $0 pipeline|replicated|resume <pipewright> <mpiexec> [flags...]"; exit 2 ;;
 esac
