@@ -24,8 +24,16 @@ namespace pw::exec {
 // caching allocator on its compute stream for a CUDA device (peak_bytes(): the device's peak).
 MemoryResource& device_memory(Device device);
 
-// A copy of the host tensor `host` on `device` (a clone when `device` is the host).
-Tensor copy_to_device(const Tensor& host, Device device);
+// A copy of `t` (on any device) on `device`: a clone when both are the host; a tensor on a
+// device is staged through the host (waiting for its device's queued work).
+Tensor copy_to_device(const Tensor& t, Device device);
+// A host tensor holding t's values (a clone of a host tensor).
+inline Tensor host_copy(const Tensor& t) { return copy_to_device(t, Device::cpu()); }
+// The host tensor `host` on `device`: itself (moved, no copy) on the host or when empty, else
+// a copy there.
+inline Tensor placed_on(Tensor host, Device device) {
+  return device.is_cpu() || host.empty() ? std::move(host) : copy_to_device(host, device);
+}
 // t's values -> host[0, t.numel()); host[0, t.numel()) -> t. Any device.
 void copy_to_host(const Tensor& t, float* host);
 void copy_from_host(const float* host, Tensor& t);

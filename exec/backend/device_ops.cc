@@ -49,11 +49,15 @@ MemoryResource& device_memory(Device device) {
 #endif
 }
 
-Tensor copy_to_device(const Tensor& host, Device device) {
-  PW_CHECK(host.device().is_cpu(), "copy_to_device of a tensor that is not on the host");
-  if (device.is_cpu()) return host.clone();
+Tensor copy_to_device(const Tensor& t, Device device) {
+  if (!t.device().is_cpu()) {
+    Tensor host(t.shape());
+    copy_to_host(t, host.data());
+    return device.is_cpu() ? std::move(host) : copy_to_device(host, device);
+  }
+  if (device.is_cpu()) return t.clone();
 #ifdef PW_HAVE_CUDA
-  return cuda::to_device(host, cuda_device(device));
+  return cuda::to_device(t, cuda_device(device));
 #else
   no_backend(device);
 #endif

@@ -82,10 +82,8 @@ void Network::tie_head(Layer& head, Device at, Tensor* weight, Tensor* grad) {
     head_table_grad_ = Tensor();
     return;
   }
-  // The layers of another device cannot read the table: a copy on the head's, through the host.
-  Tensor host(weight->shape());
-  copy_to_host(*weight, host.data());
-  head_table_ = copy_to_device(host, at);
+  // The layers of another device cannot read the table: a copy on the head's.
+  head_table_ = copy_to_device(*weight, at);
   head_table_grad_ = Tensor::zeros(weight->shape(), device_memory(at));
   head.share_weight(&head_table_, &head_table_grad_);
 }

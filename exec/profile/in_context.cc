@@ -163,11 +163,6 @@ class PassClock {
   std::vector<Span> pending_;
 };
 
-// A host tensor on `device` (itself on the host).
-Tensor on_pass_device(Tensor host, Device device) {
-  return device.is_cpu() || host.empty() ? std::move(host) : copy_to_device(host, device);
-}
-
 // Whether every tensor is finite (on a device, one read-back for the list).
 bool tensors_finite(const std::vector<Tensor*>& ts) {
   if (ts.empty() || ts.front()->device().is_cpu()) return all_finite(ts);
@@ -237,15 +232,15 @@ PassTimes time_in_context(const models::Model& model, const PassOptions& o) {
     for (int i = 0; i < n; ++i) {
       if (!runs(i)) continue;
       if (specs[i].kind == LayerKind::input)
-        p->owned[2 * i] = on_pass_device(synthetic_data(model, i, o.micro_batch, rng), dev);
+        p->owned[2 * i] = placed_on(synthetic_data(model, i, o.micro_batch, rng), dev);
       if (net.layer(i).is_loss())
         p->owned[2 * i + 1] =
-            on_pass_device(synthetic_targets(specs[i], net.layer(i).input_shapes().back(), o.micro_batch, rng), dev);
+            placed_on(synthetic_targets(specs[i], net.layer(i).input_shapes().back(), o.micro_batch, rng), dev);
       for (int s : src[i])
         if (s >= 0 && !runs(s) && p->outs[s].empty())
-          p->outs[s] = on_pass_device(synthetic_output(model, s, o.micro_batch, rng), dev);
+          p->outs[s] = placed_on(synthetic_output(model, s, o.micro_batch, rng), dev);
       if (grad_from_outside[i])
-        p->grad[i] = on_pass_device(synthetic_output(model, i, o.micro_batch, rng, /*values=*/true), dev);
+        p->grad[i] = placed_on(synthetic_output(model, i, o.micro_batch, rng, /*values=*/true), dev);
     }
     return p;
   };

@@ -47,14 +47,13 @@ Stat stat(std::vector<int64_t> v, bool trimmed = false) {
   return s;
 }
 
-// A host tensor on `device` (itself on the host).
-Tensor placed(Tensor host, Device device) { return device.is_cpu() ? std::move(host) : copy_to_device(host, device); }
+// Synthetic inputs and targets on `device`.
 Tensor make_data(const models::Model& model, int idx, int64_t mb, Rng& rng, Device device) {
-  return placed(synthetic_data(model, idx, mb, rng), device);
+  return placed_on(synthetic_data(model, idx, mb, rng), device);
 }
 Tensor make_targets(const models::LayerSpec& spec, const std::vector<int64_t>& shape, int64_t mb, Rng& rng,
                     Device device) {
-  return placed(synthetic_targets(spec, shape, mb, rng), device);
+  return placed_on(synthetic_targets(spec, shape, mb, rng), device);
 }
 
 }  // namespace
@@ -150,7 +149,7 @@ models::Profile measure_isolated(const models::Model& model, const MeasureOption
       if (layer.is_loss()) dy_host.fill(1.0f);
       else
         for (int64_t k = 0; k < dy_host.numel(); ++k) dy_host.data()[k] = 1e-3f * static_cast<float>((k % 7) - 3);
-      const Tensor dy = placed(std::move(dy_host), o.device);
+      const Tensor dy = placed_on(std::move(dy_host), o.device);
       t0 = now_ns();
       std::vector<Tensor> dx = layer.backward_input(in, ctx, dy);
       const int64_t b = (now_ns() - t0);

@@ -49,8 +49,7 @@ void RingAllreduce::stage_to_host() {
     PW_CHECK(first >= flat_begin_ && end <= flat_end_,
              "all-reduce of stage " + std::to_string(stage_) + ": a device gradient straddles the bucket [" +
                  std::to_string(flat_begin_) + ", " + std::to_string(flat_end_) + ")");
-    staged_.emplace_back(g->shape());
-    copy_to_host(*g, staged_.back().data());
+    staged_.push_back(host_copy(*g));
     staged_from_.push_back(g);
     g = &staged_.back();
   }

@@ -84,17 +84,6 @@ void add_into(Tensor& dst, const Tensor& src) {
   const float* s = src.data();
   for (int64_t i = 0; i < dst.numel(); ++i) d[i] += s[i];
 }
-// A host tensor moved onto `device` (itself on the host).
-Tensor placed_on(Tensor host, Device device) {
-  return device.is_cpu() || host.empty() ? std::move(host) : copy_to_device(host, device);
-}
-// A copy of `t` (any device) on `device`, staged through the host.
-Tensor copy_on(const Tensor& t, Device device) {
-  if (t.device().is_cpu()) return placed_on(t.clone(), device);
-  Tensor host(t.shape());
-  copy_to_host(t, host.data());
-  return placed_on(std::move(host), device);
-}
 // The value of a [1] tensor on the host (waits for its device).
 float scalar_value(const Tensor& t) {
   if (t.device().is_cpu()) return t.data()[0];
@@ -159,7 +148,7 @@ LayerStageCompute::LayerStageCompute(Network& net, std::vector<StageRange> range
     tied_->a = tie.table;
     tied_->grad_a = tie.table_grad;
     const Device dev_a = net.layer_device(tie.embedding), dev_b = net.layer_device(tie.head);
-    tied_->b = copy_on(*tie.table, dev_b);
+    tied_->b = copy_to_device(*tie.table, dev_b);
     tied_->grad_b = Tensor::zeros(tie.table->shape(), device_memory(dev_b));
     tied_->sum = Tensor::zeros(tie.table->shape(), device_memory(dev_a));
     net.retie_head(&tied_->b, &tied_->grad_b);

@@ -223,15 +223,7 @@ std::vector<NamedTensors> copy_stage_states(LayerStageCompute& compute) {
   std::vector<NamedTensors> out;
   for (int s = 0; s < compute.num_stages(); ++s) {
     NamedTensors v;
-    for (auto& [name, t] : compute.checkpoint_state(s).tensors) {
-      if (t->device().is_cpu()) {
-        v.emplace_back(name, t->clone());
-      } else {
-        Tensor host(t->shape());
-        copy_to_host(*t, host.data());
-        v.emplace_back(name, std::move(host));
-      }
-    }
+    for (auto& [name, t] : compute.checkpoint_state(s).tensors) { v.emplace_back(name, host_copy(*t)); }
     out.push_back(std::move(v));
   }
   return out;

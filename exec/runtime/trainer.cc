@@ -71,11 +71,6 @@ class CheckpointMirror {
   std::vector<Tensor> copies_;
 };
 
-// A host tensor of a micro-batch on the run's device (moved as it is for the host).
-Tensor on_device(Tensor host, Device device) {
-  return device.is_cpu() ? std::move(host) : copy_to_device(host, device);
-}
-
 // The [1] loss of a micro-batch as a host value (waits for the device).
 float read_loss(const Tensor& loss) {
   float l = 0;
@@ -171,8 +166,8 @@ TrainResult train(const models::Model& model, const TrainOptions& o,
     for (int64_t j = 0; j < m; ++j) {
       Batch b = data.next();
       std::vector<Tensor> in(2);
-      in[data_slot] = on_device(std::move(b.data), o.device);
-      in[target_slot] = on_device(std::move(b.targets), o.device);
+      in[data_slot] = placed_on(std::move(b.data), o.device);
+      in[target_slot] = placed_on(std::move(b.targets), o.device);
       std::vector<Tensor> out = range.forward(static_cast<int>(j), std::move(in), step, j * mb);
       const float l = read_loss(out.at(0));
       if (!std::isfinite(l)) throw NumericalFault(step + 1, 0, loss_layer, "loss", std::isnan(l) ? "NaN" : "Inf");
@@ -180,7 +175,7 @@ TrainResult train(const models::Model& model, const TrainOptions& o,
       Tensor scale({1});
       scale.data()[0] = 1.0f / static_cast<float>(m);
       std::vector<Tensor> g;
-      g.push_back(on_device(std::move(scale), o.device));
+      g.push_back(placed_on(std::move(scale), o.device));
       range.backward(static_cast<int>(j), std::move(g));
     }
     check_layers(net, step + 1, true);

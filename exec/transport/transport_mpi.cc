@@ -87,10 +87,7 @@ bool test_all(std::vector<MPI_Request>& reqs) {
 // and the device buffer is released on the sending thread, which owns its stream.
 void stage_to_host(Message& msg) {
   for (Tensor& x : msg.tensors) {
-    if (x.empty() || x.device().is_cpu()) continue;
-    Tensor host(x.shape());
-    copy_to_host(x, host.data());
-    x = std::move(host);
+    if (!x.empty() && !x.device().is_cpu()) x = host_copy(x);
   }
   msg.fence.reset();
 }
