@@ -510,8 +510,8 @@ void LayerStageCompute::step_tied(Stage& st) {
 // The other owner waits in step_tied with its stream idle, so this thread may queue on both
 // devices: the summed gradient and the update on the embedding's, the new table on the head's.
 void LayerStageCompute::step_tied_on_devices(Tied& t, Device mine) {
-  std::vector<float> v(t.host_a.size());
-  for (size_t i = 0; i < v.size(); ++i) v[i] = t.host_a[i] + t.host_b[i];
+  std::vector<float>& v = t.host_a;  // the sum, then the new table (no table-sized allocation per step)
+  for (size_t i = 0; i < v.size(); ++i) v[i] += t.host_b[i];
   bind_thread(t.sum.device());
   copy_from_host(v.data(), t.sum);
   t.opt->step();
