@@ -1,6 +1,7 @@
 #include "exec/cuda/caching_allocator.h"
 
 #include <algorithm>
+#include <exception>
 #include <new>
 
 #include "models/error.h"
@@ -20,8 +21,16 @@ size_t CachingAllocator::size_class(size_t bytes) {
 }
 
 CachingAllocator::~CachingAllocator() {
-  release_cache();
+  try {
+    release_cache();
+  } catch (...) {  // a failed device: its remaining buffers go with the process
+  }
   std::lock_guard<std::mutex> lock(mu_);
+  for (void* p : set_aside_) {
+    try {
+      driver_.raw_free(p);
+    } catch (...) {}
+  }
   for (EventHandle e : spare_events_) driver_.destroy_event(e);
 }
 
@@ -100,6 +109,19 @@ void CachingAllocator::deallocate(void* p, size_t bytes, StreamHandle stream) {
   const size_t cls = it->second;
   PW_CHECK(size_class(bytes) == cls, "device buffer freed with a size other than its allocation's");
   in_use_.erase(it);
+  live_ -= static_cast<int64_t>(bytes);
+  PW_CHECK(live_ >= 0, "device allocator live bytes went negative");
+  try {
+    free_[cls].push_back({p, stream, free_event(stream)});
+    cached_ += static_cast<int64_t>(cls);
+  } catch (const std::exception& e) {
+    if (device_error_.empty()) device_error_ = e.what();
+    set_aside_.push_back(p);
+    set_aside_bytes_ += static_cast<int64_t>(cls);
+  }
+}
+
+EventHandle CachingAllocator::free_event(StreamHandle stream) {
   EventHandle e;
   if (spare_events_.empty()) {
     e = driver_.create_event();
@@ -107,11 +129,23 @@ void CachingAllocator::deallocate(void* p, size_t bytes, StreamHandle stream) {
     e = spare_events_.back();
     spare_events_.pop_back();
   }
-  driver_.record_event(e, stream);
-  free_[cls].push_back({p, stream, e});
-  cached_ += static_cast<int64_t>(cls);
-  live_ -= static_cast<int64_t>(bytes);
-  PW_CHECK(live_ >= 0, "device allocator live bytes went negative");
+  try {
+    driver_.record_event(e, stream);
+  } catch (...) {
+    recycle_event(e);
+    throw;
+  }
+  return e;
+}
+
+std::string CachingAllocator::device_error() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return device_error_;
+}
+
+int64_t CachingAllocator::set_aside_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return set_aside_bytes_;
 }
 
 int64_t CachingAllocator::live_bytes() const {

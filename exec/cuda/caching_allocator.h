@@ -13,6 +13,13 @@
 // When the driver is out of memory, every cached buffer whose event has completed is returned
 // to the driver and the allocation retried once; then std::bad_alloc.
 //
+// deallocate never throws for the device's sake (it runs in Tensor destructors, also while an
+// exception from a failed kernel unwinds the stack): when the driver cannot record the free's
+// event (a device in a sticky error state fails every call), the buffer is set aside, neither
+// cached nor reused, its first error kept (device_error) and the driver asked to take it back
+// when the allocator is destroyed. The error that broke the device thus reaches the user as
+// the one exception already in flight, not as std::terminate from a destructor.
+//
 // Accounting as the CPU Allocator's (exec/tensor.h): live = requested bytes of buffers in use,
 // peak = the largest live since the last reset_peak(); cached = class bytes of free buffers;
 // reserved = class bytes the driver has handed out and not taken back.
@@ -24,6 +31,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -60,14 +68,19 @@ class CachingAllocator {
   static constexpr size_t kMinBlock = 512;
 
   explicit CachingAllocator(DeviceDriver& driver) : driver_(driver) {}
-  ~CachingAllocator();  // returns every cached buffer (waiting for pending events)
+  ~CachingAllocator();  // returns every cached and set-aside buffer (waiting for pending events); never throws
   CachingAllocator(const CachingAllocator&) = delete;
   CachingAllocator& operator=(const CachingAllocator&) = delete;
 
   // A buffer of at least `bytes` (>= 1) bytes for use on `stream`. Throws std::bad_alloc.
   void* allocate(size_t bytes, StreamHandle stream);
   // `p` from allocate() with the same `bytes`; `stream`: the stream the last use was queued on.
+  // Throws only for a caller's bug (a size other than the allocation's, a second free).
   void deallocate(void* p, size_t bytes, StreamHandle stream);
+  // The driver's first failure in deallocate ("" while there was none) and the bytes (classes)
+  // of the buffers set aside for it.
+  std::string device_error() const;
+  int64_t set_aside_bytes() const;
 
   int64_t live_bytes() const;
   int64_t peak_bytes() const;
@@ -97,12 +110,16 @@ class CachingAllocator {
   void* take_cached(size_t cls, StreamHandle stream);  // mutex held; nullptr if none fits
   void free_ready_blocks();                            // mutex held
   void recycle_event(EventHandle e);                   // mutex held
+  EventHandle free_event(StreamHandle stream);         // mutex held; a recorded event, or throws
 
   DeviceDriver& driver_;
   mutable std::mutex mu_;
   std::map<size_t, std::vector<FreeBlock>> free_;
   std::unordered_map<void*, size_t> in_use_;  // buffer -> class
   std::vector<EventHandle> spare_events_;
+  std::vector<void*> set_aside_;  // buffers freed while the driver failed (see above)
+  std::string device_error_;
+  int64_t set_aside_bytes_ = 0;
   int64_t live_ = 0, peak_ = 0, cached_ = 0, reserved_ = 0;
   int64_t driver_allocations_ = 0, cache_hits_ = 0;
 };

@@ -10,6 +10,7 @@
 #include <map>
 #include <new>
 #include <set>
+#include <stdexcept>
 #include <vector>
 
 namespace {
@@ -57,6 +58,7 @@ class FakeDriver : public pw::exec::cuda::DeviceDriver {
     delete static_cast<FakeEvent*>(e);
   }
   void record_event(EventHandle e, StreamHandle s) override {
+    if (broken) throw std::runtime_error("CUDA: cudaEventRecord: an illegal memory access was encountered");
     auto* ev = static_cast<FakeEvent*>(e);
     ev->stream = s;
     ev->position = queued_[s];
@@ -85,6 +87,7 @@ class FakeDriver : public pw::exec::cuda::DeviceDriver {
 
   std::map<void*, size_t> blocks;
   int allocations = 0, frees = 0, waits = 0, live_events = 0;
+  bool broken = false;  // a device in a sticky error state: event recording fails
 
  private:
   size_t budget_, used_ = 0;
@@ -245,6 +248,43 @@ TEST_CASE("device allocator: freeing with the wrong size or twice is a bug caugh
   CHECK_THROWS(a.deallocate(p, 5000, stream(0)));
   a.deallocate(p, 1000, stream(0));
   CHECK_THROWS(a.deallocate(p, 1000, stream(0)));
+}
+
+TEST_CASE("device allocator: a free on a failed device sets the buffer aside instead of throwing") {
+  FakeDriver d;
+  {
+    CachingAllocator a(d);
+    void* kept = a.allocate(1000, stream(0));
+    void* p = a.allocate(3000, stream(0));
+    d.broken = true;
+    CHECK_NOTHROW(a.deallocate(p, 3000, stream(0)));
+    CHECK(a.live_bytes() == 1000);
+    CHECK(a.cached_bytes() == 0);
+    CHECK(a.set_aside_bytes() == 4096);
+    CHECK(a.device_error() == "CUDA: cudaEventRecord: an illegal memory access was encountered");
+    d.broken = false;
+    void* q = a.allocate(3000, stream(0));  // never the buffer set aside
+    CHECK(q != p);
+    CHECK(d.allocations == 3);
+    a.deallocate(q, 3000, stream(0));
+    a.deallocate(kept, 1000, stream(0));
+    CHECK(a.device_error() == "CUDA: cudaEventRecord: an illegal memory access was encountered");
+    CHECK(d.live_events == 2);
+  }
+  CHECK(d.frees == 3);  // the set-aside buffer is returned with the allocator
+}
+
+TEST_CASE("a tensor destroyed on a failed device does not terminate the process") {
+  FakeDriver d;
+  CachingAllocator a(d);
+  StreamMemory m(a, stream(0));
+  {
+    pw::exec::Tensor t({4, 8}, m);
+    d.broken = true;
+  }
+  CHECK(a.live_bytes() == 0);
+  CHECK(a.set_aside_bytes() == 512);
+  d.broken = false;
 }
 
 TEST_CASE("tensors on a stream view: device, accounting, fill and clone through the resource") {
