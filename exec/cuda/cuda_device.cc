@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 
 #include <array>
+#include <atomic>
 #include <mutex>
 #include <stdexcept>
 
@@ -102,37 +103,52 @@ StreamMemory& stream_memory_of(const Tensor& t) {
   return *m;
 }
 
+// What cudaGetDeviceCount said, asked once: the driver and the devices a process sees are fixed
+// when CUDA initializes (CUDA_VISIBLE_DEVICES is read then), and get() is on the layers' paths.
+struct Usability {
+  std::string reason;  // "" when usable
+  int count = 0;
+};
+
+const Usability& usability() {
+  static const Usability u = [] {
+    Usability r;
+    const cudaError_t e = cudaGetDeviceCount(&r.count);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      r.reason = std::string("no usable CUDA device (cudaGetDeviceCount: ") + cudaGetErrorString(e) + ")";
+      r.count = 0;
+    } else if (r.count < 1) {
+      r.reason = "no CUDA device found";
+      r.count = 0;
+    }
+    return r;
+  }();
+  return u;
+}
+
 }  // namespace
 
-std::string unusable_reason() {
-  int n = 0;
-  const cudaError_t e = cudaGetDeviceCount(&n);
-  if (e != cudaSuccess) {
-    (void)cudaGetLastError();
-    return std::string("no usable CUDA device (cudaGetDeviceCount: ") + cudaGetErrorString(e) + ")";
-  }
-  if (n < 1) return "no CUDA device found";
-  return "";
-}
+std::string unusable_reason() { return usability().reason; }
 
-int device_count() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return 0;
-  }
-  return n;
-}
+int device_count() { return usability().count; }
 
 CudaDevice& CudaDevice::get(int index, int stream) {
-  // Never destroyed (static teardown order): one allocator per GPU, one context per slot.
+  // Never destroyed (static teardown order): one allocator per GPU, one context per slot. A slot
+  // once made is found without the lock.
   struct Pool {
     std::unique_ptr<DeviceDriver> driver;
     std::unique_ptr<CachingAllocator> alloc;
   };
   static std::mutex mu;
   static std::array<Pool*, kMaxDevices> pools{};
-  static std::array<std::array<CudaDevice*, kMaxStreams>, kMaxDevices> slots{};
+  static std::array<std::array<std::atomic<CudaDevice*>, kMaxStreams>, kMaxDevices> slots{};
+  const bool in_range = index >= 0 && index < kMaxDevices && stream >= 0 && stream < kMaxStreams;
+  if (in_range)
+    if (CudaDevice* d = slots[index][stream].load(std::memory_order_acquire)) {
+      d->make_current();
+      return *d;
+    }
   std::lock_guard<std::mutex> lock(mu);
   if (const std::string why = unusable_reason(); !why.empty()) throw InputError("--device cuda: " + why);
   if (index < 0 || index >= device_count() || index >= kMaxDevices)
@@ -148,8 +164,12 @@ CudaDevice& CudaDevice::get(int index, int stream) {
     p->alloc = std::make_unique<CachingAllocator>(*p->driver);
     pools[index] = p;
   }
-  CudaDevice*& d = slots[index][stream];
-  if (!d) d = new CudaDevice(index, stream, *pools[index]->alloc);
+  std::atomic<CudaDevice*>& slot = slots[index][stream];
+  CudaDevice* d = slot.load(std::memory_order_relaxed);
+  if (!d) {
+    d = new CudaDevice(index, stream, *pools[index]->alloc);
+    slot.store(d, std::memory_order_release);
+  }
   d->make_current();
   return *d;
 }
