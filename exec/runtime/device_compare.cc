@@ -72,51 +72,6 @@ std::string shared_card_note(const std::vector<Card>& cards) {
          "optimistic bound";
 }
 
-std::vector<int64_t> measure_device_step_ns(const models::Model& model, const planner::Plan& plan,
-                                            const OptimizerOptions& optimizer, Device device) {
-  bind_thread(device);
-  Network net(model, 1, device);
-  const int devices = plan.num_stages() / std::max(1, plan.chunks);
-  std::vector<int64_t> out(devices, 0);
-  constexpr int kWarmup = 3, kTimed = 9;
-  for (int d = 0; d < devices; ++d) {
-    // As the run: one optimizer per stage (LayerStageCompute), the worker's stages in turn.
-    struct StageStep {
-      std::unique_ptr<LayerRange> range;
-      std::vector<Tensor*> params, grads;
-      std::unique_ptr<Optimizer> opt;
-    };
-    std::vector<StageStep> stages;
-    for (int s = d; s < plan.num_stages(); s += devices) {
-      StageStep st;
-      st.range = std::make_unique<LayerRange>(net, plan.stages[s].first_layer, plan.stages[s].end_layer);
-      st.params = st.range->parameters();
-      st.grads = st.range->gradients();
-      if (st.params.empty()) continue;
-      st.opt = std::make_unique<Optimizer>(st.params, st.grads, optimizer, device_memory(device));
-      stages.push_back(std::move(st));
-    }
-    if (stages.empty()) continue;
-    std::vector<int64_t> t;
-    for (int rep = 0; rep < kWarmup + kTimed; ++rep) {
-      const auto a = std::chrono::steady_clock::now();
-      bool finite = true;
-      for (StageStep& st : stages) {
-        for (bool ok : finite_flags(st.grads)) finite = finite && ok;
-        st.opt->step();
-        for (bool ok : finite_flags(st.params)) finite = finite && ok;
-        st.range->zero_grad();
-      }
-      const auto b = std::chrono::steady_clock::now();
-      synchronize(device);  // the zeroing the run leaves queued, untimed
-      PW_CHECK(finite, "non-finite weights while timing the optimizer step on the device");
-      if (rep >= kWarmup) t.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(b - a).count());
-    }
-    out[d] = median_ns(std::move(t));
-  }
-  return out;
-}
-
 void reset_device_memory_peaks(const std::vector<Card>& cards) {
   for (const Card& c : cards) device_memory(c.gpu).reset_peak();
 }

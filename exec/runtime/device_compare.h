@@ -14,9 +14,8 @@
 // predicted peak, the largest sum over the card's workers of their simulated live bytes at one
 // instant of the predicted trace (held tensors plus each op's transient, sim/engine.h).
 //
-// Pure functions over traces and lanes, except measure_device_step_ns,
-// reset_device_memory_peaks and device_memory_peaks, which use the GPUs (not thread-safe
-// with a run on them).
+// Pure functions over traces and lanes, except reset_device_memory_peaks and
+// device_memory_peaks, which use the GPUs (not thread-safe with a run on them).
 #pragma once
 
 #include <cstdint>
@@ -64,13 +63,6 @@ struct GpuComparison {
   double shared_iteration_ms = 0;             // shared_card_bound_ns when some card is shared, else 0
   std::string note;                           // shared_card_note
 };
-
-// Median wall time (ns) of each worker's optimizer steps on `device` as LayerStageCompute runs
-// them (per stage: the finite check of the gradients, the update, the finite check of the
-// weights, the zeroing), after warm-up steps (the first ones grow the allocator and build the
-// kernels' launch tables). One entry per worker of the plan.
-std::vector<int64_t> measure_device_step_ns(const models::Model& model, const planner::Plan& plan,
-                                            const OptimizerOptions& optimizer, Device device);
 
 // The device allocator's peak of each card's GPU: a new window at the current live bytes, and
 // the peak since.

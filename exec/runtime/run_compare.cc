@@ -27,33 +27,46 @@
 namespace pw::exec {
 
 std::vector<int64_t> measure_step_ns(const models::Model& model, const planner::Plan& plan,
-                                     const OptimizerOptions& optimizer) {
-  Network net(model, 1);
-  const int devices = plan.num_stages() / plan.chunks;
+                                     const OptimizerOptions& optimizer, Device device) {
+  bind_thread(device);
+  Network net(model, 1, device);
+  const int devices = plan.num_stages() / std::max(1, plan.chunks);
   std::vector<int64_t> out(devices, 0);
+  constexpr int kWarmup = 3, kTimed = 9;
   for (int d = 0; d < devices; ++d) {
-    std::vector<std::unique_ptr<LayerRange>> ranges;
-    std::vector<Tensor*> params, grads;
+    // As the run: one optimizer per stage (LayerStageCompute), the worker's stages in turn.
+    struct StageStep {
+      std::unique_ptr<LayerRange> range;
+      std::vector<Tensor*> params, grads;
+      std::unique_ptr<Optimizer> opt;
+    };
+    std::vector<StageStep> stages;
     for (int s = d; s < plan.num_stages(); s += devices) {
-      ranges.push_back(std::make_unique<LayerRange>(net, plan.stages[s].first_layer, plan.stages[s].end_layer));
-      for (auto* p : ranges.back()->parameters()) params.push_back(p);
-      for (auto* g : ranges.back()->gradients()) grads.push_back(g);
+      StageStep st;
+      st.range = std::make_unique<LayerRange>(net, plan.stages[s].first_layer, plan.stages[s].end_layer);
+      st.params = st.range->parameters();
+      st.grads = st.range->gradients();
+      if (st.params.empty()) continue;
+      st.opt = std::make_unique<Optimizer>(st.params, st.grads, optimizer, device_memory(device));
+      stages.push_back(std::move(st));
     }
-    if (params.empty()) continue;
-    Optimizer opt(params, grads, optimizer);
+    if (stages.empty()) continue;
     std::vector<int64_t> t;
-    for (int rep = 0; rep < 7; ++rep) {
+    for (int rep = 0; rep < kWarmup + kTimed; ++rep) {
       const auto a = std::chrono::steady_clock::now();
-      // As LayerStageCompute::step: finite checks of the gradients and the weights around the update.
-      const bool grads_finite = all_finite(grads);
-      opt.step();
-      const bool finite = all_finite(params) && grads_finite;
-      for (auto& r : ranges) r->zero_grad();
+      bool finite = true;
+      for (StageStep& st : stages) {
+        for (bool ok : finite_flags(st.grads)) finite = finite && ok;
+        st.opt->step();
+        for (bool ok : finite_flags(st.params)) finite = finite && ok;
+        st.range->zero_grad();
+      }
+      const auto b = std::chrono::steady_clock::now();
+      synchronize(device);  // the zeroing the run leaves queued on a GPU, untimed
       PW_CHECK(finite, "non-finite weights while timing the optimizer step");
-      t.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - a).count());
+      if (rep >= kWarmup) t.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(b - a).count());
     }
-    std::sort(t.begin(), t.end());
-    out[d] = t[t.size() / 2];
+    out[d] = median_ns(std::move(t));
   }
   return out;
 }
@@ -250,9 +263,9 @@ Prediction PredictionMeasurement::predict() {
   // On a GPU the in-context step is per layer, with a read-back per layer; the run steps each
   // stage at once (one read-back per check, one multi-tensor update): timed as the run does it.
   if (!s.device.is_cpu() && (planner::is_synchronous(plan.schedule) || !costs.step_ns.empty()))
-    costs.step_ns = measure_device_step_ns(model, plan, s.optimizer, Device::cuda(s.device.index));
+    costs.step_ns = measure_step_ns(model, plan, s.optimizer, Device::cuda(s.device.index));
   else if (planner::is_synchronous(plan.schedule) && costs.step_ns.empty())
-    costs.step_ns = measure_step_ns(model, plan, s.optimizer);
+    costs.step_ns = measure_step_ns(model, plan, s.optimizer, Device::cpu());
   planner::Schedule sched = sim::schedule_for_plan(plan, costs);
   if (price_on_own_cores(costs, plan, sched, per_copy)) sched = sim::schedule_for_plan(plan, costs);
   // The draw of the next mini-batch, by the worker that run_pipeline has draw it (loader_device).

@@ -17,9 +17,8 @@
 // measured on that GPU, one copy, in context, with CUDA events around each op (exec/profile/
 // in_context.h) at the plan's micro-batch size, after the same untimed warm-up passes (the
 // first calls build cuBLASLt plans and grow the caching allocator), medians; the optimizer
-// step per worker is timed on the GPU as the run steps (exec/runtime/device_compare.h:
-// measure_device_step_ns); hand-offs are priced as on the host (measure_handoff_ns: the run's
-// workers hand off on host threads; a peer copy between GPUs is not priced beyond that).
+// step per worker is timed on the GPU as the run steps (measure_step_ns); hand-offs are priced as on the host
+// (measure_handoff_ns: the run's workers hand off on host threads; a peer copy between GPUs is not priced beyond that).
 // Prediction::gpu then holds what the comparison adds on GPUs (device_compare.h). Several GPUs:
 // the profile of the first is used for all of them.
 //
@@ -58,9 +57,13 @@ struct Prediction {
   std::optional<GpuComparison> gpu;        // on GPUs only (measured_peak_bytes left to the caller)
 };
 
-// Median time (ns) of one optimizer step over the parameters of each worker of the plan.
+// Median wall time (ns) of each worker's optimizer steps on `device` as LayerStageCompute runs
+// them (per stage: the finite check of the gradients, the update, the finite check of the
+// weights, the zeroing), after warm-up steps (the first ones grow the allocator and, on a GPU,
+// build the kernels' launch tables). One entry per worker of the plan; 0 for a worker without
+// parameters.
 std::vector<int64_t> measure_step_ns(const models::Model& model, const planner::Plan& plan,
-                                     const OptimizerOptions& optimizer);
+                                     const OptimizerOptions& optimizer, Device device);
 
 // Median time (ns) the model's data source takes to draw one mini-batch of `rows` rows (the
 // background loader's work per iteration; exec/data/loader.h), on the calling thread.
