@@ -18,12 +18,15 @@ constexpr int64_t GiB = int64_t{1} << 30;
 // Megatron-LM runs on NVIDIA's Selene.
 constexpr const char* kCalculonA100Memory = "Calculon systems/a100_80g.json: HBM 0.90 for >= 100 MB";
 constexpr const char* kCalculonH100Memory = "Calculon systems/h100_80g_nvl8.json: HBM 0.90 for >= 100 MB";
+constexpr double kV100Ceiling = 101.0 / 112;
+constexpr const char* kV100GemmSource =
+    "cuBLAS fp16 8192^3 at ~101 of 112 TFLOP/s, V100 PCIe (NVIDIA developer forum, t/79781), standing in for SXM2";
 constexpr const char* kCalculonIb =
     "Calculon systems/a100_80g.json and h100_80g_nvl8.json: InfiniBand 0.90 (HDR 25 GB/s, NDR 50 GB/s)";
 }  // namespace
 
 const std::vector<DeviceSpec>& device_catalog() {
-  // GEMM ceilings (models/gemm_efficiency.h) are published measurements; the TPU, P100 and V100
+  // GEMM ceilings (models/gemm_efficiency.h) are published measurements; the TPU and P100
   // entries have none in the MAMF table or elsewhere we could cite, and the CPU entries are
   // priced by their own GEMM-size model (models/cost.h): they keep gemm_ceiling 0.
   static const std::vector<DeviceSpec> catalog = {
@@ -37,8 +40,17 @@ const std::vector<DeviceSpec>& device_catalog() {
       // NVIDIA Tesla P100 SXM2 datasheet: 10.6 TFLOP/s fp32, 21.2 fp16, 732 GB/s HBM2, 16 GB.
       {"p100-16g", 10.6 * T, 21.2 * T, 732 * G, 16 * GiB, "NVIDIA Tesla P100 datasheet (SXM2)"},
       // NVIDIA V100 SXM2 datasheet: 15.7 TFLOP/s fp32, 125 fp16 tensor, 900 GB/s, 16/32 GB.
-      {"v100-16g", 15.7 * T, 125 * T, 900 * G, 16 * GiB, "NVIDIA V100 datasheet (SXM2)"},
-      {"v100-32g", 15.7 * T, 125 * T, 900 * G, 32 * GiB, "NVIDIA V100 datasheet (SXM2)"},
+      // GEMM ceiling: 101 of 112 TFLOP/s, a cuBLAS fp16 tensor-core product of 8192 x 8192 x 8192
+      // on a Tesla V100 PCIe (peak 112 at its 1.38 GHz boost), as reported on NVIDIA's developer
+      // forum ("Understanding IPC and issue slot utilization when using Tensor Cores", 2019,
+      // forums.developer.nvidia.com/t/79781): the MAMF table has no V100 row, and the PCIe
+      // part is the same GV100 GPU with 80 multiprocessors (NVIDIA Tesla V100 GPU Architecture
+      // whitepaper) at a lower clock, so its fraction of peak stands in for the SXM2's. No
+      // V100 memory measurement is published: the datasheet rate stands.
+      {"v100-16g", 15.7 * T, 125 * T, 900 * G, 16 * GiB, "NVIDIA V100 datasheet (SXM2)", kV100Ceiling, kV100GemmSource,
+       80},
+      {"v100-32g", 15.7 * T, 125 * T, 900 * G, 32 * GiB, "NVIDIA V100 datasheet (SXM2)", kV100Ceiling, kV100GemmSource,
+       80},
       // NVIDIA A100 datasheet (SXM): 19.5 TFLOP/s fp32, 312 bf16 tensor, 1555 GB/s (40GB),
       // 2039 GB/s (80GB).
       // GEMM ceiling: 267.9 of 312 TFLOP/s, the "Maximum Achievable Matmul FLOPS" of a bf16

@@ -77,7 +77,7 @@ TEST_CASE("transformer cost: seconds are the products on the curve plus the kern
   CHECK(t.f == doctest::Approx(total_gemm_seconds(a100, g.fwd) + bytes.f / bw).epsilon(1e-12));
   CHECK(t.b == doctest::Approx(total_gemm_seconds(a100, g.bin) + bytes.b / bw).epsilon(1e-12));
   CHECK(t.w == doctest::Approx(total_gemm_seconds(a100, g.bw) + bytes.w / bw).epsilon(1e-12));
-  CHECK_THROWS(block_seconds(find_device("v100-32g"), b, BlockKernels{}, 2));  // no measured ceiling
+  CHECK_THROWS(block_seconds(find_device("p100-16g"), b, BlockKernels{}, 2));  // no measured ceiling
 }
 
 TEST_CASE("transformer cost: the analytic profile prices a GPT block on the curve by this model") {

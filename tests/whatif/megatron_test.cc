@@ -246,7 +246,7 @@ TEST_CASE("megatron: efficiency 0 is the GEMM curve only where the device has on
   lay.pp = 2;
   lay.dp = 2;
   Machine m = selene(8);
-  for (const char* dev : {"v100-32g", "a100-80g"})
+  for (const char* dev : {"p100-16g", "a100-80g"})
     for (bool bf16 : {true, false}) {
       CAPTURE(dev);
       CAPTURE(bf16);
