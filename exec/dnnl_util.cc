@@ -95,24 +95,6 @@ void gelu_tanh_backward(const float* x, const float* dy, float* dx, int64_t n) {
 }
 
 namespace {
-// Everything that tells two matmul descriptions apart, in fixed storage.
-struct MatmulKey {
-  static constexpr int kLen = 3 * (1 + 2 * MatView::kMaxRank) + 2;
-  std::array<int64_t, kLen> v{};
-
-  MatmulKey(const MatView& a, const MatView& b, const MatView& c, bool bias, bool accumulate) {
-    int i = 0;
-    for (const MatView* m : {&a, &b, &c}) {
-      v[i++] = m->rank;
-      for (int d = 0; d < m->rank; ++d) v[i++] = m->dims[d];
-      for (int d = 0; d < m->rank; ++d) v[i++] = m->strides[d];
-    }
-    v[i++] = bias;
-    v[i++] = accumulate;
-  }
-  bool operator==(const MatmulKey& o) const { return v == o.v; }
-};
-
 // The bias as a [1, .., 1, N] view broadcast over C's leading dims.
 MatView bias_view_of(const MatView& c) {
   MatView v;
@@ -128,7 +110,24 @@ MatView bias_view_of(const MatView& c) {
 }  // namespace
 
 struct MatmulCache::Entry {
-  MatmulKey key;
+  // Everything that tells two matmul descriptions apart, in fixed storage.
+  struct Key {
+    static constexpr int kLen = 3 * (1 + 2 * MatView::kMaxRank) + 2;
+    std::array<int64_t, kLen> v{};
+
+    Key(const MatView& a, const MatView& b, const MatView& c, bool bias, bool accumulate) {
+      int i = 0;
+      for (const MatView* m : {&a, &b, &c}) {
+        v[i++] = m->rank;
+        for (int d = 0; d < m->rank; ++d) v[i++] = m->dims[d];
+        for (int d = 0; d < m->rank; ++d) v[i++] = m->strides[d];
+      }
+      v[i++] = bias;
+      v[i++] = accumulate;
+    }
+    bool operator==(const Key& o) const { return v == o.v; }
+  };
+  Key key;
   dnnl::matmul prim;
   dnnl::memory src, weights, dst, bias;  // bias: empty without a bias
   std::unordered_map<int, dnnl::memory> args;
@@ -149,7 +148,7 @@ MatmulCache& MatmulCache::operator=(MatmulCache&&) noexcept = default;
 
 void MatmulCache::run(const MatView& a, const float* A, const MatView& b, const float* B, const MatView& c, float* C,
                       const float* bias, bool accumulate) {
-  const MatmulKey key(a, b, c, bias != nullptr, accumulate);
+  const Entry::Key key(a, b, c, bias != nullptr, accumulate);
   Entry* e = nullptr;
   if (last_ < entries_.size() && entries_[last_]->key == key) {
     e = entries_[last_].get();

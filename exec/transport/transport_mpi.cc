@@ -21,19 +21,18 @@ void check_mpi(int rc, const char* what) {
   if (rc != MPI_SUCCESS) throw std::runtime_error(std::string("MPI transport: ") + what + " failed");
 }
 
-// Requests whose owner went away before MPI finished with them (a cancelled run): their
-// buffers must live until MPI is done, so they are kept here and tested on every wait.
-struct Orphan {
-  std::vector<MPI_Request> reqs;
-  Message msg;
-  std::vector<int64_t> header;
-};
-
 }  // namespace
 
 class MpiRequestBase;
 
 struct MpiTransport::Impl {
+  // Requests whose owner went away before MPI finished with them (a cancelled run): their
+  // buffers must live until MPI is done, so they are kept here and tested on every wait.
+  struct Orphan {
+    std::vector<MPI_Request> reqs;
+    Message msg;
+    std::vector<int64_t> header;
+  };
   mpi::World& world;
   MPI_Comm comm = MPI_COMM_NULL;
   int rank = 0, size = 1, stages = 1, micro_batches = 1, window = 1;
@@ -115,7 +114,7 @@ class SendRequest final : public MpiRequestBase {
   }
   ~SendRequest() override {
     if (!done_ && !test_all(reqs_))
-      t_->orphans.push_back(Orphan{std::move(reqs_), std::move(msg_), std::move(header_)});
+      t_->orphans.push_back(MpiTransport::Impl::Orphan{std::move(reqs_), std::move(msg_), std::move(header_)});
   }
   bool poll() override {
     if (done_) return false;
@@ -145,7 +144,8 @@ class RecvRequest final : public MpiRequestBase {
     if (done_) return;
     for (MPI_Request& r : reqs_)
       if (r != MPI_REQUEST_NULL) MPI_Cancel(&r);
-    if (!test_all(reqs_)) t_->orphans.push_back(Orphan{std::move(reqs_), std::move(msg_), std::move(header_)});
+    if (!test_all(reqs_))
+      t_->orphans.push_back(MpiTransport::Impl::Orphan{std::move(reqs_), std::move(msg_), std::move(header_)});
   }
   bool poll() override {
     if (done_) return false;
