@@ -3,8 +3,10 @@
 #include <string>
 
 #include "models/cluster.h"
+#include "models/device_file.h"
 #include "models/error.h"
 #include "models/error_text.h"
+#include "models/gemm_efficiency.h"
 #include "models/json_util.h"
 #include "models/layer_graph.h"
 #include "models/pipedream_import.h"
@@ -56,6 +58,17 @@ void read_json_kind(std::string_view reader, std::string_view bytes, bool round_
     use(reader, whatif::to_json(s), round_trip);
   } else if (reader == "trace") {
     use(reader, Json(sim::trace_from_json(j)), round_trip);
+  } else if (reader == "device") {
+    // A `--device FILE` (pipewright.device/1): read, priced as the cost model prices with it (a
+    // product off and on its measured grid, at each precision it has), written back as
+    // `calibrate -o` writes it.
+    const models::DeviceSpec d = models::device_from_file_json(j, "fuzz.json");
+    for (const int bytes : {4, 2})
+      if (models::has_gemm_curve(d, bytes == 2))
+        for (const models::GemmShape& g : {models::GemmShape{1, 1, 1}, models::GemmShape{100, 3000, 70000, 3}})
+          (void)models::gemm_seconds(d, g, bytes);
+    (void)models::launch_seconds(d);
+    use(reader, models::device_file_json(d), round_trip);
   } else if (reader == "run-trace") {
     // `simulate --replay`: read, replay (which checks the trace against its schedule).
     const sim::RunTrace rt = sim::run_trace_from_json(j);
@@ -69,8 +82,8 @@ void read_json_kind(std::string_view reader, std::string_view bytes, bool round_
 }  // namespace
 
 const std::vector<std::string_view>& reader_names() {
-  static const std::vector<std::string_view> names = {"model", "profile",   "cluster",  "plan",     "sweep",
-                                                      "trace", "pipedream", "schedule", "run-trace"};
+  static const std::vector<std::string_view> names = {"model", "profile",   "cluster",  "plan",      "sweep",
+                                                      "trace", "pipedream", "schedule", "run-trace", "device"};
   return names;
 }
 

@@ -18,7 +18,8 @@ namespace pw::fuzz {
 
 // "model", "profile", "cluster", "plan", "sweep", "trace", "pipedream" (PipeDream graph.txt),
 // "schedule" (the compute-only schedule CSV of `schedule import`), "run-trace" (what
-// `simulate --replay` reads: read, replayed, written back).
+// `simulate --replay` reads: read, replayed, written back), "device" (a `--device FILE` of
+// `pipewright calibrate`: read, priced, written back).
 const std::vector<std::string_view>& reader_names();
 
 // True when the input was accepted, false when rejected with pw::InputError.

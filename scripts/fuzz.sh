@@ -35,7 +35,7 @@ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_
   -DCMAKE_CXX_COMPILER=clang++-14 \
   -DPW_FUZZ=ON -DPW_SANITIZE=address,undefined -DPW_WITH_DNNL=OFF -DPW_WITH_MPI=OFF -DPW_WITH_CUDA=OFF \
   -DPW_BUILD_TESTS=OFF -DPW_BUILD_BENCH=OFF -DCMAKE_UNITY_BUILD="${PW_UNITY:-ON}" "${launcher[@]}" >/dev/null
-readers=(model profile cluster plan sweep trace pipedream schedule run-trace)
+readers=(model profile cluster plan sweep trace pipedream schedule run-trace device)
 cmake --build build-fuzz -j"$jobs" --target "${readers[@]/#/fuzz_}"
 echo "fuzz: build took $(( $(date +%s) - start )) s"
 
