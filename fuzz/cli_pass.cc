@@ -14,8 +14,9 @@
 //               [--kinds model,plan,...]
 //
 // The seeds folder holds, by name: model.json, profile.json, cluster.json, plan.json, sweep.json,
-// run_plan.json with run_trace.json (a measured run and its plan), schedule.csv and checkpoint/
-// (a checkpoint folder of run_plan.json's run at step 13, resumed for 2 steps). Which command
+// run_plan.json with run_trace.json (a measured run and its plan), schedule.csv, device.json (a
+// `calibrate` device file) and checkpoint/ (a checkpoint folder of run_plan.json's run at step
+// 13, resumed for 2 steps). Which command
 // reads which is the table `kinds`.
 #include <fcntl.h>
 #include <signal.h>
@@ -67,6 +68,9 @@ const std::vector<Kind>& kinds() {
        {"whatif", "sweep", "--spec", "{in}", "--no-simulate", "--threads", "1", "--svg", "{out}/s.svg"}},
       {"run-trace", "run_trace.json", {"simulate", "--replay", "{in}", "--trace", "{out}/t.json"}},
       {"schedule", "schedule.csv", {"schedule", "import", "{in}", "-o", "{out}/s.json", "--svg", "{out}/s.svg"}},
+      {"device",
+       "device.json",
+       {"plan", "--model", "{seeds}/model.json", "--device", "{in}", "--devices", "2", "-o", "{out}/p.json"}},
       {"checkpoint",
        "checkpoint",
        {"run", "--plan", "{seeds}/run_plan.json", "--steps", "15", "--resume", "{in}", "--checkpoint", "{out}/ck",

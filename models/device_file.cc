@@ -35,10 +35,11 @@ void read_gemms(const Json& j, const std::string& path, MeasuredDevice& m) {
   const Json& sizes = require_array(g, "sizes", at);
   std::vector<int64_t> s;
   for (size_t i = 0; i < sizes.size(); ++i) {
-    if (!sizes[i].is_number_integer() || sizes[i].get<int64_t>() < 1)
-      throw InputError(join_path(join_path(at, "sizes"), i) + ": expected an integer >= 1, got " +
+    const std::string where = join_path(join_path(at, "sizes"), i);
+    if (!sizes[i].is_number_integer())
+      throw InputError(where + ": expected an integer in " + range_text(limits::kGemmSize) + ", got " +
                        json_type_name(sizes[i]));
-    s.push_back(sizes[i].get<int64_t>());
+    s.push_back(check_limit(sizes[i].get<int64_t>(), limits::kGemmSize, where));
   }
   for (const auto& [key, value] : g.items()) {
     if (key == "sizes") continue;
@@ -50,7 +51,7 @@ void read_gemms(const Json& j, const std::string& path, MeasuredDevice& m) {
     for (size_t i = 0; i < times.size(); ++i) {
       if (!times[i].is_number())
         throw InputError(join_path(join_path(at, key), i) + ": expected a number, got " + json_type_name(times[i]));
-      t.seconds.push_back(times[i].get<double>());
+      t.seconds.push_back(check_real_limit(times[i].get<double>(), limits::kSeconds, join_path(join_path(at, key), i)));
     }
     if (const std::string why = t.problem(); !why.empty()) throw InputError(join_path(at, key) + ": " + why);
   }
@@ -63,8 +64,12 @@ std::vector<MeasuredLayer> read_layers(const Json& j, const std::string& path) {
   for (size_t i = 0; i < a.size(); ++i) {
     const std::string at = join_path(join_path(path, "layers"), i);
     const Json& o = require_object(a[i], at);
-    out.push_back({get_string(o, "kind", at), get_string_or(o, "shape", at, ""), get_number(o, "forward_s", at),
-                   get_number_or(o, "backward_input_s", at, 0.0), get_number_or(o, "backward_weight_s", at, 0.0)});
+    const auto seconds = [&](const char* key, bool required) {
+      const double v = required ? get_number(o, key, at) : get_number_or(o, key, at, 0.0);
+      return check_real_limit(v, limits::kSeconds, join_path(at, key));
+    };
+    out.push_back({get_string(o, "kind", at), get_string_or(o, "shape", at, ""), seconds("forward_s", true),
+                   seconds("backward_input_s", false), seconds("backward_weight_s", false)});
   }
   return out;
 }

@@ -57,6 +57,10 @@ inline constexpr Limit kDurationNs{0, 1000000000000000};
 inline constexpr Limit kTimestampNs{0, 1000000000000000000};
 inline constexpr Limit kBytes{0, 1000000000000000000};        // a size in bytes (memory, tensors)
 inline constexpr Limit kMemoryBytes{1, 1000000000000000000};  // a device's memory
+// A dimension of a device file's measured matrix-product grid ("gemm": "sizes"); `calibrate
+// --sizes` measures at most 32768 (tools/flag_checks.cc: what fits in memory), a file may hold
+// larger products measured elsewhere.
+inline constexpr Limit kGemmSize{1, 1 << 20};
 // Real-valued rates (checked with check_real_limit): a link's bytes per second; a device's peak
 // FLOP/s and memory bytes per second, 0 where unknown (a measured or imported profile's device).
 inline constexpr Limit kBandwidth{1, 1000000000000000000};

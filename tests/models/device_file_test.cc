@@ -146,4 +146,17 @@ TEST_CASE("bad device files name the path and what was expected") {
   j = h100_file();
   j["layers"][0].erase("kind");
   CHECK_THROWS_WITH_AS(device_from_json(j, ""), doctest::Contains("/layers/0"), InputError);
+  // Values beyond the limits a run's durations and a measured grid have (models/limits.h).
+  j = h100_file();
+  j["gemm"]["fp32"][5] = 1e300;
+  CHECK_THROWS_WITH_AS(device_from_json(j, ""), "/gemm/fp32/5: expected a value in [0, 1000000], got 1e+300",
+                       InputError);
+  j = h100_file();
+  j["gemm"]["sizes"][1] = int64_t{1} << 40;
+  CHECK_THROWS_WITH_AS(device_from_json(j, ""), doctest::Contains("/gemm/sizes/1: expected an integer in [1, 1048576]"),
+                       InputError);
+  j = h100_file();
+  j["layers"][0]["backward_weight_s"] = 1e300;
+  CHECK_THROWS_WITH_AS(device_from_json(j, ""), doctest::Contains("/layers/0/backward_weight_s: expected a value in"),
+                       InputError);
 }
