@@ -45,8 +45,10 @@ const std::vector<DeviceSpec>& device_catalog() {
       // forum ("Understanding IPC and issue slot utilization when using Tensor Cores", 2019,
       // forums.developer.nvidia.com/t/79781): the MAMF table has no V100 row, and the PCIe
       // part is the same GV100 GPU with 80 multiprocessors (NVIDIA Tesla V100 GPU Architecture
-      // whitepaper) at a lower clock, so its fraction of peak stands in for the SXM2's. No
-      // V100 memory measurement is published: the datasheet rate stands.
+      // whitepaper) at a lower clock, so its fraction of peak stands in for the SXM2's. (An
+      // earlier TensorFlow measurement reached 85 TFLOP/s at 8192 x 8192 fp16, 2017:
+      // github.com/yaroslavvb/stuff, matmul_benchmark_seq.py; the cuBLAS figure is the library's
+      // own and later.) No V100 memory measurement is published: the datasheet rate stands.
       {"v100-16g", 15.7 * T, 125 * T, 900 * G, 16 * GiB, "NVIDIA V100 datasheet (SXM2)", kV100Ceiling, kV100GemmSource,
        80},
       {"v100-32g", 15.7 * T, 125 * T, 900 * G, 32 * GiB, "NVIDIA V100 datasheet (SXM2)", kV100Ceiling, kV100GemmSource,
