@@ -8,6 +8,7 @@
 #include <sys/mman.h>
 
 #include "models/error.h"
+#include "models/human_units.h"
 
 namespace pw::exec {
 
@@ -101,7 +102,8 @@ void* Allocator::allocate(size_t bytes) {
   if (!p) {
     std::lock_guard<std::mutex> lock(mu_);
     live_ -= static_cast<int64_t>(bytes);
-    throw std::bad_alloc();
+    throw OutOfMemory("host: out of memory: " + models::human_bytes(static_cast<double>(cls)) + " requested, " +
+                      models::human_bytes(static_cast<double>(live_)) + " in tensors");
   }
   return p;
 }

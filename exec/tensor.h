@@ -64,7 +64,7 @@ class MemoryResource {
   virtual ~MemoryResource() = default;
   virtual Device device() const = 0;
   // A buffer of at least `bytes` bytes, aligned for float4 access at least. Throws
-  // std::bad_alloc when the device is out of memory.
+  // OutOfMemory (models/error.h, a std::bad_alloc) when the memory is exhausted.
   virtual void* allocate(size_t bytes) = 0;
   // `bytes` must be the size passed to allocate().
   virtual void deallocate(void* p, size_t bytes) = 0;
@@ -89,7 +89,7 @@ class Allocator : public MemoryResource {
   Allocator& operator=(const Allocator&) = delete;
 
   Device device() const override { return Device::cpu(); }
-  // Returns a 64-byte aligned buffer of at least `bytes` bytes. Throws std::bad_alloc.
+  // Returns a 64-byte aligned buffer of at least `bytes` bytes. Throws OutOfMemory.
   void* allocate(size_t bytes) override;
   // `bytes` must be the size passed to allocate().
   void deallocate(void* p, size_t bytes) override;

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <new>
 
 #include "models/error.h"
 #include "models/error_text.h"
@@ -107,6 +108,12 @@ int main(int argc, char** argv) {
     return 2;
   } catch (const pw::Infeasible& e) {
     std::cerr << "pipewright: infeasible: " << pw::one_line_message(e.what()) << "\n";
+    return 3;
+  } catch (const pw::OutOfMemory& e) {  // the model or batch does not fit the host's or the GPU's memory
+    std::cerr << "pipewright: infeasible: " << pw::one_line_message(e.what()) << "\n";
+    return 3;
+  } catch (const std::bad_alloc& e) {
+    std::cerr << "pipewright: infeasible: out of memory (" << pw::one_line_message(e.what()) << ")\n";
     return 3;
   } catch (const std::exception& e) {
     std::cerr << "pipewright: internal error: " << pw::one_line_message(e.what()) << "\n";

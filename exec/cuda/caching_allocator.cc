@@ -5,6 +5,7 @@
 #include <new>
 
 #include "models/error.h"
+#include "models/human_units.h"
 
 namespace pw::exec::cuda {
 
@@ -91,7 +92,11 @@ void* CachingAllocator::allocate(size_t bytes, StreamHandle stream) {
       free_ready_blocks();
       p = driver_.raw_allocate(cls);
     }
-    if (!p) throw std::bad_alloc();
+    if (!p)
+      throw OutOfMemory(driver_.device().to_string() +
+                        ": out of device memory: " + models::human_bytes(static_cast<double>(cls)) + " requested, " +
+                        models::human_bytes(static_cast<double>(live_)) + " in tensors, " +
+                        models::human_bytes(static_cast<double>(reserved_)) + " held by the caching allocator");
     ++driver_allocations_;
     reserved_ += static_cast<int64_t>(cls);
   }

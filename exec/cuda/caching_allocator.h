@@ -11,7 +11,8 @@
 // Sizes are rounded up to a size class (size_class below) and a cached buffer is reused only
 // for its own class: no splitting, no merging.
 // When the driver is out of memory, every cached buffer whose event has completed is returned
-// to the driver and the allocation retried once; then std::bad_alloc.
+// to the driver and the allocation retried once; then OutOfMemory (a std::bad_alloc naming the
+// device, the request, the bytes in tensors and those the allocator holds).
 //
 // deallocate never throws for the device's sake (it runs in Tensor destructors, also while an
 // exception from a failed kernel unwinds the stack): when the driver cannot record the free's
@@ -72,7 +73,7 @@ class CachingAllocator {
   CachingAllocator(const CachingAllocator&) = delete;
   CachingAllocator& operator=(const CachingAllocator&) = delete;
 
-  // A buffer of at least `bytes` (>= 1) bytes for use on `stream`. Throws std::bad_alloc.
+  // A buffer of at least `bytes` (>= 1) bytes for use on `stream`. Throws OutOfMemory.
   void* allocate(size_t bytes, StreamHandle stream);
   // `p` from allocate() with the same `bytes`; `stream`: the stream the last use was queued on.
   // Throws only for a caller's bug (a size other than the allocation's, a second free).

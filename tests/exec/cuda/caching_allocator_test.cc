@@ -13,6 +13,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "models/error.h"
+
 namespace {
 
 using pw::exec::cuda::CachingAllocator;
@@ -236,6 +238,10 @@ TEST_CASE("device allocator: out of memory frees completed cached buffers and re
   CHECK(d.frees == 1);
   CHECK(a.cached_bytes() == 0);
   CHECK_THROWS_AS(a.allocate(8192, stream(1)), std::bad_alloc);
+  CHECK_THROWS_WITH_AS(a.allocate(8192, stream(1)),
+                       "cuda:3: out of device memory: 8.00 KiB requested, 24.00 KiB in tensors, 24.00 KiB held by the "
+                       "caching allocator",
+                       pw::OutOfMemory);
   CHECK(a.live_bytes() == 8192 + 16384);
   a.deallocate(r, 8192, stream(0));
   a.deallocate(big, 16384, stream(1));
