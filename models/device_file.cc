@@ -35,11 +35,7 @@ void read_gemms(const Json& j, const std::string& path, MeasuredDevice& m) {
   const Json& sizes = require_array(g, "sizes", at);
   std::vector<int64_t> s;
   for (size_t i = 0; i < sizes.size(); ++i) {
-    const std::string where = join_path(join_path(at, "sizes"), i);
-    if (!sizes[i].is_number_integer())
-      throw InputError(where + ": expected an integer in " + range_text(limits::kGemmSize) + ", got " +
-                       json_type_name(sizes[i]));
-    s.push_back(check_limit(sizes[i].get<int64_t>(), limits::kGemmSize, where));
+    s.push_back(limited_value(sizes[i], join_path(join_path(at, "sizes"), i), limits::kGemmSize));
   }
   for (const auto& [key, value] : g.items()) {
     if (key == "sizes") continue;
@@ -64,12 +60,10 @@ std::vector<MeasuredLayer> read_layers(const Json& j, const std::string& path) {
   for (size_t i = 0; i < a.size(); ++i) {
     const std::string at = join_path(join_path(path, "layers"), i);
     const Json& o = require_object(a[i], at);
-    const auto seconds = [&](const char* key, bool required) {
-      const double v = required ? get_number(o, key, at) : get_number_or(o, key, at, 0.0);
-      return check_real_limit(v, limits::kSeconds, join_path(at, key));
-    };
-    out.push_back({get_string(o, "kind", at), get_string_or(o, "shape", at, ""), seconds("forward_s", true),
-                   seconds("backward_input_s", false), seconds("backward_weight_s", false)});
+    out.push_back({get_string(o, "kind", at), get_string_or(o, "shape", at, ""),
+                   check_real_limit(get_number(o, "forward_s", at), limits::kSeconds, join_path(at, "forward_s")),
+                   get_real_limited_or(o, "backward_input_s", at, 0.0, limits::kSeconds),
+                   get_real_limited_or(o, "backward_weight_s", at, 0.0, limits::kSeconds)});
   }
   return out;
 }
