@@ -20,6 +20,7 @@
 #include "sim/report.h"
 #include "sim/trace_io.h"
 #include "tools/command_registry.h"
+#include "tools/flag_checks.h"
 #include "tools/plan_inputs.h"
 
 namespace pw::tools {
@@ -36,12 +37,6 @@ struct ImportArgs {
   int iterations = 1;
   bool json = false;
 };
-
-int64_t ms_to_ns(double ms, const char* flag) {
-  if (!std::isfinite(ms) || ms < 0 || ms > 1e9)
-    throw InputError(std::string(flag) + ": expected a time in milliseconds in [0, 1e9], got " + Json(ms).dump());
-  return static_cast<int64_t>(std::llround(ms * 1e6));
-}
 
 planner::Schedule plan_schedule(const planner::Plan& plan, const std::string& plan_file, const std::string& profile) {
   const sim::StageCosts costs = plan_costs(plan, plan_file, profile, "").costs;
@@ -88,7 +83,7 @@ void run_import(const ImportArgs& a, CLI::App* sub) {
     planner::validate_schedule(s);
   } catch (const InputError& e) { throw InputError(a.csv + ": " + e.what()); }
   sim::StageCosts costs;
-  sim::Network net = sim::Network::fixed(ms_to_ns(a.t_comm, "--t-comm"));
+  sim::Network net = sim::Network::fixed(ms_flag_to_ns(a.t_comm, "--t-comm"));
   if (!a.plan.empty()) {
     for (const char* flag : {"--t-f", "--t-b", "--t-w"})
       if (sub->count(flag)) throw InputError(std::string(flag) + ": not used with --plan (the plan has stage costs)");
@@ -101,8 +96,8 @@ void run_import(const ImportArgs& a, CLI::App* sub) {
     if (!sub->count("--t-comm")) net = sim::network_for_plan(plan, pc.cluster_ptr());  // as simulate --plan
   } else {
     if (!a.profile.empty()) throw InputError("--profile: only used with --plan");
-    costs = sim::StageCosts::uniform(s.num_stages, ms_to_ns(a.t_f, "--t-f"), ms_to_ns(a.t_b, "--t-b"),
-                                     ms_to_ns(a.t_w, "--t-w"));
+    costs = sim::StageCosts::uniform(s.num_stages, ms_flag_to_ns(a.t_f, "--t-f"), ms_flag_to_ns(a.t_b, "--t-b"),
+                                     ms_flag_to_ns(a.t_w, "--t-w"));
   }
   sim::SimOptions opt;
   opt.iterations = a.iterations;

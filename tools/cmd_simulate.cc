@@ -19,6 +19,7 @@
 #include "sim/report.h"
 #include "sim/trace_io.h"
 #include "tools/command_registry.h"
+#include "tools/flag_checks.h"
 #include "tools/plan_inputs.h"
 
 namespace pw::tools {
@@ -33,13 +34,6 @@ struct SimulateArgs {
   bool json = false;
   std::string trace, svg;
 };
-
-int64_t ms_to_ns(double ms, const char* flag) {
-  if (!std::isfinite(ms) || ms < 0)
-    throw InputError(std::string(flag) + ": expected a time >= 0 in milliseconds, got " + Json(ms).dump());
-  if (ms > 1e9) throw InputError(std::string(flag) + ": time too large (" + std::to_string(ms) + " ms)");
-  return static_cast<int64_t>(std::llround(ms * 1e6));
-}
 
 // --replay: the measured per-op durations of a run (`run --run-trace F`) through the same
 // schedule and simulator (sim/replay.h).
@@ -102,8 +96,8 @@ SimulationInput uniform_input(const SimulateArgs& a, CLI::App* sub) {
   if (a.stages < 1) throw InputError("--stages: expected >= 1, got " + std::to_string(a.stages));
   if (a.micro_batches < 1) throw InputError("--micro-batches: expected >= 1, got " + std::to_string(a.micro_batches));
   const planner::ScheduleKind kind = planner::parse_schedule_kind(a.schedule, "--schedule");
-  const int64_t f = ms_to_ns(a.t_f, "--t-f"), b = ms_to_ns(a.t_b, "--t-b"), w = ms_to_ns(a.t_w, "--t-w");
-  const int64_t comm = ms_to_ns(a.t_comm, "--t-comm");
+  const int64_t f = ms_flag_to_ns(a.t_f, "--t-f"), b = ms_flag_to_ns(a.t_b, "--t-b"), w = ms_flag_to_ns(a.t_w, "--t-w");
+  const int64_t comm = ms_flag_to_ns(a.t_comm, "--t-comm");
   SimulationInput in;
   try {
     in.schedule = planner::make_schedule(kind, a.stages, a.micro_batches, a.chunks);

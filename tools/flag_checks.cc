@@ -248,4 +248,11 @@ void check_thread_count(int64_t threads, const std::string& where) {
                      std::to_string(machine_cores()) + " cores), got " + std::to_string(threads));
 }
 
+int64_t ms_flag_to_ns(double ms, const char* flag) {
+  if (!std::isfinite(ms) || ms < 0 || ms > 1e9)
+    throw InputError(std::string(flag) + ": expected a time in milliseconds in [0, 1e9], got " +
+                     escape_for_message(std::to_string(ms)));
+  return static_cast<int64_t>(std::llround(ms * 1e6));
+}
+
 }  // namespace pw::tools

@@ -28,6 +28,11 @@ double parse_flag_number(const std::string& flag, const std::string& text, FlagU
 
 void install_flag_checks(CLI::App& app);
 
+// A duration flag given in milliseconds (simulate's and schedule import's --t-f, --t-b, --t-w,
+// --t-comm), in whole nanoseconds. InputError("<flag>: expected a time in milliseconds in [0, 1e9],
+// got V") for a negative, non-finite or larger value.
+int64_t ms_flag_to_ns(double ms, const char* flag);
+
 // The help of --efficiency, one wording for every command that takes it (models/defaults.h).
 inline constexpr const char* kEfficiencyHelp =
     "fraction of peak FLOP/s the matrix products reach, in [0, 1]; 0 (default): each by its shape on the "
