@@ -6,6 +6,8 @@
 #include <string>
 #include <unordered_map>
 
+#include "exec/backend_errors.h"
+
 namespace pw::exec {
 
 dnnl::engine& cpu_engine() {
@@ -200,6 +202,11 @@ void MatmulCache::run(const MatView& a, const float* A, const MatView& b, const 
   if (bias) e->bias.set_data_handle(const_cast<float*>(bias));
   e->prim.execute(cpu_stream(), e->args);
   cpu_stream().wait();
+}
+
+std::string backend_out_of_memory(const std::exception& e) {
+  const auto* d = dynamic_cast<const dnnl::error*>(&e);
+  return d != nullptr && d->status == dnnl_out_of_memory ? std::string("oneDNN: ") + d->what() : std::string();
 }
 
 }  // namespace pw::exec

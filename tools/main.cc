@@ -2,11 +2,10 @@
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
-#include <new>
 
-#include "models/error.h"
 #include "models/error_text.h"
 #include "tools/command_registry.h"
+#include "tools/exit_status.h"
 #include "tools/flag_checks.h"
 #include "tools/notes.h"
 #include "tools/signals.h"
@@ -100,25 +99,7 @@ int main(int argc, char** argv) {
     std::cerr << "pipewright: error: " << pw::one_line_message(e.what() + flag_hint(app, e, argc, argv))
               << " (see --help)\n";
     return 2;
-  } catch (const pw::tools::CommandExit& e) {
-    if (*e.what() != '\0') std::cerr << e.what() << "\n";
-    return e.code();
-  } catch (const pw::InputError& e) {
-    std::cerr << "pipewright: error: " << pw::one_line_message(e.what()) << "\n";
-    return 2;
-  } catch (const pw::Infeasible& e) {
-    std::cerr << "pipewright: infeasible: " << pw::one_line_message(e.what()) << "\n";
-    return 3;
-  } catch (const pw::OutOfMemory& e) {  // the model or batch does not fit the host's or the GPU's memory
-    std::cerr << "pipewright: infeasible: " << pw::one_line_message(e.what()) << "\n";
-    return 3;
-  } catch (const std::bad_alloc& e) {
-    std::cerr << "pipewright: infeasible: out of memory (" << pw::one_line_message(e.what()) << ")\n";
-    return 3;
-  } catch (const std::exception& e) {
-    std::cerr << "pipewright: internal error: " << pw::one_line_message(e.what()) << "\n";
-    return 70;
-  }
+  } catch (...) { return pw::tools::report_failure(std::current_exception(), std::cerr); }
   pw::tools::print_deferred_notes();  // only after success: a failure prints one line
   return 0;
 }

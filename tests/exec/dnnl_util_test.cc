@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "exec/backend_errors.h"
 #include "exec/dnnl_util.h"
 
 namespace pw::exec {
@@ -118,6 +119,14 @@ TEST_CASE("gelu_tanh: each call reads and writes the buffers it was given") {
       CHECK(dx[i] == doctest::Approx(slope).epsilon(5e-3));
     }
   }
+}
+
+TEST_CASE("backend_out_of_memory: oneDNN's out-of-memory status is named, every other exception is not") {
+  CHECK(backend_out_of_memory(dnnl::error(dnnl_out_of_memory, "could not create a primitive")) ==
+        "oneDNN: could not create a primitive");
+  CHECK(backend_out_of_memory(dnnl::error(dnnl_invalid_arguments, "could not create a primitive")).empty());
+  CHECK(backend_out_of_memory(std::runtime_error("out of memory")).empty());
+  CHECK(backend_out_of_memory(std::bad_alloc()).empty());  // the CLI maps bad_alloc itself
 }
 
 }  // namespace pw::exec

@@ -1,0 +1,48 @@
+#include "tools/exit_status.h"
+
+#include <new>
+#include <string>
+
+#include "models/error.h"
+#include "models/error_text.h"
+#include "tools/signals.h"
+#ifdef PW_HAVE_EXEC
+#include "exec/backend_errors.h"
+#endif
+
+namespace pw::tools {
+namespace {
+
+int print(std::ostream& err, const char* kind, const std::string& message, int code) {
+  err << "pipewright: " << kind << ": " << one_line_message(message) << "\n";
+  return code;
+}
+
+}  // namespace
+
+int report_failure(const std::exception_ptr& e, std::ostream& err) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const CommandExit& x) {
+    if (*x.what() != '\0') err << x.what() << "\n";
+    return x.code();
+  } catch (const InputError& x) {
+    return print(err, "error", x.what(), 2);
+  } catch (const Infeasible& x) {
+    return print(err, "infeasible", x.what(), 3);
+  } catch (const OutOfMemory& x) {  // the model or batch does not fit the host's or the GPU's memory
+    return print(err, "infeasible", x.what(), 3);
+  } catch (const std::bad_alloc& x) {
+    return print(err, "infeasible", std::string("out of memory (") + x.what() + ")", 3);
+  } catch (const std::exception& x) {
+#ifdef PW_HAVE_EXEC
+    if (const std::string oom = exec::backend_out_of_memory(x); !oom.empty())
+      return print(err, "infeasible", "out of memory (" + oom + ")", 3);
+#endif
+    return print(err, "internal error", x.what(), 70);
+  } catch (...) {
+    return print(err, "internal error", "an exception that is not a std::exception", 70);
+  }
+}
+
+}  // namespace pw::tools

@@ -1,0 +1,20 @@
+// How the CLI ends when a command throws: the one line on stderr and the exit status (README,
+// "Exit status"). One function, so that main and its test agree.
+// Thread-safety: call from the main thread (writes to `err`).
+#pragma once
+
+#include <exception>
+#include <ostream>
+
+namespace pw::tools {
+
+// Writes the line for `e` on `err` and returns the exit status:
+// - CommandExit: its own code, its message (if any) as it is;
+// - InputError: 2, "pipewright: error: ...";
+// - Infeasible, and memory exhausted of any kind (OutOfMemory of the host or device allocators,
+//   any std::bad_alloc, a backend's out-of-memory error): 3, "pipewright: infeasible: ...";
+// - any other exception: 70, "pipewright: internal error: ...".
+// Every message goes through one_line_message (models/error_text.h).
+int report_failure(const std::exception_ptr& e, std::ostream& err);
+
+}  // namespace pw::tools
