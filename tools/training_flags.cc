@@ -64,12 +64,12 @@ void check_fits_in_memory(const models::Model& model, const exec::OptimizerOptio
                           int64_t in_flight, const std::string& flags) {
   const double need =
       models::estimated_training_bytes(model, exec::optimizer_memory(optimizer), micro_batch, in_flight);
-  const double have = static_cast<double>(exec::physical_memory_bytes());
-  if (have > 0 && need > have) {
+  const exec::MemoryBound have = exec::memory_bound();
+  if (have.bytes > 0 && need > static_cast<double>(have.bytes)) {
     char buf[256];
-    std::snprintf(buf, sizeof buf, ": training %s needs at least %.1f GiB, more than this machine's %.1f GiB of memory",
-                  escape_for_message(model.name()).c_str(), need / 1073741824.0, have / 1073741824.0);
-    throw InputError(flags + buf);
+    std::snprintf(buf, sizeof buf, ": training %s needs at least %.1f GiB, more than ",
+                  escape_for_message(model.name()).c_str(), need / 1073741824.0);
+    throw InputError(flags + buf + exec::describe(have));
   }
 }
 

@@ -58,9 +58,11 @@ exec::OptimizerOptions training_optimizer(const TrainingFlags& f);
 
 // Before anything is allocated: the bytes training `model` with `optimizer` would take at
 // `micro_batch` samples with `in_flight` micro-batches alive (models::estimated_training_bytes)
-// against this machine's physical memory (exec/machine/memory.h; nothing is checked where that
-// cannot be read). InputError("<flags>: training M needs at least X GiB, more than this
-// machine's Y GiB of memory") when it does not fit.
+// against the most this process can hold: the machine's physical memory, or less under a cgroup
+// memory limit or a ulimit (exec/machine/memory.h: memory_bound; nothing is checked where none
+// can be read). InputError("<flags>: training M needs at least X GiB, more than this machine's
+// Y GiB of memory" or "... more than the Y GiB this process may still map under ulimit -d") when
+// it does not fit.
 void check_fits_in_memory(const models::Model& model, const exec::OptimizerOptions& optimizer, int64_t micro_batch,
                           int64_t in_flight, const std::string& flags);
 

@@ -1,28 +1,164 @@
 #include "exec/machine/memory.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace pw::exec {
+namespace {
+
+// A cgroup file's one number; -1 for "max", v1's "unlimited" (LONG_MAX rounded to a page) or a
+// file that is missing or holds something else.
+int64_t read_cgroup_bytes(const std::string& file) {
+  std::ifstream in(file);
+  std::string word;
+  if (!(in >> word) || word.empty() || word.find_first_not_of("0123456789") != std::string::npos || word.size() > 19)
+    return -1;
+  const unsigned long long v = std::stoull(word);
+  return v >= (1ull << 62) ? -1 : static_cast<int64_t>(v);
+}
+
+// `path` ("/a/b") and each ancestor ("/a", "/").
+std::vector<std::string> with_ancestors(std::string path) {
+  if (path.empty() || path.front() != '/') path = "/" + path;
+  std::vector<std::string> levels;
+  while (true) {
+    levels.push_back(path);
+    if (path == "/") break;
+    const size_t cut = path.find_last_of('/');
+    path = cut == 0 ? "/" : path.substr(0, cut);
+  }
+  return levels;
+}
+
+// KiB of a "Key:  N kB" line of /proc/self/status, as bytes; -1 where it is missing.
+int64_t proc_status_bytes(const char* key) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string k, unit;
+    int64_t kib = 0;
+    if (fields >> k >> kib >> unit && k == key && unit == "kB") return kib * 1024;
+  }
+  return -1;
+}
+
+// The rlimit's soft value less what the process already holds of it; -1 for no limit.
+int64_t rlimit_headroom(int resource, const char* status_key) {
+  struct rlimit rl {};
+  if (::getrlimit(resource, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return -1;
+  const int64_t used = std::max<int64_t>(proc_status_bytes(status_key), 0);
+  const int64_t limit = rl.rlim_cur >= (1ull << 62) ? int64_t{1} << 62 : static_cast<int64_t>(rl.rlim_cur);
+  return std::max<int64_t>(limit - used, 0);
+}
+
+// A /proc file's text (read_input_file of models/ refuses them: they report a size of 0).
+std::string read_proc_file(const char* file) {
+  std::ifstream in(file);
+  std::ostringstream os;
+  os << in.rdbuf();
+  return os.str();
+}
+
+// The least of the bounds offered to it (-1: none from that source).
+class Least {
+ public:
+  void offer(int64_t bytes, MemoryBound::Source source) {
+    if (bytes < 0 || (known_ && bytes >= bound_.bytes)) return;
+    known_ = true;
+    bound_ = {bytes, source};
+  }
+  MemoryBound result() const { return known_ ? bound_ : MemoryBound{}; }
+
+ private:
+  bool known_ = false;
+  MemoryBound bound_;
+};
+
+// Offers the cgroups' and the rlimits' bounds: the cgroups' `limit` or `headroom`.
+void offer_process_limits(Least& least, bool headroom) {
+  const CgroupMemory cg = cgroup_memory(read_proc_file("/proc/self/cgroup"), "/sys/fs/cgroup");
+  least.offer(headroom ? cg.headroom : cg.limit, MemoryBound::Source::cgroup);
+  least.offer(rlimit_headroom(RLIMIT_AS, "VmSize:"), MemoryBound::Source::address_space);
+  least.offer(rlimit_headroom(RLIMIT_DATA, "VmData:"), MemoryBound::Source::data);
+}
+
+}  // namespace
 
 int64_t physical_memory_bytes() {
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
   return pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page : 0;
 }
 
+CgroupMemory cgroup_memory(const std::string& proc_cgroup, const std::string& root) {
+  CgroupMemory m;
+  std::istringstream lines(proc_cgroup);
+  std::string line;
+  while (std::getline(lines, line)) {
+    // hierarchy-id:controllers:path; v2 is "0::path", v1's memory line lists "memory".
+    const size_t a = line.find(':'), b = a == std::string::npos ? a : line.find(':', a + 1);
+    if (b == std::string::npos) continue;
+    const std::string id = line.substr(0, a), controllers = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
+    const bool v2 = id == "0" && controllers.empty();
+    const bool v1 = ("," + controllers + ",").find(",memory,") != std::string::npos;
+    if (!v2 && !v1) continue;
+    const std::string dir = v2 ? root : root + "/memory";
+    for (const std::string& level : with_ancestors(path)) {
+      const std::string at = dir + (level == "/" ? "" : level) + "/";
+      const int64_t limit = read_cgroup_bytes(at + (v2 ? "memory.max" : "memory.limit_in_bytes"));
+      if (limit < 0) continue;
+      const int64_t usage = read_cgroup_bytes(at + (v2 ? "memory.current" : "memory.usage_in_bytes"));
+      const int64_t headroom = std::max<int64_t>(limit - std::max<int64_t>(usage, 0), 0);
+      m.limit = m.limit < 0 ? limit : std::min(m.limit, limit);
+      m.headroom = m.headroom < 0 ? headroom : std::min(m.headroom, headroom);
+    }
+  }
+  return m;
+}
+
+MemoryBound memory_bound() {
+  Least least;
+  least.offer(physical_memory_bytes() > 0 ? physical_memory_bytes() : -1, MemoryBound::Source::machine);
+  offer_process_limits(least, false);
+  return least.result();
+}
+
 int64_t available_memory_bytes() {
+  int64_t available = -1;
   std::ifstream in("/proc/meminfo");
   std::string line;
   while (std::getline(in, line)) {
     std::istringstream fields(line);
     std::string key, unit;
     int64_t kib = 0;
-    if (fields >> key >> kib >> unit && key == "MemAvailable:" && unit == "kB") return kib * 1024;
+    if (fields >> key >> kib >> unit && key == "MemAvailable:" && unit == "kB") available = kib * 1024;
   }
-  return physical_memory_bytes();
+  if (available < 0) available = physical_memory_bytes() > 0 ? physical_memory_bytes() : -1;
+  Least least;
+  least.offer(available, MemoryBound::Source::machine);
+  offer_process_limits(least, true);
+  return least.result().bytes;
+}
+
+std::string describe(const MemoryBound& bound) {
+  char gib[32];
+  std::snprintf(gib, sizeof gib, "%.1f GiB", static_cast<double>(bound.bytes) / 1073741824.0);
+  switch (bound.source) {
+    case MemoryBound::Source::machine: return std::string("this machine's ") + gib + " of memory";
+    case MemoryBound::Source::cgroup:
+      return std::string("the ") + gib + " its cgroup allows (a container's or a job's memory limit)";
+    case MemoryBound::Source::address_space:
+      return std::string("the ") + gib + " this process may still map under ulimit -v";
+    case MemoryBound::Source::data: return std::string("the ") + gib + " this process may still map under ulimit -d";
+  }
+  return gib;
 }
 
 }  // namespace pw::exec

@@ -1,17 +1,49 @@
-// This machine's memory, read in one place for the profiler, the planner's default cluster and
-// the measurement checks.
-// Thread-safety: both functions read /proc or sysconf on every call; safe from any thread.
+// This machine's memory, and the limits this process runs under, read in one place for the
+// profiler, the planner's default cluster, the measurement checks and the commands' up-front
+// "does it fit" checks.
+// Thread-safety: every function reads /proc, /sys or sysconf on each call; safe from any thread.
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace pw::exec {
 
 // Physical memory: physical pages x page size; 0 when sysconf cannot tell.
 int64_t physical_memory_bytes();
 
-// Memory the kernel says can still be given to programs: MemAvailable of /proc/meminfo, or
-// physical_memory_bytes() where that is missing; 0 when neither can be read.
+// Memory this process can still be given now: the least of MemAvailable (/proc/meminfo, or
+// physical_memory_bytes() where that is missing), its cgroups' headroom (limit less usage) and its
+// rlimits' headroom (memory_bound's); 0 when none of these can be read.
 int64_t available_memory_bytes();
+
+// The most memory this process can come to hold, and which bound that is. A container or a batch
+// job (cgroup memory limit) or a shell's ulimit may allow far less than the machine has; a
+// process that goes past a cgroup's limit is killed without a word, so commands check here first.
+struct MemoryBound {
+  enum class Source { machine, cgroup, address_space, data };
+  int64_t bytes = 0;  // 0: nothing could be read
+  Source source = Source::machine;
+};
+// The least of physical memory, cgroup_memory(...).limit of this process, RLIMIT_AS less the
+// address space it already maps (VmSize) and RLIMIT_DATA less its data already mapped (VmData, of
+// /proc/self/status). A source that cannot be read is left out.
+MemoryBound memory_bound();
+
+// The cgroup memory limits over a process whose /proc/PID/cgroup reads `proc_cgroup`, with the
+// cgroup file systems mounted under `root` (/sys/fs/cgroup): cgroup v2 (memory.max, memory.current
+// at root/PATH for the "0::PATH" line) and v1 (memory.limit_in_bytes, memory.usage_in_bytes at
+// root/memory/PATH for the line naming the memory controller), read for the cgroup and every
+// ancestor up to root. limit: the least limit found; headroom: the least (limit - usage) found;
+// -1 for each where no level has a limit ("max", v1's unlimited value, or files missing).
+struct CgroupMemory {
+  int64_t limit = -1, headroom = -1;
+};
+CgroupMemory cgroup_memory(const std::string& proc_cgroup, const std::string& root);
+
+// The bound in words, for a message that goes on "... needs at least X GiB, more than ": e.g.
+// "this machine's 23.4 GiB of memory", "the 8.0 GiB its cgroup allows (a container's or a job's
+// memory limit)", "the 0.2 GiB this process may still map under ulimit -d".
+std::string describe(const MemoryBound& bound);
 
 }  // namespace pw::exec

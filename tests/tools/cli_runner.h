@@ -75,13 +75,11 @@ struct CliResult {
   std::string err;
 };
 
-// Runs `pipewright args...`; stdout and stderr go through files in a scratch directory. With
-// `cwd`, the command runs in that directory (relative paths in args resolve there).
-inline CliResult run_cli(const std::vector<std::string>& args, const std::string& cwd = "") {
+// Runs the program argv_s[0] (a path) with its arguments; stdout and stderr go through files in a
+// scratch directory. With `cwd`, it runs in that directory.
+inline CliResult run_program(std::vector<std::string> argv_s, const std::string& cwd = "") {
   ScratchDir io;
   const std::string out = io.file("stdout"), err = io.file("stderr");
-  std::vector<std::string> argv_s = {PW_CLI_PATH};
-  argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (auto& a : argv_s) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -101,6 +99,23 @@ inline CliResult run_cli(const std::vector<std::string>& args, const std::string
   r.out = slurp(out);
   r.err = slurp(err);
   return r;
+}
+
+// Runs `pipewright args...` (run_program). With `cwd`, the command runs in that directory (relative
+// paths in args resolve there).
+inline CliResult run_cli(const std::vector<std::string>& args, const std::string& cwd = "") {
+  std::vector<std::string> argv_s = {PW_CLI_PATH};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  return run_program(std::move(argv_s), cwd);
+}
+
+// Runs `pipewright args...` under `ulimit -d data_kib` (RLIMIT_DATA: the data, heap and private
+// mappings the process may hold), through /bin/sh.
+inline CliResult run_cli_with_data_limit(long data_kib, const std::vector<std::string>& args) {
+  std::vector<std::string> argv_s = {"/bin/sh", "-c",
+                                     "ulimit -d " + std::to_string(data_kib) + " && exec \"$0\" \"$@\"", PW_CLI_PATH};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  return run_program(std::move(argv_s));
 }
 
 // Lines in `s` (a final line without '\n' counts).

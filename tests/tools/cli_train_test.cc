@@ -12,6 +12,7 @@
 using pw::Json;
 using pw::test::CliResult;
 using pw::test::run_cli;
+using pw::test::run_cli_with_data_limit;
 using pw::test::ScratchDir;
 
 namespace {
@@ -117,6 +118,29 @@ TEST_CASE("train --json: the measured peak memory is within 10% of the memory mo
     CAPTURE(predicted);
     CHECK(std::fabs(predicted - measured) <= 0.10 * measured);
   }
+}
+
+// Sanitizer builds reserve terabytes of shadow memory, which a data limit forbids.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+
+TEST_CASE("train under a data limit (ulimit -d): a model that cannot fit is refused up front, one that fits trains") {
+  if (kSanitized) {
+    MESSAGE("SKIPPED: a sanitizer build cannot start under a data limit");
+    return;
+  }
+  // GPT 4 x 1536 with Adam: the memory model says 0.9 GiB (weights, gradients, moments,
+  // activations), against at most 512 MiB this process may map, less what it already maps.
+  const CliResult big = run_cli_with_data_limit(512 * 1024, {"train", "--model", "gpt", "--d-model", "1536", "--layers",
+                                                             "4", "--optimizer", "adam", "--steps", "1"});
+  pw::test::expect_rejected(big, 2, {"the model's sizes: training gpt", "needs at least", "under ulimit -d"});
+  const CliResult small =
+      run_cli_with_data_limit(1024 * 1024, {"train", "--model", "mlp", "--steps", "1", "--threads", "1"});
+  CAPTURE(small.err);
+  CHECK(small.rc == 0);
 }
 
 TEST_CASE("train --device: cuda trains where a GPU can be used, elsewhere it is one line naming why and exit 2") {
