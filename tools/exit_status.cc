@@ -26,9 +26,7 @@ int report_failure(const std::exception_ptr& e, std::ostream& err) {
   } catch (const CommandExit& x) {
     if (*x.what() != '\0') err << x.what() << "\n";
     return x.code();
-  } catch (const InputError& x) {
-    return print(err, "error", x.what(), 2);
-  } catch (const Infeasible& x) {
+  } catch (const InputError& x) { return print(err, "error", x.what(), 2); } catch (const Infeasible& x) {
     return print(err, "infeasible", x.what(), 3);
   } catch (const OutOfMemory& x) {  // the model or batch does not fit the host's or the GPU's memory
     return print(err, "infeasible", x.what(), 3);
@@ -40,9 +38,7 @@ int report_failure(const std::exception_ptr& e, std::ostream& err) {
       return print(err, "infeasible", "out of memory (" + oom + ")", 3);
 #endif
     return print(err, "internal error", x.what(), 70);
-  } catch (...) {
-    return print(err, "internal error", "an exception that is not a std::exception", 70);
-  }
+  } catch (...) { return print(err, "internal error", "an exception that is not a std::exception", 70); }
 }
 
 }  // namespace pw::tools

@@ -2,22 +2,16 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <thread>
 #include <vector>
 
 #include "exec/profile/co_run.h"
+#include "exec/profile/in_context.h"
 #include "exec/transport/transport_inproc.h"
 #include "models/error.h"
 
 namespace pw::exec {
-namespace {
-
-int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-}  // namespace
 
 int64_t measure_handoff_ns(const HandoffOptions& options) {
   if (options.trials < 1) throw InputError("hand-off measurement: trials must be >= 1");
@@ -31,7 +25,7 @@ int64_t measure_handoff_ns(const HandoffOptions& options) {
       if (worker == 0) {
         std::this_thread::sleep_for(options.idle);
         Message m;
-        m.send_time_ns = now_ns();
+        m.send_time_ns = profiler_now_ns(false);
         auto req = tr.isend(0, 1, tag, std::move(m));
         while (!req->test()) {
           const uint64_t epoch = tr.progress_epoch(0);
@@ -48,7 +42,7 @@ int64_t measure_handoff_ns(const HandoffOptions& options) {
             throw InputError("hand-off measurement: message " + std::to_string(t) + " never arrived");
         }
         const Message m = req->take();
-        latency[t] = std::max<int64_t>(0, now_ns() - m.send_time_ns);
+        latency[t] = std::max<int64_t>(0, profiler_now_ns(false) - m.send_time_ns);
       }
     }
   });

@@ -9,6 +9,7 @@
 
 #include "exec/device_ops.h"
 #include "exec/device_streams.h"
+#include "exec/layers/common.h"
 #include "exec/numerics.h"
 #include "models/error.h"
 
@@ -68,11 +69,6 @@ int64_t tensors_bytes(const std::vector<Tensor>& ts) {
   int64_t b = 0;
   for (const Tensor& t : ts) b += t.bytes();
   return b;
-}
-std::vector<int64_t> with_batch(int64_t b, const std::vector<int64_t>& sample) {
-  std::vector<int64_t> s{b};
-  s.insert(s.end(), sample.begin(), sample.end());
-  return s;
 }
 void add_into(Tensor& dst, const Tensor& src) {
   PW_CHECK(dst.numel() == src.numel(), "gradient shapes differ");

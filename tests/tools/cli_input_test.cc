@@ -20,7 +20,7 @@ using pw::test::ScratchDir;
 
 namespace {
 
-const std::string kVgg = std::string(PW_PIPEDREAM_DIR) + "/vgg16/graph.txt";
+const std::string kVggGraph = std::string(PW_PIPEDREAM_DIR) + "/vgg16/graph.txt";
 
 std::string deep_brackets(size_t depth) { return std::string(depth, '[') + std::string(depth, ']'); }
 
@@ -99,7 +99,7 @@ TEST_CASE("bad input 5: huge but legal-looking values are bounded up front") {
 TEST_CASE("bad input 7: a profile with zero costs plans without inf or null, and simulate reads that plan") {
   ScratchDir dir;
   // vgg16's graph.txt with every time zeroed: a valid profile whose costs are all 0.
-  CliResult imp = run_cli({"import", "pipedream", kVgg, "-o", dir.file("vgg.json")});
+  CliResult imp = run_cli({"import", "pipedream", kVggGraph, "-o", dir.file("vgg.json")});
   REQUIRE(imp.rc == 0);
   Json p = Json::parse(pw::test::slurp(dir.file("vgg.json")));
   for (Json& l : p["layers"])
@@ -118,21 +118,21 @@ TEST_CASE("bad input 7: a profile with zero costs plans without inf or null, and
 }
 
 TEST_CASE("size and bandwidth flags take units, bad units are one line") {
-  const CliResult a =
-      run_cli({"plan", "--profile", kVgg, "--devices", "4", "--memory", "80GiB", "--bandwidth", "100Gbps", "--json"});
+  const CliResult a = run_cli(
+      {"plan", "--profile", kVggGraph, "--devices", "4", "--memory", "80GiB", "--bandwidth", "100Gbps", "--json"});
   CAPTURE(a.err);
   REQUIRE(a.rc == 0);
-  const CliResult b = run_cli(
-      {"plan", "--profile", kVgg, "--devices", "4", "--memory", "85899345920", "--bandwidth", "12.5GB/s", "--json"});
+  const CliResult b = run_cli({"plan", "--profile", kVggGraph, "--devices", "4", "--memory", "85899345920",
+                               "--bandwidth", "12.5GB/s", "--json"});
   REQUIRE(b.rc == 0);
   CHECK(Json::parse(a.out) == Json::parse(b.out));  // 80GiB == 85899345920 bytes, 100Gbps == 12.5GB/s
-  expect_rejected(run_cli({"plan", "--profile", kVgg, "--devices", "4", "--memory", "80XB"}), 2,
+  expect_rejected(run_cli({"plan", "--profile", kVggGraph, "--devices", "4", "--memory", "80XB"}), 2,
                   {"--memory", "a size in bytes"});
-  expect_rejected(run_cli({"plan", "--profile", kVgg, "--devices", "4", "--bandwidth", "nan"}), 2,
+  expect_rejected(run_cli({"plan", "--profile", kVggGraph, "--devices", "4", "--bandwidth", "nan"}), 2,
                   {"--bandwidth", "not a number"});
-  expect_rejected(
-      run_cli({"plan", "--profile", kVgg, "--levels", "4,4", "--bandwidths", "10Gbps,inf", "--objective", "pipedream"}),
-      2, {"--bandwidths", "not finite"});
+  expect_rejected(run_cli({"plan", "--profile", kVggGraph, "--levels", "4,4", "--bandwidths", "10Gbps,inf",
+                           "--objective", "pipedream"}),
+                  2, {"--bandwidths", "not finite"});
 }
 
 #ifdef PW_HAVE_EXEC

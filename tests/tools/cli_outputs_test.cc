@@ -133,7 +133,7 @@ pw::test::CliResult run_with_file_limit(const std::vector<std::string>& args, rl
 const std::vector<std::string> kUniform = {"simulate", "--uniform", "--stages", "4",     "--micro-batches",
                                            "8",        "--t-f",     "1",        "--t-b", "2"};
 
-std::vector<std::string> uniform(std::vector<std::string> extra) {
+std::vector<std::string> outputs_uniform(std::vector<std::string> extra) {
   std::vector<std::string> a = kUniform;
   a.insert(a.end(), extra.begin(), extra.end());
   return a;
@@ -143,28 +143,28 @@ std::vector<std::string> uniform(std::vector<std::string> extra) {
 
 TEST_CASE("simulate: a bad --svg path leaves no --trace file: refused before any work") {
   ScratchDir dir;
-  expect_rejected(run_cli(uniform({"--trace", dir.file("t.json"), "--svg", "/nonexistent/x.svg"})), 2,
+  expect_rejected(run_cli(outputs_uniform({"--trace", dir.file("t.json"), "--svg", "/nonexistent/x.svg"})), 2,
                   {"--svg /nonexistent/x.svg: directory /nonexistent does not exist"}, &dir);
-  expect_rejected(run_cli(uniform({"--trace", dir.file("t.json"), "--svg", dir.file("t.json")})), 2,
+  expect_rejected(run_cli(outputs_uniform({"--trace", dir.file("t.json"), "--svg", dir.file("t.json")})), 2,
                   {"--svg " + dir.file("t.json") + ": also the output of --trace"}, &dir);
 }
 
 TEST_CASE("simulate: an output that fails while written (file size limit) takes the others with it") {
   ScratchDir dir, io;
   // Sizes of the two files, written in full without a limit.
-  REQUIRE(run_cli(uniform({"--trace", dir.file("t.json"), "--svg", dir.file("t.svg")})).rc == 0);
+  REQUIRE(run_cli(outputs_uniform({"--trace", dir.file("t.json"), "--svg", dir.file("t.svg")})).rc == 0);
   const auto trace_bytes = std::filesystem::file_size(dir.file("t.json"));
   const auto svg_bytes = std::filesystem::file_size(dir.file("t.svg"));
   REQUIRE(trace_bytes < svg_bytes);  // the trace is written first: with a limit between, it fits
   std::filesystem::remove(dir.file("t.json"));
   std::filesystem::remove(dir.file("t.svg"));
   const rlim_t limit = (trace_bytes + svg_bytes) / 2;
-  expect_rejected(
-      run_with_file_limit(uniform({"--trace", dir.file("t.json"), "--svg", dir.file("t.svg")}), limit, true, io), 2,
-      {"--svg " + dir.file("t.svg") + ": write failed"}, &dir);
+  expect_rejected(run_with_file_limit(outputs_uniform({"--trace", dir.file("t.json"), "--svg", dir.file("t.svg")}),
+                                      limit, true, io),
+                  2, {"--svg " + dir.file("t.svg") + ": write failed"}, &dir);
   // SIGXFSZ at its default: the process is killed by it, and its handler removed the temporaries.
-  const pw::test::CliResult killed =
-      run_with_file_limit(uniform({"--trace", dir.file("t.json"), "--svg", dir.file("t.svg")}), limit, false, io);
+  const pw::test::CliResult killed = run_with_file_limit(
+      outputs_uniform({"--trace", dir.file("t.json"), "--svg", dir.file("t.svg")}), limit, false, io);
   CHECK(killed.rc == 128 + SIGXFSZ);
   CHECK(dir.entries().empty());
 }

@@ -73,7 +73,8 @@ TEST_CASE("cgroup_memory v1: the memory controller's line, its unlimited value, 
   CHECK(m.headroom == 512 * kMiB);
 }
 
-TEST_CASE("cgroup_memory: no memory line, no files or garbage in them give no limit, usage past the limit no headroom") {
+TEST_CASE(
+    "cgroup_memory: no memory line, no files or garbage in them give no limit, usage past the limit no headroom") {
   FakeCgroups fs;
   CHECK(cgroup_memory("", fs.root()).limit == -1);
   CHECK(cgroup_memory("3:cpuset:/x\nnot a line\n", fs.root()).limit == -1);

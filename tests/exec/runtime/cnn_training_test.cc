@@ -110,15 +110,15 @@ struct FamilyCheck {
 // One device, one stage, training kSteps steps on the whole mini-batch of kCnnBatch samples, as
 // `micro_batches` micro-batches whose gradients are accumulated (1: one batch-8 pass).
 // Returns the state after each step ([k]: after k steps) and the losses.
-struct Reference {
+struct CnnReference {
   std::vector<double> losses;
   std::vector<TrainState> states;
 };
 
-Reference one_device(const FamilyCheck& c, int micro_batches, int steps) {
+CnnReference one_device(const FamilyCheck& c, int micro_batches, int steps) {
   Network net(tiny_cnn(c.family), 11);
   net.set_batch_norm_group(kCnnBatch / 2);  // statistics per micro-batch of the pipelines (M = 2)
-  Reference r;
+  CnnReference r;
   SgdRegistry opt;
   LayerStageCompute comp(net, {{0, net.size(), false}}, {kCnnBatch, kCnnBatch / micro_batches, false, true}, cnn_data(),
                          plain_sgd(c.lr, c.momentum, &opt));
@@ -135,9 +135,9 @@ Reference one_device(const FamilyCheck& c, int micro_batches, int steps) {
 void check_family(const FamilyCheck& c) {
   const int M = 2, kSteps = 3;  // micro-batches of 4
   // Whole batch: one micro-batch of 8, statistics per 4 samples.
-  Reference whole = one_device(c, 1, kSteps);
+  CnnReference whole = one_device(c, 1, kSteps);
   // Accumulated: the same device and mini-batch, gradients summed over M micro-batches of 4.
-  Reference accumulated = one_device(c, M, kSteps);
+  CnnReference accumulated = one_device(c, M, kSteps);
   Network net(tiny_cnn(c.family), 11);
   int runs = 0;
   for (ScheduleKind kind : {ScheduleKind::gpipe, ScheduleKind::one_f_one_b})
@@ -152,7 +152,7 @@ void check_family(const FamilyCheck& c) {
         // the whole-batch one (stepwise for the chaotic families).
         for (int pass = 0; pass < 2; ++pass) {
           CAPTURE(pass);
-          Reference& ref = pass == 0 ? accumulated : whole;
+          CnnReference& ref = pass == 0 ? accumulated : whole;
           const bool free_running = pass == 0 || c.free_running;
           net.zero_grad();
           SgdRegistry opt;
