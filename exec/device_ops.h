@@ -24,6 +24,10 @@ namespace pw::exec {
 // caching allocator on its compute stream for a CUDA device (peak_bytes(): the device's peak).
 MemoryResource& device_memory(Device device);
 
+// The memory of `device`, a CUDA device: the card's total in bytes. The host's is not asked
+// here (exec/machine/memory.h: memory_bound); a host device is a PW_CHECK failure.
+int64_t device_total_memory_bytes(Device device);
+
 // A copy of `t` (on any device) on `device`: a clone when both are the host; a tensor on a
 // device is staged through the host (waiting for its device's queued work).
 Tensor copy_to_device(const Tensor& t, Device device);

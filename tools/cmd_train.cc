@@ -104,7 +104,7 @@ std::pair<pw::tools::ModelSource, pw::exec::TrainOptions> prepare(const TrainArg
   if (sub.count("--threads") > 0) pw::exec::set_num_threads(a.t.threads);
 
   pw::tools::check_fits_in_memory(src.model, o.optimizer, o.micro_batch > 0 ? o.micro_batch : o.batch, 1,
-                                  sub.count("--batch") > 0 ? "--batch" : "the model's sizes");
+                                  sub.count("--batch") > 0 ? "--batch" : "the model's sizes", device);
   (void)pw::exec::make_data_source(src.model, o.data_file, o.seed, "--data");
   o.checkpoint_dir = a.t.checkpoint;
   o.checkpoint_every = a.t.checkpoint_every;

@@ -202,6 +202,14 @@ if [ "$built" = 1 ] && [ "$mode" = gpu ] && [ $cuda_on = 1 ]; then
     if [ "${step_status[-1]}" = 0 ]; then verdict pass; else verdict fail; fi
     note "$(grep -E '^gpu losses within|AssertionError' "$log" | tail -1)"
   done
+  # A model far larger than the card (GPT 48 x 8192 with Adam: ~600 GB) is refused before anything
+  # is allocated, naming the card's memory.
+  step "train --device cuda: a model larger than the card" 60 "$build/pipewright" train --model gpt --layers 48 \
+    --d-model 8192 --steps 1 --device cuda
+  rc="${step_status[-1]}"
+  msg="$(grep -E '^pipewright: error: ' "$log" | tail -1)"
+  if [ "$rc" = 2 ] && grep -q "cuda:0's" <<<"$msg"; then verdict "refused (expected)"; else verdict fail; fi
+  note "${msg#pipewright: error: }"
 elif [ "$built" = 1 ]; then
   step "train --device cuda" 120 "$build/pipewright" train --model mlp --steps 2 --device cuda
   rc="${step_status[-1]}"

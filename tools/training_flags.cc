@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "exec/device_ops.h"
 #include "exec/machine/memory.h"
 #include "exec/runtime/checkpoint.h"
 #include "models/error.h"
@@ -61,15 +62,27 @@ exec::OptimizerOptions training_optimizer(const TrainingFlags& f) {
 }
 
 void check_fits_in_memory(const models::Model& model, const exec::OptimizerOptions& optimizer, int64_t micro_batch,
-                          int64_t in_flight, const std::string& flags) {
+                          int64_t in_flight, const std::string& flags, exec::Device device) {
   const double need =
       models::estimated_training_bytes(model, exec::optimizer_memory(optimizer), micro_batch, in_flight);
-  const exec::MemoryBound have = exec::memory_bound();
-  if (have.bytes > 0 && need > static_cast<double>(have.bytes)) {
+  int64_t have = 0;
+  std::string bound;
+  if (device.is_cpu()) {
+    const exec::MemoryBound b = exec::memory_bound();
+    have = b.bytes;
+    bound = exec::describe(b);
+  } else {
+    have = exec::device_total_memory_bytes(device);
+    char gib[96];
+    std::snprintf(gib, sizeof gib, "%s's %.1f GiB of memory", device.to_string().c_str(),
+                  static_cast<double>(have) / 1073741824.0);
+    bound = gib;
+  }
+  if (have > 0 && need > static_cast<double>(have)) {
     char buf[256];
     std::snprintf(buf, sizeof buf, ": training %s needs at least %.1f GiB, more than ",
                   escape_for_message(model.name()).c_str(), need / 1073741824.0);
-    throw InputError(flags + buf + exec::describe(have));
+    throw InputError(flags + buf + bound);
   }
 }
 

@@ -12,6 +12,7 @@
 
 #include "exec/data/loader.h"
 #include "exec/optimizer.h"
+#include "exec/tensor.h"
 #include "models/defaults.h"
 #include "models/layer_graph.h"
 
@@ -63,8 +64,9 @@ exec::OptimizerOptions training_optimizer(const TrainingFlags& f);
 // can be read). InputError("<flags>: training M needs at least X GiB, more than this machine's
 // Y GiB of memory" or "... more than the Y GiB this process may still map under ulimit -d") when
 // it does not fit.
+// On a CUDA `device` the bound is the card's memory ("... more than cuda:0's 79.2 GiB of memory").
 void check_fits_in_memory(const models::Model& model, const exec::OptimizerOptions& optimizer, int64_t micro_batch,
-                          int64_t in_flight, const std::string& flags);
+                          int64_t in_flight, const std::string& flags, exec::Device device = exec::Device::cpu());
 
 // The exits both commands take, thrown as CommandExit (tools/signals.h): a NaN or Inf (exit 4,
 // naming the last good checkpoint in `checkpoint_dir`, if any) and a stop by SIGINT / SIGTERM

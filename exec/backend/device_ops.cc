@@ -49,6 +49,15 @@ MemoryResource& device_memory(Device device) {
 #endif
 }
 
+int64_t device_total_memory_bytes(Device device) {
+  PW_CHECK(!device.is_cpu(), "device_total_memory_bytes: the host's memory is memory_bound's");
+#ifdef PW_HAVE_CUDA
+  return cuda_device(device).total_memory_bytes();
+#else
+  no_backend(device);
+#endif
+}
+
 Tensor copy_to_device(const Tensor& t, Device device) {
   if (!t.device().is_cpu()) {
     Tensor host(t.shape());

@@ -200,6 +200,13 @@ void CudaDevice::synchronize() {
   check(cudaStreamSynchronize(static_cast<cudaStream_t>(stream_)), "cudaStreamSynchronize");
 }
 
+int64_t CudaDevice::total_memory_bytes() const {
+  const CurrentDevice on(index_);
+  size_t free_bytes = 0, total_bytes = 0;
+  check(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
+  return static_cast<int64_t>(total_bytes);
+}
+
 void upload(const float* host, Tensor& t) {
   StreamMemory& m = stream_memory_of(t);
   const auto s = static_cast<cudaStream_t>(m.stream());

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -53,6 +54,8 @@ class CudaDevice {
   StreamMemory& memory() { return *memory_; }
   // Blocks until the compute stream's queued work is done; throws on an asynchronous error.
   void synchronize();
+  // The card's memory in bytes (cudaMemGetInfo's total: what the driver lets programs use).
+  int64_t total_memory_bytes() const;
   // TF32 tensor-core matrix products (off: full fp32, the default).
   bool tf32() const { return tf32_; }
   void set_tf32(bool on) { tf32_ = on; }

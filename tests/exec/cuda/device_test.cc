@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include "exec/cuda/cuda_device.h"
+#include "exec/device_ops.h"
 #include "tests/exec/cuda/gpu_compare.h"
 
 namespace pw::exec::cuda {
@@ -28,6 +29,13 @@ TEST_CASE("device tensors: fill, clone, upload and download, live bytes") {
   }
   CHECK(dev.allocator().live_bytes() == live0);
   CHECK(dev.allocator().peak_bytes() >= live0 + 24000);
+}
+
+TEST_CASE("device memory: the card's total, as train's up-front check reads it") {
+  const int64_t total = device_total_memory_bytes(Device::cuda(0));
+  CHECK(total == CudaDevice::get(0).total_memory_bytes());
+  CHECK(total >= (int64_t{8} << 30));    // every card we train on has at least 8 GiB
+  CHECK(total <= (int64_t{512} << 30));  // and no card has half a TiB
 }
 
 TEST_CASE("device allocator: a freed buffer is reused on the compute stream") {
