@@ -23,8 +23,9 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_WAIT_POLICY
 # report) instead of full debug information (models/profile.cc under ASan+UBSan: 16.8 s against
 # 38.9 s of CPU at -O2 -g; the whole build's figures are in bench/RESULTS.md).
 # Unity build (PW_UNITY, default ON): each target's sources compiled 32 to a translation unit
-# (CMakeLists.txt), so the shared headers' templates are instantiated and instrumented once per 32 files instead of
-# once per file (the ASan+UBSan build: 1,430 s of CPU against 3,187 s; bench/RESULTS.md).
+# (CMakeLists.txt), so the shared headers' templates are instantiated and instrumented once per
+# 32 files instead of once per file (the ASan+UBSan build: 668 s of CPU against 3,187 s file by
+# file; bench/RESULTS.md).
 # The tests' own sources get the third argument's list (CMakeLists.txt: PW_SANITIZE_TESTS): ASan
 # without UBSan for them, which compiles a test file in 8 s instead of 14; the code under test
 # keeps both.

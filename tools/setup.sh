@@ -28,8 +28,7 @@ build="${PW_BUILD_DIR:-build}"
 launcher=()  # ccache where installed (CI installs it; its cache lives outside the clone)
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 # A unity build (32 sources to a translation unit, CMakeLists.txt: under half the compile time
-# of a fresh build);
-# PW_UNITY=OFF compiles file by file (quicker rebuilds after editing one file).
+# of a fresh build); PW_UNITY=OFF compiles file by file (quicker rebuilds after editing one file).
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_UNITY_BUILD="${PW_UNITY:-ON}" "${launcher[@]}" >/dev/null
 cmake --build "$build" -j"$(nproc)"
 

@@ -37,9 +37,10 @@ std::vector<std::string> with_ancestors(std::string path) {
   return levels;
 }
 
-// KiB of a "Key:  N kB" line of /proc/self/status, as bytes; -1 where it is missing.
-int64_t proc_status_bytes(const char* key) {
-  std::ifstream in("/proc/self/status");
+// The "Key:  N kB" line of a /proc file (/proc/self/status, /proc/meminfo), as bytes; -1 where it
+// is missing.
+int64_t proc_kib_line_bytes(const char* file, const char* key) {
+  std::ifstream in(file);
   std::string line;
   while (std::getline(in, line)) {
     std::istringstream fields(line);
@@ -54,7 +55,7 @@ int64_t proc_status_bytes(const char* key) {
 int64_t rlimit_headroom(int resource, const char* status_key) {
   struct rlimit rl {};
   if (::getrlimit(resource, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return -1;
-  const int64_t used = std::max<int64_t>(proc_status_bytes(status_key), 0);
+  const int64_t used = std::max<int64_t>(proc_kib_line_bytes("/proc/self/status", status_key), 0);
   const int64_t limit = rl.rlim_cur >= (1ull << 62) ? int64_t{1} << 62 : static_cast<int64_t>(rl.rlim_cur);
   return std::max<int64_t>(limit - used, 0);
 }
@@ -131,15 +132,7 @@ MemoryBound memory_bound() {
 }
 
 int64_t available_memory_bytes() {
-  int64_t available = -1;
-  std::ifstream in("/proc/meminfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream fields(line);
-    std::string key, unit;
-    int64_t kib = 0;
-    if (fields >> key >> kib >> unit && key == "MemAvailable:" && unit == "kB") available = kib * 1024;
-  }
+  int64_t available = proc_kib_line_bytes("/proc/meminfo", "MemAvailable:");
   if (available < 0) available = physical_memory_bytes() > 0 ? physical_memory_bytes() : -1;
   Least least;
   least.offer(available, MemoryBound::Source::machine);

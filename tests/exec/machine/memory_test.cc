@@ -2,41 +2,27 @@
 // a scratch directory (v2 and v1, nested, unlimited, missing), and this process's own bound.
 #include <doctest/doctest.h>
 
-#include <unistd.h>
-
 #include <filesystem>
-#include <fstream>
 #include <string>
 
 #include "exec/machine/memory.h"
+#include "tests/exec/data/sample_files.h"
 
 namespace pw::exec {
 namespace {
 
-// A cgroup file system under a fresh scratch directory, removed on destruction.
+// A cgroup file system in a scratch directory (removed on destruction).
 class FakeCgroups {
  public:
-  FakeCgroups() {
-    root_ = std::filesystem::temp_directory_path() / ("pw_cgroup_test_" + std::to_string(::getpid()));
-    std::filesystem::remove_all(root_);
-    std::filesystem::create_directories(root_);
-  }
-  ~FakeCgroups() {
-    std::error_code ec;
-    std::filesystem::remove_all(root_, ec);
-  }
-  FakeCgroups(const FakeCgroups&) = delete;
-  FakeCgroups& operator=(const FakeCgroups&) = delete;
-
   // Writes `text` into root/dir/file.
   void write(const std::string& dir, const std::string& file, const std::string& text) const {
-    std::filesystem::create_directories(root_ / dir);
-    std::ofstream(root_ / dir / file) << text << "\n";
+    std::filesystem::create_directories(dir_.file(dir));
+    dir_.write(dir + "/" + file, text + "\n");
   }
-  std::string root() const { return root_.string(); }
+  std::string root() const { return dir_.file(""); }
 
  private:
-  std::filesystem::path root_;
+  test::SampleFilesDir dir_;
 };
 
 constexpr int64_t kMiB = int64_t{1} << 20;
