@@ -325,8 +325,8 @@ Prepared prepare(const RunArgs& a, const CLI::App& sub) {
   o.schedule = std::move(imported_schedule);
 
   // Validated before the banner and before anything is allocated (tools/training_flags.h).
-  pw::tools::check_fits_in_memory(model, o.optimizer, plan.micro_batch_size, plan.num_micro_batches,
-                                  "--micro-batch and the model's sizes");
+  pw::tools::check_run_fits_in_memory(model, plan, o.optimizer, o.schedule ? &*o.schedule : nullptr, o.device, o.gpus,
+                                      launched_by_mpirun(), "--micro-batch and the model's sizes");
   (void)pw::exec::make_data_source(model, o.data_file, o.seed, "--data");
   return Prepared{std::move(plan), src, std::move(o)};
 }

@@ -210,6 +210,14 @@ if [ "$built" = 1 ] && [ "$mode" = gpu ] && [ $cuda_on = 1 ]; then
   msg="$(grep -E '^pipewright: error: ' "$log" | tail -1)"
   if [ "$rc" = 2 ] && grep -q "cuda:0's" <<<"$msg"; then verdict "refused (expected)"; else verdict fail; fi
   note "${msg#pipewright: error: }"
+  # The same model as a 4-stage pipeline on four streams of the card: the schedule's predicted
+  # peak of the four workers together (exec/runtime/run_memory.h) against the card's memory.
+  step "run --device cuda: 4 streams larger than the card" 60 "$build/pipewright" run --model gpt --layers 48 \
+    --d-model 8192 --stages 4 --micro-batches 4 --steps 1 --device cuda
+  rc="${step_status[-1]}"
+  msg="$(grep -E '^pipewright: error: ' "$log" | tail -1)"
+  if [ "$rc" = 2 ] && grep -q "on cuda:0 (workers 0-3)" <<<"$msg"; then verdict "refused (expected)"; else verdict fail; fi
+  note "${msg#pipewright: error: }"
 elif [ "$built" = 1 ]; then
   step "train --device cuda" 120 "$build/pipewright" train --model mlp --steps 2 --device cuda
   rc="${step_status[-1]}"

@@ -6,6 +6,9 @@
 #include "exec/device_ops.h"
 #include "exec/machine/memory.h"
 #include "exec/runtime/checkpoint.h"
+#include "exec/runtime/device_lanes.h"
+#include "exec/runtime/run_memory.h"
+#include "exec/runtime/run_pipeline.h"
 #include "models/error.h"
 #include "models/error_text.h"
 #include "models/optimizer_memory.h"
@@ -61,6 +64,26 @@ exec::OptimizerOptions training_optimizer(const TrainingFlags& f) {
   return o;
 }
 
+namespace {
+
+std::string gib(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f GiB", bytes / 1073741824.0);
+  return buf;
+}
+
+// "cuda:0's 79.2 GiB of memory" (exec::describe words the host's bounds; a card has one).
+std::string card_bound(exec::Device card, int64_t bytes) {
+  return card.to_string() + "'s " + gib(static_cast<double>(bytes)) + " of memory";
+}
+
+std::string worker_span(const std::vector<int>& workers) {
+  if (workers.size() == 1) return "worker " + std::to_string(workers.front());
+  return "workers " + std::to_string(workers.front()) + "-" + std::to_string(workers.back());
+}
+
+}  // namespace
+
 void check_fits_in_memory(const models::Model& model, const exec::OptimizerOptions& optimizer, int64_t micro_batch,
                           int64_t in_flight, const std::string& flags, exec::Device device) {
   const double need =
@@ -73,16 +96,44 @@ void check_fits_in_memory(const models::Model& model, const exec::OptimizerOptio
     bound = exec::describe(b);
   } else {
     have = exec::device_total_memory_bytes(device);
-    char gib[96];
-    std::snprintf(gib, sizeof gib, "%s's %.1f GiB of memory", device.to_string().c_str(),
-                  static_cast<double>(have) / 1073741824.0);
-    bound = gib;
+    bound = card_bound(device, have);
   }
-  if (have > 0 && need > static_cast<double>(have)) {
-    char buf[256];
-    std::snprintf(buf, sizeof buf, ": training %s needs at least %.1f GiB, more than ",
-                  escape_for_message(model.name()).c_str(), need / 1073741824.0);
-    throw InputError(flags + buf + bound);
+  if (have > 0 && need > static_cast<double>(have))
+    throw InputError(flags + ": training " + escape_for_message(model.name()) + " needs at least " + gib(need) +
+                     ", more than " + bound);
+}
+
+void check_run_fits_in_memory(const models::Model& model, const planner::Plan& plan,
+                              const exec::OptimizerOptions& optimizer, const planner::Schedule* schedule,
+                              exec::Device device, int gpus, bool ranks, const std::string& flags) {
+  if (ranks) {
+    check_fits_in_memory(model, optimizer, plan.micro_batch_size, plan.num_micro_batches, flags);
+    return;
+  }
+  std::vector<exec::Device> lanes;
+  if (!device.is_cpu())
+    lanes =
+        exec::pipeline_lanes(schedule ? schedule->num_devices : exec::schedule_for_run(plan).num_devices, device, gpus);
+  const auto needs = exec::predicted_run_memory(model, plan, optimizer, schedule, lanes);
+  if (!needs) {
+    if (device.is_cpu()) check_fits_in_memory(model, optimizer, plan.micro_batch_size, plan.num_micro_batches, flags);
+    return;
+  }
+  for (const exec::MemoryNeed& n : *needs) {
+    int64_t have = 0;
+    std::string bound, where;
+    if (n.where.is_cpu()) {
+      const exec::MemoryBound b = exec::memory_bound();
+      have = b.bytes;
+      bound = exec::describe(b);
+    } else {
+      have = exec::device_total_memory_bytes(n.where);
+      bound = card_bound(n.where, have);
+      where = " on " + n.where.to_string() + " (" + worker_span(n.workers) + ")";
+    }
+    if (have > 0 && n.bytes > have)
+      throw InputError(flags + ": running " + escape_for_message(model.name()) + " as planned needs " +
+                       gib(static_cast<double>(n.bytes)) + where + ", more than " + bound);
   }
 }
 

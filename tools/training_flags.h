@@ -15,6 +15,8 @@
 #include "exec/tensor.h"
 #include "models/defaults.h"
 #include "models/layer_graph.h"
+#include "planner/plan.h"
+#include "planner/schedule.h"
 
 namespace pw::tools {
 
@@ -64,9 +66,21 @@ exec::OptimizerOptions training_optimizer(const TrainingFlags& f);
 // can be read). InputError("<flags>: training M needs at least X GiB, more than this machine's
 // Y GiB of memory" or "... more than the Y GiB this process may still map under ulimit -d") when
 // it does not fit.
-// On a CUDA `device` the bound is the card's memory ("... more than cuda:0's 79.2 GiB of memory").
+// On a CUDA `device` the bound is the card's memory ("... more than cuda:0's Y GiB of memory").
 void check_fits_in_memory(const models::Model& model, const exec::OptimizerOptions& optimizer, int64_t micro_batch,
                           int64_t in_flight, const std::string& flags, exec::Device device = exec::Device::cpu());
+
+// `run`'s check, before anything is allocated: the peak the plan is predicted to hold
+// (exec/runtime/run_memory.h: its schedule's micro-batches in flight per worker, simulated) on
+// the host against memory_bound(), or on `device` (CUDA: the workers split over `gpus` cards as
+// the run lays them out) against each card's memory. InputError("<flags>: running M as planned
+// needs X GiB [on cuda:N (workers a-b)], more than <the bound>"). `schedule`: an imported one
+// (null: the plan's). Under mpirun (`ranks`) every rank builds every stage on its host: the
+// whole-model check above, with every micro-batch in flight. A model the cost model cannot price
+// (imported opaque layers) is checked by the whole-model estimate on the host only.
+void check_run_fits_in_memory(const models::Model& model, const planner::Plan& plan,
+                              const exec::OptimizerOptions& optimizer, const planner::Schedule* schedule,
+                              exec::Device device, int gpus, bool ranks, const std::string& flags);
 
 // The exits both commands take, thrown as CommandExit (tools/signals.h): a NaN or Inf (exit 4,
 // naming the last good checkpoint in `checkpoint_dir`, if any) and a stop by SIGINT / SIGTERM

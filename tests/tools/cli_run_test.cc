@@ -14,6 +14,7 @@
 using pw::Json;
 using pw::test::CliResult;
 using pw::test::run_cli;
+using pw::test::run_cli_with_data_limit;
 using pw::test::ScratchDir;
 
 namespace {
@@ -351,6 +352,11 @@ TEST_CASE("run --device: cuda runs where a GPU can be used, elsewhere it is one 
     REQUIRE(g.at("losses").size() == 2);
     for (size_t i = 0; i < 2; ++i)
       CHECK(g.at("losses")[i].get<double>() == doctest::Approx(c.at("losses")[i].get<double>()).epsilon(1e-4));
+    // Four streams of one card hold the whole model there: GPT 48 x 8192 (~600 GB with its
+    // optimizer state) is refused before anything is allocated, naming the card.
+    pw::test::expect_rejected(run_cli({"run", "--model", "gpt", "--layers", "48", "--d-model", "8192", "--stages", "4",
+                                       "--micro-batches", "4", "--steps", "1", "--device", "cuda"}),
+                              2, {"running gpt", "as planned needs", "on cuda:0 (workers 0-3)", "cuda:0's"});
   } else {
     bad(gpu, "--device cuda:0: ");
   }
@@ -393,4 +399,27 @@ TEST_CASE("run --compare --device: on a GPU the comparison adds device memory, t
   } else {
     pw::test::expect_rejected(gpu, 2, {"--device cuda:0: "});
   }
+}
+
+TEST_CASE(
+    "run under a data limit (ulimit -d): the schedule's own peak is checked up front, 1f1b fits where gpipe does not") {
+  if (pw::test::kSanitizedBuild) {
+    MESSAGE("SKIPPED: a sanitizer build cannot start under a data limit");
+    return;
+  }
+  // GPT 8 x 256, 16 micro-batches of 4 x 256 tokens on 4 stages: gpipe keeps all 16 in flight on
+  // every stage (~1.9 GiB predicted), 1f1b 4, 3, 2 and 1 (~0.3 GiB; it runs in ~0.65 GB). The
+  // limit leaves ~0.75 GiB once the program is loaded.
+  const auto quick = [](const std::string& schedule) {
+    return std::vector<std::string>{"run", "--model",       "gpt", "--d-model",  "256",    "--layers",
+                                    "8",   "--seq",         "256", "--stages",   "4",      "--micro-batches",
+                                    "16",  "--micro-batch", "4",   "--schedule", schedule, "--steps",
+                                    "1",   "--threads",     "1"};
+  };
+  const CliResult gpipe = run_cli_with_data_limit(1000 * 1000, quick("gpipe"));
+  pw::test::expect_rejected(
+      gpipe, 2, {"--micro-batch and the model's sizes: running gpt-l8-d256 as planned needs", "under ulimit -d"});
+  const CliResult f1b = run_cli_with_data_limit(1000 * 1000, quick("1f1b"));
+  CAPTURE(f1b.err);
+  CHECK(f1b.rc == 0);
 }

@@ -109,6 +109,14 @@ inline CliResult run_cli(const std::vector<std::string>& args, const std::string
   return run_program(std::move(argv_s), cwd);
 }
 
+// Sanitizer builds reserve terabytes of shadow memory, which a data limit forbids: tests of
+// run_cli_with_data_limit skip there.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+inline constexpr bool kSanitizedBuild = true;
+#else
+inline constexpr bool kSanitizedBuild = false;
+#endif
+
 // Runs `pipewright args...` under `ulimit -d data_kib` (RLIMIT_DATA: the data, heap and private
 // mappings the process may hold), through /bin/sh.
 inline CliResult run_cli_with_data_limit(long data_kib, const std::vector<std::string>& args) {

@@ -120,15 +120,8 @@ TEST_CASE("train --json: the measured peak memory is within 10% of the memory mo
   }
 }
 
-// Sanitizer builds reserve terabytes of shadow memory, which a data limit forbids.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
-
 TEST_CASE("train under a data limit (ulimit -d): a model that cannot fit is refused up front, one that fits trains") {
-  if (kSanitized) {
+  if (pw::test::kSanitizedBuild) {
     MESSAGE("SKIPPED: a sanitizer build cannot start under a data limit");
     return;
   }

@@ -1,0 +1,62 @@
+#include "exec/runtime/run_memory.h"
+
+#include <numeric>
+
+#include "exec/runtime/device_compare.h"
+#include "exec/runtime/run_pipeline.h"
+#include "models/cost.h"
+#include "models/device.h"
+#include "models/error.h"
+#include "sim/engine.h"
+#include "sim/plan_costs.h"
+
+namespace pw::exec {
+
+namespace {
+
+bool every_layer_costable(const models::Model& model, int64_t micro_batch) {
+  for (const models::LayerSpec& l : model.layers()) {
+    try {
+      (void)models::layer_cost(l, micro_batch);
+    } catch (const InputError&) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+std::optional<std::vector<MemoryNeed>> predicted_run_memory(const models::Model& model, const planner::Plan& plan,
+                                                            const OptimizerOptions& optimizer,
+                                                            const planner::Schedule* schedule,
+                                                            const std::vector<Device>& lanes) {
+  if (!every_layer_costable(model, plan.micro_batch_size)) return std::nullopt;
+  models::CostOptions co;
+  co.optimizer = optimizer_memory(optimizer).name;
+  // Any catalog device: the memory figures do not depend on it, only the times do.
+  const models::Profile profile =
+      models::analytic_profile(model, models::find_device("cpu-socket"), plan.micro_batch_size, co);
+  const sim::StageCosts costs = sim::stage_costs_from_plan(plan, profile);
+  const planner::Schedule sched = schedule ? *schedule : schedule_for_run(plan);
+  sim::SimOptions so;
+  so.iterations = planner::is_synchronous(plan.schedule) ? 1 : 2;
+  so.record_trace = true;
+  const sim::SimResult sr = sim::simulate(sched, costs, sim::network_for_plan(plan, nullptr), so);
+
+  std::vector<MemoryNeed> needs;
+  if (lanes.empty()) {
+    MemoryNeed host{Device::cpu(), std::vector<int>(sched.num_devices), 0};
+    std::iota(host.workers.begin(), host.workers.end(), 0);
+    needs.push_back(std::move(host));
+  } else {
+    PW_CHECK(static_cast<int>(lanes.size()) == sched.num_devices,
+             "predicted_run_memory: " + std::to_string(lanes.size()) + " lanes for " +
+                 std::to_string(sched.num_devices) + " workers");
+    for (Card& c : cards_of_lanes(lanes)) needs.push_back(MemoryNeed{c.gpu, std::move(c.workers), 0});
+  }
+  for (MemoryNeed& n : needs) n.bytes = card_peak_bytes(sr.trace, n.workers);
+  return needs;
+}
+
+}  // namespace pw::exec
