@@ -60,6 +60,7 @@ struct Work {
   double stash_bytes = 0;
   double workspace_bytes = 0;
   double internal_elems = 0;  // intermediates a fused layer writes in forward (beyond its output)
+  double pending_elems = 0;   // what B keeps for W beyond the output gradient (attention, blocks)
   bool input_grad = true;     // backward writes a gradient for its inputs
   double params = 0;
 };
@@ -108,6 +109,10 @@ void attention_work(const LayerSpec& l, double B, bool block, Work& w) {
   const double kept = B * ((block ? 8 : 5) * s * h + 2 * s * f + a * s * s);
   w.internal_elems = kept;
   w.workspace_bytes = B * a * s * s;  // scaled to bytes by the caller
+  // B's gradients of the internal products' outputs, kept for W: the qkv product's 3sh
+  // (attention alone); a block adds its two layer norms' (2sh), the first MLP product's sf and
+  // the second's sh.
+  w.pending_elems = B * s * (block ? 6 * h + f : 3 * h);
 }
 
 Work work_of(const LayerSpec& l, double B, int eb) {
@@ -162,6 +167,7 @@ Work work_of(const LayerSpec& l, double B, int eb) {
       w.bwd_in = 12 * w.out_elems;
       w.bwd_w = 4 * w.out_elems;
       w.stash_bytes = w.in_elems * eb + groups * 2 * 4;  // input + mean, rstd (fp32)
+      if (!ln) w.pending_elems = 2 * groups * 4.0 / eb;  // per-channel sums for W (fp32)
       break;
     }
     case LayerKind::attention:
@@ -314,6 +320,10 @@ LayerCost layer_cost(const LayerSpec& layer, int64_t micro_batch, int element_by
   c.parameter_bytes = layer.shares.empty() ? to_bytes(layer, w.params * eb) : 0;
   c.workspace_bytes = to_bytes(layer, w.workspace_bytes);
   if (layer.kind == LayerKind::input) return c;  // data loading: nothing computed, nothing moved
+  // A layer with weights of its own keeps its output gradient from B to W (W reads it), and
+  // what work_of says beyond it; a layer sharing another's weights (a tied head) keeps nothing.
+  if (w.params > 0 && layer.shares.empty())
+    c.weight_pending_bytes = to_bytes(layer, (w.out_elems + w.pending_elems) * eb);
   const double weights = w.params * eb;
   const double stash_written =
       layer.kind == LayerKind::attention || layer.kind == LayerKind::transformer_block ? w.internal_elems * eb : 0.0;
@@ -385,6 +395,7 @@ Profile analytic_profile(const Model& model, const DeviceSpec& device, int64_t m
     lp.output_bytes = c.output_bytes;
     lp.stash_bytes = c.stash_bytes;
     lp.workspace_bytes = c.workspace_bytes;
+    lp.weight_pending_bytes = c.weight_pending_bytes;
     lp.parameter_bytes = to_bytes(l, params * opt.weight_bytes);
     lp.optimizer_bytes = to_bytes(l, params * (opt.total() - 2 * opt.weight_bytes));
     const PassGemms gemms = curve ? layer_gemms(l, double(micro_batch)) : PassGemms{};

@@ -51,8 +51,11 @@ struct LayerCost {
   double backward_weight_flops = 0;  // W
   int64_t output_bytes = 0;
   int64_t stash_bytes = 0;
-  int64_t parameter_bytes = 0;   // parameters * element_bytes
-  int64_t workspace_bytes = 0;   // transient (the attention score matrix before softmax)
+  int64_t parameter_bytes = 0;  // parameters * element_bytes
+  int64_t workspace_bytes = 0;  // transient (the attention score matrix before softmax)
+  // Held from a split B to its W (zb-h1, zb-h2): the output gradient of a layer with weights of
+  // its own, plus the internal gradients a fused layer's W reads (as the executor keeps them).
+  int64_t weight_pending_bytes = 0;
   double forward_mem_bytes = 0;  // bytes moved
   double backward_mem_bytes = 0;
 };

@@ -18,9 +18,7 @@ bool every_layer_costable(const models::Model& model, int64_t micro_batch) {
   for (const models::LayerSpec& l : model.layers()) {
     try {
       (void)models::layer_cost(l, micro_batch);
-    } catch (const InputError&) {
-      return false;
-    }
+    } catch (const InputError&) { return false; }
   }
   return true;
 }

@@ -14,10 +14,7 @@
 // the largest sum over the card's workers of their live bytes at one instant of the trace,
 // device_compare.h: card_peak_bytes), or the host for all of them when `lanes` is empty.
 // Not counted: the runtime's own buffers (hand-off queues, the data loader's prefetch), a CUDA
-// context, and under split schedules (zb-h1, zb-h2) what a B keeps for its W (the analytic
-// profile has no weight_pending_bytes; a measured one has): the prediction is then low by that
-// (18% for a small GPT on 2 stages, tests/exec/runtime/run_memory_test.cc), never high.
-// Pure (nothing is allocated on a device).
+// context. Pure (nothing is allocated on a device).
 #pragma once
 
 #include <cstdint>

@@ -12,6 +12,7 @@
 #include "exec/parallel.h"
 #include "exec/profile/in_context.h"
 #include "exec/profile/profiler.h"
+#include "models/cost.h"
 #include "models/error.h"
 #include "models/zoo.h"
 
@@ -62,6 +63,42 @@ TEST_CASE("measured profile: fields, bytes and device") {
   CHECK(p.measurement->reps == 3);
   CHECK(fc0.step_ns > 0);
   CHECK(p.layers[2].step_ns == 0);  // relu: no parameters, no step
+}
+
+TEST_CASE("measured weight_pending_bytes equal the cost model's, layer by layer (gpt, tied gpt, resnet50, vgg16)") {
+  // What a split B keeps for its W, as the executor keeps it, is what models::layer_cost says
+  // (the analytic profiles that plan zb-h1 / zb-h2 and run's memory check use it).
+  models::ZooOptions g;
+  g.layers = 1;
+  g.d_model = 32;
+  g.heads = 2;
+  g.ffn = 96;
+  g.seq = 16;
+  g.vocab = 64;
+  g.batch = 2;
+  models::ZooOptions tied = g;
+  tied.tied_embeddings = true;
+  models::ZooOptions cnn;
+  cnn.image = 32;
+  cnn.width_divisor = 16;
+  cnn.classes = 10;
+  cnn.batch = 2;
+  cnn.dropout_permille = 100;
+  for (const auto& [family, z] :
+       {std::pair<std::string, models::ZooOptions>{"gpt", g}, {"gpt", tied}, {"resnet50", cnn}, {"vgg16", cnn}}) {
+    const models::Model m = models::build_zoo_model(family, z);
+    MeasureOptions o;
+    o.micro_batch = 2;
+    o.reps = 1;
+    o.warmup = 0;
+    const models::Profile p = measure_profile(m, o);
+    REQUIRE(p.layers.size() == m.size());
+    for (size_t i = 0; i < m.size(); ++i) {
+      CAPTURE(m.name());
+      CAPTURE(p.layers[i].name);
+      CHECK(p.layers[i].weight_pending_bytes == models::layer_cost(m.layers()[i], 2).weight_pending_bytes);
+    }
+  }
 }
 
 TEST_CASE("measured profile: isolated mode, co-run copies and points at several sizes and thread counts") {
