@@ -69,6 +69,18 @@ void Allocator::put_shared(size_t cls, void* p) {
   free_[cls].push_back(p);
 }
 
+void* Allocator::system_alloc(size_t cls) {
+  if (cls < kHugePage) return std::aligned_alloc(kAlignment, cls);
+  // Large tensors (weights, optimizer state, big activations) on transparent huge pages: with
+  // THP in "madvise" mode (Debian's default) they would otherwise sit on 4 KiB pages, and how
+  // their pages land made the same op's time differ by up to 25% from one process to the next.
+  // The size is rounded to whole huge pages; accounting stays in requested bytes.
+  const size_t rounded = (cls + kHugePage - 1) / kHugePage * kHugePage;
+  void* p = std::aligned_alloc(kHugePage, rounded);
+  if (p) ::madvise(p, rounded, MADV_HUGEPAGE);
+  return p;
+}
+
 void* Allocator::allocate(size_t bytes) {
   const size_t cls = size_class(std::max<size_t>(bytes, 1));
   void* reused = nullptr;  // the calling thread's own free buffer of the class first
@@ -86,18 +98,12 @@ void* Allocator::allocate(size_t bytes) {
     if (!reused) reused = take_shared(cls);
   }
   if (reused) return reused;
-  void* p = nullptr;
-  if (cls >= kHugePage) {
-    // Large tensors (weights, optimizer state, big activations) on transparent huge pages:
-    // with THP in "madvise" mode (Debian's default) they would otherwise sit on 4 KiB pages,
-    // and how their pages land made the same op's time differ by up to 25% from one process
-    // to the next. The size is rounded to whole huge pages; accounting stays in
-    // requested bytes.
-    const size_t rounded = (cls + kHugePage - 1) / kHugePage * kHugePage;
-    p = std::aligned_alloc(kHugePage, rounded);
-    if (p) ::madvise(p, rounded, MADV_HUGEPAGE);
-  } else {
-    p = std::aligned_alloc(kAlignment, cls);
+  void* p = system_alloc(cls);
+  if (!p) {
+    // Buffers of other sizes the cache holds count against a memory limit as much as live
+    // ones: return them (the shared list and this thread's) and try once more.
+    release_cache();
+    p = system_alloc(cls);
   }
   if (!p) {
     std::lock_guard<std::mutex> lock(mu_);

@@ -89,7 +89,9 @@ class Allocator : public MemoryResource {
   Allocator& operator=(const Allocator&) = delete;
 
   Device device() const override { return Device::cpu(); }
-  // Returns a 64-byte aligned buffer of at least `bytes` bytes. Throws OutOfMemory.
+  // Returns a 64-byte aligned buffer of at least `bytes` bytes: a cached free buffer of its size
+  // class, or a new one; when the system has none, after returning the cache (release_cache)
+  // once. Throws OutOfMemory.
   void* allocate(size_t bytes) override;
   // `bytes` must be the size passed to allocate().
   void deallocate(void* p, size_t bytes) override;
@@ -111,7 +113,8 @@ class Allocator : public MemoryResource {
 
  private:
   static size_t size_class(size_t bytes);
-  void* take_shared(size_t cls);  // caller holds mu_; nullptr when the class's list is empty
+  static void* system_alloc(size_t cls);  // nullptr when the system refuses
+  void* take_shared(size_t cls);          // caller holds mu_; nullptr when the class's list is empty
   void put_shared(size_t cls, void* p);
   struct ThreadCache;
   friend struct ThreadCache;

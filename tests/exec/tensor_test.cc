@@ -1,14 +1,23 @@
 // The allocator's per-thread reuse (exec/tensor.h): a buffer a thread frees comes back to that
 // thread's next allocation of its size class, another thread does not get it while the owner's
 // list has room, a thread's list returns to the shared one when the thread ends, and the
-// live/peak accounting is the same whichever list a buffer sits on.
+// live/peak accounting is the same whichever list a buffer sits on; under a memory limit the
+// cache is returned before an allocation gives up.
 #include <doctest/doctest.h>
 
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "exec/tensor.h"
+#include "models/error.h"
 
 using pw::exec::Allocator;
 
@@ -77,4 +86,37 @@ TEST_CASE("allocator: live and peak bytes count buffers whichever list they come
   CHECK(g.peak_bytes() == live0 + 2 * static_cast<int64_t>(kBytes));
   g.deallocate(c, kBytes);
   g.release_cache();
+}
+
+TEST_CASE("allocator: under a memory limit, cached buffers of other sizes are returned before it gives up") {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  MESSAGE("SKIPPED: a sanitizer build cannot run under a data limit");
+#else
+  // In a child process, under ulimit -d of what it maps plus 96 MiB: a 64 MiB buffer freed into
+  // the cache, then a 48 MiB one (another size class). Both at once would pass the limit.
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    Allocator a;
+    std::ifstream status("/proc/self/status");
+    std::string key;
+    long kib = -1;
+    for (std::string line; std::getline(status, line);)
+      if (std::istringstream(line) >> key >> kib && key == "VmData:") break;
+    const rlim_t limit = static_cast<rlim_t>(kib) * 1024 + (rlim_t{96} << 20);
+    const struct rlimit rl { limit, limit };
+    if (kib < 0 || ::setrlimit(RLIMIT_DATA, &rl) != 0) ::_exit(2);
+    void* big = a.allocate(size_t{64} << 20);
+    a.deallocate(big, size_t{64} << 20);
+    try {
+      void* other = a.allocate(size_t{48} << 20);
+      a.deallocate(other, size_t{48} << 20);
+    } catch (const pw::OutOfMemory&) { ::_exit(1); }
+    ::_exit(0);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+#endif
 }
