@@ -333,6 +333,15 @@ LayerCost layer_cost(const LayerSpec& layer, int64_t micro_batch, int element_by
   return c;
 }
 
+bool has_analytic_costs(const Model& model) {
+  for (const LayerSpec& l : model.layers()) {
+    try {
+      (void)layer_cost(l, 1);
+    } catch (const InputError&) { return false; }
+  }
+  return true;
+}
+
 int64_t roofline_ns(double flops, double bytes, double flops_per_s, double bytes_per_s) {
   PW_CHECK(flops_per_s > 0 && bytes_per_s > 0, "roofline needs positive rates");
   return std::llround(std::max(flops / flops_per_s, bytes / bytes_per_s) * 1e9);

@@ -88,6 +88,9 @@ double gemm_efficiency(double forward_flops, double parameters, double half_rows
 // The catalog's default: 16 rows for CPU devices (names "cpu..."), 0 (off) otherwise.
 double default_gemm_half_rows(const DeviceSpec& device);
 
+// Whether every layer of `model` has an analytic cost (an imported "opaque" layer has none).
+bool has_analytic_costs(const Model& model);
+
 // Profile of `model` on `device` at `micro_batch`: source "analytic", device.name = the
 // catalog name, edges copied from the model, input layers is_data_loading with zero time.
 // parameter_bytes = parameters * weight_bytes of the optimizer; optimizer_bytes =

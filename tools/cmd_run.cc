@@ -44,6 +44,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <functional>
 #include <iostream>
 #include <limits>
@@ -327,6 +328,8 @@ Prepared prepare(const RunArgs& a, const CLI::App& sub) {
   // Validated before the banner and before anything is allocated (tools/training_flags.h).
   pw::tools::check_run_fits_in_memory(model, plan, o.optimizer, o.schedule ? &*o.schedule : nullptr, o.device, o.gpus,
                                       launched_by_mpirun(), "--micro-batch and the model's sizes");
+  if (a.compare && o.device.is_cpu() && !launched_by_mpirun())
+    pw::tools::check_compare_fits_in_memory(model, plan, o.optimizer, o.threads_per_worker);
   (void)pw::exec::make_data_source(model, o.data_file, o.seed, "--data");
   return Prepared{std::move(plan), src, std::move(o)};
 }
@@ -384,13 +387,18 @@ void write_run_outputs(const RunArgs& a, const Prepared& p, const pw::exec::Pipe
         a.svg);
 }
 
-// Rank 0 (or the threaded run) predicts with --compare; under mpirun a failure ends the job,
-// since the other ranks wait in the compare barrier.
-pw::exec::Prediction predict(pw::exec::CompareSession& cmp, World* world) {
+// Rank 0 (or the threaded run) predicts with --compare. A threaded run keeps a failure (the
+// measurement does not fit in memory, say) in `failed` and goes on: its outputs are written
+// first, then the failure ends the command. Under mpirun a failure ends the job, since the other
+// ranks wait in the compare barrier.
+std::optional<pw::exec::Prediction> predict(pw::exec::CompareSession& cmp, World* world, std::exception_ptr& failed) {
   try {
     return cmp.predict();
   } catch (const std::exception& e) {
-    if (!world) throw;
+    if (!world) {
+      failed = std::current_exception();
+      return std::nullopt;
+    }
     std::fprintf(stderr, "pipewright: error: --compare: %s\n", pw::one_line_message(e.what()).c_str());
     std::fflush(stderr);
     world->abort(1);
@@ -422,10 +430,11 @@ void execute(const RunArgs& a, Prepared& p, World* world, pw::OutputSet* outputs
   const int devices = device_count(p.plan);
   pw::tools::ProgressLines lines(a.t.log_every, p.o.steps, isatty(fileno(stderr)) != 0);
   const auto progress = banner_and_progress(p, devices, world != nullptr, lines);
-  // --compare (exec/runtime/compare_session.h): profile rounds between the steps when they fit.
+  // --compare (exec/runtime/compare_session.h): profile rounds between the steps when they fit in
+  // what this process may hold (a cgroup limit or a ulimit included, exec/machine/memory.h).
   pw::exec::CompareSession measurement(p.src.model, p.plan, p.o, devices, world != nullptr,
                                        [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); });
-  if (a.compare) measurement.measure_between_steps(p.o, pw::exec::physical_memory_bytes());
+  if (a.compare) measurement.measure_between_steps(p.o, pw::exec::memory_bound().bytes);
   pw::exec::PipelineRunResult r;
   try {
     r = world ? run_on_ranks(p.src.model, p.plan, p.o, *world, progress)
@@ -464,10 +473,15 @@ void execute(const RunArgs& a, Prepared& p, World* world, pw::OutputSet* outputs
         "note: data loading is the bottleneck: the steps waited %.2f s of %.2f s for mini-batches (--prefetch %d)\n",
         r.data_wait_s, r.wall_s, p.o.prefetch);
   std::optional<pw::exec::Prediction> cmp;
-  if (compared) cmp = predict(measurement, world);
+  std::exception_ptr not_compared;
+  if (compared) cmp = predict(measurement, world, not_compared);
   compare_barrier();
 
   finish_run(a, p, r, cmp ? &*cmp : nullptr, devices, world != nullptr, outputs);
+  if (not_compared) {
+    std::fprintf(stderr, "run: done and its outputs written, without the comparison: its measurement failed\n");
+    std::rethrow_exception(not_compared);
+  }
 }
 
 #ifdef PW_HAVE_MPI

@@ -5,8 +5,10 @@
 
 #include "exec/device_ops.h"
 #include "exec/machine/memory.h"
+#include "exec/profile/measure_memory.h"
 #include "exec/runtime/checkpoint.h"
 #include "exec/runtime/device_lanes.h"
+#include "exec/runtime/run_compare.h"
 #include "exec/runtime/run_memory.h"
 #include "exec/runtime/run_pipeline.h"
 #include "models/error.h"
@@ -135,6 +137,22 @@ void check_run_fits_in_memory(const models::Model& model, const planner::Plan& p
       throw InputError(flags + ": running " + escape_for_message(model.name()) + " as planned needs " +
                        gib(static_cast<double>(n.bytes)) + where + ", more than " + bound);
   }
+}
+
+void check_compare_fits_in_memory(const models::Model& model, const planner::Plan& plan,
+                                  const exec::OptimizerOptions& optimizer, int threads) {
+  const int64_t need = exec::prediction_measurement_bytes(model, plan, threads, optimizer);
+  const exec::MemoryBound b = exec::memory_bound();
+  if (need <= 0 || b.bytes <= 0 ||
+      static_cast<double>(need) <= exec::kMeasureMemoryShare * static_cast<double>(b.bytes))
+    return;
+  const int copies = std::max(1, plan.num_stages() / std::max(1, plan.chunks));
+  char share[16];
+  std::snprintf(share, sizeof share, "%.0f%%", exec::kMeasureMemoryShare * 100);
+  throw InputError("--compare: measuring the prediction needs about " + gib(static_cast<double>(need)) + " (" +
+                   std::to_string(copies) + " co-run cop" + (copies == 1 ? "y" : "ies") + " of " +
+                   escape_for_message(model.name()) + " at micro-batch " + std::to_string(plan.micro_batch_size) +
+                   "), more than " + share + " of " + exec::describe(b) + "; run without --compare");
 }
 
 void exit_numerical_fault(const std::string& what, const std::string& checkpoint_dir) {

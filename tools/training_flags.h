@@ -82,6 +82,14 @@ void check_run_fits_in_memory(const models::Model& model, const planner::Plan& p
                               const exec::OptimizerOptions& optimizer, const planner::Schedule* schedule,
                               exec::Device device, int gpus, bool ranks, const std::string& flags);
 
+// `run --compare` on the host, before the run: the measurement of the prediction it makes after
+// (or between) the run's steps (exec/runtime/run_compare.h: prediction_measurement_bytes) against
+// the profiler's share (kMeasureMemoryShare) of memory_bound(). InputError("--compare: measuring
+// the prediction needs about X GiB (N copies of M's stages at micro-batch B), more than 80% of
+// <the bound>; run without --compare") when it cannot fit, so that no run's work is lost to it.
+void check_compare_fits_in_memory(const models::Model& model, const planner::Plan& plan,
+                                  const exec::OptimizerOptions& optimizer, int threads);
+
 // The exits both commands take, thrown as CommandExit (tools/signals.h): a NaN or Inf (exit 4,
 // naming the last good checkpoint in `checkpoint_dir`, if any) and a stop by SIGINT / SIGTERM
 // after `done` of `total` steps (exit 130 / 143, naming the checkpoint written at

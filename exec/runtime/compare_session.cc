@@ -70,6 +70,7 @@ PredictionMeasurement& CompareSession::measurement() {
 Prediction CompareSession::predict() {
   // The run's peaks, before the measurement allocates on the GPUs.
   const std::vector<int64_t> measured = cards_.empty() ? std::vector<int64_t>{} : device_memory_peaks(cards_);
+  Allocator::global().release_cache();
   Prediction p = measurement().predict();
   if (p.gpu) p.gpu->measured_peak_bytes = measured;
   return p;

@@ -68,7 +68,10 @@ class CompareSession {
   PredictionMeasurement& measurement();
   // measurement().predict(): the rounds still missing, then the simulation. On GPUs with the
   // measured device peaks (GpuComparison::measured_peak_bytes) filled in when
-  // measure_between_steps started their window (else left empty).
+  // measure_between_steps started their window (else left empty). Call it after the run: the
+  // host buffers the run's workers freed into Allocator::global()'s cache are returned to the
+  // system first, so that the measurement's memory check (exec/profile/measure_memory.h) sees
+  // them as available and the measurement can use them.
   Prediction predict();
 
   int threads() const { return threads_; }

@@ -13,10 +13,12 @@
 #include "exec/machine/pinning.h"
 #include "exec/numerics.h"
 #include "exec/profile/handoff.h"
+#include "exec/profile/measure_memory.h"
 #include "exec/profile/profiler.h"
 #include "exec/runtime/device_lanes.h"
 #include "exec/runtime/run_pipeline.h"
 #include "exec/runtime/run_setup.h"
+#include "models/cost.h"
 #include "models/json_util.h"
 #include "planner/schedule.h"
 #include "sim/compare_svg.h"
@@ -307,6 +309,23 @@ Prediction PredictionMeasurement::predict() {
   }
   if (!s.device.is_cpu()) p.gpu = gpu_comparison(p, pipeline_lanes(sched.num_devices, s.device, s.gpus));
   return p;
+}
+
+int64_t prediction_measurement_bytes(const models::Model& model, const planner::Plan& plan, int threads,
+                                     const OptimizerOptions& optimizer) {
+  if (!models::has_analytic_costs(model)) return 0;
+  const MeasureOptions mo = prediction_measure_options(plan, threads, optimizer, Device::cpu());
+  models::CostOptions co;
+  co.optimizer = mo.optimizer;
+  // Any catalog device: the bytes do not depend on it.
+  const models::Profile bytes =
+      models::analytic_profile(model, models::find_device("cpu-socket"), plan.micro_batch_size, co);
+  const int64_t mb = plan.micro_batch_size;
+  int64_t need = 0;
+  for (int c = 0; c < std::max(1, mo.co_run_workers); ++c)
+    need += in_context_copy_bytes(bytes, mb, mb, mo.copy_layers.empty() ? std::vector<bool>{} : mo.copy_layers.at(c),
+                                  mo.copy_order.empty() ? std::vector<PassOp>{} : mo.copy_order.at(c));
+  return need;
 }
 
 Prediction predict_from_measurement(const models::Model& model, const planner::Plan& plan, int threads,

@@ -160,6 +160,15 @@ std::function<void(int, const CopyThreads&)> compare_rounds_between_steps(
 Prediction predict_from_measurement(const models::Model& model, const planner::Plan& plan, int threads,
                                     const OptimizerOptions& optimizer, int64_t draw_ns = 0);
 
+// The host memory the measurement of a prediction on the host is expected to need, all its
+// co-run copies together: the profiler's own estimate (exec/profile/measure_memory.h:
+// in_context_copy_bytes, the copies and their op orders as the measurement will run them) over
+// the model's analytic profile at the plan's micro-batch size; 0 when the model has a layer the
+// cost model cannot price. What `run --compare` checks before the run, so that a measurement
+// that cannot fit is refused before the run's work, not after it.
+int64_t prediction_measurement_bytes(const models::Model& model, const planner::Plan& plan, int threads,
+                                     const OptimizerOptions& optimizer);
+
 // `run --run-trace F`: the measured trace with what `simulate --replay` needs (sim/run_trace.h:
 // schedule, stages, micro-batches, the warm-up iterations to skip, and the predicted costs when
 // `prediction` is given). Keeps the last `keep_iterations` (>= 1) iterations' ops in full and a

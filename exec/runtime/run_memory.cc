@@ -12,24 +12,11 @@
 
 namespace pw::exec {
 
-namespace {
-
-bool every_layer_costable(const models::Model& model, int64_t micro_batch) {
-  for (const models::LayerSpec& l : model.layers()) {
-    try {
-      (void)models::layer_cost(l, micro_batch);
-    } catch (const InputError&) { return false; }
-  }
-  return true;
-}
-
-}  // namespace
-
 std::optional<std::vector<MemoryNeed>> predicted_run_memory(const models::Model& model, const planner::Plan& plan,
                                                             const OptimizerOptions& optimizer,
                                                             const planner::Schedule* schedule,
                                                             const std::vector<Device>& lanes) {
-  if (!every_layer_costable(model, plan.micro_batch_size)) return std::nullopt;
+  if (!models::has_analytic_costs(model)) return std::nullopt;
   models::CostOptions co;
   co.optimizer = optimizer_memory(optimizer).name;
   // Any catalog device: the memory figures do not depend on it, only the times do.

@@ -423,3 +423,56 @@ TEST_CASE(
   CAPTURE(f1b.err);
   CHECK(f1b.rc == 0);
 }
+
+TEST_CASE(
+    "run --compare under a data limit: a measurement that cannot fit is refused before the run, one that can runs") {
+  if (pw::test::kSanitizedBuild) {
+    MESSAGE("SKIPPED: a sanitizer build cannot start under a data limit");
+    return;
+  }
+  const auto with = [](std::vector<std::string> args, const std::vector<std::string>& more) {
+    args.insert(args.end(), more.begin(), more.end());
+    return args;
+  };
+  // GPT 8 x 512 with short sequences, 4 stages of pipedream-async: the run holds the weights and
+  // Adam's state once (it runs), the measurement after it 4 co-run copies of the whole model
+  // (~0.7 GiB, the profiler's own estimate), more than 80% of the ~0.75 GiB the limit leaves.
+  const std::vector<std::string> async{"run",
+                                       "--model",
+                                       "gpt",
+                                       "--d-model",
+                                       "512",
+                                       "--layers",
+                                       "8",
+                                       "--seq",
+                                       "16",
+                                       "--vocab",
+                                       "64",
+                                       "--stages",
+                                       "4",
+                                       "--micro-batches",
+                                       "4",
+                                       "--schedule",
+                                       "pipedream-async",
+                                       "--steps",
+                                       "1",
+                                       "--threads",
+                                       "1"};
+  pw::test::expect_rejected(run_cli_with_data_limit(1000 * 1000, with(async, {"--compare"})), 2,
+                            {"--compare: measuring the prediction needs about", "4 co-run copies of gpt-l8-d512",
+                             "under ulimit -d", "run without --compare"});
+  const CliResult plain = run_cli_with_data_limit(1000 * 1000, async);
+  CAPTURE(plain.err);
+  CHECK(plain.rc == 0);
+  // 1f1b on 4 stages: each copy measures its worker's stages as the worker runs them (~0.4 GiB).
+  // It fits once the buffers the run's workers freed into the allocator's cache (~0.5 GiB here)
+  // are returned, which the measurement after the run does first.
+  const CliResult compared = run_cli_with_data_limit(
+      1000 * 1000, {"run",   "--model",  "gpt", "--d-model",       "256", "--layers",      "8", "--seq",
+                    "256",   "--stages", "4",   "--micro-batches", "16",  "--micro-batch", "4", "--schedule",
+                    "1f1b",  "--steps",  "1",   "--warmup-steps",  "0",   "--threads",     "1", "--compare",
+                    "--json"});
+  CAPTURE(compared.err);
+  REQUIRE(compared.rc == 0);
+  CHECK(Json::parse(compared.out).contains("predicted_iteration_ms"));
+}
