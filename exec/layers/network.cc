@@ -22,8 +22,32 @@ Network::Network(const models::Model& model, uint64_t seed, std::vector<Device> 
   build(seed);
 }
 
-void Network::build(uint64_t seed) {
+Network::Network(const models::Model& model, uint64_t seed, std::vector<Device> layer_devices, std::vector<bool> held)
+    : model_(model), layer_devices_(std::move(layer_devices)) {
+  PW_CHECK(layer_devices_.size() == model_.layers().size(), "Network: one device per layer expected");
+  PW_CHECK(held.size() == model_.layers().size(), "Network: one held flag per layer expected");
+  if (!layer_devices_.empty()) device_ = layer_devices_.front();
+  build(seed, held);
+}
+
+namespace {
+
+// Whether layer i may give its parameters back (Network's `held` constructor): not held, and not
+// half of a tied pair (an embedding lending its table to a tied head, or that head).
+bool gives_back(const models::Model& model, const std::vector<bool>& held, size_t i) {
+  if (held.empty() || held[i]) return false;
+  const models::LayerSpec& spec = model.layers()[i];
+  bool tied = false;
+  for (const models::LayerSpec& l : model.layers())
+    tied = tied || (l.kind == models::LayerKind::lm_head && l.attr_or("tied", 0) != 0);
+  return !(tied && (spec.kind == models::LayerKind::embedding || spec.kind == models::LayerKind::lm_head));
+}
+
+}  // namespace
+
+void Network::build(uint64_t seed, const std::vector<bool>& held) {
   const auto& specs = model_.layers();
+  bool gave_back = false;
   Layer* embedding = nullptr;  // the first layer lending a token table (exec/layer.h)
   for (size_t i = 0; i < specs.size(); ++i) {
     const auto& spec = specs[i];
@@ -32,6 +56,11 @@ void Network::build(uint64_t seed) {
     const Device device = layer_devices_[i];
     auto layer = device.is_cpu() ? make_layer(spec, in) : make_layer(spec, in, device);
     layer->init_parameters(mix_seed(seed, i + 1));
+    if (gives_back(model_, held, i)) {
+      for (Tensor* t : layer->parameters()) *t = Tensor();
+      for (Tensor* t : layer->gradients()) *t = Tensor();
+      gave_back = true;
+    }
     if (!embedding && layer->token_table()) embedding = layer.get();
     if (spec.kind == models::LayerKind::lm_head && spec.attr_or("tied", 0) != 0) {
       if (!embedding)
@@ -50,6 +79,9 @@ void Network::build(uint64_t seed) {
     }
     layers_.push_back(std::move(layer));
   }
+  // The given-back buffers sit in the host allocator's cache, resident, and of sizes the held
+  // layers may never ask for again: return them to the system.
+  if (gave_back) Allocator::global().release_cache();
 }
 
 std::vector<Tensor*> Network::parameters() {

@@ -69,6 +69,14 @@ class Network {
   // Layer i on layer_devices[i] (one per layer of the model; e.g. a pipeline's stages on their
   // own CUDA stream slots). device() is then layer 0's.
   Network(const models::Model& model, uint64_t seed, std::vector<Device> layer_devices);
+  // The same, holding the parameters and gradients only of the layers `held` marks (one flag per
+  // layer): each other layer gives them back right after its initialization, so a process that
+  // runs some stages of a pipeline (an MPI rank) holds those stages' weights, not the model's,
+  // and never more than one extra layer's at once. The held layers' initial weights are those of
+  // a whole network (each layer draws from its own seed). A tied pair (embedding and head) is
+  // held whole when either is. A given-back layer must not run. The host allocator's cache is
+  // returned to the system after the build (Allocator::release_cache, the calling thread's).
+  Network(const models::Model& model, uint64_t seed, std::vector<Device> layer_devices, std::vector<bool> held);
 
   const models::Model& model() const { return model_; }
   Device device() const { return device_; }
@@ -99,7 +107,7 @@ class Network {
   const std::vector<int64_t>& target_shape() const { return target_shape_; }
 
  private:
-  void build(uint64_t seed);
+  void build(uint64_t seed, const std::vector<bool>& held = {});
   void tie_head(Layer& head, Device at, Tensor* weight, Tensor* grad);
   models::Model model_;
   Device device_;

@@ -266,9 +266,10 @@ bool runs_stage(const planner::Schedule& sch, int s, int device) {
   return std::find(r.begin(), r.end(), device) != r.end();
 }
 
-// The GPU this rank runs on (device_lanes.h: rank_gpu), or rank -1 for a run on the host.
+// This rank's pipeline device and the GPU it runs on (device_lanes.h: rank_gpu; the host for a
+// run on the host).
 RankDevice rank_device(const PipelineRunOptions& o, mpi::World& world) {
-  if (o.device.is_cpu()) return {};
+  if (o.device.is_cpu()) return {world.rank(), Device::cpu()};
   if (o.gpus != 1)
     throw InputError("--gpus: each MPI rank runs on one GPU (got " + std::to_string(o.gpus) +
                      "); start one rank per pipeline device instead");

@@ -140,6 +140,19 @@ std::unique_ptr<LayerStageCompute> make_compute(Network& net, const planner::Pla
       });
 }
 
+// The layers of the stages pipeline device `device` runs (any replica of them).
+std::vector<bool> device_layers(const planner::Schedule& sch, const planner::Plan& plan, int device) {
+  std::vector<bool> held(static_cast<size_t>(plan.stages.back().end_layer), false);
+  for (int st = 0; st < sch.num_stages; ++st) {
+    const bool runs = sch.stage_replicas.empty()
+                          ? sch.stage_device.at(st) == device
+                          : std::count(sch.stage_replicas.at(st).begin(), sch.stage_replicas.at(st).end(), device) > 0;
+    if (!runs) continue;
+    for (int i = plan.stages.at(st).first_layer; i < plan.stages.at(st).end_layer; ++i) held.at(i) = true;
+  }
+  return held;
+}
+
 std::vector<int> stage_end_layers(const planner::Plan& plan) {
   std::vector<int> ends;
   for (const auto& st : plan.stages) ends.push_back(st.end_layer);
@@ -163,16 +176,21 @@ RunSetup make_run_setup(const models::Model& model, const planner::Plan& plan, c
   if (options.prefetch > 0 && worker_draws) s.draw_device = worker_draws(s.schedule);
   s.slicer = std::make_shared<BatchSlicer>(make_data_source(model, options.data_file, options.seed), plan.batch,
                                            s.draw_device >= 0 ? 0 : options.prefetch);
-  if (options.device.is_cpu()) {
-    s.net = std::make_unique<Network>(model, options.seed);
-  } else {
+  // An MPI rank other than 0 holds the weights of the stages it runs only (Network's `held`);
+  // rank 0 holds every stage's, which it gathers the others' into for checkpoints and final
+  // weights (run_checkpoint.h).
+  const std::vector<bool> held = rank.rank > 0 ? device_layers(s.schedule, plan, rank.rank) : std::vector<bool>{};
+  std::vector<Device> devices(model.layers().size(), Device::cpu());
+  if (!options.device.is_cpu()) {
     const Device gpu = rank.rank >= 0 ? rank.gpu : options.device;
     check_device_usable(gpu, "--device");
     s.lanes = rank.rank >= 0 ? rank_lanes(s.devices, rank.rank, gpu) : pipeline_lanes(s.devices, gpu, options.gpus);
     const int replica = rank.rank >= 0 ? replica_index(s.schedule, rank.rank) : 0;
-    s.net = std::make_unique<Network>(model, options.seed,
-                                      layer_devices(s.schedule, stage_end_layers(plan), s.lanes, replica));
+    devices = layer_devices(s.schedule, stage_end_layers(plan), s.lanes, replica);
   }
+  if (!held.empty()) s.net = std::make_unique<Network>(model, options.seed, std::move(devices), held);
+  else if (options.device.is_cpu()) s.net = std::make_unique<Network>(model, options.seed);
+  else s.net = std::make_unique<Network>(model, options.seed, std::move(devices));
   s.compute = make_compute(*s.net, plan, options, s.slicer);
   if (replicated && s.compute->splits_tied_table())
     throw InputError("plan: tied embeddings split across stages are not supported with replicated stages yet");

@@ -92,8 +92,9 @@ struct RunSetup {
   std::vector<std::unique_ptr<LayerStageCompute>> replica_computes;
 };
 
-// An MPI rank's share of a run on GPUs: the pipeline device it drives (its rank) and its GPU
-// (device_lanes.h: rank_gpu). rank < 0: a threaded run (every device in this process).
+// An MPI rank's share of a run: the pipeline device it drives (its rank) and its GPU
+// (device_lanes.h: rank_gpu; the host for a run on the host). rank < 0: a threaded run (every
+// device in this process). A rank holds the weights of its own stages only (Network's `held`).
 struct RankDevice {
   int rank = -1;
   Device gpu = Device::cpu();

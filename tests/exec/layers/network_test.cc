@@ -2,6 +2,7 @@
 // re-materialization, weight swapping.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <vector>
@@ -277,6 +278,49 @@ TEST_CASE("zoo models instantiate: gpt (tied and untied), mlp, small vgg16") {
   std::vector<Tensor> loss = r.forward(0, std::move(in));
   CHECK(std::isfinite(loss[0].data()[0]));
   r.backward(0, testing::one_tensor(scalar(1.0f)));
+}
+
+TEST_CASE("a network holding some layers: the others give their weights back, the held ones are a whole network's") {
+  models::ZooOptions z;
+  z.layers = 2;
+  z.d_model = 32;
+  z.heads = 2;
+  z.ffn = 64;
+  z.seq = 8;
+  z.vocab = 512;
+  z.batch = 2;
+  const models::Model m = models::build_zoo_model("gpt", z);  // input, embedding, 2 blocks, norm, head, loss
+  REQUIRE(m.size() == 7);
+  Network whole(m, 7);
+  const std::vector<bool> held{false, false, true, true, false, false, false};  // the blocks only
+  Network part(m, 7, std::vector<Device>(m.size(), Device::cpu()), held);
+  int64_t block_bytes = 0;
+  for (int i = 0; i < whole.size(); ++i) {
+    const auto wp = whole.layer(i).parameters(), pp = part.layer(i).parameters();
+    REQUIRE(wp.size() == pp.size());
+    CAPTURE(i);
+    for (size_t k = 0; k < wp.size(); ++k) {
+      if (held[i]) {
+        REQUIRE(pp[k]->numel() == wp[k]->numel());
+        CHECK(std::equal(wp[k]->data(), wp[k]->data() + wp[k]->numel(), pp[k]->data()));  // the same initial weights
+        block_bytes += pp[k]->bytes();
+      } else {
+        CHECK(pp[k]->numel() == 0);
+      }
+    }
+    for (Tensor* g : part.layer(i).gradients())
+      if (!held[i]) CHECK(g->numel() == 0);
+  }
+  CHECK(block_bytes > 0);
+  CHECK(part.parameter_bytes() == block_bytes);
+  CHECK(part.parameter_bytes() < whole.parameter_bytes() / 2);  // the token table and head were most of it
+  // A tied pair is held whole when either half is.
+  z.tied_embeddings = true;
+  const models::Model tied = models::build_zoo_model("gpt", z);
+  Network tp(tied, 7, std::vector<Device>(tied.size(), Device::cpu()),
+             std::vector<bool>{false, true, false, false, false, false, false});
+  CHECK(tp.layer(1).parameters().front()->numel() == 512 * 32);
+  CHECK(tp.layer(2).parameters().front()->numel() == 0);
 }
 
 }  // namespace
