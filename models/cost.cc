@@ -333,6 +333,12 @@ LayerCost layer_cost(const LayerSpec& layer, int64_t micro_batch, int element_by
   return c;
 }
 
+Profile analytic_memory_profile(const Model& model, int64_t micro_batch, const std::string& optimizer) {
+  CostOptions co;
+  co.optimizer = optimizer;
+  return analytic_profile(model, find_device("cpu-socket"), micro_batch, co);
+}
+
 bool has_analytic_costs(const Model& model) {
   for (const LayerSpec& l : model.layers()) {
     try {

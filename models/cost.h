@@ -101,6 +101,11 @@ bool has_analytic_costs(const Model& model);
 Profile analytic_profile(const Model& model, const DeviceSpec& device, int64_t micro_batch,
                          const CostOptions& options = {});
 
+// analytic_profile's memory figures of `model` at `micro_batch` with `optimizer` (a name of
+// models/optimizer_memory.h): on a catalog CPU entry, since bytes do not depend on the device
+// (its times are not meant to be read). What the executor's up-front memory checks use.
+Profile analytic_memory_profile(const Model& model, int64_t micro_batch, const std::string& optimizer);
+
 // analytic_profile at `micro_batch`, plus one point (models/profile_points.h; threads 1) per
 // other size in `sizes`, each costed at its own size, so that a planner using profile_at sees
 // the efficiency of each micro-batch size (with gemm_half_rows > 0, or a device's GEMM curve)

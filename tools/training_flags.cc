@@ -74,9 +74,19 @@ std::string gib(double bytes) {
   return buf;
 }
 
-// "cuda:0's 79.2 GiB of memory" (exec::describe words the host's bounds; a card has one).
-std::string card_bound(exec::Device card, int64_t bytes) {
-  return card.to_string() + "'s " + gib(static_cast<double>(bytes)) + " of memory";
+// The most `device` can hold and the words for it: the host's bound (exec::describe: the
+// machine, a cgroup, a ulimit) or a card's total ("cuda:0's 79.2 GiB of memory").
+struct HoldBound {
+  int64_t bytes = 0;
+  std::string words;
+};
+HoldBound bound_of(exec::Device device) {
+  if (device.is_cpu()) {
+    const exec::MemoryBound b = exec::memory_bound();
+    return {b.bytes, exec::describe(b)};
+  }
+  const int64_t total = exec::device_total_memory_bytes(device);
+  return {total, device.to_string() + "'s " + gib(static_cast<double>(total)) + " of memory"};
 }
 
 std::string worker_span(const std::vector<int>& workers) {
@@ -90,19 +100,10 @@ void check_fits_in_memory(const models::Model& model, const exec::OptimizerOptio
                           int64_t in_flight, const std::string& flags, exec::Device device) {
   const double need =
       models::estimated_training_bytes(model, exec::optimizer_memory(optimizer), micro_batch, in_flight);
-  int64_t have = 0;
-  std::string bound;
-  if (device.is_cpu()) {
-    const exec::MemoryBound b = exec::memory_bound();
-    have = b.bytes;
-    bound = exec::describe(b);
-  } else {
-    have = exec::device_total_memory_bytes(device);
-    bound = card_bound(device, have);
-  }
-  if (have > 0 && need > static_cast<double>(have))
+  const HoldBound have = bound_of(device);
+  if (have.bytes > 0 && need > static_cast<double>(have.bytes))
     throw InputError(flags + ": training " + escape_for_message(model.name()) + " needs at least " + gib(need) +
-                     ", more than " + bound);
+                     ", more than " + have.words);
 }
 
 void check_run_fits_in_memory(const models::Model& model, const planner::Plan& plan,
@@ -122,20 +123,12 @@ void check_run_fits_in_memory(const models::Model& model, const planner::Plan& p
     return;
   }
   for (const exec::MemoryNeed& n : *needs) {
-    int64_t have = 0;
-    std::string bound, where;
-    if (n.where.is_cpu()) {
-      const exec::MemoryBound b = exec::memory_bound();
-      have = b.bytes;
-      bound = exec::describe(b);
-    } else {
-      have = exec::device_total_memory_bytes(n.where);
-      bound = card_bound(n.where, have);
-      where = " on " + n.where.to_string() + " (" + worker_span(n.workers) + ")";
-    }
-    if (have > 0 && n.bytes > have)
+    const HoldBound have = bound_of(n.where);
+    const std::string where =
+        n.where.is_cpu() ? "" : " on " + n.where.to_string() + " (" + worker_span(n.workers) + ")";
+    if (have.bytes > 0 && n.bytes > have.bytes)
       throw InputError(flags + ": running " + escape_for_message(model.name()) + " as planned needs " +
-                       gib(static_cast<double>(n.bytes)) + where + ", more than " + bound);
+                       gib(static_cast<double>(n.bytes)) + where + ", more than " + have.words);
   }
 }
 

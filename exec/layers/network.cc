@@ -32,21 +32,26 @@ Network::Network(const models::Model& model, uint64_t seed, std::vector<Device> 
 
 namespace {
 
-// Whether layer i may give its parameters back (Network's `held` constructor): not held, and not
-// half of a tied pair (an embedding lending its table to a tied head, or that head).
-bool gives_back(const models::Model& model, const std::vector<bool>& held, size_t i) {
-  if (held.empty() || held[i]) return false;
-  const models::LayerSpec& spec = model.layers()[i];
+// The layers that give their parameters back (Network's `held` constructor): those not held,
+// except the halves of a tied pair (an embedding lending its table to a tied head, and that head).
+std::vector<bool> given_back(const models::Model& model, const std::vector<bool>& held) {
+  std::vector<bool> out(model.layers().size(), false);
+  if (held.empty()) return out;
   bool tied = false;
   for (const models::LayerSpec& l : model.layers())
     tied = tied || (l.kind == models::LayerKind::lm_head && l.attr_or("tied", 0) != 0);
-  return !(tied && (spec.kind == models::LayerKind::embedding || spec.kind == models::LayerKind::lm_head));
+  for (size_t i = 0; i < out.size(); ++i) {
+    const models::LayerKind k = model.layers()[i].kind;
+    out[i] = !held[i] && !(tied && (k == models::LayerKind::embedding || k == models::LayerKind::lm_head));
+  }
+  return out;
 }
 
 }  // namespace
 
 void Network::build(uint64_t seed, const std::vector<bool>& held) {
   const auto& specs = model_.layers();
+  const std::vector<bool> give_back = given_back(model_, held);
   bool gave_back = false;
   Layer* embedding = nullptr;  // the first layer lending a token table (exec/layer.h)
   for (size_t i = 0; i < specs.size(); ++i) {
@@ -56,7 +61,7 @@ void Network::build(uint64_t seed, const std::vector<bool>& held) {
     const Device device = layer_devices_[i];
     auto layer = device.is_cpu() ? make_layer(spec, in) : make_layer(spec, in, device);
     layer->init_parameters(mix_seed(seed, i + 1));
-    if (gives_back(model_, held, i)) {
+    if (give_back[i]) {
       for (Tensor* t : layer->parameters()) *t = Tensor();
       for (Tensor* t : layer->gradients()) *t = Tensor();
       gave_back = true;

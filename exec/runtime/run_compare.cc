@@ -315,11 +315,7 @@ int64_t prediction_measurement_bytes(const models::Model& model, const planner::
                                      const OptimizerOptions& optimizer) {
   if (!models::has_analytic_costs(model)) return 0;
   const MeasureOptions mo = prediction_measure_options(plan, threads, optimizer, Device::cpu());
-  models::CostOptions co;
-  co.optimizer = mo.optimizer;
-  // Any catalog device: the bytes do not depend on it.
-  const models::Profile bytes =
-      models::analytic_profile(model, models::find_device("cpu-socket"), plan.micro_batch_size, co);
+  const models::Profile bytes = models::analytic_memory_profile(model, plan.micro_batch_size, mo.optimizer);
   const int64_t mb = plan.micro_batch_size;
   int64_t need = 0;
   for (int c = 0; c < std::max(1, mo.co_run_workers); ++c)

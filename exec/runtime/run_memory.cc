@@ -5,7 +5,6 @@
 #include "exec/runtime/device_compare.h"
 #include "exec/runtime/run_pipeline.h"
 #include "models/cost.h"
-#include "models/device.h"
 #include "models/error.h"
 #include "sim/engine.h"
 #include "sim/plan_costs.h"
@@ -17,11 +16,8 @@ std::optional<std::vector<MemoryNeed>> predicted_run_memory(const models::Model&
                                                             const planner::Schedule* schedule,
                                                             const std::vector<Device>& lanes) {
   if (!models::has_analytic_costs(model)) return std::nullopt;
-  models::CostOptions co;
-  co.optimizer = optimizer_memory(optimizer).name;
-  // Any catalog device: the memory figures do not depend on it, only the times do.
   const models::Profile profile =
-      models::analytic_profile(model, models::find_device("cpu-socket"), plan.micro_batch_size, co);
+      models::analytic_memory_profile(model, plan.micro_batch_size, optimizer_memory(optimizer).name);
   const sim::StageCosts costs = sim::stage_costs_from_plan(plan, profile);
   const planner::Schedule sched = schedule ? *schedule : schedule_for_run(plan);
   sim::SimOptions so;
