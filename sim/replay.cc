@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <limits>
 #include <map>
+#include <set>
 #include <sstream>
 #include <tuple>
 
@@ -48,8 +49,9 @@ ReplayResult replay(const planner::Schedule& schedule, const Trace& measured, co
   if (handoff_ns < 0) throw InputError("replay: handoff_ns must be >= 0");
   const Network network = handoff_ns > 0 ? Network::fixed(handoff_ns) : Network{};
   const int m = schedule.num_micro_batches;
-  int total = 0;
+  int64_t total = 0;  // iterations in the trace; 64-bit: a trace may number an iteration INT_MAX
   std::map<Key, int64_t> dur;
+  std::set<int> has_ops;  // iterations with compute ops
   // Transfers between devices, keyed (direction, sending stage, micro-batch, iteration): the
   // measured latency from the sender's hand-off to the receiver taking the message. A measured
   // trace (the runtime's) ends a transfer when the receiver took the message, and counts the
@@ -93,17 +95,25 @@ ReplayResult replay(const planner::Schedule& schedule, const Trace& measured, co
       continue;
     }
     if (!is_compute(e.kind)) continue;
-    total = std::max(total, e.iteration + 1);
+    total = std::max(total, int64_t{e.iteration} + 1);
+    has_ops.insert(e.iteration);
     const int who = e.kind == OpKind::step ? e.device : e.stage;
     const int mb = e.kind == OpKind::step ? -1 : e.micro_batch % std::max(1, m);
     dur[{static_cast<int>(e.kind), who, mb, e.iteration}] = e.end_ns - e.start_ns;
   }
   if (total == 0) throw InputError("replay: the trace has no compute ops");
-  if (iterations <= 0) iterations = first < 0 ? total : total - first;
-  if (first < 0) first = total - iterations;
-  if (first < 0 || iterations < 1 || first + iterations > total)
-    throw InputError("replay: iterations [" + std::to_string(first) + ", " + std::to_string(first + iterations) +
+  const int64_t count = iterations > 0 ? iterations : first < 0 ? total : total - first;
+  const int64_t from = first < 0 ? total - count : first;
+  if (from < 0 || count < 1 || from + count > total)
+    throw InputError("replay: iterations [" + std::to_string(from) + ", " + std::to_string(from + count) +
                      ") are not all in the trace (it has " + std::to_string(total) + ")");
+  // Every replayed iteration has compute ops (an empty one has no span to measure). The first
+  // missing one is found within has_ops.size() + 1 steps, so count fits an int past this.
+  for (int64_t k = from; k < from + count; ++k)
+    if (!has_ops.contains(static_cast<int>(k)))
+      throw InputError("replay: the trace has no compute ops in iteration " + std::to_string(k));
+  first = static_cast<int>(from);
+  iterations = static_cast<int>(count);
   ReplayResult r;
   r.first_iteration = first;
   r.iterations = iterations;
@@ -132,7 +142,8 @@ ReplayResult replay(const planner::Schedule& schedule, const Trace& measured, co
   // durations and transfer latencies already show it.
   StageCosts replayed_costs = predicted;
   replayed_costs.data_ns.clear();
-  for (int k = first; k < first + iterations; ++k) {
+  for (int64_t k64 = from; k64 < from + count; ++k64) {
+    const int k = static_cast<int>(k64);
     int64_t lo = std::numeric_limits<int64_t>::max(), hi = std::numeric_limits<int64_t>::min();
     for (const TraceEvent& e : measured.events)
       if (!e.is_transfer && e.iteration == k && is_compute(e.kind)) {
@@ -142,7 +153,7 @@ ReplayResult replay(const planner::Schedule& schedule, const Trace& measured, co
     measured_k.push_back(static_cast<double>(hi - lo));
     SimOptions so;
     so.iterations = 1;
-    so.record_trace = k + 1 == first + iterations;
+    so.record_trace = k64 + 1 == from + count;
     so.op_duration = [&](int d, const planner::Op& op, int, int64_t modeled) -> int64_t {
       if (!is_compute(op.kind)) return modeled;
       const int who = op.kind == OpKind::step ? d : op.stage;
@@ -186,7 +197,7 @@ std::string format_replay(const ReplayResult& r) {
   char buf[200];
   auto pct = [&](double x) { return r.measured_ns > 0 ? 100.0 * x / r.measured_ns : 0.0; };
   std::snprintf(buf, sizeof buf, "replay of iterations %d..%d (median iteration)\n", r.first_iteration,
-                r.first_iteration + r.iterations - 1);
+                r.first_iteration + (r.iterations - 1));
   os << buf;
   std::snprintf(buf, sizeof buf, "measured %.3f ms, replayed %.3f ms, predicted %.3f ms\n", r.measured_ns / 1e6,
                 r.replayed_ns / 1e6, r.predicted_ns / 1e6);

@@ -5,6 +5,7 @@
 
 #include <doctest/doctest.h>
 
+#include <limits>
 #include <vector>
 
 #include "models/error.h"
@@ -305,6 +306,24 @@ TEST_CASE("replay: a missing op and iterations out of range are input errors, ru
   CHECK(back.trace.events.size() == t.events.size());
   t.events.erase(t.events.begin());
   CHECK_THROWS_WITH_AS(replay(s, t, c), doctest::Contains("replay: the trace has no"), InputError);
+}
+
+TEST_CASE("replay: an iteration with no compute ops and an iteration numbered INT_MAX are handled (fuzz)") {
+  const planner::Schedule s = planner::make_schedule(planner::ScheduleKind::one_f_one_b, 2, 2, 1);
+  const StageCosts c = costs(100, 200, 50, 10);
+  Trace t = simulated(s, c, 3);
+  // Iteration 1 emptied of compute ops: its span was once INT64_MIN - INT64_MAX (overflow).
+  std::erase_if(t.events, [](const TraceEvent& e) { return e.iteration == 1 && !e.is_transfer; });
+  CHECK_THROWS_WITH_AS(replay(s, t, c, 0, 3), doctest::Contains("no compute ops in iteration 1"), InputError);
+  // The last iteration renumbered INT_MAX: counting the trace's iterations once overflowed int.
+  Trace last = simulated(s, c, 1);
+  for (TraceEvent& e : last.events) e.iteration = std::numeric_limits<int>::max();
+  const ReplayResult r = replay(s, last, c, -1, 1);
+  CHECK(r.first_iteration == std::numeric_limits<int>::max());
+  CHECK(r.iterations == 1);
+  CHECK(r.measured_ns == r.replayed_ns);
+  CHECK(format_replay(r).find("2147483647..2147483647") != std::string::npos);
+  CHECK_THROWS_WITH_AS(replay(s, last, c, 0, 0), doctest::Contains("no compute ops in iteration 0"), InputError);
 }
 
 }  // namespace
