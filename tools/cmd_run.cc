@@ -88,6 +88,7 @@
 #include "tools/model_report.h"
 #include "tools/mpi_stop.h"
 #include "tools/run_summary.h"
+#include "tools/run_world.h"
 #include "tools/signals.h"
 #include "tools/training_flags.h"
 #include "tools/zoo_flags.h"
@@ -118,44 +119,14 @@ struct RunArgs {
   bool recompute = false, compare = false, vertical_sync = false;
 };
 
-#ifdef PW_HAVE_MPI
-using World = pw::exec::mpi::World;
-bool launched_by_mpirun() { return pw::exec::mpi::launched_by_mpirun(); }
-pw::exec::PipelineRunResult run_on_ranks(const pw::models::Model& model, const pw::planner::Plan& plan,
-                                         const pw::exec::PipelineRunOptions& o, World& world,
-                                         const std::function<void(const pw::exec::StepReport&)>& progress) {
-  return pw::exec::run_pipeline_ranks(model, plan, o, world, progress);
-}
-#else
-// Without MPI there is no World; a launch by mpirun is refused (run()).
-struct World {
-  int rank() const { return 0; }
-  void barrier(std::chrono::steady_clock::time_point, const std::string&) {}
-  [[noreturn]] void abort(int code) { std::exit(code); }
-};
-bool launched_by_mpirun() {
-  return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE") || std::getenv("PMIX_RANK");
-}
-pw::exec::PipelineRunResult run_on_ranks(const pw::models::Model&, const pw::planner::Plan&,
-                                         const pw::exec::PipelineRunOptions&, World&,
-                                         const std::function<void(const pw::exec::StepReport&)>&) {
-  throw pw::InputError("run: built without MPI");
-}
-#endif
+using pw::tools::launched_by_mpirun;
+using pw::tools::run_on_ranks;
+using pw::tools::wait_for_rank0_outputs;
+using pw::tools::World;
 
 // Rank 0 of an MPI job that mpirun is tearing down (tools/mpi_stop.h): leave without
 // MPI_Finalize once the outputs are out.
 bool g_launcher_teardown = false;
-
-// A job mpirun tears down: the other ranks wait here until rank 0 has written its outputs and
-// its line (mpirun kills the remaining ranks as soon as one of them exits, tools/mpi_stop.h).
-void wait_for_rank0_outputs(World& world) {
-  try {
-    world.barrier(std::chrono::steady_clock::now() + std::chrono::seconds(5), "waiting for rank 0's outputs");
-  } catch (const std::exception&) {
-    // rank 0 is gone or late: leave anyway, mpirun's SIGKILL is near
-  }
-}
 
 // The files a run writes (--trace, --svg, --run-trace), registered and checked before anything
 // runs; written at the end and renamed into place together (models/output_set.h).

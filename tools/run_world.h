@@ -1,0 +1,42 @@
+// The MPI world `pipewright run` runs in under mpirun (exec/transport/mpi_world.h), and, in a
+// build without MPI, a stand-in of the same shape: there a launch by mpirun is detected and
+// refused (tools/cmd_run.cc), and running on ranks throws.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <string>
+
+#include "exec/runtime/run_pipeline.h"
+#include "models/layer_graph.h"
+#include "planner/plan.h"
+#ifdef PW_HAVE_MPI
+#include "exec/transport/mpi_world.h"
+#endif
+
+namespace pw::tools {
+
+#ifdef PW_HAVE_MPI
+using World = exec::mpi::World;
+#else
+struct World {
+  int rank() const { return 0; }
+  void barrier(std::chrono::steady_clock::time_point, const std::string&) {}
+  [[noreturn]] void abort(int code);
+};
+#endif
+
+// Whether this process was started by mpirun (or another MPI launcher).
+bool launched_by_mpirun();
+
+// exec::run_pipeline_ranks on `world`; without MPI it throws InputError.
+exec::PipelineRunResult run_on_ranks(const models::Model& model, const planner::Plan& plan,
+                                     const exec::PipelineRunOptions& o, World& world,
+                                     const std::function<void(const exec::StepReport&)>& progress);
+
+// A job mpirun is tearing down (tools/mpi_stop.h): the other ranks wait here, at most 5 s,
+// until rank 0 has written its outputs and its line, since mpirun kills the remaining ranks as
+// soon as one of them exits. A rank 0 that is gone or late is not waited for.
+void wait_for_rank0_outputs(World& world);
+
+}  // namespace pw::tools
