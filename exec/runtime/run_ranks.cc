@@ -78,49 +78,43 @@ std::string encode_stages(LayerStageCompute& compute, const planner::Schedule& s
   return b.take();
 }
 
-void decode_stages(const std::string& bytes, std::vector<NamedTensors>* out) {
+// Stage s as another rank encoded it (encode_stages): owned copies of its tensors and counters.
+struct DecodedStage {
+  bool present = false;
+  NamedTensors tensors;
+  int64_t optimizer_steps = 0;
+  int64_t weight_version = 0;
+
+  // The checkpoint's view of it; points into `tensors`, so valid while this lives unchanged.
+  StageState state() {
+    StageState st;
+    st.optimizer_steps = optimizer_steps;
+    st.weight_version = weight_version;
+    for (auto& [name, t] : tensors) st.tensors.emplace_back(name, &t);
+    return st;
+  }
+};
+
+// Decodes the stages in `bytes` into out[stage] (out has one slot per stage).
+void decode_stages(const std::string& bytes, std::vector<DecodedStage>& out) {
   Reader r(bytes);
   while (!r.done()) {
     const int64_t s = r.i64();
-    (void)r.i64();  // optimizer steps
-    (void)r.i64();  // weight version
+    DecodedStage& d = out.at(static_cast<size_t>(s));
+    PW_CHECK(!d.present, "stage " + std::to_string(s) + " was gathered twice");
+    d.present = true;
+    d.optimizer_steps = r.i64();
+    d.weight_version = r.i64();
     const int64_t n = r.i64();
-    NamedTensors& v = out->at(static_cast<size_t>(s));
     for (int64_t k = 0; k < n; ++k) {
       std::string name(static_cast<size_t>(r.i64()), '\0');
       r.raw(name.data(), name.size());
       std::vector<int64_t> shape(static_cast<size_t>(r.i64()));
-      for (int64_t& d : shape) d = r.i64();
+      for (int64_t& dim : shape) dim = r.i64();
       Tensor t(shape);
       r.raw(t.data(), static_cast<size_t>(t.bytes()));
-      v.emplace_back(std::move(name), std::move(t));
+      d.tensors.emplace_back(std::move(name), std::move(t));
     }
-  }
-}
-
-// Copies other ranks' encoded stages into this rank's copies of them (every rank builds every
-// stage: run_setup.h; those it does not run stay on the host), weights, optimizer state and
-// counters, so that rank 0 can write the whole checkpoint with save_checkpoint.
-void restore_stages(const std::string& bytes, LayerStageCompute& compute) {
-  Reader r(bytes);
-  while (!r.done()) {
-    const int s = static_cast<int>(r.i64());
-    StageState st = compute.checkpoint_state(s);
-    st.optimizer_steps = r.i64();
-    st.weight_version = r.i64();
-    const int64_t n = r.i64();
-    PW_CHECK(n == static_cast<int64_t>(st.tensors.size()), "gathered stage has another tensor count");
-    for (auto& [name, t] : st.tensors) {
-      std::string got(static_cast<size_t>(r.i64()), '\0');
-      r.raw(got.data(), got.size());
-      PW_CHECK(got == name, "gathered stage has tensor " + got + " where " + name + " was expected");
-      std::vector<int64_t> shape(static_cast<size_t>(r.i64()));
-      for (int64_t& d : shape) d = r.i64();
-      PW_CHECK(shape == t->shape(), "gathered tensor " + name + " has another shape");
-      PW_CHECK(t->device().is_cpu(), "gathered tensor " + name + " belongs to a stage on " + t->device().to_string());
-      r.raw(t->data(), static_cast<size_t>(t->bytes()));
-    }
-    compute.restore_counters(s, st);
   }
 }
 
@@ -374,16 +368,24 @@ PipelineRunResult run_pipeline_ranks(const models::Model& model, const planner::
   // Checkpoints as the threaded run writes them (run_checkpoint.h): the ranks send their stages
   // to rank 0, which writes the whole directory with save_checkpoint (stage files, then the
   // manifest, each a temporary renamed into place: one writer keeps the manifest the single
-  // commit point). Every rank's data loader is at the same position; rank 0's is saved.
+  // commit point). Rank 0 writes the others' stages from the bytes they sent: it holds the
+  // weights of its own stages only (run_setup.h). Every rank's data loader is at the same
+  // position; rank 0's is saved.
   auto save = [&](int done) {
     const std::vector<std::string> parts =
         world.gather(encode_stages(compute, setup->schedule, rank), rt->deadline(), "gathering the checkpoint");
     if (rank == 0) {
+      std::vector<DecodedStage> others(static_cast<size_t>(S));
+      for (size_t q = 1; q < parts.size(); ++q) decode_stages(parts[q], others);
       std::vector<HostStagedState> staged;  // rank 0's own stages may be on its GPU
       std::vector<StageState> states;
       staged.reserve(static_cast<size_t>(S));
-      for (int q = 1; q < static_cast<int>(parts.size()); ++q) restore_stages(parts[q], compute);
       for (int s = 0; s < S; ++s) {
+        if (others[s].present) {
+          states.push_back(others[s].state());
+          continue;
+        }
+        PW_CHECK(setup->schedule.stage_device[s] == 0, "stage " + std::to_string(s) + " was not gathered");
         staged.emplace_back(compute.checkpoint_state(s));
         staged.back().download();
         states.push_back(staged.back().host());
@@ -463,8 +465,10 @@ PipelineRunResult run_pipeline_ranks(const models::Model& model, const planner::
       for (const auto& m : r.trace.memory)
         r.peak_memory_bytes[m.device] = std::max(r.peak_memory_bytes[m.device], m.bytes);
       if (options.keep_final_weights) {
+        std::vector<DecodedStage> stages(static_cast<size_t>(S));
+        for (const std::string& b : stage_bytes) decode_stages(b, stages);
         r.final_weights.resize(S);
-        for (const std::string& b : stage_bytes) decode_stages(b, &r.final_weights);
+        for (int s = 0; s < S; ++s) r.final_weights[s] = std::move(stages[s].tensors);
       }
     }
   } catch (const RankNumericalFault& e) { settle_numerical(world, e.rank(), e.what()); } catch (const RankFailure& e) {

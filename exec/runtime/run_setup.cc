@@ -176,10 +176,9 @@ RunSetup make_run_setup(const models::Model& model, const planner::Plan& plan, c
   if (options.prefetch > 0 && worker_draws) s.draw_device = worker_draws(s.schedule);
   s.slicer = std::make_shared<BatchSlicer>(make_data_source(model, options.data_file, options.seed), plan.batch,
                                            s.draw_device >= 0 ? 0 : options.prefetch);
-  // An MPI rank other than 0 holds the weights of the stages it runs only (Network's `held`);
-  // rank 0 holds every stage's, which it gathers the others' into for checkpoints and final
-  // weights (run_checkpoint.h).
-  const std::vector<bool> held = rank.rank > 0 ? device_layers(s.schedule, plan, rank.rank) : std::vector<bool>{};
+  // An MPI rank holds the weights of the stages it runs only (Network's `held`); rank 0 writes
+  // checkpoints and final weights from what the others send (run_ranks.cc).
+  const std::vector<bool> held = rank.rank >= 0 ? device_layers(s.schedule, plan, rank.rank) : std::vector<bool>{};
   std::vector<Device> devices(model.layers().size(), Device::cpu());
   if (!options.device.is_cpu()) {
     const Device gpu = rank.rank >= 0 ? rank.gpu : options.device;

@@ -157,6 +157,30 @@ TEST_CASE("replicated stages: an MPI rank's setup on the host has no lanes, as a
   CHECK(s.net->layer_device(0) == Device::cpu());
 }
 
+TEST_CASE("an MPI rank's setup holds the weights of the stages it runs only, rank 0's too") {
+  const models::Model model = small_model("mlp");
+  const planner::Plan p = with_replicas(even_plan(model, 2, 4, 2, ScheduleKind::gpipe, false), {2, 1});
+  const RunSetup whole = make_run_setup(model, p, options());
+  const auto bytes_of = [](Network& net, int first, int end) {
+    int64_t b = 0;
+    for (int i = first; i < end; ++i)
+      for (Tensor* t : net.layer(i).parameters()) b += t->bytes();
+    return b;
+  };
+  const int64_t stage0 = bytes_of(*whole.net, p.stages[0].first_layer, p.stages[0].end_layer);
+  const int64_t stage1 = bytes_of(*whole.net, p.stages[1].first_layer, p.stages[1].end_layer);
+  REQUIRE(stage0 > 0);
+  REQUIRE(stage1 > 0);
+  CHECK(whole.net->parameter_bytes() == stage0 + stage1);
+  // Ranks 0 and 1 run stage 0's replicas, rank 2 runs stage 1.
+  const int64_t expected[] = {stage0, stage0, stage1};
+  for (int rank = 0; rank < 3; ++rank) {
+    CAPTURE(rank);
+    const RunSetup s = make_run_setup(model, p, options(), {}, RankDevice{rank, Device::cpu()});
+    CHECK(s.net->parameter_bytes() == expected[rank]);
+  }
+}
+
 TEST_CASE("replicated stages: a run stopped at step 3 and resumed is bitwise the uninterrupted run (gpipe, async)") {
   const models::Model model = small_model("gpt");
   for (ScheduleKind kind : {ScheduleKind::gpipe, ScheduleKind::pipedream_async}) {
