@@ -221,61 +221,73 @@ Json checkpoint_identity(const models::Model& model, Json layout, Json options) 
               {"options", std::move(options)}};
 }
 
-void save_checkpoint(const std::string& dir, const Json& identity, int64_t step, const DataState& data,
-                     const std::vector<StageState>& stages, const std::string& flag) {
+CheckpointWriter::CheckpointWriter(std::string dir, int64_t step, std::string flag)
+    : dir_(std::move(dir)), flag_(std::move(flag)), step_(step) {
   std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (!fs::is_directory(dir)) throw InputError(flag + " " + dir + ": cannot create the directory");
+  fs::create_directories(dir_, ec);
+  if (!fs::is_directory(dir_)) throw InputError(flag_ + " " + dir_ + ": cannot create the directory");
   // Stray temporaries of an interrupted earlier save.
   static const std::regex kTemp(R"(\.(stage-\d+\.step-\d+\.bin|manifest\.json)\.tmp.*)");
-  for (const auto& e : fs::directory_iterator(dir, ec))
+  for (const auto& e : fs::directory_iterator(dir_, ec))
     if (std::regex_match(e.path().filename().string(), kTemp)) fs::remove(e.path(), ec);
+}
 
-  Json files = Json::array();
-  std::vector<std::string> stage_hashes;
-  std::set<std::string> keep{kManifest};
-  for (size_t s = 0; s < stages.size(); ++s) {
-    const StageState& st = stages[s];
-    const std::string name = stage_file_name(static_cast<int>(s), step);
-    AtomicBlobWriter w(fs::path(dir) / name, flag);
-    w.put(kCheckpointMagic, sizeof kCheckpointMagic);
-    w.put_value<uint32_t>(static_cast<uint32_t>(s));
-    w.put_value<uint32_t>(static_cast<uint32_t>(st.tensors.size()));
-    w.put_value<int64_t>(step);
-    w.put_value<int64_t>(st.optimizer_steps);
-    w.put_value<int64_t>(st.weight_version);
-    for (const auto& [tname, t] : st.tensors) {
-      w.put_value<uint32_t>(static_cast<uint32_t>(tname.size()));
-      w.put(tname.data(), tname.size());
-      w.put_value<uint32_t>(static_cast<uint32_t>(t->shape().size()));
-      for (int64_t d : t->shape()) w.put_value<int64_t>(d);
-      w.put(t->data(), static_cast<size_t>(t->bytes()));
-    }
-    const uint64_t h = w.hash();
-    w.put_value<uint64_t>(h);
-    w.commit();
-    files.push_back({{"stage", s}, {"file", name}, {"bytes", w.bytes()}, {"fnv1a64", hex64(h)}});
-    stage_hashes.push_back(hex64(h));
-    keep.insert(name);
+void CheckpointWriter::add_stage(const StageState& st) {
+  PW_CHECK(!committed_, "checkpoint: a stage added after the commit");
+  const size_t s = files_.size();
+  const std::string name = stage_file_name(static_cast<int>(s), step_);
+  AtomicBlobWriter w(fs::path(dir_) / name, flag_);
+  w.put(kCheckpointMagic, sizeof kCheckpointMagic);
+  w.put_value<uint32_t>(static_cast<uint32_t>(s));
+  w.put_value<uint32_t>(static_cast<uint32_t>(st.tensors.size()));
+  w.put_value<int64_t>(step_);
+  w.put_value<int64_t>(st.optimizer_steps);
+  w.put_value<int64_t>(st.weight_version);
+  for (const auto& [tname, t] : st.tensors) {
+    w.put_value<uint32_t>(static_cast<uint32_t>(tname.size()));
+    w.put(tname.data(), tname.size());
+    w.put_value<uint32_t>(static_cast<uint32_t>(t->shape().size()));
+    for (int64_t d : t->shape()) w.put_value<int64_t>(d);
+    w.put(t->data(), static_cast<size_t>(t->bytes()));
   }
+  const uint64_t h = w.hash();
+  w.put_value<uint64_t>(h);
+  w.commit();
+  files_.push_back({{"stage", s}, {"file", name}, {"bytes", w.bytes()}, {"fnv1a64", hex64(h)}});
+  stage_hashes_.push_back(hex64(h));
+}
+
+void CheckpointWriter::commit(const Json& identity, const DataState& data) {
+  PW_CHECK(!committed_, "checkpoint: committed twice");
+  committed_ = true;
   Json m{{"format", format_tag("checkpoint", 1)},
-         {"step", step},
+         {"step", step_},
          {"identity", identity},
          {"data",
           {{"rng_state", hex64(data.rng)},
            {"batches", data.batches},
-           {"fnv1a64", data_checksum(data, step, stage_hashes)}}},
-         {"stages", files}};
+           {"fnv1a64", data_checksum(data, step_, stage_hashes_)}}},
+         {"stages", files_}};
   try {
-    save_json_file((fs::path(dir) / kManifest).string(), m);
-  } catch (const InputError& e) { throw InputError(flag + " " + e.what()); }
-  fsync_dir(dir, flag);
+    save_json_file((fs::path(dir_) / kManifest).string(), m);
+  } catch (const InputError& e) { throw InputError(flag_ + " " + e.what()); }
+  fsync_dir(dir_, flag_);
   // The new checkpoint is complete: older stage files can go.
+  std::set<std::string> keep{kManifest};
+  for (const Json& f : files_) keep.insert(f["file"].get<std::string>());
   static const std::regex kStage(R"(stage-\d+\.step-\d+\.bin)");
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir_, ec)) {
     const std::string n = e.path().filename().string();
     if (std::regex_match(n, kStage) && !keep.count(n)) fs::remove(e.path(), ec);
   }
+}
+
+void save_checkpoint(const std::string& dir, const Json& identity, int64_t step, const DataState& data,
+                     const std::vector<StageState>& stages, const std::string& flag) {
+  CheckpointWriter w(dir, step, flag);
+  for (const StageState& st : stages) w.add_stage(st);
+  w.commit(identity, data);
 }
 
 CheckpointInfo open_checkpoint(const std::string& dir, const Json& identity, int num_stages, const std::string& flag) {

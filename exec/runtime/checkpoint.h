@@ -78,8 +78,31 @@ std::string model_hash(const models::Model& model);
 // {"model": {"name", "hash"}, "layout": layout, "options": options}.
 Json checkpoint_identity(const models::Model& model, Json layout, Json options);
 
-// Writes the checkpoint of `step` into `dir` (created when missing) as described above.
-// Throws InputError naming `flag` and the directory or file on any I/O failure.
+// Writes the checkpoint of `step` into `dir` stage by stage, for a caller that has one stage at
+// a time (an MPI rank 0 receiving the other ranks' stages: exec/runtime/run_ranks.cc). The
+// constructor creates `dir` when missing and removes stray temporaries; add_stage writes the
+// next stage's file (stages 0, 1, ... in order); commit writes the manifest, which makes the
+// new checkpoint the directory's, then removes older stage files. Until commit the directory's
+// checkpoint stays the previous one; a writer destroyed uncommitted leaves its stage files,
+// which the next commit removes. Throws InputError naming `flag` and the directory or file on
+// any I/O failure.
+class CheckpointWriter {
+ public:
+  CheckpointWriter(std::string dir, int64_t step, std::string flag = "--checkpoint");
+  void add_stage(const StageState& stage);
+  void commit(const Json& identity, const DataState& data);
+
+ private:
+  std::string dir_, flag_;
+  int64_t step_ = 0;
+  Json files_ = Json::array();
+  std::vector<std::string> stage_hashes_;
+  bool committed_ = false;
+};
+
+// Writes the checkpoint of `step` into `dir` (created when missing) as described above, in one
+// call (CheckpointWriter). Throws InputError naming `flag` and the directory or file on any I/O
+// failure.
 void save_checkpoint(const std::string& dir, const Json& identity, int64_t step, const DataState& data,
                      const std::vector<StageState>& stages, const std::string& flag = "--checkpoint");
 

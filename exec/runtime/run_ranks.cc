@@ -5,7 +5,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <limits>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -56,31 +58,28 @@ class Reader {
   size_t at_ = 0;
 };
 
-std::string encode_stages(LayerStageCompute& compute, const planner::Schedule& sch, int rank) {
+// Stage s's state as bytes: counters, then each tensor's name, shape and values (host copies
+// for a stage on a GPU).
+std::string encode_stage(LayerStageCompute& compute, int s) {
+  HostStagedState staged(compute.checkpoint_state(s));
+  staged.download();
+  const StageState& st = staged.host();
   Bytes b;
-  for (int s = 0; s < compute.num_stages(); ++s) {
-    if (sch.stage_device[s] != rank) continue;
-    HostStagedState staged(compute.checkpoint_state(s));  // a stage on a GPU: its host copies
-    staged.download();
-    const StageState& st = staged.host();
-    b.i64(s);
-    b.i64(st.optimizer_steps);
-    b.i64(st.weight_version);
-    b.i64(static_cast<int64_t>(st.tensors.size()));
-    for (const auto& [name, t] : st.tensors) {
-      b.i64(static_cast<int64_t>(name.size()));
-      b.raw(name.data(), name.size());
-      b.i64(static_cast<int64_t>(t->shape().size()));
-      for (int64_t d : t->shape()) b.i64(d);
-      b.raw(t->data(), static_cast<size_t>(t->bytes()));
-    }
+  b.i64(st.optimizer_steps);
+  b.i64(st.weight_version);
+  b.i64(static_cast<int64_t>(st.tensors.size()));
+  for (const auto& [name, t] : st.tensors) {
+    b.i64(static_cast<int64_t>(name.size()));
+    b.raw(name.data(), name.size());
+    b.i64(static_cast<int64_t>(t->shape().size()));
+    for (int64_t d : t->shape()) b.i64(d);
+    b.raw(t->data(), static_cast<size_t>(t->bytes()));
   }
   return b.take();
 }
 
-// Stage s as another rank encoded it (encode_stages): owned copies of its tensors and counters.
+// A stage as another rank encoded it (encode_stage): owned copies of its tensors and counters.
 struct DecodedStage {
-  bool present = false;
   NamedTensors tensors;
   int64_t optimizer_steps = 0;
   int64_t weight_version = 0;
@@ -95,25 +94,44 @@ struct DecodedStage {
   }
 };
 
-// Decodes the stages in `bytes` into out[stage] (out has one slot per stage).
-void decode_stages(const std::string& bytes, std::vector<DecodedStage>& out) {
+DecodedStage decode_stage(const std::string& bytes) {
   Reader r(bytes);
-  while (!r.done()) {
-    const int64_t s = r.i64();
-    DecodedStage& d = out.at(static_cast<size_t>(s));
-    PW_CHECK(!d.present, "stage " + std::to_string(s) + " was gathered twice");
-    d.present = true;
-    d.optimizer_steps = r.i64();
-    d.weight_version = r.i64();
-    const int64_t n = r.i64();
-    for (int64_t k = 0; k < n; ++k) {
-      std::string name(static_cast<size_t>(r.i64()), '\0');
-      r.raw(name.data(), name.size());
-      std::vector<int64_t> shape(static_cast<size_t>(r.i64()));
-      for (int64_t& dim : shape) dim = r.i64();
-      Tensor t(shape);
-      r.raw(t.data(), static_cast<size_t>(t.bytes()));
-      d.tensors.emplace_back(std::move(name), std::move(t));
+  DecodedStage d;
+  d.optimizer_steps = r.i64();
+  d.weight_version = r.i64();
+  const int64_t n = r.i64();
+  for (int64_t k = 0; k < n; ++k) {
+    std::string name(static_cast<size_t>(r.i64()), '\0');
+    r.raw(name.data(), name.size());
+    std::vector<int64_t> shape(static_cast<size_t>(r.i64()));
+    for (int64_t& dim : shape) dim = r.i64();
+    Tensor t(shape);
+    r.raw(t.data(), static_cast<size_t>(t.bytes()));
+    d.tensors.emplace_back(std::move(name), std::move(t));
+  }
+  PW_CHECK(r.done(), "a sent stage has bytes past its last tensor");
+  return d;
+}
+
+// Every stage's state, handed to `use` on rank 0 in stage order: its own stages' from its
+// compute, the others' received from the rank running replica 0 of them. Every rank calls it;
+// one stage is in flight at a time, so rank 0 holds its own stages and one other, and no
+// message exceeds World::kMaxChunkBytes (a gather of everything once failed past 2 GiB).
+void stages_to_rank0(LayerStageCompute& compute, const planner::Schedule& sch, mpi::World& world,
+                     Clock::time_point deadline, const std::string& what,
+                     const std::function<void(int, const StageState&)>& use) {
+  const int rank = world.rank();
+  for (int s = 0; s < compute.num_stages(); ++s) {
+    const int owner = sch.stage_device[s];
+    if (rank == 0 && owner == 0) {
+      HostStagedState staged(compute.checkpoint_state(s));  // rank 0's own stage may be on its GPU
+      staged.download();
+      use(s, staged.host());
+    } else if (rank == 0) {
+      DecodedStage d = decode_stage(world.recv_bytes(owner, deadline, what));
+      use(s, d.state());
+    } else if (rank == owner) {
+      world.send_bytes(0, encode_stage(compute, s), deadline, what);
     }
   }
 }
@@ -366,32 +384,15 @@ PipelineRunResult run_pipeline_ranks(const models::Model& model, const planner::
   r.first_step = first_step;
   std::unique_ptr<RankRuntime> rt;
   // Checkpoints as the threaded run writes them (run_checkpoint.h): the ranks send their stages
-  // to rank 0, which writes the whole directory with save_checkpoint (stage files, then the
-  // manifest, each a temporary renamed into place: one writer keeps the manifest the single
-  // commit point). Rank 0 writes the others' stages from the bytes they sent: it holds the
-  // weights of its own stages only (run_setup.h). Every rank's data loader is at the same
-  // position; rank 0's is saved.
+  // to rank 0 one at a time (stages_to_rank0), which writes each stage's file as it comes, then
+  // the manifest (each a temporary renamed into place: one writer keeps the manifest the single
+  // commit point). Every rank's data loader is at the same position; rank 0's is saved.
   auto save = [&](int done) {
-    const std::vector<std::string> parts =
-        world.gather(encode_stages(compute, setup->schedule, rank), rt->deadline(), "gathering the checkpoint");
-    if (rank == 0) {
-      std::vector<DecodedStage> others(static_cast<size_t>(S));
-      for (size_t q = 1; q < parts.size(); ++q) decode_stages(parts[q], others);
-      std::vector<HostStagedState> staged;  // rank 0's own stages may be on its GPU
-      std::vector<StageState> states;
-      staged.reserve(static_cast<size_t>(S));
-      for (int s = 0; s < S; ++s) {
-        if (others[s].present) {
-          states.push_back(others[s].state());
-          continue;
-        }
-        PW_CHECK(setup->schedule.stage_device[s] == 0, "stage " + std::to_string(s) + " was not gathered");
-        staged.emplace_back(compute.checkpoint_state(s));
-        staged.back().download();
-        states.push_back(staged.back().host());
-      }
-      save_checkpoint(options.checkpoint_dir, identity, done, setup->slicer->state(), states);
-    }
+    std::optional<CheckpointWriter> writer;
+    if (rank == 0) writer.emplace(options.checkpoint_dir, done);
+    stages_to_rank0(compute, setup->schedule, world, rt->deadline(), "gathering the checkpoint",
+                    [&](int, const StageState& st) { writer->add_stage(st); });
+    if (rank == 0) writer->commit(identity, setup->slicer->state());
     world.barrier(rt->deadline(), "writing the checkpoint");
     r.checkpoint_step = done;
   };
@@ -453,9 +454,13 @@ PipelineRunResult run_pipeline_ranks(const models::Model& model, const planner::
     std::vector<std::string> lanes;
     if (!setup->lanes.empty())
       lanes = world.gather(setup->lanes[static_cast<size_t>(rank)].to_string(), rt->deadline(), "gathering lanes");
-    std::vector<std::string> stage_bytes;
-    if (options.keep_final_weights)
-      stage_bytes = world.gather(encode_stages(compute, setup->schedule, rank), rt->deadline(), "gathering weights");
+    if (options.keep_final_weights) {
+      r.final_weights.resize(rank == 0 ? S : 0);
+      stages_to_rank0(compute, setup->schedule, world, rt->deadline(), "gathering weights",
+                      [&](int s, const StageState& st) {
+                        for (const auto& [name, t] : st.tensors) r.final_weights[s].emplace_back(name, t->clone());
+                      });
+    }
     if (rank == 0) {
       r.placement = places;
       r.lanes = lanes;
@@ -464,12 +469,6 @@ PipelineRunResult run_pipeline_ranks(const models::Model& model, const planner::
       r.peak_memory_bytes.assign(setup->devices, 0);
       for (const auto& m : r.trace.memory)
         r.peak_memory_bytes[m.device] = std::max(r.peak_memory_bytes[m.device], m.bytes);
-      if (options.keep_final_weights) {
-        std::vector<DecodedStage> stages(static_cast<size_t>(S));
-        for (const std::string& b : stage_bytes) decode_stages(b, stages);
-        r.final_weights.resize(S);
-        for (int s = 0; s < S; ++s) r.final_weights[s] = std::move(stages[s].tensors);
-      }
     }
   } catch (const RankNumericalFault& e) { settle_numerical(world, e.rank(), e.what()); } catch (const RankFailure& e) {
     end_job(world, e.what(), true);

@@ -22,10 +22,13 @@
 //
 // Checkpoints: the format, identity and limits of the threaded run (run_checkpoint.h), so a
 // checkpoint of either resumes on the other. At each checkpoint the ranks send their stages
-// (weights, optimizer state, counters) to rank 0, which writes the directory with
-// save_checkpoint (temporaries renamed into place, the manifest last: one writer keeps the
-// manifest the single commit point, and the directory is where rank 0 writes its other
-// outputs); the others wait in a barrier until it is written. --resume: every rank reads the
+// (weights, optimizer state, counters) to rank 0 one stage at a time, in messages of at most
+// 1 GiB, and rank 0 writes each stage's file as it arrives (CheckpointWriter: temporaries
+// renamed into place, the manifest last: one writer keeps the manifest the single commit
+// point, and the directory is where rank 0 writes its other outputs); the others wait in a
+// barrier until it is written. Each rank holds its own stages' weights only (run_setup.h), so
+// rank 0's extra memory at a checkpoint is one other stage, and the checkpoint's size has no
+// limit of MPI's (a gather of it all once failed past 2 GiB). --resume: every rank reads the
 // stages it runs and the data position itself, inside the input agreement (so the directory
 // must be visible to every rank: one host or a shared file system; a rank that cannot read it
 // fails the agreement and the job exits 2 with its one line). Resumed runs equal the

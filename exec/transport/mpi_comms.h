@@ -18,5 +18,7 @@ struct World::Comms {
 inline constexpr int kAbortTag = 1;
 // ... and their acknowledgements this one.
 inline constexpr int kAckTag = 2;
+// World::send_bytes / recv_bytes use this tag on the collective communicator.
+inline constexpr int kBytesTag = 3;
 
 }  // namespace pw::exec::mpi

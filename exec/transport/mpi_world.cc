@@ -152,6 +152,36 @@ std::vector<std::string> World::gather(const std::string& local, Clock::time_poi
   return out;
 }
 
+void World::send_bytes(int dst, std::string_view bytes, Clock::time_point deadline, const std::string& what,
+                       size_t chunk) {
+  PW_CHECK(chunk >= 1 && chunk <= kMaxChunkBytes, "send_bytes: chunk of " + std::to_string(chunk) + " bytes");
+  int64_t n = static_cast<int64_t>(bytes.size());
+  MPI_Request req;
+  check_mpi(MPI_Isend(&n, sizeof n, MPI_BYTE, dst, kBytesTag, comms_->collective, &req), "MPI_Isend");
+  wait(&req, deadline, what);
+  for (size_t at = 0; at < bytes.size(); at += chunk) {
+    const int c = static_cast<int>(std::min(chunk, bytes.size() - at));
+    check_mpi(MPI_Isend(bytes.data() + at, c, MPI_BYTE, dst, kBytesTag, comms_->collective, &req), "MPI_Isend");
+    wait(&req, deadline, what);
+  }
+}
+
+std::string World::recv_bytes(int src, Clock::time_point deadline, const std::string& what, size_t chunk) {
+  PW_CHECK(chunk >= 1 && chunk <= kMaxChunkBytes, "recv_bytes: chunk of " + std::to_string(chunk) + " bytes");
+  int64_t n = 0;
+  MPI_Request req;
+  check_mpi(MPI_Irecv(&n, sizeof n, MPI_BYTE, src, kBytesTag, comms_->collective, &req), "MPI_Irecv");
+  wait(&req, deadline, what);
+  PW_CHECK(n >= 0, "recv_bytes: rank " + std::to_string(src) + " announced " + std::to_string(n) + " bytes");
+  std::string out(static_cast<size_t>(n), '\0');
+  for (size_t at = 0; at < out.size(); at += chunk) {
+    const int c = static_cast<int>(std::min(chunk, out.size() - at));
+    check_mpi(MPI_Irecv(out.data() + at, c, MPI_BYTE, src, kBytesTag, comms_->collective, &req), "MPI_Irecv");
+    wait(&req, deadline, what);
+  }
+  return out;
+}
+
 void World::notify_failure(const std::string& text, std::chrono::milliseconds wait_for) {
   std::vector<MPI_Request> reqs;
   for (int r = 0; r < size_; ++r) {

@@ -24,6 +24,7 @@
 #include <chrono>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -77,6 +78,14 @@ class World {
                                     const std::string& what);
   // Rank 0 gets every rank's bytes in rank order; other ranks get an empty vector.
   std::vector<std::string> gather(const std::string& local, Clock::time_point deadline, const std::string& what);
+  // Point-to-point bytes of any size between two ranks (outside the collectives' order): the
+  // sender's send_bytes returns once `dst` has all of them, recv_bytes returns what `src` sent.
+  // Messages from one rank arrive in the order sent. Sent as a length, then chunks of at most
+  // `chunk` bytes (MPI counts are int; both sides must pass the same `chunk`, tests pass small ones).
+  void send_bytes(int dst, std::string_view bytes, Clock::time_point deadline, const std::string& what,
+                  size_t chunk = kMaxChunkBytes);
+  std::string recv_bytes(int src, Clock::time_point deadline, const std::string& what, size_t chunk = kMaxChunkBytes);
+  static constexpr size_t kMaxChunkBytes = size_t{1} << 30;
   // -1 when no rank reports failed, else the lowest failed rank (same answer on every rank).
   int first_failed(bool failed, Clock::time_point deadline, const std::string& what);
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <set>
+#include <string>
 
 #include "exec/transport/transport_mpi.h"
 #include "tests/exec/mpi_test_world.h"
@@ -190,6 +191,29 @@ TEST_CASE("mpi transport: a wait times out at its deadline, cancel() makes it th
     auto r = t.irecv(1, 0, {0, 0, 1, Direction::forward});
     REQUIRE(wait_done(t, *r));
     CHECK(r->take().tensors[0].data()[2] == 11.0f);
+  }
+  barrier();
+}
+
+TEST_CASE("mpi world: send_bytes / recv_bytes carry any size in chunks, in order, empty included") {
+  REQUIRE(world().size() >= 2);
+  const int last = world().size() - 1;
+  std::string big(1000, '\0');
+  for (size_t k = 0; k < big.size(); ++k) big[k] = static_cast<char>(k * 31 + 7);
+  const auto deadline = Clock::now() + kWait;
+  // Every other rank sends rank 0 three messages: 1000 bytes in chunks of 7 (the last one
+  // short), an empty one, and its rank, which must arrive in that order.
+  if (world().rank() != 0) {
+    world().send_bytes(0, big, deadline, "test bytes", 7);
+    world().send_bytes(0, "", deadline, "test bytes", 7);
+    world().send_bytes(0, std::to_string(world().rank()), deadline, "test bytes", 7);
+  } else {
+    for (int src = last; src >= 1; --src) {  // any order of senders
+      CAPTURE(src);
+      CHECK(world().recv_bytes(src, deadline, "test bytes", 7) == big);
+      CHECK(world().recv_bytes(src, deadline, "test bytes", 7).empty());
+      CHECK(world().recv_bytes(src, deadline, "test bytes", 7) == std::to_string(src));
+    }
   }
   barrier();
 }
