@@ -281,7 +281,8 @@ pw::exec::PipelineRunOptions run_options(const RunArgs& a, const pw::planner::Pl
   return o;
 }
 
-Prepared prepare(const RunArgs& a, const CLI::App& sub) {
+// `world`: this rank's MPI world under mpirun, else null.
+Prepared prepare(const RunArgs& a, const CLI::App& sub, World* world) {
   check_run_flags(a, sub);
   pw::planner::Plan plan;
   if (!a.plan.empty()) plan = pw::planner::load_plan_file(a.plan);
@@ -297,8 +298,10 @@ Prepared prepare(const RunArgs& a, const CLI::App& sub) {
   o.schedule = std::move(imported_schedule);
 
   // Validated before the banner and before anything is allocated (tools/training_flags.h).
+  std::optional<pw::tools::RankPlace> rank;
+  if (world) rank = pw::tools::rank_place(*world, o);
   pw::tools::check_run_fits_in_memory(model, plan, o.optimizer, o.schedule ? &*o.schedule : nullptr, o.device, o.gpus,
-                                      launched_by_mpirun(), "--micro-batch and the model's sizes");
+                                      rank ? &*rank : nullptr, "--micro-batch and the model's sizes");
   if (a.compare && o.device.is_cpu() && !launched_by_mpirun())
     pw::tools::check_compare_fits_in_memory(model, plan, o.optimizer, o.threads_per_worker);
   (void)pw::exec::make_data_source(model, o.data_file, o.seed, "--data");
@@ -484,7 +487,7 @@ void run_mpi(const RunArgs& a, const CLI::App& sub) {
   try {
     pw::exec::agree_on_input(world, [&] {
       if (world.rank() == 0) add_outputs(outputs.emplace(), a);
-      p.emplace(prepare(a, sub));
+      p.emplace(prepare(a, sub, &world));
       if (const char* f = std::getenv("PW_TEST_INJECT_FAULT")) p->o.inject_fault = f;
       p->o.pause_at_step = pw::exec::pause_step_from_env("PW_TEST_PAUSE_AT_STEP");
     });
@@ -514,7 +517,7 @@ void run(const RunArgs& a, const CLI::App& sub) {
   }
   pw::OutputSet outputs;
   add_outputs(outputs, a);
-  Prepared p = prepare(a, sub);
+  Prepared p = prepare(a, sub, nullptr);
   execute(a, p, nullptr, &outputs);
 }
 

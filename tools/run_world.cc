@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <exception>
 
+#include "exec/runtime/device_lanes.h"
 #include "models/error.h"
 #ifdef PW_HAVE_MPI
 #include "exec/runtime/run_ranks.h"
@@ -30,6 +31,16 @@ exec::PipelineRunResult run_on_ranks(const models::Model&, const planner::Plan&,
   throw InputError("run: built without MPI");
 }
 #endif
+
+RankPlace rank_place(World& world, const exec::PipelineRunOptions& o) {
+  RankPlace p;
+  p.rank = world.rank();
+  p.all_on_this_host = world.local_size() == world.size();
+  p.writes_checkpoints = !o.checkpoint_dir.empty();
+  if (!o.device.is_cpu())
+    p.device = exec::rank_gpu(o.device, !o.device_by_local_rank, world.local_rank(), exec::usable_gpu_count());
+  return p;
+}
 
 void wait_for_rank0_outputs(World& world) {
   try {

@@ -10,6 +10,7 @@
 #include "exec/runtime/run_pipeline.h"
 #include "models/layer_graph.h"
 #include "planner/plan.h"
+#include "tools/training_flags.h"
 #ifdef PW_HAVE_MPI
 #include "exec/transport/mpi_world.h"
 #endif
@@ -21,6 +22,9 @@ using World = exec::mpi::World;
 #else
 struct World {
   int rank() const { return 0; }
+  int size() const { return 1; }
+  int local_rank() const { return 0; }
+  int local_size() const { return 1; }
   void barrier(std::chrono::steady_clock::time_point, const std::string&) {}
   [[noreturn]] void abort(int code);
 };
@@ -33,6 +37,11 @@ bool launched_by_mpirun();
 exec::PipelineRunResult run_on_ranks(const models::Model& model, const planner::Plan& plan,
                                      const exec::PipelineRunOptions& o, World& world,
                                      const std::function<void(const exec::StepReport&)>& progress);
+
+// This rank's place for run's memory check: its rank, the device its stages run on (as the
+// MPI runtime picks it, exec/runtime/device_lanes.h rank_gpu: the host, or one GPU), and
+// whether every rank of the job is on this host.
+RankPlace rank_place(World& world, const exec::PipelineRunOptions& o);
 
 // A job mpirun is tearing down (tools/mpi_stop.h): the other ranks wait here, at most 5 s,
 // until rank 0 has written its outputs and its line, since mpirun kills the remaining ranks as

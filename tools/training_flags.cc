@@ -106,11 +106,51 @@ void check_fits_in_memory(const models::Model& model, const exec::OptimizerOptio
                      ", more than " + have.words);
 }
 
+namespace {
+
+void refuse_run(const models::Model& model, int64_t need, const std::string& where, const HoldBound& have,
+                const std::string& flags) {
+  if (have.bytes > 0 && need > have.bytes)
+    throw InputError(flags + ": running " + escape_for_message(model.name()) + " as planned needs " +
+                     gib(static_cast<double>(need)) + where + ", more than " + have.words);
+}
+
+// An MPI rank's process (training_flags.h). Its own need against every bound of this process;
+// with every rank on this host, all of theirs against the host's shared bounds (the rlimits
+// are per process). On a GPU, its worker's peak against the card, rank 0's checkpoint writing
+// against the host.
+void check_rank_fits(const models::Model& model, const planner::Plan& plan, const exec::OptimizerOptions& optimizer,
+                     const planner::Schedule* schedule, const RankPlace& rank, const std::string& flags) {
+  // A rank past the plan's devices: the runtime refuses the rank count itself, naming both.
+  if (rank.rank >= (schedule ? schedule->num_devices : exec::schedule_for_run(plan).num_devices)) return;
+  auto own = exec::predicted_rank_memory(model, plan, optimizer, schedule, rank.rank, false);
+  if (!own) {
+    check_fits_in_memory(model, optimizer, plan.micro_batch_size, plan.num_micro_batches, flags);
+    return;
+  }
+  const std::string who = " (rank " + std::to_string(rank.rank) + ")";
+  if (!rank.writes_checkpoints) own->rank0_checkpoint_bytes = 0;
+  if (!rank.device.is_cpu()) {
+    refuse_run(model, own->workers_bytes, " on " + rank.device.to_string() + who, bound_of(rank.device), flags);
+    refuse_run(model, own->rank0_checkpoint_bytes, who, bound_of(exec::Device::cpu()), flags);
+    return;
+  }
+  refuse_run(model, own->workers_bytes + own->rank0_checkpoint_bytes, who, bound_of(rank.device), flags);
+  if (!rank.all_on_this_host) return;
+  auto all = exec::predicted_rank_memory(model, plan, optimizer, schedule, rank.rank, true);
+  if (!rank.writes_checkpoints) all->rank0_checkpoint_bytes = 0;
+  const exec::MemoryBound host = exec::host_memory_bound();
+  refuse_run(model, all->workers_bytes + all->rank0_checkpoint_bytes, " (all ranks, on this host)",
+             {host.bytes, exec::describe(host)}, flags);
+}
+
+}  // namespace
+
 void check_run_fits_in_memory(const models::Model& model, const planner::Plan& plan,
                               const exec::OptimizerOptions& optimizer, const planner::Schedule* schedule,
-                              exec::Device device, int gpus, bool ranks, const std::string& flags) {
-  if (ranks) {
-    check_fits_in_memory(model, optimizer, plan.micro_batch_size, plan.num_micro_batches, flags);
+                              exec::Device device, int gpus, const RankPlace* rank, const std::string& flags) {
+  if (rank) {
+    check_rank_fits(model, plan, optimizer, schedule, *rank, flags);
     return;
   }
   std::vector<exec::Device> lanes;
@@ -122,14 +162,10 @@ void check_run_fits_in_memory(const models::Model& model, const planner::Plan& p
     if (device.is_cpu()) check_fits_in_memory(model, optimizer, plan.micro_batch_size, plan.num_micro_batches, flags);
     return;
   }
-  for (const exec::MemoryNeed& n : *needs) {
-    const HoldBound have = bound_of(n.where);
-    const std::string where =
-        n.where.is_cpu() ? "" : " on " + n.where.to_string() + " (" + worker_span(n.workers) + ")";
-    if (have.bytes > 0 && n.bytes > have.bytes)
-      throw InputError(flags + ": running " + escape_for_message(model.name()) + " as planned needs " +
-                       gib(static_cast<double>(n.bytes)) + where + ", more than " + have.words);
-  }
+  for (const exec::MemoryNeed& n : *needs)
+    refuse_run(model, n.bytes,
+               n.where.is_cpu() ? "" : " on " + n.where.to_string() + " (" + worker_span(n.workers) + ")",
+               bound_of(n.where), flags);
 }
 
 void check_compare_fits_in_memory(const models::Model& model, const planner::Plan& plan,

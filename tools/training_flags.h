@@ -70,17 +70,29 @@ exec::OptimizerOptions training_optimizer(const TrainingFlags& f);
 void check_fits_in_memory(const models::Model& model, const exec::OptimizerOptions& optimizer, int64_t micro_batch,
                           int64_t in_flight, const std::string& flags, exec::Device device = exec::Device::cpu());
 
+// Where an MPI rank runs, for run's memory check: its pipeline device (its rank), the device
+// its stages run on (the host or its GPU), and whether every rank of the job is on this host
+// (then the host holds all of them).
+struct RankPlace {
+  int rank = 0;
+  exec::Device device = exec::Device::cpu();
+  bool all_on_this_host = false;
+  bool writes_checkpoints = false;  // --checkpoint: rank 0 receives the others' stages
+};
+
 // `run`'s check, before anything is allocated: the peak the plan is predicted to hold
 // (exec/runtime/run_memory.h: its schedule's micro-batches in flight per worker, simulated) on
 // the host against memory_bound(), or on `device` (CUDA: the workers split over `gpus` cards as
 // the run lays them out) against each card's memory. InputError("<flags>: running M as planned
 // needs X GiB [on cuda:N (workers a-b)], more than <the bound>"). `schedule`: an imported one
-// (null: the plan's). Under mpirun (`ranks`) every rank builds every stage on its host: the
-// whole-model check above, with every micro-batch in flight. A model the cost model cannot price
-// (imported opaque layers) is checked by the whole-model estimate on the host only.
+// (null: the plan's). Under mpirun (`rank` given) each rank checks what its process holds
+// (predicted_rank_memory): its own worker's peak, or every worker's when all ranks share this
+// host, on its GPU or the host, and on the host rank 0's checkpoint writing. A model the cost
+// model cannot price (imported opaque layers) is checked by the whole-model estimate on the
+// host only.
 void check_run_fits_in_memory(const models::Model& model, const planner::Plan& plan,
                               const exec::OptimizerOptions& optimizer, const planner::Schedule* schedule,
-                              exec::Device device, int gpus, bool ranks, const std::string& flags);
+                              exec::Device device, int gpus, const RankPlace* rank, const std::string& flags);
 
 // `run --compare` on the host, before the run: the measurement of the prediction it makes after
 // (or between) the run's steps (exec/runtime/run_compare.h: prediction_measurement_bytes) against

@@ -131,6 +131,13 @@ MemoryBound memory_bound() {
   return least.result();
 }
 
+MemoryBound host_memory_bound() {
+  Least least;
+  least.offer(physical_memory_bytes() > 0 ? physical_memory_bytes() : -1, MemoryBound::Source::machine);
+  least.offer(cgroup_memory(read_proc_file("/proc/self/cgroup"), "/sys/fs/cgroup").limit, MemoryBound::Source::cgroup);
+  return least.result();
+}
+
 int64_t available_memory_bytes() {
   int64_t available = proc_kib_line_bytes("/proc/meminfo", "MemAvailable:");
   if (available < 0) available = physical_memory_bytes() > 0 ? physical_memory_bytes() : -1;

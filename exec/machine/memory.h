@@ -29,6 +29,10 @@ struct MemoryBound {
 // address space it already maps (VmSize) and RLIMIT_DATA less its data already mapped (VmData, of
 // /proc/self/status). A source that cannot be read is left out.
 MemoryBound memory_bound();
+// The bounds this process shares with the others of its host and cgroup (several MPI ranks on
+// one machine): the least of physical memory and the cgroup limit, without the rlimits, which
+// are per process.
+MemoryBound host_memory_bound();
 
 // The cgroup memory limits over a process whose /proc/PID/cgroup reads `proc_cgroup`, with the
 // cgroup file systems mounted under `root` (/sys/fs/cgroup): cgroup v2 (memory.max, memory.current

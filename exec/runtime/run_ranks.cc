@@ -5,10 +5,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <functional>
 #include <limits>
 #include <optional>
 #include <set>
+#include <string_view>
 #include <thread>
 
 #include "exec/runtime/checkpoint.h"
@@ -58,12 +60,9 @@ class Reader {
   size_t at_ = 0;
 };
 
-// Stage s's state as bytes: counters, then each tensor's name, shape and values (host copies
-// for a stage on a GPU).
-std::string encode_stage(LayerStageCompute& compute, int s) {
-  HostStagedState staged(compute.checkpoint_state(s));
-  staged.download();
-  const StageState& st = staged.host();
+// A stage's state as the header of its message: counters, then each tensor's name and shape.
+// The values follow as one message per tensor, straight from (and into) the tensors' buffers.
+std::string stage_header(const StageState& st) {
   Bytes b;
   b.i64(st.optimizer_steps);
   b.i64(st.weight_version);
@@ -73,13 +72,24 @@ std::string encode_stage(LayerStageCompute& compute, int s) {
     b.raw(name.data(), name.size());
     b.i64(static_cast<int64_t>(t->shape().size()));
     for (int64_t d : t->shape()) b.i64(d);
-    b.raw(t->data(), static_cast<size_t>(t->bytes()));
   }
   return b.take();
 }
 
-// A stage as another rank encoded it (encode_stage): owned copies of its tensors and counters.
-struct DecodedStage {
+// Sends stage s's state to rank 0 (host copies for a stage on a GPU).
+void send_stage(LayerStageCompute& compute, int s, mpi::World& world, Clock::time_point deadline,
+                const std::string& what) {
+  HostStagedState staged(compute.checkpoint_state(s));
+  staged.download();
+  const StageState& st = staged.host();
+  world.send_bytes(0, stage_header(st), deadline, what);
+  for (const auto& [name, t] : st.tensors)
+    world.send_bytes(0, std::string_view(reinterpret_cast<const char*>(t->data()), static_cast<size_t>(t->bytes())),
+                     deadline, what);
+}
+
+// A stage another rank sent (send_stage): owned tensors and counters.
+struct ReceivedStage {
   NamedTensors tensors;
   int64_t optimizer_steps = 0;
   int64_t weight_version = 0;
@@ -94,9 +104,10 @@ struct DecodedStage {
   }
 };
 
-DecodedStage decode_stage(const std::string& bytes) {
-  Reader r(bytes);
-  DecodedStage d;
+ReceivedStage receive_stage(int src, mpi::World& world, Clock::time_point deadline, const std::string& what) {
+  const std::string header = world.recv_bytes(src, deadline, what);
+  Reader r(header);
+  ReceivedStage d;
   d.optimizer_steps = r.i64();
   d.weight_version = r.i64();
   const int64_t n = r.i64();
@@ -105,17 +116,18 @@ DecodedStage decode_stage(const std::string& bytes) {
     r.raw(name.data(), name.size());
     std::vector<int64_t> shape(static_cast<size_t>(r.i64()));
     for (int64_t& dim : shape) dim = r.i64();
-    Tensor t(shape);
-    r.raw(t.data(), static_cast<size_t>(t.bytes()));
-    d.tensors.emplace_back(std::move(name), std::move(t));
+    d.tensors.emplace_back(std::move(name), Tensor(shape));
   }
-  PW_CHECK(r.done(), "a sent stage has bytes past its last tensor");
+  PW_CHECK(r.done(), "a sent stage header has bytes past its last tensor");
+  for (auto& [name, t] : d.tensors)
+    world.recv_bytes_into(src, t.data(), static_cast<size_t>(t.bytes()), deadline, what);
   return d;
 }
 
 // Every stage's state, handed to `use` on rank 0 in stage order: its own stages' from its
 // compute, the others' received from the rank running replica 0 of them. Every rank calls it;
-// one stage is in flight at a time, so rank 0 holds its own stages and one other, and no
+// one stage is in flight at a time and its values go straight from the sender's tensors into
+// rank 0's, so rank 0 holds its own stages and one other, the senders nothing more, and no
 // message exceeds World::kMaxChunkBytes (a gather of everything once failed past 2 GiB).
 void stages_to_rank0(LayerStageCompute& compute, const planner::Schedule& sch, mpi::World& world,
                      Clock::time_point deadline, const std::string& what,
@@ -128,10 +140,10 @@ void stages_to_rank0(LayerStageCompute& compute, const planner::Schedule& sch, m
       staged.download();
       use(s, staged.host());
     } else if (rank == 0) {
-      DecodedStage d = decode_stage(world.recv_bytes(owner, deadline, what));
+      ReceivedStage d = receive_stage(owner, world, deadline, what);
       use(s, d.state());
     } else if (rank == owner) {
-      world.send_bytes(0, encode_stage(compute, s), deadline, what);
+      send_stage(compute, s, world, deadline, what);
     }
   }
 }
@@ -295,13 +307,18 @@ RankDevice rank_device(const PipelineRunOptions& o, mpi::World& world) {
 void agree_on_input(mpi::World& world, const std::function<void()>& checks) {
   std::string msg;
   bool failed = false;
+  std::exception_ptr other;  // not an input error: this rank rethrows it once the others know
   try {
     checks();
   } catch (const InputError& e) {
     failed = true;
     msg = e.what();
+  } catch (const std::exception&) {
+    failed = true;
+    other = std::current_exception();
   }
   const int first = world.first_failed(failed, Clock::now() + kAgreeTimeout, "agreeing on the input checks");
+  if (other) std::rethrow_exception(other);
   if (first < 0) return;
   throw RankInputError(failed ? msg : "rank " + std::to_string(first) + " rejected the input", first);
 }

@@ -91,7 +91,8 @@ class RankInputError : public InputError {
 };
 
 // Runs `checks` on every rank; if it throws InputError on any rank, every rank throws
-// RankInputError (the failed ranks with their own message). Collective.
+// RankInputError (the failed ranks with their own message). Collective. A rank whose checks
+// throw anything else takes part as failed (so no rank waits for it) and rethrows its own.
 void agree_on_input(mpi::World& world, const std::function<void()>& checks);
 
 PipelineRunResult run_pipeline_ranks(const models::Model& model, const planner::Plan& plan,

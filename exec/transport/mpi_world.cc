@@ -152,6 +152,16 @@ std::vector<std::string> World::gather(const std::string& local, Clock::time_poi
   return out;
 }
 
+namespace {
+
+// The chunks of [0, n) that recv_bytes receives (and send_bytes sends) one at a time.
+template <class F>
+void for_each_chunk(size_t n, size_t chunk, F&& f) {
+  for (size_t at = 0; at < n; at += chunk) f(at, static_cast<int>(std::min(chunk, n - at)));
+}
+
+}  // namespace
+
 void World::send_bytes(int dst, std::string_view bytes, Clock::time_point deadline, const std::string& what,
                        size_t chunk) {
   PW_CHECK(chunk >= 1 && chunk <= kMaxChunkBytes, "send_bytes: chunk of " + std::to_string(chunk) + " bytes");
@@ -159,11 +169,10 @@ void World::send_bytes(int dst, std::string_view bytes, Clock::time_point deadli
   MPI_Request req;
   check_mpi(MPI_Isend(&n, sizeof n, MPI_BYTE, dst, kBytesTag, comms_->collective, &req), "MPI_Isend");
   wait(&req, deadline, what);
-  for (size_t at = 0; at < bytes.size(); at += chunk) {
-    const int c = static_cast<int>(std::min(chunk, bytes.size() - at));
+  for_each_chunk(bytes.size(), chunk, [&](size_t at, int c) {
     check_mpi(MPI_Isend(bytes.data() + at, c, MPI_BYTE, dst, kBytesTag, comms_->collective, &req), "MPI_Isend");
     wait(&req, deadline, what);
-  }
+  });
 }
 
 std::string World::recv_bytes(int src, Clock::time_point deadline, const std::string& what, size_t chunk) {
@@ -174,12 +183,28 @@ std::string World::recv_bytes(int src, Clock::time_point deadline, const std::st
   wait(&req, deadline, what);
   PW_CHECK(n >= 0, "recv_bytes: rank " + std::to_string(src) + " announced " + std::to_string(n) + " bytes");
   std::string out(static_cast<size_t>(n), '\0');
-  for (size_t at = 0; at < out.size(); at += chunk) {
-    const int c = static_cast<int>(std::min(chunk, out.size() - at));
+  for_each_chunk(out.size(), chunk, [&](size_t at, int c) {
     check_mpi(MPI_Irecv(out.data() + at, c, MPI_BYTE, src, kBytesTag, comms_->collective, &req), "MPI_Irecv");
     wait(&req, deadline, what);
-  }
+  });
   return out;
+}
+
+void World::recv_bytes_into(int src, void* data, size_t n, Clock::time_point deadline, const std::string& what,
+                            size_t chunk) {
+  PW_CHECK(chunk >= 1 && chunk <= kMaxChunkBytes, "recv_bytes: chunk of " + std::to_string(chunk) + " bytes");
+  int64_t sent = 0;
+  MPI_Request req;
+  check_mpi(MPI_Irecv(&sent, sizeof sent, MPI_BYTE, src, kBytesTag, comms_->collective, &req), "MPI_Irecv");
+  wait(&req, deadline, what);
+  PW_CHECK(sent == static_cast<int64_t>(n), "recv_bytes: rank " + std::to_string(src) + " sent " +
+                                                std::to_string(sent) + " bytes where " + std::to_string(n) +
+                                                " were expected (" + what + ")");
+  char* p = static_cast<char*>(data);
+  for_each_chunk(n, chunk, [&](size_t at, int c) {
+    check_mpi(MPI_Irecv(p + at, c, MPI_BYTE, src, kBytesTag, comms_->collective, &req), "MPI_Irecv");
+    wait(&req, deadline, what);
+  });
 }
 
 void World::notify_failure(const std::string& text, std::chrono::milliseconds wait_for) {

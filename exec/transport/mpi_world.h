@@ -85,6 +85,9 @@ class World {
   void send_bytes(int dst, std::string_view bytes, Clock::time_point deadline, const std::string& what,
                   size_t chunk = kMaxChunkBytes);
   std::string recv_bytes(int src, Clock::time_point deadline, const std::string& what, size_t chunk = kMaxChunkBytes);
+  // recv_bytes into the `n` bytes at `data`: throws InternalError when `src` sent another size.
+  void recv_bytes_into(int src, void* data, size_t n, Clock::time_point deadline, const std::string& what,
+                       size_t chunk = kMaxChunkBytes);
   static constexpr size_t kMaxChunkBytes = size_t{1} << 30;
   // -1 when no rank reports failed, else the lowest failed rank (same answer on every rank).
   int first_failed(bool failed, Clock::time_point deadline, const std::string& what);

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <set>
+#include <stdexcept>
 #include <string>
 
 #include "exec/runtime/run_ranks.h"
@@ -81,6 +82,25 @@ TEST_CASE(
       CHECK(static_cast<int>(senders.size()) == D);
       CHECK(mpi.peak_memory_bytes.size() == static_cast<size_t>(D));
       CHECK(mpi.placement.size() == static_cast<size_t>(D));
+    }
+  }
+}
+
+TEST_CASE("agree_on_input: a rank whose checks fail otherwise rethrows its own, the others are told, none waits") {
+  // Once, a check that failed an internal check on one rank left the others waiting in the
+  // agreement for its 10-minute deadline.
+  // A hang here ends at the test's ctest timeout (120 s), long before that deadline.
+  const int last = world().size() - 1;
+  if (world().rank() == last) {
+    CHECK_THROWS_WITH_AS(agree_on_input(world(), [] { throw std::logic_error("not an input error"); }),
+                         "not an input error", std::logic_error);
+  } else {
+    try {
+      agree_on_input(world(), [] {});
+      CHECK(false);
+    } catch (const RankInputError& e) {
+      CHECK(e.first_failed_rank() == last);
+      CHECK(std::string(e.what()) == "rank " + std::to_string(last) + " rejected the input");
     }
   }
 }

@@ -2,12 +2,15 @@
 // allocates anything, on the host or per card.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "exec/runtime/run_memory.h"
 #include "exec/runtime/run_pipeline.h"
+#include "models/cost.h"
 #include "models/optimizer_memory.h"
 #include "models/zoo.h"
+#include "sim/plan_costs.h"
 
 using namespace pw;
 using namespace pw::exec;
@@ -124,6 +127,40 @@ TEST_CASE("run_memory: the prediction is near what the runtime holds (gpt: gpipe
     CAPTURE(predicted);
     CHECK(predicted <= 1.10 * measured);
     CHECK(predicted >= measured / 1.10);
+  }
+}
+
+TEST_CASE("run_memory: an MPI rank needs its own worker's peak, rank 0 one other stage more to checkpoint") {
+  const int64_t mbs = 2;
+  const int m = 8;
+  const models::Model model = run_memory_gpt(mbs * m);
+  OptimizerOptions adam;
+  adam.kind = OptimizerKind::adam;
+  const planner::Plan plan = plan_for_run(even_plan(model, 4, m, mbs, planner::ScheduleKind::one_f_one_b, false));
+  // Each worker on a card of its own gives each worker's peak alone.
+  const auto per_card = predicted_run_memory(model, plan, adam, nullptr,
+                                             {Device::cuda(0), Device::cuda(1), Device::cuda(2), Device::cuda(3)});
+  REQUIRE(per_card.has_value());
+  REQUIRE(per_card->size() == 4);
+  const int64_t all = host_need(model, plan, adam);
+  // The largest state (weights and Adam's two moments, without the gradients) of stages 1-3.
+  const sim::StageCosts costs = sim::stage_costs_from_plan(
+      plan, models::analytic_memory_profile(model, plan.micro_batch_size, optimizer_memory(adam).name));
+  int64_t largest_other = 0;
+  for (int s = 1; s < 4; ++s)
+    largest_other = std::max(largest_other, costs.weights_optimizer_bytes[s] - costs.parameter_bytes[s]);
+  REQUIRE(largest_other > 0);
+  for (int rank = 0; rank < 4; ++rank) {
+    CAPTURE(rank);
+    const auto own = predicted_rank_memory(model, plan, adam, nullptr, rank, false);
+    REQUIRE(own.has_value());
+    CHECK(own->workers_bytes == (*per_card)[rank].bytes);
+    CHECK(own->workers_bytes < all);
+    CHECK(own->rank0_checkpoint_bytes == (rank == 0 ? largest_other : 0));
+    const auto host = predicted_rank_memory(model, plan, adam, nullptr, rank, true);
+    REQUIRE(host.has_value());
+    CHECK(host->workers_bytes == all);
+    CHECK(host->rank0_checkpoint_bytes == largest_other);
   }
 }
 

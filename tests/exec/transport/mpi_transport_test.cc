@@ -201,18 +201,23 @@ TEST_CASE("mpi world: send_bytes / recv_bytes carry any size in chunks, in order
   std::string big(1000, '\0');
   for (size_t k = 0; k < big.size(); ++k) big[k] = static_cast<char>(k * 31 + 7);
   const auto deadline = Clock::now() + kWait;
-  // Every other rank sends rank 0 three messages: 1000 bytes in chunks of 7 (the last one
-  // short), an empty one, and its rank, which must arrive in that order.
+  // Every other rank sends rank 0 four messages: 1000 bytes in chunks of 7 (the last one
+  // short), an empty one, its rank, and the 1000 bytes again (received into a buffer), which
+  // must arrive in that order.
   if (world().rank() != 0) {
     world().send_bytes(0, big, deadline, "test bytes", 7);
     world().send_bytes(0, "", deadline, "test bytes", 7);
     world().send_bytes(0, std::to_string(world().rank()), deadline, "test bytes", 7);
+    world().send_bytes(0, big, deadline, "test bytes", 7);
   } else {
     for (int src = last; src >= 1; --src) {  // any order of senders
       CAPTURE(src);
       CHECK(world().recv_bytes(src, deadline, "test bytes", 7) == big);
       CHECK(world().recv_bytes(src, deadline, "test bytes", 7).empty());
       CHECK(world().recv_bytes(src, deadline, "test bytes", 7) == std::to_string(src));
+      std::string into(big.size(), 'x');
+      world().recv_bytes_into(src, into.data(), into.size(), deadline, "test bytes", 7);
+      CHECK(into == big);
     }
   }
   barrier();

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# `mpirun -np 4 pipewright run` under a data limit (ulimit -d, inherited by every rank): each
+# rank checks what its own process will hold (tools/training_flags.h, check_run_fits_in_memory
+# with a RankPlace), not the whole model. GPT 8 x 1024 with Adam on 4 stages holds at most about
+# 0.5 GB per rank (peak RSS), the whole model with every micro-batch in flight about 0.7 GiB.
+#   mpi_memory_test.sh <pipewright> <mpiexec> [flags...]
+# Pass when, under ulimit -d 650000 (KiB), the run trains (exit 0, its step line), where the
+# whole-model check refused it ("needs at least 0.7 GiB"); and under ulimit -d 250000 it is
+# refused before training: exit 2, exactly one error line naming a rank and the limit.
+# Not registered in sanitized builds (a sanitizer's shadow memory cannot start under a data limit).
+set -u
+pipewright=$1
+shift
+fail() { echo "FAIL: $*"; exit 1; }
+args=(run --model gpt --d-model 1024 --layers 8 --seq 64 --stages 4 --micro-batches 4 --micro-batch 1
+      --schedule 1f1b --steps 1 --threads 1 --optimizer adam --log-every 1)
+out=$(ulimit -d 650000 && "$@" -np 4 "$pipewright" "${args[@]}" 2>&1)
+rc=$?
+echo "$out"
+echo "exit code (ulimit -d 650000): $rc"
+[ "$rc" -eq 0 ] || fail "650000 KiB: mpirun exited $rc, expected 0"
+grep -q '^step 1/1  loss' <<<"$out" || fail "650000 KiB: no step line"
+out=$(ulimit -d 250000 && "$@" -np 4 "$pipewright" "${args[@]}" 2>&1)
+rc=$?
+echo "$out"
+echo "exit code (ulimit -d 250000): $rc"
+[ "$rc" -eq 2 ] || fail "250000 KiB: mpirun exited $rc, expected 2"
+[ "$(grep -c '^pipewright: error:' <<<"$out")" -eq 1 ] || fail "250000 KiB: expected exactly one error line"
+grep -Eq '^pipewright: error: (rank [1-3]: )?--micro-batch and the model.s sizes: running gpt-l8-d1024 as planned needs [0-9.]+ GiB \(rank [0-3]\), more than the [0-9.]+ GiB this process may still map under ulimit -d$' <<<"$out" ||
+  fail "250000 KiB: no line naming a rank and the limit"
+grep -q '^step ' <<<"$out" && fail "250000 KiB: a step ran"
+echo PASS
