@@ -466,6 +466,7 @@ void execute(const RunArgs& a, Prepared& p, World* world, pw::OutputSet* outputs
 // is for the tests.
 void run_mpi(const RunArgs& a, const CLI::App& sub) {
   World world;
+  pw::tools::install_rank_crash_line(world.rank());  // over Open MPI's handlers, naming the rank
   // The reporting rank writes its line here, while `world` is alive: the other ranks leave
   // only through MPI_Finalize (World's destructor), which waits for every rank, so the line is
   // out before any rank exits non-zero and mpirun aborts the job. Printed by main() after the
@@ -493,6 +494,9 @@ void run_mpi(const RunArgs& a, const CLI::App& sub) {
     });
     execute(a, *p, &world, outputs ? &*outputs : nullptr);
   } catch (const pw::exec::RankInputError& e) {
+    // Another rank failed otherwise and exits with its own code (out of memory: 3): wait for
+    // mpirun to end the job on it, so that the job's code is that one, not this rank's 2.
+    if (!e.all_on_input()) wait_for_rank0_outputs(world);
     exit_after(e.first_failed_rank(), 2,
                "pipewright: error: " + (world.rank() ? "rank " + std::to_string(world.rank()) + ": " : std::string()) +
                    pw::one_line_message(e.what()));
@@ -500,7 +504,12 @@ void run_mpi(const RunArgs& a, const CLI::App& sub) {
     // Every rank has the same text (exec/runtime/run_ranks.h); rank 0 prints it.
     exit_after(0, pw::tools::kExitNumericalFault,
                std::string("pipewright: numerical fault: ") + e.what() + "; no checkpoint");
-  } catch (const pw::tools::CommandExit& e) { exit_after(0, e.code(), e.what()); }
+  } catch (const pw::tools::CommandExit& e) { exit_after(0, e.code(), e.what()); } catch (...) {
+    // This rank's own failure outside the run (out of memory building its stages).
+    std::string line;
+    const int code = pw::tools::rank_failure_line(std::current_exception(), world.rank(), line);
+    exit_after(world.rank(), code, line);
+  }
 }
 #endif
 

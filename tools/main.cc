@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "exec/machine/machine_load.h"
+#include "exec/machine/memory_crash.h"
 
 namespace {
 // The commands that compute with OpenMP threads or measure this machine: train, run, demo,
@@ -75,6 +76,7 @@ std::vector<CommandEntry>& command_registry() {
 int main(int argc, char** argv) {
 #ifdef PW_HAVE_EXEC
   choose_openmp_wait_policy(argc, argv);
+  pw::exec::install_memory_crash_line("pipewright: ");  // a library's unchecked allocation: one line, exit 3
 #endif
   pw::tools::install_cleanup_handlers();  // no temporary output file survives a signal
   CLI::App app{"pipewright: plans, simulates and runs pipeline-parallel training of deep networks", "pipewright"};

@@ -2,9 +2,12 @@
 
 #include <cstdlib>
 #include <exception>
+#include <sstream>
 
+#include "exec/machine/memory_crash.h"
 #include "exec/runtime/device_lanes.h"
 #include "models/error.h"
+#include "tools/exit_status.h"
 #ifdef PW_HAVE_MPI
 #include "exec/runtime/run_ranks.h"
 #endif
@@ -40,6 +43,24 @@ RankPlace rank_place(World& world, const exec::PipelineRunOptions& o) {
   if (!o.device.is_cpu())
     p.device = exec::rank_gpu(o.device, !o.device_by_local_rank, world.local_rank(), exec::usable_gpu_count());
   return p;
+}
+
+namespace {
+std::string rank_prefix(int rank) {
+  return rank == 0 ? "pipewright: " : "pipewright: rank " + std::to_string(rank) + ": ";
+}
+}  // namespace
+
+void install_rank_crash_line(int rank) { exec::install_memory_crash_line(rank_prefix(rank).c_str()); }
+
+int rank_failure_line(const std::exception_ptr& e, int rank, std::string& line) {
+  std::ostringstream os;
+  const int code = report_failure(e, os);
+  line = os.str();
+  while (!line.empty() && line.back() == '\n') line.pop_back();
+  const std::string tool = "pipewright: ";
+  if (line.rfind(tool, 0) == 0) line = rank_prefix(rank) + line.substr(tool.size());
+  return code;
 }
 
 void wait_for_rank0_outputs(World& world) {

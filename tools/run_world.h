@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <exception>
 #include <functional>
 #include <string>
 
@@ -42,6 +43,14 @@ exec::PipelineRunResult run_on_ranks(const models::Model& model, const planner::
 // MPI runtime picks it, exec/runtime/device_lanes.h rank_gpu: the host, or one GPU), and
 // whether every rank of the job is on this host.
 RankPlace rank_place(World& world, const exec::PipelineRunOptions& o);
+
+// exec/machine/memory_crash.h's line for this rank ("pipewright: rank R: ...", rank 0 without),
+// installed again over the crash handlers MPI_Init put in.
+void install_rank_crash_line(int rank);
+
+// A rank's own failure outside the run (out of memory building its stages): main's line and
+// exit code for `e` (tools/exit_status.h), naming the rank after "pipewright: " unless rank 0.
+int rank_failure_line(const std::exception_ptr& e, int rank, std::string& line);
 
 // A job mpirun is tearing down (tools/mpi_stop.h): the other ranks wait here, at most 5 s,
 // until rank 0 has written its outputs and its line, since mpirun kills the remaining ranks as

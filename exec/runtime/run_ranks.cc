@@ -317,10 +317,15 @@ void agree_on_input(mpi::World& world, const std::function<void()>& checks) {
     failed = true;
     other = std::current_exception();
   }
-  const int first = world.first_failed(failed, Clock::now() + kAgreeTimeout, "agreeing on the input checks");
+  // Agreed: the lowest failed rank, and whether any rank failed otherwise than on its input.
+  const int n = world.size();
+  const std::vector<double> agreed =
+      world.allreduce_max({failed ? -static_cast<double>(world.rank()) : -static_cast<double>(n), other ? 1.0 : 0.0},
+                          Clock::now() + kAgreeTimeout, "agreeing on the input checks");
   if (other) std::rethrow_exception(other);
-  if (first < 0) return;
-  throw RankInputError(failed ? msg : "rank " + std::to_string(first) + " rejected the input", first);
+  const int first = static_cast<int>(-agreed[0]);
+  if (first >= n) return;
+  throw RankInputError(failed ? msg : "rank " + std::to_string(first) + " rejected the input", first, agreed[1] == 0);
 }
 
 PipelineRunResult run_pipeline_ranks(const models::Model& model, const planner::Plan& given,

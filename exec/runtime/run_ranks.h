@@ -82,12 +82,16 @@ namespace pw::exec {
 
 class RankInputError : public InputError {
  public:
-  RankInputError(const std::string& what, int first_failed_rank)
-      : InputError(what), first_failed_rank_(first_failed_rank) {}
+  RankInputError(const std::string& what, int first_failed_rank, bool all_on_input = true)
+      : InputError(what), first_failed_rank_(first_failed_rank), all_on_input_(all_on_input) {}
   int first_failed_rank() const { return first_failed_rank_; }
+  // False when some rank's checks failed otherwise (out of memory, an internal error): that
+  // rank rethrows its own failure and exits with its own code.
+  bool all_on_input() const { return all_on_input_; }
 
  private:
   int first_failed_rank_;
+  bool all_on_input_;
 };
 
 // Runs `checks` on every rank; if it throws InputError on any rank, every rank throws
