@@ -252,64 +252,17 @@ TEST_CASE("mpi runtime: --gpus other than 1 is refused on every rank (each rank 
                        RankInputError);
 }
 
-// Replicated stages checkpoint replica 0's state and every replica's rank resumes from it: a
-// 2 x 2 run stopped after step 2 and resumed equals the uninterrupted run bit for bit. 4 ranks.
-TEST_CASE("mpi runtime: one rank per stage, stopped at step 2 and resumed, equals the uninterrupted run bitwise") {
-  // Rank 0 writes the other ranks' stages as they send them, one at a time (run_ranks.cc).
-  const models::Model model = small_model("gpt");
-  const int D = world().size();
-  const planner::Plan plan = even_plan(model, D, /*micro-batches=*/4, /*size=*/2, ScheduleKind::one_f_one_b, false);
-  const auto deadline = [] { return std::chrono::steady_clock::now() + std::chrono::seconds(60); };
-  const double pid = world().allreduce_max({world().rank() == 0 ? static_cast<double>(::getpid()) : 0.0}, deadline(),
-                                           "the test's directory")[0];
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / ("pw_mpi_resume_" + std::to_string(static_cast<long>(pid)));
-  PipelineRunOptions o = testing::compare_options();
-  o.steps = 4;
-  const PipelineRunResult whole = run_pipeline_ranks(model, plan, o, world());
-  o.checkpoint_dir = dir.string();
-  int polls = 0;
-  o.stop_requested = [&polls] { return ++polls == 2; };
-  const PipelineRunResult first = run_pipeline_ranks(model, plan, o, world());
-  CHECK(first.checkpoint_step == 2);
-  o.checkpoint_dir.clear();
-  o.stop_requested = {};
-  o.resume_dir = dir.string();
-  const PipelineRunResult rest = run_pipeline_ranks(model, plan, o, world());
-  world().barrier(deadline(), "the test's resumed run");
-  if (world().rank() == 0) std::filesystem::remove_all(dir);
-  REQUIRE(rest.losses.size() == 2);
-  REQUIRE(whole.losses.size() == 4);
-  for (size_t i = 0; i < 2; ++i) CHECK(rest.losses[i] == whole.losses[i + 2]);  // bitwise
-  if (world().rank() != 0) {
-    CHECK(rest.final_weights.empty());
-    return;
-  }
-  REQUIRE(whole.final_weights.size() == static_cast<size_t>(D));
-  REQUIRE(rest.final_weights.size() == whole.final_weights.size());
-  for (size_t s = 0; s < whole.final_weights.size(); ++s) {
-    REQUIRE(!whole.final_weights[s].empty());
-    REQUIRE(rest.final_weights[s].size() == whole.final_weights[s].size());
-    for (size_t k = 0; k < whole.final_weights[s].size(); ++k) {
-      CAPTURE(whole.final_weights[s][k].first);
-      const Tensor& a = rest.final_weights[s][k].second;
-      const Tensor& b = whole.final_weights[s][k].second;
-      REQUIRE(a.numel() == b.numel());
-      CHECK(std::equal(a.data(), a.data() + a.numel(), b.data()));
-    }
-  }
-}
+namespace {
 
-TEST_CASE("mpi runtime: 2 x 2 replicas stopped at step 2 and resumed equal the uninterrupted run bitwise") {
-  if (world().size() != 4) return;
-  const models::Model model = small_model("gpt");
-  const planner::Plan plan = two_by_two_replicas(model, ScheduleKind::one_f_one_b);
+// Runs `plan` 4 steps whole, then stopped after step 2 with a checkpoint in `name` (under the
+// temporary directory, one for every rank: rank 0's process id) and resumed: the resumed steps'
+// losses and, on rank 0, the final weights equal the whole run's bit for bit.
+void check_stop_and_resume_bitwise(const models::Model& model, const planner::Plan& plan, const std::string& name) {
   const auto deadline = [] { return std::chrono::steady_clock::now() + std::chrono::seconds(60); };
-  // One directory for every rank: rank 0's process id.
   const double pid = world().allreduce_max({world().rank() == 0 ? static_cast<double>(::getpid()) : 0.0}, deadline(),
                                            "the test's directory")[0];
   const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / ("pw_mpi_replicated_resume_" + std::to_string(static_cast<long>(pid)));
+      std::filesystem::temp_directory_path() / (name + "_" + std::to_string(static_cast<long>(pid)));
   PipelineRunOptions o = testing::compare_options();
   o.steps = 4;
   const PipelineRunResult whole = run_pipeline_ranks(model, plan, o, world());
@@ -328,9 +281,14 @@ TEST_CASE("mpi runtime: 2 x 2 replicas stopped at step 2 and resumed equal the u
   REQUIRE(rest.losses.size() == 2);
   REQUIRE(whole.losses.size() == 4);
   for (size_t i = 0; i < 2; ++i) CHECK(rest.losses[i] == whole.losses[i + 2]);  // bitwise
-  if (world().rank() != 0) return;
+  if (world().rank() != 0) {
+    CHECK(rest.final_weights.empty());
+    return;
+  }
+  REQUIRE(whole.final_weights.size() == static_cast<size_t>(plan.num_stages()));
   REQUIRE(rest.final_weights.size() == whole.final_weights.size());
   for (size_t s = 0; s < whole.final_weights.size(); ++s) {
+    REQUIRE(!whole.final_weights[s].empty());
     REQUIRE(rest.final_weights[s].size() == whole.final_weights[s].size());
     for (size_t k = 0; k < whole.final_weights[s].size(); ++k) {
       CAPTURE(whole.final_weights[s][k].first);
@@ -340,4 +298,23 @@ TEST_CASE("mpi runtime: 2 x 2 replicas stopped at step 2 and resumed equal the u
       CHECK(std::equal(a.data(), a.data() + a.numel(), b.data()));
     }
   }
+}
+
+}  // namespace
+
+// Rank 0 writes the other ranks' stages as they send them, one at a time (run_ranks.cc).
+TEST_CASE("mpi runtime: one rank per stage, stopped at step 2 and resumed, equals the uninterrupted run bitwise") {
+  const models::Model model = small_model("gpt");
+  check_stop_and_resume_bitwise(
+      model, even_plan(model, world().size(), /*micro-batches=*/4, /*size=*/2, ScheduleKind::one_f_one_b, false),
+      "pw_mpi_resume");
+}
+
+// Replicated stages checkpoint replica 0's state and every replica's rank resumes from it: a
+// 2 x 2 run stopped after step 2 and resumed equals the uninterrupted run bit for bit. 4 ranks.
+TEST_CASE("mpi runtime: 2 x 2 replicas stopped at step 2 and resumed equal the uninterrupted run bitwise") {
+  if (world().size() != 4) return;
+  const models::Model model = small_model("gpt");
+  check_stop_and_resume_bitwise(model, two_by_two_replicas(model, ScheduleKind::one_f_one_b),
+                                "pw_mpi_replicated_resume");
 }
