@@ -129,26 +129,14 @@ int World::first_failed(bool failed, Clock::time_point deadline, const std::stri
 }
 
 std::vector<std::string> World::gather(const std::string& local, Clock::time_point deadline, const std::string& what) {
-  PW_CHECK(local.size() < static_cast<size_t>(INT_MAX), "gather: " + what + " is larger than 2 GiB");
-  const int n = static_cast<int>(local.size());
-  std::vector<int> sizes(rank_ == 0 ? size_ : 0);
-  MPI_Request req;
-  check_mpi(MPI_Igather(&n, 1, MPI_INT, sizes.data(), 1, MPI_INT, 0, comms_->collective, &req), "MPI_Igather");
-  wait(&req, deadline, what);
-  std::vector<int> displs(sizes.size());
-  int64_t total = 0;
-  for (size_t i = 0; i < sizes.size(); ++i) {
-    displs[i] = static_cast<int>(total);
-    total += sizes[i];
+  // Point to point (send_bytes), so that no size limit of MPI's counts applies: a long run's
+  // trace may pass 2 GiB. Rank 0 receives in rank order; messages from one rank keep their order.
+  if (rank_ != 0) {
+    send_bytes(0, local, deadline, what);
+    return {};
   }
-  PW_CHECK(total < INT_MAX, "gather: " + what + " totals more than 2 GiB");
-  std::string all(static_cast<size_t>(total), '\0');
-  check_mpi(MPI_Igatherv(local.data(), n, MPI_BYTE, all.data(), sizes.data(), displs.data(), MPI_BYTE, 0,
-                         comms_->collective, &req),
-            "MPI_Igatherv");
-  wait(&req, deadline, what);
-  std::vector<std::string> out;
-  for (size_t i = 0; i < sizes.size(); ++i) out.push_back(all.substr(static_cast<size_t>(displs[i]), sizes[i]));
+  std::vector<std::string> out{local};
+  for (int r = 1; r < size_; ++r) out.push_back(recv_bytes(r, deadline, what));
   return out;
 }
 

@@ -76,7 +76,8 @@ class World {
   // Element-wise maximum over all ranks, returned on every rank.
   std::vector<double> allreduce_max(const std::vector<double>& local, Clock::time_point deadline,
                                     const std::string& what);
-  // Rank 0 gets every rank's bytes in rank order; other ranks get an empty vector.
+  // Rank 0 gets every rank's bytes in rank order, of any size (sent point to point, below);
+  // other ranks get an empty vector.
   std::vector<std::string> gather(const std::string& local, Clock::time_point deadline, const std::string& what);
   // Point-to-point bytes of any size between two ranks (outside the collectives' order): the
   // sender's send_bytes returns once `dst` has all of them, recv_bytes returns what `src` sent.
