@@ -122,12 +122,6 @@ std::vector<double> World::allreduce_max(const std::vector<double>& local, Clock
   return out;
 }
 
-int World::first_failed(bool failed, Clock::time_point deadline, const std::string& what) {
-  const std::vector<double> mine{failed ? -static_cast<double>(rank_) : -static_cast<double>(size_)};
-  const int r = static_cast<int>(-allreduce_max(mine, deadline, what)[0]);
-  return r >= size_ ? -1 : r;
-}
-
 std::vector<std::string> World::gather(const std::string& local, Clock::time_point deadline, const std::string& what) {
   // Point to point (send_bytes), so that no size limit of MPI's counts applies: a long run's
   // trace may pass 2 GiB. Rank 0 receives in rank order; messages from one rank keep their order.

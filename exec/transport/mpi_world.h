@@ -9,7 +9,7 @@
 // already initialized; the destructor calls MPI_Finalize if this World initialized it (and the
 // job was not aborted).
 //
-// Collectives (barrier, allreduce_max, gather, agree) are started non-blocking and polled with
+// Collectives (barrier, allreduce_max, gather) are started non-blocking and polled with
 // short sleeps until done: they throw TransportTimeout past the deadline and PeerFailed when
 // another rank sent an abort notice meanwhile, so no wait can hang.
 //
@@ -90,8 +90,6 @@ class World {
   void recv_bytes_into(int src, void* data, size_t n, Clock::time_point deadline, const std::string& what,
                        size_t chunk = kMaxChunkBytes);
   static constexpr size_t kMaxChunkBytes = size_t{1} << 30;
-  // -1 when no rank reports failed, else the lowest failed rank (same answer on every rank).
-  int first_failed(bool failed, Clock::time_point deadline, const std::string& what);
 
   // Sends `text` to every other rank (best effort, waits up to `wait` for the sends).
   void notify_failure(const std::string& text, std::chrono::milliseconds wait = std::chrono::milliseconds(1000));
