@@ -123,25 +123,22 @@ void check_rank_fits(const models::Model& model, const planner::Plan& plan, cons
                      const planner::Schedule* schedule, const RankPlace& rank, const std::string& flags) {
   // A rank past the plan's devices: the runtime refuses the rank count itself, naming both.
   if (rank.rank >= (schedule ? schedule->num_devices : exec::schedule_for_run(plan).num_devices)) return;
-  auto own = exec::predicted_rank_memory(model, plan, optimizer, schedule, rank.rank, false);
-  if (!own) {
+  const auto need = exec::predicted_rank_memory(model, plan, optimizer, schedule, rank.rank);
+  if (!need) {
     check_fits_in_memory(model, optimizer, plan.micro_batch_size, plan.num_micro_batches, flags);
     return;
   }
   const std::string who = " (rank " + std::to_string(rank.rank) + ")";
-  if (!rank.writes_checkpoints) own->rank0_checkpoint_bytes = 0;
+  const int64_t writing = rank.writes_checkpoints ? need->rank0_checkpoint_bytes : 0;  // on rank 0's host
   if (!rank.device.is_cpu()) {
-    refuse_run(model, own->workers_bytes, " on " + rank.device.to_string() + who, bound_of(rank.device), flags);
-    refuse_run(model, own->rank0_checkpoint_bytes, who, bound_of(exec::Device::cpu()), flags);
+    refuse_run(model, need->own_bytes, " on " + rank.device.to_string() + who, bound_of(rank.device), flags);
+    if (rank.rank == 0) refuse_run(model, writing, who, bound_of(exec::Device::cpu()), flags);
     return;
   }
-  refuse_run(model, own->workers_bytes + own->rank0_checkpoint_bytes, who, bound_of(rank.device), flags);
+  refuse_run(model, need->own_bytes + (rank.rank == 0 ? writing : 0), who, bound_of(rank.device), flags);
   if (!rank.all_on_this_host) return;
-  auto all = exec::predicted_rank_memory(model, plan, optimizer, schedule, rank.rank, true);
-  if (!rank.writes_checkpoints) all->rank0_checkpoint_bytes = 0;
   const exec::MemoryBound host = exec::host_memory_bound();
-  refuse_run(model, all->workers_bytes + all->rank0_checkpoint_bytes, " (all ranks, on this host)",
-             {host.bytes, exec::describe(host)}, flags);
+  refuse_run(model, need->all_bytes + writing, " (all ranks, on this host)", {host.bytes, exec::describe(host)}, flags);
 }
 
 }  // namespace

@@ -64,27 +64,22 @@ std::optional<std::vector<MemoryNeed>> predicted_run_memory(const models::Model&
 
 std::optional<RankNeed> predicted_rank_memory(const models::Model& model, const planner::Plan& plan,
                                               const OptimizerOptions& optimizer, const planner::Schedule* schedule,
-                                              int rank, bool all_workers) {
+                                              int rank) {
   const std::optional<SimulatedMemory> m = simulate_memory(model, plan, optimizer, schedule);
   if (!m) return std::nullopt;
   const planner::Schedule& sched = m->schedule;
   PW_CHECK(rank >= 0 && rank < sched.num_devices, "predicted_rank_memory: rank " + std::to_string(rank) + " of " +
                                                       std::to_string(sched.num_devices) + " workers");
-  std::vector<int> workers{rank};
-  if (all_workers) {
-    workers.resize(static_cast<size_t>(sched.num_devices));
-    std::iota(workers.begin(), workers.end(), 0);
-  }
+  std::vector<int> all(static_cast<size_t>(sched.num_devices));
+  std::iota(all.begin(), all.end(), 0);
   RankNeed need;
-  need.workers_bytes = card_peak_bytes(m->result.trace, workers);
-  if (rank == 0 || all_workers) {
-    int64_t largest = 0;  // the state of a stage rank 0 does not run (weights_optimizer less the gradients)
-    for (int s = 0; s < sched.num_stages; ++s)
-      if (sched.stage_device[s] != 0)
-        largest = std::max(largest,
-                           at_or_zero(m->costs.weights_optimizer_bytes, s) - at_or_zero(m->costs.parameter_bytes, s));
-    need.rank0_checkpoint_bytes = largest;  // received straight into tensors of its own
-  }
+  need.own_bytes = card_peak_bytes(m->result.trace, {rank});
+  need.all_bytes = card_peak_bytes(m->result.trace, all);
+  for (int s = 0; s < sched.num_stages; ++s)
+    if (sched.stage_device[s] != 0)  // the state of a stage rank 0 does not run: less the gradients
+      need.rank0_checkpoint_bytes =
+          std::max(need.rank0_checkpoint_bytes,
+                   at_or_zero(m->costs.weights_optimizer_bytes, s) - at_or_zero(m->costs.parameter_bytes, s));
   return need;
 }
 

@@ -44,19 +44,19 @@ std::optional<std::vector<MemoryNeed>> predicted_run_memory(const models::Model&
                                                             const planner::Schedule* schedule,
                                                             const std::vector<Device>& lanes);
 
-// An MPI job's need where rank `rank`'s process runs (each rank holds its own stages only,
-// run_setup.h): workers_bytes is its worker's peak alone, or with `all_workers` (every rank on
-// one host) the peak of all workers together, wherever their stages run (the host, or the
-// rank's GPU). rank0_checkpoint_bytes, where rank 0 is among them, is the host memory rank 0
-// adds while it writes a checkpoint: the largest state (weights and optimizer state) of a stage
-// it does not run, received into tensors of its own (run_ranks.cc); else 0.
-// std::nullopt as predicted_run_memory.
+// An MPI job's needs as seen from rank `rank`'s process (each rank holds its own stages only,
+// run_setup.h), wherever the stages run (the host, or the rank's GPU): own_bytes, its worker's
+// peak alone; all_bytes, the peak of all workers together (every rank on one host);
+// rank0_checkpoint_bytes, the host memory rank 0 adds while it writes a checkpoint: the largest
+// state (weights and optimizer state) of a stage it does not run, received into tensors of its
+// own (run_ranks.cc). std::nullopt as predicted_run_memory.
 struct RankNeed {
-  int64_t workers_bytes = 0;
+  int64_t own_bytes = 0;
+  int64_t all_bytes = 0;
   int64_t rank0_checkpoint_bytes = 0;
 };
 std::optional<RankNeed> predicted_rank_memory(const models::Model& model, const planner::Plan& plan,
                                               const OptimizerOptions& optimizer, const planner::Schedule* schedule,
-                                              int rank, bool all_workers);
+                                              int rank);
 
 }  // namespace pw::exec

@@ -130,7 +130,8 @@ TEST_CASE("run_memory: the prediction is near what the runtime holds (gpt: gpipe
   }
 }
 
-TEST_CASE("run_memory: an MPI rank needs its own worker's peak, rank 0 one other stage more to checkpoint") {
+TEST_CASE(
+    "run_memory: an MPI rank needs its own worker's peak, all ranks the host's, rank 0 one other stage to checkpoint") {
   const int64_t mbs = 2;
   const int m = 8;
   const models::Model model = run_memory_gpt(mbs * m);
@@ -152,15 +153,12 @@ TEST_CASE("run_memory: an MPI rank needs its own worker's peak, rank 0 one other
   REQUIRE(largest_other > 0);
   for (int rank = 0; rank < 4; ++rank) {
     CAPTURE(rank);
-    const auto own = predicted_rank_memory(model, plan, adam, nullptr, rank, false);
-    REQUIRE(own.has_value());
-    CHECK(own->workers_bytes == (*per_card)[rank].bytes);
-    CHECK(own->workers_bytes < all);
-    CHECK(own->rank0_checkpoint_bytes == (rank == 0 ? largest_other : 0));
-    const auto host = predicted_rank_memory(model, plan, adam, nullptr, rank, true);
-    REQUIRE(host.has_value());
-    CHECK(host->workers_bytes == all);
-    CHECK(host->rank0_checkpoint_bytes == largest_other);
+    const auto need = predicted_rank_memory(model, plan, adam, nullptr, rank);
+    REQUIRE(need.has_value());
+    CHECK(need->own_bytes == (*per_card)[rank].bytes);
+    CHECK(need->own_bytes < all);
+    CHECK(need->all_bytes == all);
+    CHECK(need->rank0_checkpoint_bytes == largest_other);
   }
 }
 
