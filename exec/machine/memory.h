@@ -12,6 +12,11 @@ namespace pw::exec {
 // Physical memory: physical pages x page size; 0 when sysconf cannot tell.
 int64_t physical_memory_bytes();
 
+// The soft rlimit `resource` (RLIMIT_DATA, RLIMIT_AS) less what this process already holds of
+// it (`status_key` of /proc/self/status: "VmData:", "VmSize:"; 0 where unread), in bytes; -1
+// for no limit. Async-signal-safe (getrlimit, open, read): memory_crash.h's handler calls it.
+int64_t rlimit_headroom(int resource, const char* status_key);
+
 // Memory this process can still be given now: the least of MemAvailable (/proc/meminfo, or
 // physical_memory_bytes() where that is missing), its cgroups' headroom (limit less usage) and its
 // rlimits' headroom (memory_bound's); 0 when none of these can be read.

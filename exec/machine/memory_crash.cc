@@ -1,6 +1,5 @@
 #include "exec/machine/memory_crash.h"
 
-#include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -8,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "exec/machine/memory.h"
 #include "models/temp_registry.h"
 
 namespace pw::exec {
@@ -19,34 +19,6 @@ constexpr uintptr_t kNullPage = 64 << 10;
 
 struct sigaction g_previous[2];
 char g_prefix[64] = "pipewright: ";
-
-// The value in KiB of line `key` ("VmData:") of /proc/self/status, in bytes; -1 if unread.
-int64_t status_bytes(const char* key) {
-  char buf[4096];
-  const int fd = ::open("/proc/self/status", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return -1;
-  const ssize_t n = ::read(fd, buf, sizeof buf - 1);
-  ::close(fd);
-  if (n <= 0) return -1;
-  buf[n] = '\0';
-  const char* at = std::strstr(buf, key);
-  if (!at) return -1;
-  at += std::strlen(key);
-  while (*at == ' ' || *at == '\t') ++at;
-  int64_t kib = 0;
-  while (*at >= '0' && *at <= '9') kib = kib * 10 + (*at++ - '0');
-  return kib * 1024;
-}
-
-// Headroom under the rlimit, or -1 when unlimited.
-int64_t headroom(int resource, const char* key) {
-  struct rlimit rl {};
-  if (::getrlimit(resource, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return -1;
-  const int64_t used = status_bytes(key);
-  if (used < 0) return -1;
-  const int64_t limit = rl.rlim_cur >= (1ull << 62) ? int64_t{1} << 62 : static_cast<int64_t>(rl.rlim_cur);
-  return limit > used ? limit - used : 0;
-}
 
 // Appends s to buf (of size cap) at *len.
 void put(char* buf, size_t cap, size_t* len, const char* s) {
@@ -90,8 +62,8 @@ void hand_on(int sig, siginfo_t* info, void* context) {
 
 void on_crash(int sig, siginfo_t* info, void* context) {
   const bool null_access = info->si_code > 0 && reinterpret_cast<uintptr_t>(info->si_addr) < kNullPage;
-  const int64_t data = headroom(RLIMIT_DATA, "VmData:");
-  const int64_t space = headroom(RLIMIT_AS, "VmSize:");
+  const int64_t data = rlimit_headroom(RLIMIT_DATA, "VmData:");
+  const int64_t space = rlimit_headroom(RLIMIT_AS, "VmSize:");
   const bool near_data = data >= 0 && data < kCrashHeadroomBytes;
   const bool near_space = space >= 0 && space < kCrashHeadroomBytes;
   if (!null_access || (!near_data && !near_space)) {
