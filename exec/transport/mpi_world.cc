@@ -157,36 +157,37 @@ void World::send_bytes(int dst, std::string_view bytes, Clock::time_point deadli
   });
 }
 
-std::string World::recv_bytes(int src, Clock::time_point deadline, const std::string& what, size_t chunk) {
+int64_t World::recv_length(int src, size_t chunk, Clock::time_point deadline, const std::string& what) {
   PW_CHECK(chunk >= 1 && chunk <= kMaxChunkBytes, "recv_bytes: chunk of " + std::to_string(chunk) + " bytes");
   int64_t n = 0;
   MPI_Request req;
   check_mpi(MPI_Irecv(&n, sizeof n, MPI_BYTE, src, kBytesTag, comms_->collective, &req), "MPI_Irecv");
   wait(&req, deadline, what);
   PW_CHECK(n >= 0, "recv_bytes: rank " + std::to_string(src) + " announced " + std::to_string(n) + " bytes");
-  std::string out(static_cast<size_t>(n), '\0');
-  for_each_chunk(out.size(), chunk, [&](size_t at, int c) {
-    check_mpi(MPI_Irecv(out.data() + at, c, MPI_BYTE, src, kBytesTag, comms_->collective, &req), "MPI_Irecv");
+  return n;
+}
+
+void World::recv_chunks(int src, char* p, size_t n, size_t chunk, Clock::time_point deadline, const std::string& what) {
+  MPI_Request req;
+  for_each_chunk(n, chunk, [&](size_t at, int c) {
+    check_mpi(MPI_Irecv(p + at, c, MPI_BYTE, src, kBytesTag, comms_->collective, &req), "MPI_Irecv");
     wait(&req, deadline, what);
   });
+}
+
+std::string World::recv_bytes(int src, Clock::time_point deadline, const std::string& what, size_t chunk) {
+  std::string out(static_cast<size_t>(recv_length(src, chunk, deadline, what)), '\0');
+  recv_chunks(src, out.data(), out.size(), chunk, deadline, what);
   return out;
 }
 
 void World::recv_bytes_into(int src, void* data, size_t n, Clock::time_point deadline, const std::string& what,
                             size_t chunk) {
-  PW_CHECK(chunk >= 1 && chunk <= kMaxChunkBytes, "recv_bytes: chunk of " + std::to_string(chunk) + " bytes");
-  int64_t sent = 0;
-  MPI_Request req;
-  check_mpi(MPI_Irecv(&sent, sizeof sent, MPI_BYTE, src, kBytesTag, comms_->collective, &req), "MPI_Irecv");
-  wait(&req, deadline, what);
+  const int64_t sent = recv_length(src, chunk, deadline, what);
   PW_CHECK(sent == static_cast<int64_t>(n), "recv_bytes: rank " + std::to_string(src) + " sent " +
                                                 std::to_string(sent) + " bytes where " + std::to_string(n) +
                                                 " were expected (" + what + ")");
-  char* p = static_cast<char*>(data);
-  for_each_chunk(n, chunk, [&](size_t at, int c) {
-    check_mpi(MPI_Irecv(p + at, c, MPI_BYTE, src, kBytesTag, comms_->collective, &req), "MPI_Irecv");
-    wait(&req, deadline, what);
-  });
+  recv_chunks(src, static_cast<char*>(data), n, chunk, deadline, what);
 }
 
 void World::notify_failure(const std::string& text, std::chrono::milliseconds wait_for) {

@@ -113,6 +113,9 @@ class World {
 
  private:
   void wait(void* request, Clock::time_point deadline, const std::string& what);
+  // recv_bytes' two parts: the announced length (checked >= 0), then the chunks into p[0, n).
+  int64_t recv_length(int src, size_t chunk, Clock::time_point deadline, const std::string& what);
+  void recv_chunks(int src, char* p, size_t n, size_t chunk, Clock::time_point deadline, const std::string& what);
 
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1, tag_ub_ = 32767;
   std::string host_;
