@@ -4,18 +4,17 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <exception>
 #include <functional>
 #include <limits>
 #include <optional>
 #include <set>
-#include <string_view>
 #include <thread>
 
 #include "exec/runtime/checkpoint.h"
 #include "exec/runtime/device_lanes.h"
 #include "exec/runtime/fault_injection.h"
+#include "exec/runtime/rank_checkpoint.h"
 #include "exec/runtime/rank_runtime.h"
 #include "exec/runtime/run_checkpoint.h"
 #include "exec/runtime/run_setup.h"
@@ -29,124 +28,6 @@ using Clock = Transport::Clock;
 
 // Deadline of the input agreement (every rank builds its model first).
 constexpr std::chrono::minutes kAgreeTimeout{10};
-
-class Bytes {
- public:
-  void i64(int64_t v) { raw(&v, sizeof v); }
-  void raw(const void* p, size_t n) { s_.append(static_cast<const char*>(p), n); }
-  std::string take() { return std::move(s_); }
-
- private:
-  std::string s_;
-};
-
-class Reader {
- public:
-  explicit Reader(const std::string& s) : s_(s) {}
-  int64_t i64() {
-    int64_t v;
-    raw(&v, sizeof v);
-    return v;
-  }
-  void raw(void* p, size_t n) {
-    PW_CHECK(at_ + n <= s_.size(), "gathered weights are truncated");
-    std::memcpy(p, s_.data() + at_, n);
-    at_ += n;
-  }
-  bool done() const { return at_ == s_.size(); }
-
- private:
-  const std::string& s_;
-  size_t at_ = 0;
-};
-
-// A stage's state as the header of its message: counters, then each tensor's name and shape.
-// The values follow as one message per tensor, straight from (and into) the tensors' buffers.
-std::string stage_header(const StageState& st) {
-  Bytes b;
-  b.i64(st.optimizer_steps);
-  b.i64(st.weight_version);
-  b.i64(static_cast<int64_t>(st.tensors.size()));
-  for (const auto& [name, t] : st.tensors) {
-    b.i64(static_cast<int64_t>(name.size()));
-    b.raw(name.data(), name.size());
-    b.i64(static_cast<int64_t>(t->shape().size()));
-    for (int64_t d : t->shape()) b.i64(d);
-  }
-  return b.take();
-}
-
-// Sends stage s's state to rank 0 (host copies for a stage on a GPU).
-void send_stage(LayerStageCompute& compute, int s, mpi::World& world, Clock::time_point deadline,
-                const std::string& what) {
-  HostStagedState staged(compute.checkpoint_state(s));
-  staged.download();
-  const StageState& st = staged.host();
-  world.send_bytes(0, stage_header(st), deadline, what);
-  for (const auto& [name, t] : st.tensors)
-    world.send_bytes(0, std::string_view(reinterpret_cast<const char*>(t->data()), static_cast<size_t>(t->bytes())),
-                     deadline, what);
-}
-
-// A stage another rank sent (send_stage): owned tensors and counters.
-struct ReceivedStage {
-  NamedTensors tensors;
-  int64_t optimizer_steps = 0;
-  int64_t weight_version = 0;
-
-  // The checkpoint's view of it; points into `tensors`, so valid while this lives unchanged.
-  StageState state() {
-    StageState st;
-    st.optimizer_steps = optimizer_steps;
-    st.weight_version = weight_version;
-    for (auto& [name, t] : tensors) st.tensors.emplace_back(name, &t);
-    return st;
-  }
-};
-
-ReceivedStage receive_stage(int src, mpi::World& world, Clock::time_point deadline, const std::string& what) {
-  const std::string header = world.recv_bytes(src, deadline, what);
-  Reader r(header);
-  ReceivedStage d;
-  d.optimizer_steps = r.i64();
-  d.weight_version = r.i64();
-  const int64_t n = r.i64();
-  for (int64_t k = 0; k < n; ++k) {
-    std::string name(static_cast<size_t>(r.i64()), '\0');
-    r.raw(name.data(), name.size());
-    std::vector<int64_t> shape(static_cast<size_t>(r.i64()));
-    for (int64_t& dim : shape) dim = r.i64();
-    d.tensors.emplace_back(std::move(name), Tensor(shape));
-  }
-  PW_CHECK(r.done(), "a sent stage header has bytes past its last tensor");
-  for (auto& [name, t] : d.tensors)
-    world.recv_bytes_into(src, t.data(), static_cast<size_t>(t.bytes()), deadline, what);
-  return d;
-}
-
-// Every stage's state, handed to `use` on rank 0 in stage order: its own stages' from its
-// compute, the others' received from the rank running replica 0 of them. Every rank calls it;
-// one stage is in flight at a time and its values go straight from the sender's tensors into
-// rank 0's, so rank 0 holds its own stages and one other, the senders nothing more, and no
-// message exceeds World::kMaxChunkBytes (a gather of everything once failed past 2 GiB).
-void stages_to_rank0(LayerStageCompute& compute, const planner::Schedule& sch, mpi::World& world,
-                     Clock::time_point deadline, const std::string& what,
-                     const std::function<void(int, const StageState&)>& use) {
-  const int rank = world.rank();
-  for (int s = 0; s < compute.num_stages(); ++s) {
-    const int owner = sch.stage_device[s];
-    if (rank == 0 && owner == 0) {
-      HostStagedState staged(compute.checkpoint_state(s));  // rank 0's own stage may be on its GPU
-      staged.download();
-      use(s, staged.host());
-    } else if (rank == 0) {
-      ReceivedStage d = receive_stage(owner, world, deadline, what);
-      use(s, d.state());
-    } else if (rank == owner) {
-      send_stage(compute, s, world, deadline, what);
-    }
-  }
-}
 
 // The step deadline (PipelineRunOptions::step_deadline): the option when given, else
 // max(kMinStepDeadline, kDeadlineMedians x the median step so far), kFirstStepDeadline before
@@ -283,13 +164,6 @@ int64_t bucket_bytes_from_env(int64_t fallback) {
   return n;
 }
 
-// Whether `device` runs stage s (as any of its replicas).
-bool runs_stage(const planner::Schedule& sch, int s, int device) {
-  if (sch.stage_replicas.empty()) return sch.stage_device[s] == device;
-  const std::vector<int>& r = sch.stage_replicas[s];
-  return std::find(r.begin(), r.end(), device) != r.end();
-}
-
 // This rank's pipeline device and the GPU it runs on (device_lanes.h: rank_gpu; the host for a
 // run on the host).
 RankDevice rank_device(const PipelineRunOptions& o, mpi::World& world) {
@@ -338,6 +212,7 @@ PipelineRunResult run_pipeline_ranks(const models::Model& model, const planner::
   int64_t bucket_bytes = RuntimeOptions{}.allreduce_bucket_bytes;
   Json identity;
   int first_step = 0;
+  std::optional<CheckpointInfo> resume;  // rank 0: the opened checkpoint; every rank: its step and data
   agree_on_input(world, [&] {
     const RankDevice gpu = rank_device(options, world);
     check_plan_for_model(plan, model, options.schedule ? &*options.schedule : nullptr);
@@ -356,26 +231,27 @@ PipelineRunResult run_pipeline_ranks(const models::Model& model, const planner::
           "(the table's two gradients are summed in one process)");
     identity = run_checkpoint_identity(model, plan, options, *setup->slicer);
     check_run_checkpointing(*setup, plan, options);
-    // --resume: every rank reads the stages it runs (the directory must be visible to every
-    // rank: one host, or a shared file system); a rank that cannot fails the agreement.
-    if (!options.resume_dir.empty()) {
-      const CheckpointInfo info = open_checkpoint(options.resume_dir, identity, setup->compute->num_stages());
+    // --resume: rank 0 alone reads the checkpoint (rank_checkpoint.h), here its manifest.
+    if (!options.resume_dir.empty() && world.rank() == 0) {
+      resume = open_checkpoint(options.resume_dir, identity, setup->compute->num_stages());
       const int all = options.warmup_steps + options.steps;
-      if (info.step >= all)
-        throw InputError("--resume " + options.resume_dir + ": the checkpoint is at step " + std::to_string(info.step) +
-                         "; " + std::to_string(all) + " steps (warm-up included) leave nothing to run");
-      // Every replica's rank loads the stage's one saved state (replica 0's).
-      for (int s = 0; s < setup->compute->num_stages(); ++s) {
-        if (!runs_stage(setup->schedule, s, world.rank())) continue;
-        HostStagedState st(setup->compute->checkpoint_state(s));
-        load_stage(options.resume_dir, info, s, st.host());
-        st.upload();
-        setup->compute->restore_counters(s, st.host());
-      }
-      setup->slicer->restore(info.data);
-      first_step = static_cast<int>(info.step);
+      if (resume->step >= all)
+        throw InputError("--resume " + options.resume_dir + ": the checkpoint is at step " +
+                         std::to_string(resume->step) + "; " + std::to_string(all) +
+                         " steps (warm-up included) leave nothing to run");
     }
   });
+  // Then its stages go to the ranks that run them; a file that fails to load fails a second
+  // agreement (every rank took part in the first, so every rank is here to hear of it).
+  if (!options.resume_dir.empty()) {
+    if (!resume) resume.emplace();
+    agree_on_input(world, [&] {
+      resume_from_rank0(*setup->compute, setup->schedule, world, options.resume_dir, *resume,
+                        Clock::now() + kAgreeTimeout);
+      setup->slicer->restore(resume->data);
+    });
+    first_step = static_cast<int>(resume->step);
+  }
   const int rank = world.rank();
   LayerStageCompute& compute = *setup->compute;
   std::unique_ptr<FaultInjectingCompute> injected;

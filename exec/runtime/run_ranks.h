@@ -28,10 +28,11 @@
 // point, and the directory is where rank 0 writes its other outputs); the others wait in a
 // barrier until it is written. Each rank holds its own stages' weights only (run_setup.h), so
 // rank 0's extra memory at a checkpoint is one other stage, and the checkpoint's size has no
-// limit of MPI's (a gather of it all once failed past 2 GiB). --resume: every rank reads the
-// stages it runs and the data position itself, inside the input agreement (so the directory
-// must be visible to every rank: one host or a shared file system; a rank that cannot read it
-// fails the agreement and the job exits 2 with its one line). Resumed runs equal the
+// limit of MPI's (a gather of it all once failed past 2 GiB). --resume: rank 0 reads the
+// manifest inside the input agreement, then every stage's file, and sends each stage to the
+// ranks that run it (rank_checkpoint.h), inside a second agreement: only rank 0 touches the
+// checkpoint directory, so it needs to exist on rank 0's host only, and a missing, mismatched or
+// corrupt checkpoint is rank 0's one line and exit 2 on every rank. Resumed runs equal the
 // uninterrupted run bitwise (losses and final weights) for the same plan and thread counts.
 //
 // Per iteration the ranks agree on the step (one allreduce): the iteration time is the

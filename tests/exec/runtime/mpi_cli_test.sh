@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `mpirun -np 2 pipewright run` faults and refusals (ctest, tests/exec/CMakeLists.txt):
-#   mpi_cli_test.sh throw|kill|mismatch|replicated|nan|nan-replicated|compare <pipewright> <mpiexec> [flags...]
+#   mpi_cli_test.sh throw|kill|mismatch|replicated|nan|nan-replicated|compare|resume-rank0-dir <pipewright> <mpiexec> [flags...]
 # throw: rank 1 throws at BW(1,3) (PW_TEST_INJECT_FAULT, exec/runtime/fault_injection.h);
 # kill:  rank 1 SIGKILLs itself at F(1,2).
 #   Pass when mpirun (hence every rank: it ends the job) exits non-zero and the output names
@@ -21,6 +21,10 @@
 # compare: `run --compare` on 2 ranks. Pass when mpirun exits 0 and rank 0 alone measured and
 #   printed the comparison: one "compare: measuring" line, one "predicted iteration P ms,
 #   measured M ms" line with P > 0, and a predicted peak memory for each of the 2 workers.
+# resume-rank0-dir: rank 0 and rank 1 start in different working directories (mpirun --wdir),
+#   as on two hosts without a shared file system, with the relative --checkpoint ck, then
+#   --resume ck. Pass when both exit 0, the resumed steps 3-4 print the losses of an
+#   uninterrupted 4-step run, and rank 1's directory has no ck: only rank 0 reads and writes it.
 # ctest's TIMEOUT bounds every mode.
 set -u
 mode=$1 pipewright=$2
@@ -29,6 +33,33 @@ fail() { echo "FAIL: $*"; exit 1; }
 fault=''
 np=2
 run_args=(--model mlp --stages 2 --micro-batches 4 --steps 3 --threads 1 --log-every 1)
+if [ "$mode" = resume-rank0-dir ]; then
+  dir=$(mktemp -d)
+  trap 'rm -rf "$dir"' EXIT
+  mkdir "$dir/a" "$dir/b"
+  pipewright=$(realpath "$pipewright")  # each rank starts in its own directory
+  args=(run --model mlp --stages 2 --micro-batches 4 --threads 1 --log-every 1)
+  two_dirs() { "$@" -np 1 --wdir "$dir/a" "$pipewright" "${args[@]}" "${extra[@]}" : \
+                    -np 1 --wdir "$dir/b" "$pipewright" "${args[@]}" "${extra[@]}" 2>&1; }
+  extra=(--steps 4)
+  whole=$(two_dirs "$@") || fail "the uninterrupted run failed: $whole"
+  extra=(--steps 2 --checkpoint ck)
+  first=$(two_dirs "$@") || fail "the checkpointed run failed: $first"
+  extra=(--steps 4 --resume ck)
+  rest=$(two_dirs "$@")
+  rc=$?
+  echo "$whole"; echo "$first"; echo "$rest"; echo "exit code: $rc"
+  [ "$rc" -eq 0 ] || fail "the resumed run exited $rc, expected 0"
+  [ -f "$dir/a/ck/manifest.json" ] || fail "rank 0 wrote no checkpoint in its directory"
+  [ -e "$dir/b/ck" ] && fail "rank 1 touched the checkpoint directory in its own working directory"
+  for k in 3 4; do
+    want=$(grep -o "^step $k/4  loss [0-9.]*" <<<"$whole")
+    [ -n "$want" ] || fail "no step $k in the uninterrupted run"
+    grep -q "^$want " <<<"$rest" || fail "the resumed step $k differs: expected \"$want\""
+  done
+  echo PASS
+  exit 0
+fi
 case $mode in
   nan) fault='1:BW(1,3):nan' ;;
   nan-replicated)
@@ -67,7 +98,7 @@ json.dump(p, open(sys.argv[1], "w"))' "$dir/plan.json" || fail "could not write 
     # one micro-batch per replica
     python3 "$(dirname "$0")/replicate_plan.py" "$dir/plan.json" 2 || fail "could not write the replicated plan"
     run_args=(--plan "$dir/plan.json" --model mlp --steps 1 --log-every 1) ;;
-  *) echo "usage: $0 throw|kill|mismatch|replicated|nan|nan-replicated|compare <pipewright> <mpiexec> [flags...]"; exit 2 ;;
+  *) echo "usage: $0 throw|kill|mismatch|replicated|nan|nan-replicated|compare|resume-rank0-dir <pipewright> <mpiexec> [flags...]"; exit 2 ;;
 esac
 out=$(PW_TEST_INJECT_FAULT=$fault "$@" -np $np "$pipewright" run "${run_args[@]}" 2>&1)
 rc=$?

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -255,8 +256,10 @@ TEST_CASE("mpi runtime: --gpus other than 1 is refused on every rank (each rank 
 namespace {
 
 // Runs `plan` 4 steps whole, then stopped after step 2 with a checkpoint in `name` (under the
-// temporary directory, one for every rank: rank 0's process id) and resumed: the resumed steps'
-// losses and, on rank 0, the final weights equal the whole run's bit for bit.
+// temporary directory, named with rank 0's process id) and resumed: the resumed steps' losses
+// and, on rank 0, the final weights equal the whole run's bit for bit. Only rank 0 may touch the
+// checkpoint: the other ranks are given a directory that does not exist, as on a host without
+// rank 0's file system, and it must still not exist afterwards.
 void check_stop_and_resume_bitwise(const models::Model& model, const planner::Plan& plan, const std::string& name) {
   const auto deadline = [] { return std::chrono::steady_clock::now() + std::chrono::seconds(60); };
   const double pid = world().allreduce_max({world().rank() == 0 ? static_cast<double>(::getpid()) : 0.0}, deadline(),
@@ -266,16 +269,19 @@ void check_stop_and_resume_bitwise(const models::Model& model, const planner::Pl
   PipelineRunOptions o = testing::compare_options();
   o.steps = 4;
   const PipelineRunResult whole = run_pipeline_ranks(model, plan, o, world());
-  o.checkpoint_dir = dir.string();
+  const std::filesystem::path elsewhere = dir.string() + "_rank_" + std::to_string(world().rank());
+  const std::filesystem::path own = world().rank() == 0 ? dir : elsewhere;
+  o.checkpoint_dir = own.string();
   int polls = 0;
   o.stop_requested = [&polls] { return ++polls == 2; };
   const PipelineRunResult first = run_pipeline_ranks(model, plan, o, world());
   CHECK(first.checkpoint_step == 2);
   o.checkpoint_dir.clear();
   o.stop_requested = {};
-  o.resume_dir = dir.string();
+  o.resume_dir = own.string();
   const PipelineRunResult rest = run_pipeline_ranks(model, plan, o, world());
   world().barrier(deadline(), "the test's resumed run");
+  CHECK_FALSE(std::filesystem::exists(elsewhere));
   if (world().rank() == 0) std::filesystem::remove_all(dir);
   CHECK(rest.first_step == 2);
   REQUIRE(rest.losses.size() == 2);
@@ -308,6 +314,47 @@ TEST_CASE("mpi runtime: one rank per stage, stopped at step 2 and resumed, equal
   check_stop_and_resume_bitwise(
       model, even_plan(model, world().size(), /*micro-batches=*/4, /*size=*/2, ScheduleKind::one_f_one_b, false),
       "pw_mpi_resume");
+}
+
+// Rank 0 reads every stage for the others (rank_checkpoint.h); a stage file it finds corrupt
+// is its input error, agreed on by every rank, which all leave the protocol without waiting.
+TEST_CASE("mpi runtime: a corrupt stage file of another rank's stage fails the resume on every rank, naming the file") {
+  const auto deadline = [] { return std::chrono::steady_clock::now() + std::chrono::seconds(60); };
+  const double pid = world().allreduce_max({world().rank() == 0 ? static_cast<double>(::getpid()) : 0.0}, deadline(),
+                                           "the test's directory")[0];
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("pw_mpi_corrupt_resume_" + std::to_string(static_cast<long>(pid)));
+  const models::Model model = small_model("gpt");
+  const planner::Plan plan = even_plan(model, world().size(), 4, 2, ScheduleKind::one_f_one_b, false);
+  PipelineRunOptions o = testing::compare_options();
+  o.steps = 2;
+  o.checkpoint_dir = dir.string();
+  CHECK(run_pipeline_ranks(model, plan, o, world()).checkpoint_step == 2);
+  const std::string last = "stage-" + std::to_string(plan.num_stages() - 1) + ".step-2.bin";
+  if (world().rank() == 0) {  // flip a bit of the stored checksum
+    std::fstream f(dir / last, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(-1, std::ios::end);
+    const char c = static_cast<char>(f.get() ^ 1);
+    f.seekp(-1, std::ios::end);
+    f.put(c);
+  }
+  world().barrier(deadline(), "the test's corrupted file");
+  o.checkpoint_dir.clear();
+  o.steps = 4;
+  o.resume_dir = dir.string();
+  try {
+    run_pipeline_ranks(model, plan, o, world());
+    CHECK(false);
+  } catch (const RankInputError& e) {
+    CHECK(e.first_failed_rank() == 0);
+    CHECK(e.all_on_input());
+    if (world().rank() == 0) {
+      CHECK(std::string(e.what()).find(last) != std::string::npos);
+      CHECK(std::string(e.what()).find("checksum mismatch") != std::string::npos);
+    }
+  }
+  world().barrier(deadline(), "the test's failed resume");
+  if (world().rank() == 0) std::filesystem::remove_all(dir);
 }
 
 // Replicated stages checkpoint replica 0's state and every replica's rank resumes from it: a
