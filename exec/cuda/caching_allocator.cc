@@ -64,11 +64,12 @@ void* CachingAllocator::take_cached(size_t cls, StreamHandle stream) {
   return p;
 }
 
-void CachingAllocator::free_ready_blocks() {
+void CachingAllocator::free_cached_blocks(bool wait) {
   for (auto& [cls, list] : free_) {
     auto keep = list.begin();
     for (auto b = list.begin(); b != list.end(); ++b) {
-      if (driver_.event_done(b->done)) {
+      if (wait) driver_.wait_event(b->done);
+      if (wait || driver_.event_done(b->done)) {
         driver_.raw_free(b->p);
         recycle_event(b->done);
         cached_ -= static_cast<int64_t>(cls);
@@ -88,8 +89,12 @@ void* CachingAllocator::allocate(size_t bytes, StreamHandle stream) {
   void* p = take_cached(cls, stream);
   if (!p) {
     p = driver_.raw_allocate(cls);
-    if (!p) {
-      free_ready_blocks();
+    if (!p) {  // first the cached buffers whose frees have completed, no waiting
+      free_cached_blocks(false);
+      p = driver_.raw_allocate(cls);
+    }
+    if (!p && cached_ > 0) {  // then the rest, once other streams' work with them is done
+      free_cached_blocks(true);
       p = driver_.raw_allocate(cls);
     }
     if (!p)
@@ -190,15 +195,7 @@ void CachingAllocator::reset_peak() {
 
 void CachingAllocator::release_cache() {
   std::lock_guard<std::mutex> lock(mu_);
-  for (auto& [cls, list] : free_) {
-    for (FreeBlock& b : list) {
-      driver_.wait_event(b.done);
-      driver_.raw_free(b.p);
-      recycle_event(b.done);
-      cached_ -= static_cast<int64_t>(cls);
-      reserved_ -= static_cast<int64_t>(cls);
-    }
-  }
+  free_cached_blocks(true);
   free_.clear();
 }
 

@@ -73,7 +73,9 @@ class CachingAllocator {
   CachingAllocator(const CachingAllocator&) = delete;
   CachingAllocator& operator=(const CachingAllocator&) = delete;
 
-  // A buffer of at least `bytes` (>= 1) bytes for use on `stream`. Throws OutOfMemory.
+  // A buffer of at least `bytes` (>= 1) bytes for use on `stream`. When the driver has no room:
+  // frees the completed cached buffers and retries, then waits for the pending ones (frees on
+  // other streams whose work is still queued), frees them and retries; then throws OutOfMemory.
   void* allocate(size_t bytes, StreamHandle stream);
   // `p` from allocate() with the same `bytes`; `stream`: the stream the last use was queued on.
   // Throws only for a caller's bug (a size other than the allocation's, a second free).
@@ -109,9 +111,11 @@ class CachingAllocator {
     EventHandle done;  // recorded on freed_on at the free
   };
   void* take_cached(size_t cls, StreamHandle stream);  // mutex held; nullptr if none fits
-  void free_ready_blocks();                            // mutex held
-  void recycle_event(EventHandle e);                   // mutex held
-  EventHandle free_event(StreamHandle stream);         // mutex held; a recorded event, or throws
+  // Mutex held: returns the cached buffers whose free events have completed to the driver;
+  // with `wait`, every cached buffer, waiting for the events still pending.
+  void free_cached_blocks(bool wait);
+  void recycle_event(EventHandle e);            // mutex held
+  EventHandle free_event(StreamHandle stream);  // mutex held; a recorded event, or throws
 
   DeviceDriver& driver_;
   mutable std::mutex mu_;

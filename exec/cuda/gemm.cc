@@ -112,6 +112,9 @@ std::unique_ptr<Plan> make_plan(CudaDevice& dev, const GemmShape& s, Epilogue ep
   const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(static_cast<cublasLtHandle_t>(dev.blas_handle()), p->desc,
                                                            p->a, p->b, p->c, p->c, pref, 1, &result, &found);
   cublasLtMatmulPreferenceDestroy(pref);
+  // "Not supported" or nothing found: no algorithm for this epilogue (the caller may drop it);
+  // any other status is an error of the call itself (a bad layout), reported as such.
+  if (st != CUBLAS_STATUS_NOT_SUPPORTED) check(st, "cublasLtMatmulAlgoGetHeuristic");
   if (st != CUBLAS_STATUS_SUCCESS || found == 0) return nullptr;
   p->algo = result.algo;
   return p;

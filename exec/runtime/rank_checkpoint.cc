@@ -267,10 +267,8 @@ void resume_from_rank0(LayerStageCompute& compute, const planner::Schedule& sch,
   share_position(world, info, deadline);
   FirstFailure fail;
   for (int s = 0; s < compute.num_stages(); ++s) {
-    if (world.rank() == 0)
-      load_and_send(compute, sch, s, world, dir, info, deadline, fail);
-    else if (runs_stage(sch, s, world.rank()))
-      receive_and_load(compute, sch, s, world, deadline, fail);
+    if (world.rank() == 0) load_and_send(compute, sch, s, world, dir, info, deadline, fail);
+    else if (runs_stage(sch, s, world.rank())) receive_and_load(compute, sch, s, world, deadline, fail);
   }
   fail.rethrow();
 }

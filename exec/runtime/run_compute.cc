@@ -508,13 +508,21 @@ void LayerStageCompute::step_tied(Stage& st) {
 void LayerStageCompute::step_tied_on_devices(Tied& t, Device mine) {
   std::vector<float>& v = t.host_a;  // the sum, then the new table (no table-sized allocation per step)
   for (size_t i = 0; i < v.size(); ++i) v[i] += t.host_b[i];
+  struct BackToMine {  // this worker's own device again, on return and on a throw alike
+    Device d;
+    ~BackToMine() {
+      try {
+        bind_thread(d);
+      } catch (...) {  // a failed device: the exception in flight says why
+      }
+    }
+  } back{mine};
   bind_thread(t.sum.device());
   copy_from_host(v.data(), t.sum);
   t.opt->step();
   copy_to_host(*t.a, v.data());
   bind_thread(t.b.device());
   copy_from_host(v.data(), t.b);
-  bind_thread(mine);
 }
 
 int64_t LayerStageCompute::weight_version(int s) const { return stages_.at(s)->version; }

@@ -247,6 +247,26 @@ TEST_CASE("device allocator: out of memory frees completed cached buffers and re
   a.deallocate(big, 16384, stream(1));
 }
 
+// S stages on S streams of one card: near the limit the cache may hold buffers freed on
+// other streams whose work is still queued; they are waited for, not reported as out of memory.
+TEST_CASE("device allocator: out of memory waits for buffers pending on other streams before giving up") {
+  FakeDriver d(2 * 8192);
+  CachingAllocator a(d);
+  void* p = a.allocate(8192, stream(0));
+  void* q = a.allocate(8192, stream(0));
+  d.queue(stream(0));
+  a.deallocate(p, 8192, stream(0));       // pending on stream 0
+  void* r = a.allocate(8192, stream(1));  // waits for p's free, returns it to the driver, retries
+  CHECK(d.waits == 1);
+  CHECK(d.frees == 1);
+  CHECK(a.cached_bytes() == 0);
+  CHECK(a.reserved_bytes() == 2 * 8192);
+  CHECK_THROWS_AS(a.allocate(512, stream(1)), pw::OutOfMemory);  // nothing cached: no wait
+  CHECK(d.waits == 1);
+  a.deallocate(q, 8192, stream(0));
+  a.deallocate(r, 8192, stream(1));
+}
+
 TEST_CASE("device allocator: freeing with the wrong size or twice is a bug caught at once") {
   FakeDriver d;
   CachingAllocator a(d);
