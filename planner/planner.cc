@@ -277,10 +277,14 @@ PlanOutcome plan_sync(const models::Profile& p, const models::Cluster& c, const 
   if (!best.found) {
     out.feasible = false;
     int64_t need = std::numeric_limits<int64_t>::max();
-    for (int m : su.ms) {
-      if (m > batch) continue;
-      const SyncConfig cfg = su.config(m, batch, 0);
-      int64_t v = fast && fast->applies_min_memory(cfg) ? fast->min_memory_needed(cfg) : model.min_memory_needed(cfg);
+    // The least over the micro-batch counts: each search after the first only looks below the
+    // least so far (one DP for a count that cannot beat it). The most micro-batches (the
+    // smallest ones) usually need the least, so they go first.
+    for (auto m = su.ms.rbegin(); m != su.ms.rend(); ++m) {
+      if (*m > batch) continue;
+      const SyncConfig cfg = su.config(*m, batch, 0);
+      const int64_t v = fast && fast->applies_min_memory(cfg) ? fast->min_memory_needed(cfg, need)
+                                                              : model.min_memory_needed(cfg, need);
       if (v > 0) need = std::min(need, v);
     }
     out.min_memory_bytes_to_fit = need;

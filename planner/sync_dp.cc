@@ -1,6 +1,7 @@
 #include "planner/sync_dp.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 
@@ -62,7 +63,7 @@ SyncModel::SyncModel(const models::Profile& p, const models::Cluster& c)
 }
 
 int64_t SyncModel::work_range(int a, int b) const {
-  const int l = static_cast<int>(std::log2(b - a));
+  const int l = std::bit_width(static_cast<unsigned>(b - a)) - 1;  // floor(log2(b - a)), b > a
   return std::max(work_max_[l][a], work_max_[l][b - (1 << l)]);
 }
 
@@ -99,13 +100,13 @@ SyncStageCost SyncModel::stage(int a, int b, bool rec, int q, int p, const SyncC
   s.backward_s = (bwd_[b] - bwd_[a]) * scale * 1e-9 + (rec ? s.forward_s : 0.0);
   s.compute_s = s.forward_s + s.backward_s;
   const Held h = held(cfg, q, p);
-  s.persistent_bytes = static_cast<int64_t>(std::ceil((param_[b] - param_[a]) * cfg.persistent_per_parameter_byte));
+  s.persistent_bytes = ceil_bytes((param_[b] - param_[a]) * cfg.persistent_per_parameter_byte);
   const double stash = (stash_[b] - stash_[a]) * scale;
   double act = rec ? h.kept * (input_bytes(a, b) * scale) + h.reforward * stash : h.kept * stash;
   // zb-h1 holds what B keeps for W from B(j) to W(j): the same count as re-forward stashes.
   if (cfg.zb_memory) act += h.reforward * ((pending_[b] - pending_[a]) * scale);
-  s.working_bytes = static_cast<int64_t>(std::ceil(work_range(a, b) * scale));
-  s.activation_bytes = static_cast<int64_t>(std::ceil(act)) + s.working_bytes;  // working set included
+  s.working_bytes = ceil_bytes(work_range(a, b) * scale);
+  s.activation_bytes = ceil_bytes(act) + s.working_bytes;  // working set included
   s.memory_bytes = s.persistent_bytes + s.activation_bytes;
   return s;
 }
@@ -139,6 +140,10 @@ SyncEvaluation SyncModel::evaluate(const std::vector<SyncStage>& stages, const S
   return ev;
 }
 
+// solve()'s result and scratch. One per thread, reused by every optimize() and
+// min_memory_needed() call on it: a sweep makes thousands of solves, and allocating (and
+// page-faulting) the tables afresh for each showed up in its profile. Neither call nests in
+// another, and solve() re-enters only to redo the same `out`.
 struct SyncModel::Solved {
   double sum = 0;  // S, computed in the DP's order
   double max = 0;  // M of the partition found
@@ -150,6 +155,11 @@ struct SyncModel::Solved {
   std::vector<std::vector<int>> deques;
   std::vector<size_t> heads, tails;
 };
+
+SyncModel::Solved& SyncModel::thread_scratch() {
+  thread_local Solved scratch;
+  return scratch;
+}
 
 namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -243,13 +253,11 @@ bool SyncModel::solve(const SyncConfig& cfg, double bound, Solved& out, bool exa
   out.tails.assign(nc, W);
   for (int c = 0; c < nc; ++c) out.deques[c].resize(W);
   const bool allow_plain = cfg.recompute != 1, allow_rec = cfg.recompute != 0;
-  auto persist = [&](int a, int b) {
-    return static_cast<int64_t>(std::ceil((param_[b] - param_[a]) * cfg.persistent_per_parameter_byte));
-  };
+  auto persist = [&](int a, int b) { return ceil_bytes((param_[b] - param_[a]) * cfg.persistent_per_parameter_byte); };
   const int64_t L = cfg.memory_limit;
   auto plain_time_ok = [&](int a, int b) { return ((fwd_[b] - fwd_[a]) + (bwd_[b] - bwd_[a])) * s <= bound; };
   auto rec_time_ok = [&](int a, int b) { return (2 * (fwd_[b] - fwd_[a]) + (bwd_[b] - bwd_[a])) * s <= bound; };
-  auto working = [&](int a, int b) { return static_cast<int64_t>(std::ceil(work_range(a, b) * scale)); };
+  auto working = [&](int a, int b) { return ceil_bytes(work_range(a, b) * scale); };
   auto zb_pending = [&](int a, int b, const StageClass& sc) {
     return cfg.zb_memory ? sc.reforward * ((pending_[b] - pending_[a]) * scale) : 0.0;
   };
@@ -257,24 +265,21 @@ bool SyncModel::solve(const SyncConfig& cfg, double bound, Solved& out, bool exa
     if (!plain_time_ok(a, b)) return false;
     if (L <= 0) return true;
     return persist(a, b) + working(a, b) +
-               static_cast<int64_t>(
-                   std::ceil(sc.inflight * ((stash_[b] - stash_[a]) * scale) + zb_pending(a, b, sc))) <=
+               ceil_bytes(sc.inflight * ((stash_[b] - stash_[a]) * scale) + zb_pending(a, b, sc)) <=
            L;
   };
   auto rec_ok = [&](int a, int b, const StageClass& sc) {
     if (!rec_time_ok(a, b)) return false;
     if (L <= 0) return true;
     return persist(a, b) + working(a, b) +
-               static_cast<int64_t>(std::ceil(sc.inflight * (input_bytes(a, b) * scale) +
-                                              sc.reforward * ((stash_[b] - stash_[a]) * scale) +
-                                              zb_pending(a, b, sc))) <=
+               ceil_bytes(sc.inflight * (input_bytes(a, b) * scale) + sc.reforward * ((stash_[b] - stash_[a]) * scale) +
+                          zb_pending(a, b, sc)) <=
            L;
   };
   // Re-materialization can only help where a plain stage does not fit in memory.
   bool rec_useful = allow_rec;
   if (allow_rec && allow_plain && L > 0) {
-    const int64_t worst = persist(0, n) + working(0, n) +
-                          static_cast<int64_t>(std::ceil(inflight(P) * ((stash_[n] - stash_[0]) * scale)));
+    const int64_t worst = persist(0, n) + working(0, n) + ceil_bytes(inflight(P) * ((stash_[n] - stash_[0]) * scale));
     if (worst <= L) rec_useful = false;
   }
   // Sparse tables (per class) of the first minimum of wr over [j, j + 2^l), filled as j is finished.
@@ -365,7 +370,7 @@ bool SyncModel::solve(const SyncConfig& cfg, double bound, Solved& out, bool exa
             (rec_ok(k, mid, sc) ? lo : hi) = mid;
           }
           const int a = J + 1, e = lo;  // range [a, e]
-          const int l = static_cast<int>(std::log2(e - a + 1));
+          const int l = std::bit_width(static_cast<unsigned>(e - a + 1)) - 1;
           const int jm = better(c, sp(c, l, a), sp(c, l, e - (1 << l) + 1));
           const double v = out.wr[c * W + jm] - fwd_[k] * s;
           if (out.wr[c * W + jm] < kInf && v < best) {
@@ -413,7 +418,7 @@ std::vector<SyncStage> SyncModel::optimize(const SyncConfig& cfg, double* best_i
   const double m1 = cfg.m - 1;
   double best = best_iteration_s ? *best_iteration_s : kInf;
   std::vector<SyncStage> best_stages;
-  Solved sol;
+  Solved& sol = thread_scratch();
   auto consider = [&](const Solved& s) {
     const double f = s.sum + m1 * s.max;
     if (f < best) {
@@ -461,11 +466,28 @@ std::vector<SyncStage> SyncModel::optimize(const SyncConfig& cfg, double* best_i
   return best_stages;
 }
 
-int64_t smallest_fitting_limit(const std::function<bool(int64_t)>& fits) {
-  int64_t lo = 0, hi = 1;
-  while (!fits(hi)) {
-    if (hi > (int64_t{1} << 60)) return -1;
-    hi *= 2;
+int64_t smallest_fitting_limit(const std::function<bool(int64_t)>& fits, int64_t guess, int64_t below) {
+  constexpr int64_t kMax = int64_t{1} << 60;
+  int64_t lo = 0, hi = 0;  // fits(hi) once hi > 0; lo: 0, or a limit where it does not hold
+  if (below <= kMax) {
+    if (below <= 1 || !fits(below - 1)) return -1;
+    hi = below - 1;
+  } else {
+    hi = std::clamp<int64_t>(guess, 1, kMax);
+    while (!fits(hi)) {
+      if (hi > kMax) return -1;
+      lo = hi;
+      hi *= 2;
+    }
+  }
+  if (lo == 0) {  // hi holds and nothing below it was tried: down from the guess while it holds
+    int64_t down = std::clamp<int64_t>(guess, 1, hi);
+    if (down == hi) down = hi / 2;
+    while (down >= 1 && fits(down)) {
+      hi = down;
+      down = hi / 2;
+    }
+    lo = down;  // 0 (never tried: limits are >= 1) or a limit where it does not hold
   }
   while (hi - lo > 1) {
     const int64_t mid = lo + (hi - lo) / 2;
@@ -474,14 +496,26 @@ int64_t smallest_fitting_limit(const std::function<bool(int64_t)>& fits) {
   return hi;
 }
 
-int64_t SyncModel::min_memory_needed(const SyncConfig& cfg) const {
-  // Binary search on the limit: feasibility is monotone in it.
+int64_t SyncModel::memory_floor(const SyncConfig& cfg) const {
+  const double scale = static_cast<double>(cfg.micro_batch_size) / profile_batch_;
+  const int n = this->n();
+  int64_t floor = ceil_bytes(param_[n] * cfg.persistent_per_parameter_byte) / std::max(1, max_stages());
+  for (int i = 0; i < n; ++i)
+    floor = std::max(floor, ceil_bytes((param_[i + 1] - param_[i]) * cfg.persistent_per_parameter_byte) +
+                                ceil_bytes(static_cast<double>(work_max_[0][i]) * scale));
+  return std::max<int64_t>(floor, 1);
+}
+
+int64_t SyncModel::min_memory_needed(const SyncConfig& cfg, int64_t below) const {
+  // Search on the limit: feasibility is monotone in it.
   SyncConfig c = cfg;
-  Solved sol;
-  return smallest_fitting_limit([&](int64_t lim) {
-    c.memory_limit = lim;
-    return solve(c, kInf, sol, false);
-  });
+  Solved& sol = thread_scratch();
+  return smallest_fitting_limit(
+      [&](int64_t lim) {
+        c.memory_limit = lim;
+        return solve(c, kInf, sol, false);
+      },
+      memory_floor(cfg), below);
 }
 
 }  // namespace pw::planner

@@ -51,8 +51,10 @@
 // last_evaluations().
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -93,10 +95,23 @@ struct SyncEvaluation {
   std::vector<SyncStageCost> stages;
 };
 
-// The smallest memory limit in bytes for which `fits` holds, found by doubling then bisecting
-// (`fits` must be monotone: true at a limit, true at every larger one); -1 when it holds at no
-// limit up to 2^60 bytes.
-int64_t smallest_fitting_limit(const std::function<bool(int64_t)>& fits);
+// The smallest memory limit in bytes for which `fits` holds (`fits` must be monotone: true at a
+// limit, true at every larger one), below `below`; -1 when it holds at no limit below `below`
+// (and up to 2^60 bytes). Found by bracketing from `guess` (doubling up from it, or halving down
+// while it holds), then bisecting: the answer does not depend on the guess, the number of calls
+// of `fits` does (about log2(answer / guess) + log2(answer) for a guess below the answer). With
+// `below`, one call settles a limit that is not below it.
+int64_t smallest_fitting_limit(const std::function<bool(int64_t)>& fits, int64_t guess = 1,
+                               int64_t below = std::numeric_limits<int64_t>::max());
+
+// ceil(x) as an integer, for the byte counts of the cost model (x >= 0; std::ceil outside
+// [0, 2^62)): the same value as static_cast<int64_t>(std::ceil(x)) without the library call,
+// which baseline x86-64 cannot inline and which showed up in the planner's profile.
+inline int64_t ceil_bytes(double x) {
+  if (!(x >= 0 && x < 0x1p62)) return static_cast<int64_t>(std::ceil(x));
+  const auto t = static_cast<int64_t>(x);
+  return t + (static_cast<double>(t) < x ? 1 : 0);
+}
 
 class SyncModel {
  public:
@@ -106,8 +121,13 @@ class SyncModel {
   // The optimal partition for cfg (empty when nothing fits).
   std::vector<SyncStage> optimize(const SyncConfig& cfg, double* best_iteration_s) const;
   // Smallest per-device memory limit under which some partition fits (cfg's m, schedule and
-  // re-materialization mode; cfg.memory_limit ignored); -1 when none fits under 2^60 bytes.
-  int64_t min_memory_needed(const SyncConfig& cfg) const;
+  // re-materialization mode; cfg.memory_limit ignored); -1 when none fits under 2^60 bytes, or
+  // none under `below` (a caller after the least over several configurations passes the least
+  // so far: a configuration that cannot beat it costs one DP).
+  int64_t min_memory_needed(const SyncConfig& cfg, int64_t below = std::numeric_limits<int64_t>::max()) const;
+  // A lower bound of min_memory_needed(cfg), for its search: the stage holding a layer holds at
+  // least its persistent bytes and workspace, and some stage at least 1/P of all persistent bytes.
+  int64_t memory_floor(const SyncConfig& cfg) const;
   // Number of threshold-DP evaluations made by the last optimize() call (for benchmarks).
   int last_evaluations() const { return last_evaluations_; }
   int n() const { return static_cast<int>(fwd_.size()) - 1; }
@@ -119,6 +139,7 @@ class SyncModel {
  private:
   friend class UniformSync;  // the fast solver for repeated layers prices stages with stage()
   struct Solved;
+  static Solved& thread_scratch();                             // this thread's Solved, reused between calls
   double cut_s(int c, int q_left_of_cut, double scale) const;  // c in 1..n-1
   SyncStageCost stage(int a, int b, bool rec, int q, int p, const SyncConfig& cfg) const;
   // Threshold DP: min S over partitions with every stage time and cut <= bound.

@@ -462,14 +462,16 @@ bool UniformSync::applies_min_memory(const SyncConfig& cfg) const {
   return interior_uniform_ && !cfg.zb_memory && cfg.recompute != -1 && !m_.restricted_starts();
 }
 
-int64_t UniformSync::min_memory_needed(const SyncConfig& cfg) const {
+int64_t UniformSync::min_memory_needed(const SyncConfig& cfg, int64_t below) const {
   PW_CHECK(applies_min_memory(cfg), "UniformSync::min_memory_needed called outside its conditions");
   // The DP's search (SyncModel::min_memory_needed) with the same feasibility answers.
   SyncConfig c = cfg;
-  return smallest_fitting_limit([&](int64_t lim) {
-    c.memory_limit = lim;
-    return feasible_at_limit(c);
-  });
+  return smallest_fitting_limit(
+      [&](int64_t lim) {
+        c.memory_limit = lim;
+        return feasible_at_limit(c);
+      },
+      m_.memory_floor(cfg), below);
 }
 
 }  // namespace pw::planner

@@ -33,6 +33,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -62,7 +63,7 @@ class UniformSync {
   // Same contract as SyncModel::min_memory_needed, where applies_min_memory(cfg): re-materialization
   // "on" or "off" ("auto" changes with the limit searched).
   bool applies_min_memory(const SyncConfig& cfg) const;
-  int64_t min_memory_needed(const SyncConfig& cfg) const;
+  int64_t min_memory_needed(const SyncConfig& cfg, int64_t below = std::numeric_limits<int64_t>::max()) const;
 
  private:
   struct Setup;

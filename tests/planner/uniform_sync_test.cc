@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <random>
 
 #include "models/cost.h"
 #include "models/defaults.h"
@@ -96,6 +97,11 @@ TEST_CASE("uniform solver equals the DP: costs, stage counts, splits, memory nee
       probe.m = 8;
       probe.micro_batch_size = 4;
       const int64_t need = dp.min_memory_needed(probe);
+      if (need > 0) {  // the search's floor is below the answer; `below` cuts it off exactly there
+        CHECK(dp.memory_floor(probe) <= need);
+        CHECK(dp.min_memory_needed(probe, need) == -1);
+        CHECK(dp.min_memory_needed(probe, need + 1) == need);
+      }
       std::vector<int64_t> limits{0, models::find_device(device).memory_bytes};
       if (need > 0) limits.insert(limits.end(), {need, need + need / 7, 2 * need});
       for (int64_t limit : limits)
@@ -202,4 +208,53 @@ TEST_CASE("smallest_fitting_limit: the least limit where a monotone test holds, 
   CHECK(smallest_fitting_limit([](int64_t lim) { return lim >= 1025; }) == 1025);
   CHECK(smallest_fitting_limit([](int64_t lim) { return lim >= (int64_t{1} << 40) + 7; }) == (int64_t{1} << 40) + 7);
   CHECK(smallest_fitting_limit([](int64_t) { return false; }) == -1);
+}
+
+TEST_CASE("smallest_fitting_limit: the same answer from any guess, -1 at or past `below`, few calls near the answer") {
+  using pw::planner::smallest_fitting_limit;
+  const int64_t big = std::numeric_limits<int64_t>::max();
+  for (int64_t t : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{1000}, int64_t{1025}, (int64_t{1} << 40) + 7}) {
+    for (int64_t guess : {int64_t{1}, t / 2, t - 1, t, t + 1, 3 * t, int64_t{1} << 62}) {
+      CAPTURE(t);
+      CAPTURE(guess);
+      int calls = 0;
+      const auto fits = [&](int64_t lim) {
+        REQUIRE(lim >= 1);  // 0 means "no limit" to the planner: never asked
+        ++calls;
+        return lim >= t;
+      };
+      CHECK(smallest_fitting_limit(fits, guess) == t);
+      CHECK(smallest_fitting_limit(fits, guess, t + 1) == t);
+      CHECK(smallest_fitting_limit(fits, guess, 2 * t) == t);
+      calls = 0;
+      CHECK(smallest_fitting_limit(fits, guess, t) == -1);
+      CHECK(calls <= 1);  // one call settles a limit that is not below `below`
+      CHECK(smallest_fitting_limit(fits, guess, big) == t);
+    }
+    // From the answer itself: halving finds a miss at once, then the bisection.
+    int calls = 0;
+    CHECK(smallest_fitting_limit(
+              [&](int64_t lim) {
+                ++calls;
+                return lim >= t;
+              },
+              t) == t);
+    CHECK(calls <= 2 + static_cast<int>(std::log2(static_cast<double>(t)) + 1));
+  }
+  CHECK(smallest_fitting_limit([](int64_t) { return false; }, 1000) == -1);
+  CHECK(smallest_fitting_limit([](int64_t) { return true; }, 1000) == 1);
+  CHECK(smallest_fitting_limit([](int64_t) { return true; }, 1000, 1) == -1);
+}
+
+TEST_CASE("ceil_bytes equals std::ceil as an integer") {
+  using pw::planner::ceil_bytes;
+  for (double x : {0.0, 1e-300, 0.5, 1.0, 1.0 + 1e-15, 2.5, 1e15 + 0.5, 9007199254740993.0, 0x1p62 - 1024, 0x1p62,
+                   0x1p62 + 2048, -0.5, -3.0})
+    CHECK(ceil_bytes(x) == static_cast<int64_t>(std::ceil(x)));
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<double> u(0, 1e12);
+  for (int i = 0; i < 100000; ++i) {
+    const double x = u(rng) * (i % 3 == 0 ? 1e-9 : 1.0);
+    REQUIRE(ceil_bytes(x) == static_cast<int64_t>(std::ceil(x)));
+  }
 }
