@@ -1,5 +1,6 @@
 #include "models/human_units.h"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace pw::models {
@@ -15,6 +16,18 @@ std::string human_bytes(double bytes) {
   if (k == 0) std::snprintf(buf, sizeof buf, "%.0f B", bytes);
   else std::snprintf(buf, sizeof buf, "%.2f %s", bytes, units[k]);
   return buf;
+}
+
+std::string gib_text(double bytes, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f GiB", std::clamp(decimals, 0, 9), bytes / 1073741824.0);
+  return buf;
+}
+
+int gib_decimals_apart(double a, double b) {
+  int d = 1;
+  while (d < 6 && gib_text(a, d) == gib_text(b, d)) ++d;
+  return d;
 }
 
 }  // namespace pw::models

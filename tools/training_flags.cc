@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
+#include <string>
 
 #include "exec/device_ops.h"
 #include "exec/machine/memory.h"
@@ -13,6 +15,7 @@
 #include "exec/runtime/run_pipeline.h"
 #include "models/error.h"
 #include "models/error_text.h"
+#include "models/human_units.h"
 #include "models/optimizer_memory.h"
 #include "models/output_set.h"
 #include "tools/flag_checks.h"
@@ -68,25 +71,29 @@ exec::OptimizerOptions training_optimizer(const TrainingFlags& f) {
 
 namespace {
 
-std::string gib(double bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f GiB", bytes / 1073741824.0);
-  return buf;
-}
-
-// The most `device` can hold and the words for it: the host's bound (exec::describe: the
-// machine, a cgroup, a ulimit) or a card's total ("cuda:0's 79.2 GiB of memory").
+// The most `device` can hold and the words for it, with `decimals` digits: the host's bound
+// (exec::describe: the machine, a cgroup, a ulimit) or a card's total ("cuda:0's 79.2 GiB of
+// memory").
 struct HoldBound {
   int64_t bytes = 0;
-  std::string words;
+  std::function<std::string(int decimals)> words;
 };
 HoldBound bound_of(exec::Device device) {
   if (device.is_cpu()) {
     const exec::MemoryBound b = exec::memory_bound();
-    return {b.bytes, exec::describe(b)};
+    return {b.bytes, [b](int d) { return exec::describe(b, d); }};
   }
   const int64_t total = exec::device_total_memory_bytes(device);
-  return {total, device.to_string() + "'s " + gib(static_cast<double>(total)) + " of memory"};
+  const std::string name = device.to_string();
+  return {total, [name, total](int d) {
+            return name + "'s " + models::gib_text(static_cast<double>(total), d) + " of memory";
+          }};
+}
+
+// "<need><where>, more than <the bound>", both with the digits that tell them apart.
+std::string need_beyond(double need, const std::string& where, const HoldBound& have) {
+  const int d = models::gib_decimals_apart(need, static_cast<double>(have.bytes));
+  return models::gib_text(need, d) + where + ", more than " + have.words(d);
 }
 
 std::string worker_span(const std::vector<int>& workers) {
@@ -102,8 +109,8 @@ void check_fits_in_memory(const models::Model& model, const exec::OptimizerOptio
       models::estimated_training_bytes(model, exec::optimizer_memory(optimizer), micro_batch, in_flight);
   const HoldBound have = bound_of(device);
   if (have.bytes > 0 && need > static_cast<double>(have.bytes))
-    throw InputError(flags + ": training " + escape_for_message(model.name()) + " needs at least " + gib(need) +
-                     ", more than " + have.words);
+    throw InputError(flags + ": training " + escape_for_message(model.name()) + " needs at least " +
+                     need_beyond(need, "", have));
 }
 
 namespace {
@@ -112,7 +119,7 @@ void refuse_run(const models::Model& model, int64_t need, const std::string& whe
                 const std::string& flags) {
   if (have.bytes > 0 && need > have.bytes)
     throw InputError(flags + ": running " + escape_for_message(model.name()) + " as planned needs " +
-                     gib(static_cast<double>(need)) + where + ", more than " + have.words);
+                     need_beyond(static_cast<double>(need), where, have));
 }
 
 // An MPI rank's process (training_flags.h). Its own need against every bound of this process;
@@ -138,7 +145,8 @@ void check_rank_fits(const models::Model& model, const planner::Plan& plan, cons
   refuse_run(model, need->own_bytes + (rank.rank == 0 ? writing : 0), who, bound_of(rank.device), flags);
   if (!rank.all_on_this_host) return;
   const exec::MemoryBound host = exec::host_memory_bound();
-  refuse_run(model, need->all_bytes + writing, " (all ranks, on this host)", {host.bytes, exec::describe(host)}, flags);
+  refuse_run(model, need->all_bytes + writing, " (all ranks, on this host)",
+             {host.bytes, [host](int d) { return exec::describe(host, d); }}, flags);
 }
 
 }  // namespace
@@ -175,8 +183,8 @@ void check_compare_fits_in_memory(const models::Model& model, const planner::Pla
   const int copies = std::max(1, plan.num_stages() / std::max(1, plan.chunks));
   char share[16];
   std::snprintf(share, sizeof share, "%.0f%%", exec::kMeasureMemoryShare * 100);
-  throw InputError("--compare: measuring the prediction needs about " + gib(static_cast<double>(need)) + " (" +
-                   std::to_string(copies) + " co-run cop" + (copies == 1 ? "y" : "ies") + " of " +
+  throw InputError("--compare: measuring the prediction needs about " + models::gib_text(static_cast<double>(need)) +
+                   " (" + std::to_string(copies) + " co-run cop" + (copies == 1 ? "y" : "ies") + " of " +
                    escape_for_message(model.name()) + " at micro-batch " + std::to_string(plan.micro_batch_size) +
                    "), more than " + share + " of " + exec::describe(b) + "; run without --compare");
 }

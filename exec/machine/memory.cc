@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "models/human_units.h"
+
 namespace pw::exec {
 namespace {
 
@@ -175,16 +177,14 @@ int64_t available_memory_bytes() {
   return least.result().bytes;
 }
 
-std::string describe(const MemoryBound& bound) {
-  char gib[32];
-  std::snprintf(gib, sizeof gib, "%.1f GiB", static_cast<double>(bound.bytes) / 1073741824.0);
+std::string describe(const MemoryBound& bound, int decimals) {
+  const std::string gib = models::gib_text(static_cast<double>(bound.bytes), decimals);
   switch (bound.source) {
-    case MemoryBound::Source::machine: return std::string("this machine's ") + gib + " of memory";
+    case MemoryBound::Source::machine: return "this machine's " + gib + " of memory";
     case MemoryBound::Source::cgroup:
-      return std::string("the ") + gib + " its cgroup allows (a container's or a job's memory limit)";
-    case MemoryBound::Source::address_space:
-      return std::string("the ") + gib + " this process may still map under ulimit -v";
-    case MemoryBound::Source::data: return std::string("the ") + gib + " this process may still map under ulimit -d";
+      return "the " + gib + " its cgroup allows (a container's or a job's memory limit)";
+    case MemoryBound::Source::address_space: return "the " + gib + " this process may still map under ulimit -v";
+    case MemoryBound::Source::data: return "the " + gib + " this process may still map under ulimit -d";
   }
   return gib;
 }

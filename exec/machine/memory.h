@@ -52,7 +52,8 @@ CgroupMemory cgroup_memory(const std::string& proc_cgroup, const std::string& ro
 
 // The bound in words, for a message that goes on "... needs at least X GiB, more than ": e.g.
 // "this machine's 23.4 GiB of memory", "the 8.0 GiB its cgroup allows (a container's or a job's
-// memory limit)", "the 0.2 GiB this process may still map under ulimit -d".
-std::string describe(const MemoryBound& bound);
+// memory limit)", "the 0.2 GiB this process may still map under ulimit -d"; with `decimals`
+// digits after the point (a message whose need rounds to the same text asks for more).
+std::string describe(const MemoryBound& bound, int decimals = 1);
 
 }  // namespace pw::exec

@@ -84,6 +84,8 @@ TEST_CASE("memory_bound: this process's bound is at most the machine's memory an
   CHECK(available_memory_bytes() <= physical_memory_bytes());
   CHECK(describe({2 * 1024 * kMiB, MemoryBound::Source::machine}) == "this machine's 2.0 GiB of memory");
   CHECK(describe({512 * kMiB, MemoryBound::Source::data}) == "the 0.5 GiB this process may still map under ulimit -d");
+  CHECK(describe({512 * kMiB, MemoryBound::Source::data}, 2) ==
+        "the 0.50 GiB this process may still map under ulimit -d");
   CHECK(describe({8 * 1024 * kMiB, MemoryBound::Source::cgroup}).find("its cgroup allows") != std::string::npos);
 }
 
