@@ -170,7 +170,7 @@ void check_device_flags(const RunArgs& a, const CLI::App& sub) {
 }
 
 // The flags that pick the run's form (plan, quick, CSV) and the trace's, checked first.
-void check_run_flags(const RunArgs& a, const CLI::App& sub) {
+void check_run_flags(const RunArgs& a, const CLI::App& sub, const World* world) {
   const bool imported = !a.schedule_csv.empty();
   if (imported) check_imported_flags(a, sub);
   const bool quick = !sub.get_option("--stages")->empty();
@@ -179,7 +179,7 @@ void check_run_flags(const RunArgs& a, const CLI::App& sub) {
         "run: expected --plan FILE, --model M --stages S --micro-batches M, or --model M --schedule-csv F");
   if (!a.plan.empty() && quick) throw pw::InputError("--stages: give either --plan or the quick form, not both");
   if (quick && a.model.empty()) throw pw::InputError("--stages: the quick form needs --model");
-  pw::tools::check_training_flags(a.t, sub);
+  pw::tools::check_training_flags(a.t, sub, !world || world->rank() == 0);  // rank 0 writes checkpoints
   if (a.t.steps > std::numeric_limits<int>::max())
     throw pw::InputError("--steps: expected at most " + std::to_string(std::numeric_limits<int>::max()) + ", got " +
                          std::to_string(a.t.steps));
@@ -283,7 +283,7 @@ pw::exec::PipelineRunOptions run_options(const RunArgs& a, const pw::planner::Pl
 
 // `world`: this rank's MPI world under mpirun, else null.
 Prepared prepare(const RunArgs& a, const CLI::App& sub, World* world) {
-  check_run_flags(a, sub);
+  check_run_flags(a, sub, world);
   pw::planner::Plan plan;
   if (!a.plan.empty()) plan = pw::planner::load_plan_file(a.plan);
   const pw::tools::ModelSource src = resolve_run_model(a, sub, plan);

@@ -13,8 +13,10 @@
 namespace pw::tools {
 namespace {
 
+// One insertion per line: stderr is unbuffered, so pieces written separately interleave with
+// another process's on the same terminal (every rank of an mpirun job that fails alike).
 int print(std::ostream& err, const char* kind, const std::string& message, int code) {
-  err << "pipewright: " << kind << ": " << one_line_message(message) << "\n";
+  err << "pipewright: " + std::string(kind) + ": " + one_line_message(message) + "\n";
   return code;
 }
 
@@ -24,7 +26,7 @@ int report_failure(const std::exception_ptr& e, std::ostream& err) {
   try {
     std::rethrow_exception(e);
   } catch (const CommandExit& x) {
-    if (*x.what() != '\0') err << x.what() << "\n";
+    if (*x.what() != '\0') err << std::string(x.what()) + "\n";
     return x.code();
   } catch (const InputError& x) { return print(err, "error", x.what(), 2); } catch (const Infeasible& x) {
     return print(err, "infeasible", x.what(), 3);

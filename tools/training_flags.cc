@@ -44,7 +44,7 @@ void add_training_flags(CLI::App* sub, TrainingFlags& f, const TrainingFlagHelp&
                   "progress line every N steps when stderr is not a terminal (default: 10%)");
 }
 
-void check_training_flags(const TrainingFlags& f, const CLI::App& sub) {
+void check_training_flags(const TrainingFlags& f, const CLI::App& sub, bool writes_checkpoints) {
   (void)models::find_cpu_trainable_optimizer(f.optimizer, "--optimizer");
   if (f.steps < 1) throw InputError("--steps: expected >= 1, got " + std::to_string(f.steps));
   if (sub.count("--lr") > 0 && !(f.lr > 0)) throw InputError("--lr: expected a value > 0");
@@ -53,7 +53,7 @@ void check_training_flags(const TrainingFlags& f, const CLI::App& sub) {
     if (f.threads < 1) throw InputError("--threads: expected >= 1, got " + std::to_string(f.threads));
     check_thread_count(f.threads, "--threads");
   }
-  if (!f.checkpoint.empty()) check_output_directory("--checkpoint", f.checkpoint);
+  if (!f.checkpoint.empty() && writes_checkpoints) check_output_directory("--checkpoint", f.checkpoint);
   if (f.checkpoint_every < 0)
     throw InputError("--checkpoint-every: expected >= 0, got " + std::to_string(f.checkpoint_every));
   if (f.checkpoint_every > 0 && f.checkpoint.empty()) throw InputError("--checkpoint-every: needs --checkpoint DIR");

@@ -49,10 +49,11 @@ void add_training_flags(CLI::App* sub, TrainingFlags& f, const TrainingFlagHelp&
 
 // Checks what can be checked without the model, before anything is read or allocated:
 // --optimizer one the CPU executor trains, --steps >= 1, --lr > 0 when given, --prefetch >= 0,
-// --threads in [1, 4 x cores] when given, --checkpoint a directory that can be written,
+// --threads in [1, 4 x cores] when given, --checkpoint a directory that can be written (where
+// `writes_checkpoints`: under mpirun only rank 0 touches the directory, on its own host),
 // --checkpoint-every >= 0 and only with --checkpoint, --log-every >= 0. Throws InputError naming
 // the flag.
-void check_training_flags(const TrainingFlags& f, const CLI::App& sub);
+void check_training_flags(const TrainingFlags& f, const CLI::App& sub, bool writes_checkpoints = true);
 
 // The optimizer the flags ask for (--optimizer, --lr or its default), by the one vocabulary of
 // models/optimizer_memory.h: sgd (momentum 0), sgd-momentum (0.9), adam. Throws InputError naming

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `mpirun -np 2 pipewright run` faults and refusals (ctest, tests/exec/CMakeLists.txt):
-#   mpi_cli_test.sh throw|kill|mismatch|replicated|nan|nan-replicated|compare|resume-rank0-dir <pipewright> <mpiexec> [flags...]
+#   mpi_cli_test.sh throw|kill|mismatch|replicated|nan|nan-replicated|compare|resume-rank0-dir|bad-flag <pipewright> <mpiexec> [flags...]
 # throw: rank 1 throws at BW(1,3) (PW_TEST_INJECT_FAULT, exec/runtime/fault_injection.h);
 # kill:  rank 1 SIGKILLs itself at F(1,2).
 #   Pass when mpirun (hence every rank: it ends the job) exits non-zero and the output names
@@ -22,9 +22,13 @@
 #   printed the comparison: one "compare: measuring" line, one "predicted iteration P ms,
 #   measured M ms" line with P > 0, and a predicted peak memory for each of the 2 workers.
 # resume-rank0-dir: rank 0 and rank 1 start in different working directories (mpirun --wdir),
-#   as on two hosts without a shared file system, with the relative --checkpoint ck, then
-#   --resume ck. Pass when both exit 0, the resumed steps 3-4 print the losses of an
-#   uninterrupted 4-step run, and rank 1's directory has no ck: only rank 0 reads and writes it.
+#   as on two hosts without a shared file system, with the relative --checkpoint state/ck, then
+#   --resume state/ck; in rank 1's directory "state" is a plain file, so the path cannot exist
+#   there. Pass when both exit 0, the resumed steps 3-4 print the losses of an uninterrupted
+#   4-step run, and rank 1's "state" is still the file: only rank 0 checks, writes and reads it.
+# bad-flag: an unknown flag on 4 ranks, each failing before MPI starts. Pass when mpirun exits 2
+#   and every line that names pipewright is the whole parse error (each rank writes its line in
+#   one piece: pieces written apart interleaved into "pipewright: error: pipewright: error: ...").
 # ctest's TIMEOUT bounds every mode.
 set -u
 mode=$1 pipewright=$2
@@ -33,25 +37,37 @@ fail() { echo "FAIL: $*"; exit 1; }
 fault=''
 np=2
 run_args=(--model mlp --stages 2 --micro-batches 4 --steps 3 --threads 1 --log-every 1)
+if [ "$mode" = bad-flag ]; then
+  out=$("$@" -np 4 "$pipewright" run --model mlp --stages 2 --micro-batches 4 --bogus 2>&1)
+  rc=$?
+  echo "$out"; echo "exit code: $rc"
+  [ "$rc" -eq 2 ] || fail "mpirun exited $rc, expected 2"
+  want='pipewright: error: The following argument was not expected: --bogus (see --help)'
+  grep -q "^$want\$" <<<"$out" || fail "no parse error line"
+  grep 'pipewright' <<<"$out" | grep -vqxF "$want" && fail "a line other than the whole parse error names pipewright"
+  echo PASS
+  exit 0
+fi
 if [ "$mode" = resume-rank0-dir ]; then
   dir=$(mktemp -d)
   trap 'rm -rf "$dir"' EXIT
-  mkdir "$dir/a" "$dir/b"
+  mkdir -p "$dir/a/state" "$dir/b"
+  echo "not a directory" > "$dir/b/state"
   pipewright=$(realpath "$pipewright")  # each rank starts in its own directory
   args=(run --model mlp --stages 2 --micro-batches 4 --threads 1 --log-every 1)
   two_dirs() { "$@" -np 1 --wdir "$dir/a" "$pipewright" "${args[@]}" "${extra[@]}" : \
                     -np 1 --wdir "$dir/b" "$pipewright" "${args[@]}" "${extra[@]}" 2>&1; }
   extra=(--steps 4)
   whole=$(two_dirs "$@") || fail "the uninterrupted run failed: $whole"
-  extra=(--steps 2 --checkpoint ck)
+  extra=(--steps 2 --checkpoint state/ck)
   first=$(two_dirs "$@") || fail "the checkpointed run failed: $first"
-  extra=(--steps 4 --resume ck)
+  extra=(--steps 4 --resume state/ck)
   rest=$(two_dirs "$@")
   rc=$?
   echo "$whole"; echo "$first"; echo "$rest"; echo "exit code: $rc"
   [ "$rc" -eq 0 ] || fail "the resumed run exited $rc, expected 0"
-  [ -f "$dir/a/ck/manifest.json" ] || fail "rank 0 wrote no checkpoint in its directory"
-  [ -e "$dir/b/ck" ] && fail "rank 1 touched the checkpoint directory in its own working directory"
+  [ -f "$dir/a/state/ck/manifest.json" ] || fail "rank 0 wrote no checkpoint in its directory"
+  [ "$(cat "$dir/b/state")" = "not a directory" ] || fail "rank 1's file \"state\" changed"
   for k in 3 4; do
     want=$(grep -o "^step $k/4  loss [0-9.]*" <<<"$whole")
     [ -n "$want" ] || fail "no step $k in the uninterrupted run"
@@ -98,7 +114,7 @@ json.dump(p, open(sys.argv[1], "w"))' "$dir/plan.json" || fail "could not write 
     # one micro-batch per replica
     python3 "$(dirname "$0")/replicate_plan.py" "$dir/plan.json" 2 || fail "could not write the replicated plan"
     run_args=(--plan "$dir/plan.json" --model mlp --steps 1 --log-every 1) ;;
-  *) echo "usage: $0 throw|kill|mismatch|replicated|nan|nan-replicated|compare|resume-rank0-dir <pipewright> <mpiexec> [flags...]"; exit 2 ;;
+  *) echo "usage: $0 throw|kill|mismatch|replicated|nan|nan-replicated|compare|resume-rank0-dir|bad-flag <pipewright> <mpiexec> [flags...]"; exit 2 ;;
 esac
 out=$(PW_TEST_INJECT_FAULT=$fault "$@" -np $np "$pipewright" run "${run_args[@]}" 2>&1)
 rc=$?
