@@ -39,7 +39,7 @@ RankPlace rank_place(World& world, const exec::PipelineRunOptions& o) {
   RankPlace p;
   p.rank = world.rank();
   p.all_on_this_host = world.local_size() == world.size();
-  p.writes_checkpoints = !o.checkpoint_dir.empty();
+  p.writes_checkpoints = !o.checkpoint_dir.empty() || !o.resume_dir.empty();
   if (!o.device.is_cpu())
     p.device = exec::rank_gpu(o.device, !o.device_by_local_rank, world.local_rank(), exec::usable_gpu_count());
   return p;

@@ -78,7 +78,9 @@ struct RankPlace {
   int rank = 0;
   exec::Device device = exec::Device::cpu();
   bool all_on_this_host = false;
-  bool writes_checkpoints = false;  // --checkpoint: rank 0 receives the others' stages
+  // --checkpoint or --resume: rank 0 holds one other rank's stage at a time, received to be
+  // written, or read to be sent (exec/runtime/rank_checkpoint.h).
+  bool writes_checkpoints = false;
 };
 
 // `run`'s check, before anything is allocated: the peak the plan is predicted to hold

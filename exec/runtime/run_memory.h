@@ -47,9 +47,10 @@ std::optional<std::vector<MemoryNeed>> predicted_run_memory(const models::Model&
 // An MPI job's needs as seen from rank `rank`'s process (each rank holds its own stages only,
 // run_setup.h), wherever the stages run (the host, or the rank's GPU): own_bytes, its worker's
 // peak alone; all_bytes, the peak of all workers together (every rank on one host);
-// rank0_checkpoint_bytes, the host memory rank 0 adds while it writes a checkpoint: the largest
-// state (weights and optimizer state) of a stage it does not run, received into tensors of its
-// own (run_ranks.cc). std::nullopt as predicted_run_memory.
+// rank0_checkpoint_bytes, the host memory rank 0 adds while it writes or resumes a checkpoint:
+// the largest state (weights and optimizer state) of a stage it does not run, received into
+// tensors of its own to be written, or read into them to be sent (rank_checkpoint.h).
+// std::nullopt as predicted_run_memory.
 struct RankNeed {
   int64_t own_bytes = 0;
   int64_t all_bytes = 0;
