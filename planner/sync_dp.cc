@@ -426,6 +426,15 @@ std::vector<SyncStage> SyncModel::optimize(const SyncConfig& cfg, double* best_i
       best_stages = s.stages;
     }
   };
+  // Every partition has M >= the slowest layer and >= the mean stage time, and S >= the sum of
+  // the layers' times (the DP adds its non-negative rest to exactly that), so no partition
+  // beats an incumbent below sum + (m - 1) lower: then not one DP is needed.
+  const int n = this->n();
+  const double s = static_cast<double>(cfg.micro_batch_size) / profile_batch_ * 1e-9;
+  double lower = (fwd_[n] + bwd_[n]) * s / max_stages();
+  for (int l = 0; l < n; ++l) lower = std::max(lower, ((fwd_[l + 1] - fwd_[l]) + (bwd_[l + 1] - bwd_[l])) * s);
+  lower = std::nextafter(lower * (1 - 1e-12), 0.0);
+  if ((fwd_[n] + bwd_[n]) * s + m1 * lower >= best) return {};
   if (!solve(cfg, kInf, sol, false)) return {};
   consider(sol);
   if (m1 > 0) {
@@ -433,12 +442,6 @@ std::vector<SyncStage> SyncModel::optimize(const SyncConfig& cfg, double* best_i
     struct Interval {
       double lo, top_sum, top_max;
     };
-    // Every partition has M >= the slowest layer and >= the mean stage time.
-    const int n = this->n();
-    const double s = static_cast<double>(cfg.micro_batch_size) / profile_batch_ * 1e-9;
-    double lower = (fwd_[n] + bwd_[n]) * s / max_stages();
-    for (int l = 0; l < n; ++l) lower = std::max(lower, ((fwd_[l + 1] - fwd_[l]) + (bwd_[l + 1] - bwd_[l])) * s);
-    lower = std::nextafter(lower * (1 - 1e-12), 0.0);
     std::vector<Interval> todo{{lower, sol.sum, sol.max}};
     while (!todo.empty()) {
       Interval iv = todo.back();

@@ -230,3 +230,31 @@ TEST_CASE("sync model: a hand-checked two-stage partition") {
   CHECK(st[0].end == 1);
   CHECK(best == doctest::Approx(0.029).epsilon(1e-12));
 }
+
+// optimize() skips every DP when even the sum of the layers' times beats no incumbent: an
+// incumbent at that sum gets nothing (no partition is faster), one above it gets the plan.
+TEST_CASE("sync optimize: an incumbent no partition can beat costs no DP") {
+  std::mt19937 rng(31);
+  for (int trial = 0; trial < 40; ++trial) {
+    const models::Profile p = test::random_profile(rng, 2 + trial % 7, 2);
+    const models::Cluster cl = test::random_cluster(rng, int64_t{1} << 40);
+    planner::SyncModel model(p, cl);
+    planner::SyncConfig cfg;
+    cfg.m = 1 + trial % 5;
+    cfg.micro_batch_size = p.micro_batch;  // the profile's own times
+    int64_t layers_ns = 0;                 // summed as the model sums them, then in seconds as it converts
+    for (const auto& l : p.layers)
+      if (!l.is_data_loading) layers_ns += l.forward_ns + l.backward_ns();
+    const double layers = static_cast<double>(layers_ns) * (1.0 * 1e-9);
+    CAPTURE(trial);
+    double incumbent = layers;
+    CHECK(model.optimize(cfg, &incumbent).empty());
+    CHECK(model.last_evaluations() == 0);
+    CHECK(incumbent == layers);  // unchanged
+    double none = std::numeric_limits<double>::infinity();
+    const auto st = model.optimize(cfg, &none);
+    REQUIRE_FALSE(st.empty());
+    CHECK(model.last_evaluations() >= 1);
+    CHECK(none >= layers);
+  }
+}
