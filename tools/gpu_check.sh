@@ -2,7 +2,8 @@
 # The prepared device check of the CUDA backend: one bounded run (at most 8 minutes on an
 # H100/H200 machine with CUDA, CMake, ninja, python3 + PyTorch, none of our Debian packages and
 # no network) that builds Pipewright with the backend, runs its GPU tests, trains mlp on the
-# GPU against the CPU (train --device cuda) and runs the benchmarks,
+# GPU against the CPU (train --device cuda), kills runs with SIGKILL and resumes them bitwise
+# (train, and a 4-stream pipeline) and runs the benchmarks,
 # and writes OUTDIR/summary.json and OUTDIR/log.txt; a short table is printed last.
 #   bash tools/gpu_check.sh OUTDIR [--no-gpu]
 # Dependencies: the .debs that tools/gpu_debs.sh downloaded into .debs/ (or $PW_DEBS_DIR) are
@@ -320,6 +321,17 @@ if [ "$built" = 1 ]; then
     step "plan --profile (measured profile) for $n devices" 120 "$build/pipewright" plan --profile "$gpu_profile" \
       --devices "$n" -o "$out/plan_gpt2_${n}gpu.json"
     if [ "${step_status[-1]}" = 0 ]; then verdict pass; else verdict fail; fi
+  done
+fi
+
+# SIGKILL mid-run and --resume, bitwise (tests/exec/runtime/kill_resume_test.sh): GPT (4 blocks,
+# d 256) with train on the device, and as 4 stages on 4 streams of it; on the host without a GPU.
+if [ "$built" = 1 ]; then
+  for m in train run; do
+    step "kill -9 and resume: $m --device $pdev" 180 bash "$repo/tests/exec/runtime/kill_resume_test.sh" "$m" \
+      "$build/pipewright" "$pdev"
+    if [ "${step_status[-1]}" = 0 ]; then verdict pass; else verdict fail; fi
+    note "$(grep -E '^PASS|^FAIL' "$log" | tail -1 | cut -c1-70)"
   done
 fi
 
