@@ -19,7 +19,13 @@ fuzz="$PWD/$build/fuzz/pw_cli_fuzz"
 export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=passive
 
 seeds="$(mktemp -d "${TMPDIR:-/tmp}/pw_cli_seeds.XXXXXX")"
-trap 'rm -rf "$seeds"' EXIT
+bin="$(mktemp -d "${TMPDIR:-/tmp}/pw_cli_bin.XXXXXX")"
+trap 'rm -rf "$seeds" "$bin"' EXIT
+# The pass runs copies: a rebuild of BUILD_DIR while it runs (minutes) would otherwise show up as
+# findings (exit 127 while the binary is relinked).
+cp "$pw" "$bin/pipewright"
+cp "$fuzz" "$bin/pw_cli_fuzz"
+pw="$bin/pipewright" fuzz="$bin/pw_cli_fuzz"
 (
   cd "$seeds"
   "$pw" model gpt --layers 2 --d-model 64 --heads 2 --seq 16 --vocab 64 -o model.json >/dev/null
