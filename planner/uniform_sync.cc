@@ -180,10 +180,9 @@ bool UniformSync::applies(const SyncConfig& cfg) const {
   const int n = m_.n();
   const double scale = static_cast<double>(cfg.micro_batch_size) / m_.profile_batch_;
   const int64_t kept = cfg.gpipe_memory ? cfg.m : std::min<int64_t>(m_.max_stages(), cfg.m);
-  const int64_t worst =
-      static_cast<int64_t>(std::ceil((m_.param_[n] - m_.param_[0]) * cfg.persistent_per_parameter_byte)) +
-      static_cast<int64_t>(std::ceil(m_.work_range(0, n) * scale)) +
-      static_cast<int64_t>(std::ceil(kept * ((m_.stash_[n] - m_.stash_[0]) * scale)));
+  const int64_t worst = ceil_bytes((m_.param_[n] - m_.param_[0]) * cfg.persistent_per_parameter_byte) +
+                        ceil_bytes(m_.work_range(0, n) * scale) +
+                        ceil_bytes(kept * ((m_.stash_[n] - m_.stash_[0]) * scale));
   return worst <= cfg.memory_limit;
 }
 

@@ -1,9 +1,9 @@
 #include "exec/profile/measure_memory.h"
 
 #include <algorithm>
-#include <cstdio>
 
 #include "models/error.h"
+#include "models/human_units.h"
 
 namespace pw::exec {
 
@@ -48,21 +48,13 @@ int64_t in_context_copy_bytes(const models::Profile& bytes, int64_t base_mb, int
   return state + static_cast<int64_t>(static_cast<double>(stash + transient) * scale);
 }
 
-namespace {
-std::string gib(double b) {
-  char s[32];
-  std::snprintf(s, sizeof s, "%.1f GiB", b / (1024.0 * 1024.0 * 1024.0));
-  return s;
-}
-}  // namespace
-
 std::string measure_memory_shortfall(int64_t mb, int copies, int64_t need, int64_t available) {
   if (available <= 0) return "";
   if (static_cast<double>(need) <= kMeasureMemoryShare * static_cast<double>(available)) return "";
   return "micro-batch " + std::to_string(mb) + " with " + std::to_string(copies) + " co-run cop" +
-         (copies == 1 ? "y" : "ies") + " needs about " + gib(static_cast<double>(need)) + ", more than " +
+         (copies == 1 ? "y" : "ies") + " needs about " + models::gib_text(static_cast<double>(need)) + ", more than " +
          std::to_string(static_cast<int>(kMeasureMemoryShare * 100 + 0.5)) + "% of the " +
-         gib(static_cast<double>(available)) + " available";
+         models::gib_text(static_cast<double>(available)) + " available";
 }
 
 }  // namespace pw::exec

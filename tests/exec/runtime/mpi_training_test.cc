@@ -255,17 +255,23 @@ TEST_CASE("mpi runtime: --gpus other than 1 is refused on every rank (each rank 
 
 namespace {
 
+std::chrono::steady_clock::time_point deadline() { return std::chrono::steady_clock::now() + std::chrono::seconds(60); }
+
+// `name`_<rank 0's process id> under the temporary directory: the same path on every rank of
+// the job, another one for every job. Collective.
+std::filesystem::path job_temp_dir(const std::string& name) {
+  const double pid = world().allreduce_max({world().rank() == 0 ? static_cast<double>(::getpid()) : 0.0}, deadline(),
+                                           "the test's directory")[0];
+  return std::filesystem::temp_directory_path() / (name + "_" + std::to_string(static_cast<long>(pid)));
+}
+
 // Runs `plan` 4 steps whole, then stopped after step 2 with a checkpoint in `name` (under the
 // temporary directory, named with rank 0's process id) and resumed: the resumed steps' losses
 // and, on rank 0, the final weights equal the whole run's bit for bit. Only rank 0 may touch the
 // checkpoint: the other ranks are given a directory that does not exist, as on a host without
 // rank 0's file system, and it must still not exist afterwards.
 void check_stop_and_resume_bitwise(const models::Model& model, const planner::Plan& plan, const std::string& name) {
-  const auto deadline = [] { return std::chrono::steady_clock::now() + std::chrono::seconds(60); };
-  const double pid = world().allreduce_max({world().rank() == 0 ? static_cast<double>(::getpid()) : 0.0}, deadline(),
-                                           "the test's directory")[0];
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / (name + "_" + std::to_string(static_cast<long>(pid)));
+  const std::filesystem::path dir = job_temp_dir(name);
   PipelineRunOptions o = testing::compare_options();
   o.steps = 4;
   const PipelineRunResult whole = run_pipeline_ranks(model, plan, o, world());
@@ -319,11 +325,7 @@ TEST_CASE("mpi runtime: one rank per stage, stopped at step 2 and resumed, equal
 // Rank 0 reads every stage for the others (rank_checkpoint.h); a stage file it finds corrupt
 // is its input error, agreed on by every rank, which all leave the protocol without waiting.
 TEST_CASE("mpi runtime: a corrupt stage file of another rank's stage fails the resume on every rank, naming the file") {
-  const auto deadline = [] { return std::chrono::steady_clock::now() + std::chrono::seconds(60); };
-  const double pid = world().allreduce_max({world().rank() == 0 ? static_cast<double>(::getpid()) : 0.0}, deadline(),
-                                           "the test's directory")[0];
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / ("pw_mpi_corrupt_resume_" + std::to_string(static_cast<long>(pid)));
+  const std::filesystem::path dir = job_temp_dir("pw_mpi_corrupt_resume");
   const models::Model model = small_model("gpt");
   const planner::Plan plan = even_plan(model, world().size(), 4, 2, ScheduleKind::one_f_one_b, false);
   PipelineRunOptions o = testing::compare_options();
