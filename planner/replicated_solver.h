@@ -18,8 +18,8 @@
 namespace pw::planner::replicated_internal {
 
 constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
-// Windows wider than this also get the prefix cap, the memory clamp and a start at the guessed
-// crossing (each a binary search; narrower windows are cheaper to walk).
+// Windows wider than this also get the memory clamp and a start at the guessed crossing (each
+// a binary search; narrower windows are cheaper to walk).
 constexpr size_t kCapMinWindow = 8;
 
 struct Cell {
