@@ -1,5 +1,6 @@
 #include "tools/exit_status.h"
 
+#include <cstdlib>
 #include <new>
 #include <string>
 
@@ -41,6 +42,17 @@ int report_failure(const std::exception_ptr& e, std::ostream& err) {
 #endif
     return print(err, "internal error", x.what(), 70);
   } catch (...) { return print(err, "internal error", "an exception that is not a std::exception", 70); }
+}
+
+int launcher_rank() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"}) {
+    const char* v = std::getenv(name);
+    if (v == nullptr || *v == '\0') continue;
+    char* end = nullptr;
+    const long r = std::strtol(v, &end, 10);
+    if (*end == '\0' && r >= 0 && r <= 1 << 30) return static_cast<int>(r);
+  }
+  return 0;
 }
 
 }  // namespace pw::tools

@@ -17,4 +17,10 @@ namespace pw::tools {
 // Every message goes through one_line_message (models/error_text.h).
 int report_failure(const std::exception_ptr& e, std::ostream& err);
 
+// The rank an MPI launcher gave this process, read from its environment, so before MPI starts
+// (Open MPI: OMPI_COMM_WORLD_RANK, PMIx: PMIX_RANK, MPICH's Hydra: PMI_RANK); 0 when none
+// did or the value is not a number. Every rank parses the same command line, so a rejected
+// command line is rank 0's line alone (main.cc).
+int launcher_rank();
+
 }  // namespace pw::tools

@@ -2,6 +2,7 @@
 // its exit status (tools/exit_status.h; README, "Exit status").
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <new>
 #include <sstream>
 #include <stdexcept>
@@ -60,6 +61,22 @@ TEST_CASE("report_failure: a command's own exit keeps its code and prints its me
   const Ending quiet = ending_of(CommandExit(1, ""));
   CHECK(quiet.code == 1);
   CHECK(quiet.err.empty());
+}
+
+TEST_CASE("launcher_rank: the rank an MPI launcher set, else 0") {
+  const char* names[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"};
+  for (const char* n : names) unsetenv(n);
+  CHECK(launcher_rank() == 0);
+  for (const char* n : names) {
+    CAPTURE(n);
+    setenv(n, "3", 1);
+    CHECK(launcher_rank() == 3);
+    setenv(n, "3x", 1);  // not a number: as if unset
+    CHECK(launcher_rank() == 0);
+    setenv(n, "-1", 1);
+    CHECK(launcher_rank() == 0);
+    unsetenv(n);
+  }
 }
 
 }  // namespace pw::tools

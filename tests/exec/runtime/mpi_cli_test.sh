@@ -26,9 +26,10 @@
 #   --resume state/ck; in rank 1's directory "state" is a plain file, so the path cannot exist
 #   there. Pass when both exit 0, the resumed steps 3-4 print the losses of an uninterrupted
 #   4-step run, and rank 1's "state" is still the file: only rank 0 checks, writes and reads it.
-# bad-flag: an unknown flag on 4 ranks, each failing before MPI starts. Pass when mpirun exits 2
-#   and every line that names pipewright is the whole parse error (each rank writes its line in
-#   one piece: pieces written apart interleaved into "pipewright: error: pipewright: error: ...").
+# bad-flag: an unknown flag, then an unknown command, on 4 ranks, each failing before MPI starts.
+#   Pass when mpirun exits 2 and the one line that names pipewright is the whole error: rank 0
+#   prints it for all (4 copies were noise, and pieces written apart interleaved into
+#   "pipewright: error: pipewright: error: ...").
 # ctest's TIMEOUT bounds every mode.
 set -u
 mode=$1 pipewright=$2
@@ -38,13 +39,20 @@ fault=''
 np=2
 run_args=(--model mlp --stages 2 --micro-batches 4 --steps 3 --threads 1 --log-every 1)
 if [ "$mode" = bad-flag ]; then
-  out=$("$@" -np 4 "$pipewright" run --model mlp --stages 2 --micro-batches 4 --bogus 2>&1)
-  rc=$?
-  echo "$out"; echo "exit code: $rc"
-  [ "$rc" -eq 2 ] || fail "mpirun exited $rc, expected 2"
-  want='pipewright: error: The following argument was not expected: --bogus (see --help)'
-  grep -q "^$want\$" <<<"$out" || fail "no parse error line"
-  grep 'pipewright' <<<"$out" | grep -vqxF "$want" && fail "a line other than the whole parse error names pipewright"
+  one_line() {  # one_line WANT ARGS...: mpirun exits 2 and WANT is the one line naming pipewright
+    local want=$1 out rc
+    shift
+    out=$("${launcher[@]}" -np 4 "$pipewright" "$@" 2>&1)
+    rc=$?
+    echo "$out"; echo "exit code: $rc"
+    [ "$rc" -eq 2 ] || fail "mpirun exited $rc, expected 2"
+    [ "$(grep -c pipewright <<<"$out")" -eq 1 ] || fail "expected one line naming pipewright"
+    grep -qxF "$want" <<<"$out" || fail "the line is not: $want"
+  }
+  launcher=("$@")
+  one_line 'pipewright: error: The following argument was not expected: --bogus (see --help)' \
+    run --model mlp --stages 2 --micro-batches 4 --bogus
+  one_line "$(2>&1 "$pipewright" rnu)" rnu --model mlp
   echo PASS
   exit 0
 fi
