@@ -32,8 +32,12 @@ void relu_backward(const float* x, const float* dy, float* dx, int64_t n, void* 
 void add_row_bias(float* c, const float* bias, int64_t batch, int64_t rows, int64_t cols, int64_t ldc, int64_t stride,
                   void* stream);
 
-// out[c] += sum over rows r (in order) of x[r, c]: a bias gradient.
-void add_column_sums(const float* x, int64_t rows, int64_t cols, float* out, void* stream);
+// Column reductions (add_column_sums, layer_norm_backward_weight) sum their rows in chunks
+// (exec/cuda/column_chunks.h): deterministic, and with more than one chunk they need scratch on
+// the device, column_sum_scratch(rows, cols) floats per output.
+// out[c] += the sum over rows r of x[r, c]: a bias gradient. scratch: column_sum_scratch(rows,
+// cols) floats (may be null when that is 0), used on `stream`.
+void add_column_sums(const float* x, int64_t rows, int64_t cols, float* out, float* scratch, void* stream);
 
 // Inverted dropout: mask[b, i] = 0 with probability p, else keep; y = x * mask. The draw of
 // element i of sample b is the (i+1)-th output of exec/layers/common.h's Rng seeded with
@@ -57,9 +61,10 @@ void layer_norm_forward(const float* x, const float* g, const float* b, float* y
                         void* stream);
 void layer_norm_backward_input(const float* x, const float* dy, const float* g, const float* stats, float* dx,
                                int64_t rows, int64_t d, void* stream);
-// grad_g[i] += sum_r dy * xhat; grad_b[i] += sum_r dy (rows in order).
+// grad_g[i] += sum_r dy * xhat; grad_b[i] += sum_r dy, as column reductions (above). scratch:
+// 2 * column_sum_scratch(rows, d) floats (may be null when that is 0).
 void layer_norm_backward_weight(const float* x, const float* dy, const float* stats, float* grad_g, float* grad_b,
-                                int64_t rows, int64_t d, void* stream);
+                                int64_t rows, int64_t d, float* scratch, void* stream);
 
 // Causal softmax of attention, in place on rows of p [rows, seq] (rows = batch * heads * seq;
 // row r is query i = r % seq): p[r, j] = exp(scale * (p[r, j] - max)) / sum over j <= i, and

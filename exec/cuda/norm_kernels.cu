@@ -1,6 +1,7 @@
 // Layer norm and column-sum kernels (declared in kernels.h).
 #include <cuda_runtime.h>
 
+#include "exec/cuda/column_chunks.h"
 #include "exec/cuda/kernel_util.cuh"
 #include "exec/cuda/kernels.h"
 
@@ -45,32 +46,43 @@ __global__ void ln_backward_k(const float* x, const float* dy, const float* g, c
     dx[r * d + i] = rstd * (dyr[i] * g[i] - a - (xr[i] - m) * rstd * c);
 }
 
-// Column reductions: a block covers 32 columns with 8 row-groups; thread (c, k) sums rows
-// k, k + 8, ... in order, then the 8 partials are added in order. Deterministic.
+// Column reductions. The rows are cut into chunks of column_chunk_rows(rows) rows; a block
+// covers 32 columns of one chunk with 8 row-groups: thread (c, k) sums the chunk's rows k, k + 8,
+// ... in order, then the 8 partials are added in order. With one chunk the block adds its sum to
+// the output; with several, each block writes its chunk's sum to scratch[chunk * cols + c] and
+// add_partials_k adds the chunks in order. Deterministic: the order depends on rows and cols
+// alone. Chunks give a large GPU blocks to run (GPT-2 small's 8192 rows x 768 columns: 768
+// blocks, where one chunk gave 24), and a thread a short walk.
 constexpr int kCols = 32, kGroups = 8;
 
-__global__ void column_sums_k(const float* x, int64_t rows, int64_t cols, float* out) {
+__global__ void column_sums_k(const float* x, int64_t rows, int64_t cols, int64_t chunk_rows, float* out,
+                              float* partial) {
   __shared__ float part[kGroups][kCols];
   const int64_t c = int64_t(blockIdx.x) * kCols + threadIdx.x;
+  const int64_t r0 = int64_t(blockIdx.y) * chunk_rows;
+  const int64_t r1 = rows - r0 < chunk_rows ? rows : r0 + chunk_rows;
   float s = 0.0f;
   if (c < cols)
-    for (int64_t r = threadIdx.y; r < rows; r += kGroups) s += x[r * cols + c];
+    for (int64_t r = r0 + threadIdx.y; r < r1; r += kGroups) s += x[r * cols + c];
   part[threadIdx.y][threadIdx.x] = s;
   __syncthreads();
   if (threadIdx.y == 0 && c < cols) {
     float t = 0.0f;
     for (int k = 0; k < kGroups; ++k) t += part[k][threadIdx.x];
-    out[c] += t;
+    if (partial) partial[int64_t(blockIdx.y) * cols + c] = t;
+    else out[c] += t;
   }
 }
 
-__global__ void ln_weight_k(const float* x, const float* dy, const float* stats, float* gg, float* gb, int64_t rows,
-                            int64_t d) {
+__global__ void ln_weight_k(const float* x, const float* dy, const float* stats, int64_t rows, int64_t d,
+                            int64_t chunk_rows, float* gg, float* gb, float* partial) {
   __shared__ float pg[kGroups][kCols], pb[kGroups][kCols];
   const int64_t c = int64_t(blockIdx.x) * kCols + threadIdx.x;
+  const int64_t r0 = int64_t(blockIdx.y) * chunk_rows;
+  const int64_t r1 = rows - r0 < chunk_rows ? rows : r0 + chunk_rows;
   float sg = 0.0f, sb = 0.0f;
   if (c < d)
-    for (int64_t r = threadIdx.y; r < rows; r += kGroups) {
+    for (int64_t r = r0 + threadIdx.y; r < r1; r += kGroups) {
       const float v = dy[r * d + c];
       sg += v * (x[r * d + c] - stats[2 * r]) * stats[2 * r + 1];
       sb += v;
@@ -84,9 +96,36 @@ __global__ void ln_weight_k(const float* x, const float* dy, const float* stats,
       tg += pg[k][threadIdx.x];
       tb += pb[k][threadIdx.x];
     }
-    gg[c] += tg;
-    gb[c] += tb;
+    if (partial) {  // [chunks, d] of grad_g's sums, then [chunks, d] of grad_b's
+      partial[int64_t(blockIdx.y) * d + c] = tg;
+      partial[(int64_t(gridDim.y) + blockIdx.y) * d + c] = tb;
+    } else {
+      gg[c] += tg;
+      gb[c] += tb;
+    }
   }
+}
+
+// out[c] += the chunks' sums partial[k * cols + c], k = 0, 1, ... in order.
+__global__ void add_partials_k(const float* partial, int64_t chunks, int64_t cols, float* out) {
+  for (int64_t c = global_index(); c < cols; c += global_stride()) {
+    float t = 0.0f;
+    for (int64_t k = 0; k < chunks; ++k) t += partial[k * cols + c];
+    out[c] += t;
+  }
+}
+
+// The partial sums' buffer of a column reduction over `rows`: none with one chunk; with several
+// the caller's scratch, which must be there (without it the chunks would race on the output).
+float* chunk_partials(int64_t rows, float* scratch, const char* kernel) {
+  if (column_chunks(rows) <= 1) return nullptr;
+  if (!scratch) throw std::logic_error(std::string(kernel) + ": " + std::to_string(rows) + " rows need scratch");
+  return scratch;
+}
+
+// The grid of a column reduction: column blocks x chunks.
+dim3 column_grid(int64_t rows, int64_t cols) {
+  return dim3(static_cast<unsigned>((cols + kCols - 1) / kCols), static_cast<unsigned>(column_chunks(rows)));
 }
 
 }  // namespace
@@ -106,17 +145,29 @@ void layer_norm_backward_input(const float* x, const float* dy, const float* g, 
 }
 
 void layer_norm_backward_weight(const float* x, const float* dy, const float* stats, float* grad_g, float* grad_b,
-                                int64_t rows, int64_t d, void* s) {
-  const dim3 block(kCols, kGroups);
-  ln_weight_k<<<static_cast<unsigned>((d + kCols - 1) / kCols), block, 0, as_stream(s)>>>(x, dy, stats, grad_g, grad_b,
-                                                                                          rows, d);
+                                int64_t rows, int64_t d, float* scratch, void* s) {
+  if (rows <= 0 || d <= 0) return;
+  const int64_t chunks = column_chunks(rows);
+  float* partial = chunk_partials(rows, scratch, "layer_norm_backward_weight");
+  ln_weight_k<<<column_grid(rows, d), dim3(kCols, kGroups), 0, as_stream(s)>>>(
+      x, dy, stats, rows, d, column_chunk_rows(rows), grad_g, grad_b, partial);
   check_launch("layer_norm_backward_weight");
+  if (!partial) return;
+  add_partials_k<<<grid_for(d), kThreads, 0, as_stream(s)>>>(partial, chunks, d, grad_g);
+  add_partials_k<<<grid_for(d), kThreads, 0, as_stream(s)>>>(partial + chunks * d, chunks, d, grad_b);
+  check_launch("layer_norm_backward_weight (chunks)");
 }
 
-void add_column_sums(const float* x, int64_t rows, int64_t cols, float* out, void* s) {
-  const dim3 block(kCols, kGroups);
-  column_sums_k<<<static_cast<unsigned>((cols + kCols - 1) / kCols), block, 0, as_stream(s)>>>(x, rows, cols, out);
+void add_column_sums(const float* x, int64_t rows, int64_t cols, float* out, float* scratch, void* s) {
+  if (rows <= 0 || cols <= 0) return;
+  const int64_t chunks = column_chunks(rows);
+  float* partial = chunk_partials(rows, scratch, "add_column_sums");
+  column_sums_k<<<column_grid(rows, cols), dim3(kCols, kGroups), 0, as_stream(s)>>>(
+      x, rows, cols, column_chunk_rows(rows), out, partial);
   check_launch("add_column_sums");
+  if (!partial) return;
+  add_partials_k<<<grid_for(cols), kThreads, 0, as_stream(s)>>>(partial, chunks, cols, out);
+  check_launch("add_column_sums (chunks)");
 }
 
 }  // namespace pw::exec::cuda::kernels

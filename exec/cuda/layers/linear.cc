@@ -1,3 +1,4 @@
+#include "exec/cuda/column_chunks.h"
 #include "exec/cuda/gemm.h"
 #include "exec/cuda/kernels.h"
 #include "exec/cuda/layers/layers.h"
@@ -33,7 +34,17 @@ void linear_backward_weight(CudaDevice& dev, const float* x, const float* dy, fl
   s.k = rows;
   s.trans_a = true;  // dy stored [rows, out]
   gemm(dev, s, dy, x, gw, 1.0f);
-  if (gbias) kernels::add_column_sums(dy, rows, out, gbias, dev.stream());
+  if (!gbias) return;
+  Tensor scratch = device_scratch(dev, column_sum_scratch(rows, out));
+  kernels::add_column_sums(dy, rows, out, gbias, scratch.data(), dev.stream());
+}
+
+Tensor device_scratch(CudaDevice& dev, int64_t n) { return n > 0 ? Tensor({n}, dev.memory()) : Tensor(); }
+
+void layer_norm_weight(CudaDevice& dev, const float* x, const float* dy, const float* stats, float* grad_g,
+                       float* grad_b, int64_t rows, int64_t d) {
+  Tensor scratch = device_scratch(dev, 2 * column_sum_scratch(rows, d));
+  kernels::layer_norm_backward_weight(x, dy, stats, grad_g, grad_b, rows, d, scratch.data(), dev.stream());
 }
 
 CudaLinear::CudaLinear(std::unique_ptr<Layer> twin, CudaDevice& dev, int64_t in, int64_t out, bool bias)

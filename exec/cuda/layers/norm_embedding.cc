@@ -1,5 +1,6 @@
 #include "exec/cuda/kernels.h"
 #include "exec/cuda/layers/layers.h"
+#include "exec/cuda/layers/parts.h"
 
 namespace pw::exec::cuda {
 
@@ -29,8 +30,8 @@ std::vector<Tensor> CudaLayerNorm::backward_input(Inputs in, Context& ctx, const
 
 void CudaLayerNorm::backward_weight(Inputs in, Context& ctx, const Tensor& grad_out) {
   const Tensor& x = *in[0];
-  kernels::layer_norm_backward_weight(x.data(), grad_out.data(), ctx.saved.at(0).data(), grads_[0].data(),
-                                      grads_[1].data(), x.numel() / dim_, dim_, stream());
+  layer_norm_weight(dev_, x.data(), grad_out.data(), ctx.saved.at(0).data(), grads_[0].data(), grads_[1].data(),
+                    x.numel() / dim_, dim_);
 }
 
 Tensor CudaEmbedding::forward(Inputs in, Context& ctx) {

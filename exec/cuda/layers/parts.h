@@ -20,6 +20,13 @@ void linear_forward(CudaDevice& dev, const float* x, const float* w, const float
 // dx[rows, in] = dy[rows, out]·w.
 void linear_backward_input(CudaDevice& dev, const float* dy, const float* w, float* dx, int64_t rows, int64_t in,
                            int64_t out);
+// Scratch of n floats on dev for kernels queued on its compute stream (empty when n is 0): the
+// caching allocator reuses it only behind them (exec/cuda/caching_allocator.h).
+Tensor device_scratch(CudaDevice& dev, int64_t n);
+// grad_g[d] += sum over rows of dy·xhat, grad_b[d] += sum of dy (layer norm's W; stats as its
+// forward saved them).
+void layer_norm_weight(CudaDevice& dev, const float* x, const float* dy, const float* stats, float* grad_g,
+                       float* grad_b, int64_t rows, int64_t d);
 // gw[out, in] += dyᵀ·x; gbias[out] += column sums of dy (skipped when gbias is null).
 void linear_backward_weight(CudaDevice& dev, const float* x, const float* dy, float* gw, float* gbias, int64_t rows,
                             int64_t in, int64_t out);

@@ -92,11 +92,10 @@ void CudaTransformerBlock::backward_weight(Inputs in, Context& ctx, const Tensor
   const auto& s = ctx.saved;
   linear_backward_weight(dev_, s[kG].data(), grad_out.data(), grads_[10].data(), grads_[11].data(), rows, ffn_, d);
   linear_backward_weight(dev_, s[kH2].data(), s[kDF].data(), grads_[8].data(), grads_[9].data(), rows, d, ffn_);
-  kernels::layer_norm_backward_weight(s[kX1].data(), s[kDH2].data(), s[kStats2].data(), grads_[6].data(),
-                                      grads_[7].data(), rows, d, stream());
+  layer_norm_weight(dev_, s[kX1].data(), s[kDH2].data(), s[kStats2].data(), grads_[6].data(), grads_[7].data(), rows,
+                    d);
   attn_.weight_parts(s[kH1], ctx.children.at(0), s[kDX1], attention_grads());
-  kernels::layer_norm_backward_weight(x.data(), s[kDH1].data(), s[kStats1].data(), grads_[0].data(), grads_[1].data(),
-                                      rows, d, stream());
+  layer_norm_weight(dev_, x.data(), s[kDH1].data(), s[kStats1].data(), grads_[0].data(), grads_[1].data(), rows, d);
 }
 
 }  // namespace pw::exec::cuda

@@ -25,6 +25,15 @@ TEST_CASE("cuda linear: 2-D and 3-D inputs, with and without bias") {
                 floats({{7, 32}}), {true}, 8, 3);
 }
 
+// Bias and layer-norm gradients sum over rows in chunks of 256 (exec/cuda/column_chunks.h):
+// 800 rows (4 chunks, the last partial) and, ragged, 300 rows (2 chunks).
+TEST_CASE("cuda linear and layer_norm: rows over several chunks of the column reductions") {
+  compare_layer(spec("fc", LayerKind::linear, {"x"}, {100, 48}, {{"in", 40}, {"out", 48}}), {{100, 40}},
+                floats({{100, 40}}), {true}, 8, 3);
+  compare_layer(spec("ln", LayerKind::layer_norm, {"x"}, {100, 96}, {{"dim", 96}}), {{100, 96}}, floats({{100, 96}}),
+                {true}, 8, 3);
+}
+
 TEST_CASE("cuda lm_head") {
   compare_layer(spec("head", LayerKind::lm_head, {"x"}, {6, 101}, {{"seq", 6}, {"d_model", 24}, {"vocab", 101}}),
                 {{6, 24}}, floats({{6, 24}}), {true}, 4, 3);
@@ -97,14 +106,17 @@ TEST_CASE("cuda attention (seq 7, d 32, heads 4 and seq 16, d 64, heads 2)") {
   compare_layer(attention_spec(16, 64, 2), {{16, 64}}, floats({{16, 64}}), {true}, 4, 3, kAttentionTol);
 }
 
-TEST_CASE("cuda transformer_block (seq 7, d 32, heads 4, ffn 64 and seq 16, d 64, heads 2, ffn 128)") {
+TEST_CASE("cuda transformer_block (seq 7, d 32, heads 4, ffn 64; seq 16, d 64, heads 2, ffn 128; seq 64)") {
   compare_layer(block_spec(7, 32, 4, 64), {{7, 32}}, floats({{7, 32}}), {true}, 8, 3, kBlockTol);
   compare_layer(block_spec(16, 64, 2, 128), {{16, 64}}, floats({{16, 64}}), {true}, 4, 3, kBlockTol);
+  // 512 rows: the bias and layer-norm gradients in 2 chunks (the ragged 192 rows in one).
+  compare_layer(block_spec(64, 32, 4, 64), {{64, 32}}, floats({{64, 32}}), {true}, 8, 3, kBlockTol);
 }
 
 TEST_CASE("cuda attention and transformer_block: B then W equals W then B, bit for bit") {
   check_b_w_order(attention_spec(7, 32, 4), {7, 32}, 3);
   check_b_w_order(block_spec(7, 32, 4, 64), {7, 32}, 3);
+  check_b_w_order(block_spec(64, 32, 4, 64), {64, 32}, 5);  // 320 rows: 2 chunks
 }
 
 TEST_CASE("cuda factory: a kind without a CUDA layer is refused by name, and inputs on the host are refused") {
