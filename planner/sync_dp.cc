@@ -470,17 +470,17 @@ std::vector<SyncStage> SyncModel::optimize(const SyncConfig& cfg, double* best_i
 }
 
 int64_t smallest_fitting_limit(const std::function<bool(int64_t)>& fits, int64_t guess, int64_t below) {
-  constexpr int64_t kMax = int64_t{1} << 60;
   int64_t lo = 0, hi = 0;  // fits(hi) once hi > 0; lo: 0, or a limit where it does not hold
-  if (below <= kMax) {
+  if (below <= kMaxFittingLimit) {
     if (below <= 1 || !fits(below - 1)) return -1;
     hi = below - 1;
   } else {
-    hi = std::clamp<int64_t>(guess, 1, kMax);
+    // Doubling stops at the range's end itself, so the range does not depend on the guess.
+    hi = std::clamp<int64_t>(guess, 1, kMaxFittingLimit);
     while (!fits(hi)) {
-      if (hi > kMax) return -1;
+      if (hi == kMaxFittingLimit) return -1;
       lo = hi;
-      hi *= 2;
+      hi = std::min(2 * hi, kMaxFittingLimit);
     }
   }
   if (lo == 0) {  // hi holds and nothing below it was tried: down from the guess while it holds

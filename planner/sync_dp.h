@@ -97,10 +97,11 @@ struct SyncEvaluation {
 
 // The smallest memory limit in bytes for which `fits` holds (`fits` must be monotone: true at a
 // limit, true at every larger one), below `below`; -1 when it holds at no limit below `below`
-// (and up to 2^60 bytes). Found by bracketing from `guess` (doubling up from it, or halving down
+// and up to kMaxFittingLimit bytes. Found by bracketing from `guess` (doubling up from it, or halving down
 // while it holds), then bisecting: the answer does not depend on the guess, the number of calls
 // of `fits` does (about log2(answer / guess) + log2(answer) for a guess below the answer). With
 // `below`, one call settles a limit that is not below it.
+inline constexpr int64_t kMaxFittingLimit = int64_t{1} << 61;
 int64_t smallest_fitting_limit(const std::function<bool(int64_t)>& fits, int64_t guess = 1,
                                int64_t below = std::numeric_limits<int64_t>::max());
 

@@ -294,3 +294,36 @@ TEST_CASE("replicated DP: transfer-bound plans under a tight budget change no pl
   }
   CHECK(tight > 150);
 }
+
+TEST_CASE("replicated DP: a prefix worth +inf stays a plan when nothing bounds the cell") {
+  // Corrected model, 2 machines over a vanishing bandwidth: every split's prefix time is
+  // cut / B = +inf, and the whole model on both machines fails memory (300000 > 250000); the
+  // exhaustive loop keeps a split (bottleneck +inf, 2 stages), so the pruned one must too (the
+  // prefix cap once cut such prefixes with the empty cells). Windows of 3 and of 12 states.
+  for (int n : {3, 12}) {
+    CAPTURE(n);
+    models::Profile p;
+    p.model = "inf";
+    p.source = "analytic";
+    p.micro_batch = 4;
+    for (int i = 0; i < n; ++i) {
+      models::LayerProfile l;
+      l.name = "L" + std::to_string(i);
+      l.kind = "linear";
+      l.forward_ns = 1000;
+      l.backward_input_ns = 1000;
+      l.output_bytes = 1000;
+      l.stash_bytes = 100000;
+      p.layers.push_back(l);
+    }
+    for (int i = 0; i + 1 < n; ++i) p.edges.push_back({i, i + 1});
+    ReplicatedOptions o;
+    o.quirks = false;
+    o.fewer_machines = false;
+    o.use_memory_constraint = true;
+    o.memory_bytes = n * 100000.0 - 50000.0;
+    o.time_scale = 1e-9;
+    const ReplicatedResult r = compare_result(states_of(p, false), {{2, 1e-310, 0.0}}, o);
+    CHECK(r.feasible);
+  }
+}

@@ -201,13 +201,24 @@ TEST_CASE("uniform solver at every micro-batch point of an analytic profile: the
   CHECK(compared >= 8);
 }
 
-TEST_CASE("smallest_fitting_limit: the least limit where a monotone test holds, -1 past 2^60") {
+TEST_CASE("smallest_fitting_limit: the least limit where a monotone test holds, -1 past 2^61") {
+  using pw::planner::kMaxFittingLimit;
   using pw::planner::smallest_fitting_limit;
   CHECK(smallest_fitting_limit([](int64_t lim) { return lim >= 1; }) == 1);
   CHECK(smallest_fitting_limit([](int64_t lim) { return lim >= 1000; }) == 1000);
   CHECK(smallest_fitting_limit([](int64_t lim) { return lim >= 1025; }) == 1025);
   CHECK(smallest_fitting_limit([](int64_t lim) { return lim >= (int64_t{1} << 40) + 7; }) == (int64_t{1} << 40) + 7);
   CHECK(smallest_fitting_limit([](int64_t) { return false; }) == -1);
+  // Near the range's end the answer does not depend on the guess either (2e18 lies between the
+  // first doubling of 3000 past 2^60 and 2^61, which a search that stopped there missed).
+  for (int64_t t : {int64_t{2'000'000'000'000'000'000}, kMaxFittingLimit - 1, kMaxFittingLimit, kMaxFittingLimit + 1}) {
+    for (int64_t guess : {int64_t{1}, int64_t{3000}, int64_t{4000}, t, int64_t{1} << 62}) {
+      CAPTURE(t);
+      CAPTURE(guess);
+      const int64_t want = t <= kMaxFittingLimit ? t : -1;
+      CHECK(smallest_fitting_limit([t](int64_t lim) { return lim >= t; }, guess) == want);
+    }
+  }
 }
 
 TEST_CASE("smallest_fitting_limit: the same answer from any guess, -1 at or past `below`, few calls near the answer") {

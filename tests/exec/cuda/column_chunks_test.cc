@@ -23,8 +23,8 @@ TEST_CASE("column chunks: 256 rows a chunk, more past the grid's limit") {
     CAPTURE(rows);
     const int64_t chunk = column_chunk_rows(rows), chunks = column_chunks(rows);
     CHECK(chunks <= kMaxColumnChunks);
-    CHECK(chunks * chunk >= rows);         // every row in a chunk
-    CHECK((chunks - 1) * chunk < rows);    // no empty chunk
+    CHECK(chunks * chunk >= rows);       // every row in a chunk
+    CHECK((chunks - 1) * chunk < rows);  // no empty chunk
   }
 }
 
