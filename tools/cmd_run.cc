@@ -501,9 +501,10 @@ void run_mpi(const RunArgs& a, const CLI::App& sub) {
                "pipewright: error: " + (world.rank() ? "rank " + std::to_string(world.rank()) + ": " : std::string()) +
                    pw::one_line_message(e.what()));
   } catch (const pw::exec::RankNumericalFault& e) {
-    // Every rank has the same text (exec/runtime/run_ranks.h); rank 0 prints it.
+    // Every rank has the same text (exec/runtime/run_ranks.h); rank 0 prints it, naming the
+    // last good checkpoint as a threaded run does (only rank 0 has the directory).
     exit_after(0, pw::tools::kExitNumericalFault,
-               std::string("pipewright: numerical fault: ") + e.what() + "; no checkpoint");
+               world.rank() == 0 ? pw::tools::numerical_fault_line(e.what(), a.t.checkpoint) : std::string());
   } catch (const pw::tools::CommandExit& e) { exit_after(0, e.code(), e.what()); } catch (...) {
     // This rank's own failure outside the run (out of memory building its stages).
     std::string line;

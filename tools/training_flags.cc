@@ -189,12 +189,15 @@ void check_compare_fits_in_memory(const models::Model& model, const planner::Pla
                    "), more than " + share + " of " + exec::describe(b) + "; run without --compare");
 }
 
-void exit_numerical_fault(const std::string& what, const std::string& checkpoint_dir) {
+std::string numerical_fault_line(const std::string& what, const std::string& checkpoint_dir) {
   const int64_t kept = checkpoint_dir.empty() ? -1 : exec::checkpoint_step(checkpoint_dir);
-  throw CommandExit(kExitNumericalFault, "pipewright: numerical fault: " + what +
-                                             (kept >= 0 ? "; last good checkpoint: " + checkpoint_dir + " (step " +
-                                                              std::to_string(kept) + ")"
-                                                        : std::string("; no checkpoint")));
+  return "pipewright: numerical fault: " + what +
+         (kept >= 0 ? "; last good checkpoint: " + checkpoint_dir + " (step " + std::to_string(kept) + ")"
+                    : std::string("; no checkpoint"));
+}
+
+void exit_numerical_fault(const std::string& what, const std::string& checkpoint_dir) {
+  throw CommandExit(kExitNumericalFault, numerical_fault_line(what, checkpoint_dir));
 }
 
 void exit_stopped(int64_t done, int64_t total, const std::string& checkpoint_dir, int64_t checkpoint_step, int sig) {

@@ -110,6 +110,8 @@ void check_compare_fits_in_memory(const models::Model& model, const planner::Pla
 // after `done` of `total` steps (exit 130 / 143, naming the checkpoint written at
 // `checkpoint_step`, -1 for none, and how to resume from it).
 [[noreturn]] void exit_numerical_fault(const std::string& what, const std::string& checkpoint_dir);
+// exit_numerical_fault's line (an MPI job's rank 0 prints it itself).
+std::string numerical_fault_line(const std::string& what, const std::string& checkpoint_dir);
 // `sig`: the signal that stopped the run (0: StopSignals::received(); under mpirun the one the ranks agreed on).
 [[noreturn]] void exit_stopped(int64_t done, int64_t total, const std::string& checkpoint_dir, int64_t checkpoint_step,
                                int sig = 0);

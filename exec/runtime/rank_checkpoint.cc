@@ -238,10 +238,15 @@ bool runs_stage(const planner::Schedule& sch, int s, int device) {
   return std::find(r.begin(), r.end(), device) != r.end();
 }
 
+Clock::time_point rank0_turn_deadline(std::chrono::milliseconds timeout) {
+  return Clock::now() + kRank0TurnWait + timeout;
+}
+
 void stages_to_rank0(LayerStageCompute& compute, const planner::Schedule& sch, mpi::World& world,
-                     Clock::time_point deadline, const std::string& what,
+                     std::chrono::milliseconds timeout, const std::string& what,
                      const std::function<void(int, const StageState&)>& use) {
   const int rank = world.rank();
+  const Clock::time_point sender_deadline = rank0_turn_deadline(timeout);
   for (int s = 0; s < compute.num_stages(); ++s) {
     const int owner = sch.stage_device[s];
     if (rank == 0 && owner == 0) {
@@ -249,6 +254,7 @@ void stages_to_rank0(LayerStageCompute& compute, const planner::Schedule& sch, m
       staged.download();
       use(s, staged.host());
     } else if (rank == 0) {
+      const Clock::time_point deadline = Clock::now() + timeout;  // the owner has been ready since the call
       ReceivedStage d = parse_header(world.recv_bytes(owner, deadline, what));
       StageState st = d.state();
       receive_values(st, owner, world, deadline, what);
@@ -256,8 +262,8 @@ void stages_to_rank0(LayerStageCompute& compute, const planner::Schedule& sch, m
     } else if (rank == owner) {
       HostStagedState staged(compute.checkpoint_state(s));  // host copies of a stage on a GPU
       staged.download();
-      world.send_bytes(0, stage_header(staged.host()), deadline, what);
-      send_values(staged.host(), 0, world, deadline, what);
+      world.send_bytes(0, stage_header(staged.host()), sender_deadline, what);
+      send_values(staged.host(), 0, world, sender_deadline, what);
     }
   }
 }

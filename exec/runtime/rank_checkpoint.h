@@ -8,6 +8,7 @@
 // stages and one other: the checkpoint's size has no limit of MPI's or of rank 0's memory.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <string>
 
@@ -21,11 +22,22 @@ namespace pw::exec {
 // Whether pipeline device `device` runs stage s (as any of its replicas).
 bool runs_stage(const planner::Schedule& sch, int s, int device);
 
+// How long a rank may wait for rank 0 to get to its stage, or to finish with the last one:
+// rank 0 writes (or reads) the stages before it meanwhile, which takes as long as the disk
+// needs, whatever the step deadline.
+inline constexpr std::chrono::minutes kRank0TurnWait{10};
+
+// A deadline for a wait on rank 0's turn that starts now: kRank0TurnWait plus `timeout`.
+mpi::World::Clock::time_point rank0_turn_deadline(std::chrono::milliseconds timeout);
+
 // Every stage's state, handed to `use` on rank 0 in stage order: its own stages' from its
 // compute (downloaded from a GPU), the others' received from the rank running replica 0 of
-// them. Collective: every rank calls it between iterations.
+// them. Rank 0 waits at most `timeout` for each stage, from when it asks for it; the rank
+// sending a stage waits until rank0_turn_deadline(timeout), counted from the call, since
+// rank 0 handles (writes) the stages before it first. Collective: every rank calls it between
+// iterations.
 void stages_to_rank0(LayerStageCompute& compute, const planner::Schedule& sch, mpi::World& world,
-                     mpi::World::Clock::time_point deadline, const std::string& what,
+                     std::chrono::milliseconds timeout, const std::string& what,
                      const std::function<void(int, const StageState&)>& use);
 
 // --resume under MPI: rank 0 sends every rank the checkpoint's step and data position (filled

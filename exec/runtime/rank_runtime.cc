@@ -97,7 +97,8 @@ int64_t RankRuntime::run_iteration() {
     worker_->run_iteration(iterations_, start + timeout_);
   } catch (const mpi::PeerFailed&) { throw; } catch (const PipelineStall& e) {
     throw mpi::TransportTimeout("rank " + std::to_string(world_.rank()) + ": " + e.what());
-  } catch (const NumericalFault& e) {
+  } catch (const NumericalFault& local) {
+    const NumericalFault e = local.shifted(first_step_);
     const std::string text = "rank " + std::to_string(world_.rank()) + ", op " +
                              (worker_->current_op().empty() ? std::string("none") : worker_->current_op()) + ": " +
                              e.what();

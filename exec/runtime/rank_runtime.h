@@ -90,6 +90,9 @@ class RankRuntime {
   // A deadline for a collective that starts now (the runtime's timeout from now).
   Clock::time_point deadline() const { return Clock::now() + timeout_; }
   void set_timeout(std::chrono::milliseconds t) { timeout_ = t; }
+  // Steps run before this runtime's first iteration (a resumed run's): a NumericalFault's step
+  // is told counted over the whole run, as exec/numerics.h and a threaded run count it.
+  void set_first_step(int64_t step) { first_step_ = step; }
   std::chrono::milliseconds timeout() const { return timeout_; }
   const CoreSet& placement() const { return placement_; }
   // Oversubscription or pinning warning of this rank, "" if none.
@@ -100,6 +103,7 @@ class RankRuntime {
   mpi::World& world_;
   RuntimeOptions options_;
   std::chrono::milliseconds timeout_;
+  int64_t first_step_ = 0;
   MpiTransport transport_;
   Clock::time_point t0_;
   std::unique_ptr<StageWorker> worker_;

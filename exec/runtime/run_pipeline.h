@@ -94,6 +94,9 @@ struct PipelineRunOptions {
   // MPI runs, tests only (PW_TEST_PAUSE_AT_STEP, exec/runtime/fault_injection.h): after the ops
   // of step `pause_at_step` (1-based, warm-up included) every rank waits for a stop request.
   int pause_at_step = 0;
+  // MPI runs, tests only: rank 0 sleeps this long before it writes a checkpoint's first stage
+  // (a slow disk), while the other ranks wait to send theirs.
+  std::chrono::milliseconds test_checkpoint_write_delay{0};
   // May be empty; called once every check has passed and a checkpoint (if any) is loaded,
   // before the first iteration (e.g. to print a banner only for a run that starts).
   std::function<void()> on_start;

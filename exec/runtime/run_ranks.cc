@@ -288,14 +288,20 @@ PipelineRunResult run_pipeline_ranks(const models::Model& model, const planner::
   auto save = [&](int done) {
     std::optional<CheckpointWriter> writer;
     if (rank == 0) writer.emplace(options.checkpoint_dir, done);
-    stages_to_rank0(compute, setup->schedule, world, rt->deadline(), "gathering the checkpoint",
-                    [&](int, const StageState& st) { writer->add_stage(st); });
+    stages_to_rank0(compute, setup->schedule, world, rt->timeout(), "gathering the checkpoint",
+                    [&](int s, const StageState& st) {
+                      if (s == 0 && options.test_checkpoint_write_delay.count() > 0)
+                        std::this_thread::sleep_for(options.test_checkpoint_write_delay);
+                      writer->add_stage(st);
+                    });
     if (rank == 0) writer->commit(identity, setup->slicer->state());
-    world.barrier(rt->deadline(), "writing the checkpoint");
+    // The others wait while rank 0 writes the last stage and the manifest.
+    world.barrier(rank0_turn_deadline(rt->timeout()), "writing the checkpoint");
     r.checkpoint_step = done;
   };
   try {
     rt = std::make_unique<RankRuntime>(setup->schedule, *comp, world, ro);
+    rt->set_first_step(first_step);
     if (rank == 0 && options.on_start) options.on_start();
     EndToEndClock clock(*setup->slicer, options.warmup_steps);
     for (int i = first_step; i < total; ++i) {
@@ -354,7 +360,7 @@ PipelineRunResult run_pipeline_ranks(const models::Model& model, const planner::
       lanes = world.gather(setup->lanes[static_cast<size_t>(rank)].to_string(), rt->deadline(), "gathering lanes");
     if (options.keep_final_weights) {
       r.final_weights.resize(rank == 0 ? S : 0);
-      stages_to_rank0(compute, setup->schedule, world, rt->deadline(), "gathering weights",
+      stages_to_rank0(compute, setup->schedule, world, rt->timeout(), "gathering weights",
                       [&](int s, const StageState& st) {
                         for (const auto& [name, t] : st.tensors) r.final_weights[s].emplace_back(name, t->clone());
                       });

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `mpirun -np 2 pipewright run` faults and refusals (ctest, tests/exec/CMakeLists.txt):
-#   mpi_cli_test.sh throw|kill|mismatch|replicated|nan|nan-replicated|compare|resume-rank0-dir|bad-flag <pipewright> <mpiexec> [flags...]
+#   mpi_cli_test.sh throw|kill|mismatch|replicated|nan|nan-replicated|nan-resumed|compare|resume-rank0-dir|bad-flag <pipewright> <mpiexec> [flags...]
 # throw: rank 1 throws at BW(1,3) (PW_TEST_INJECT_FAULT, exec/runtime/fault_injection.h);
 # kill:  rank 1 SIGKILLs itself at F(1,2).
 #   Pass when mpirun (hence every rank: it ends the job) exits non-zero and the output names
@@ -26,6 +26,9 @@
 #   --resume state/ck; in rank 1's directory "state" is a plain file, so the path cannot exist
 #   there. Pass when both exit 0, the resumed steps 3-4 print the losses of an uninterrupted
 #   4-step run, and rank 1's "state" is still the file: only rank 0 checks, writes and reads it.
+# nan-resumed: SGD at lr 100 diverges to an infinite loss after a resume from step 2 with
+#   --checkpoint. Pass when mpirun exits 4 with one line that names the threaded run's step
+#   (counted over the whole run, not from the resume) and the last good checkpoint (step 2).
 # bad-flag: an unknown flag, then an unknown command, on 4 ranks, each failing before MPI starts.
 #   Pass when mpirun exits 2 and the one line that names pipewright is the whole error: rank 0
 #   prints it for all (4 copies were noise, and pieces written apart interleaved into
@@ -53,6 +56,25 @@ if [ "$mode" = bad-flag ]; then
   one_line 'pipewright: error: The following argument was not expected: --bogus (see --help)' \
     run --model mlp --stages 2 --micro-batches 4 --bogus
   one_line "$(2>&1 "$pipewright" rnu)" rnu --model mlp
+  echo PASS
+  exit 0
+fi
+if [ "$mode" = nan-resumed ]; then
+  dir=$(mktemp -d)
+  trap 'rm -rf "$dir"' EXIT
+  args=(run --model mlp --stages 2 --micro-batches 4 --threads 1 --log-every 1 --optimizer sgd --lr 100)
+  "$pipewright" "${args[@]}" --steps 2 --checkpoint "$dir/t" >/dev/null || fail "the threaded run failed"
+  "$@" -np 2 "$pipewright" "${args[@]}" --steps 2 --checkpoint "$dir/m" >/dev/null 2>&1 || fail "the MPI run failed"
+  threaded=$("$pipewright" "${args[@]}" --steps 6 --resume "$dir/t" --checkpoint "$dir/t" 2>&1 | grep pipewright)
+  out=$("$@" -np 2 "$pipewright" "${args[@]}" --steps 6 --resume "$dir/m" --checkpoint "$dir/m" 2>&1)
+  rc=$?
+  echo "$threaded"; echo "$out"; echo "exit code: $rc"
+  [ "$rc" -eq 4 ] || fail "mpirun exited $rc, expected 4"
+  step=$(grep -o 'numerical fault: step [0-9]*,' <<<"$threaded" | grep -o '[0-9]*') || fail "no fault in the threaded run"
+  line=$(grep 'pipewright: numerical fault:' <<<"$out")
+  [ "$(grep -c pipewright <<<"$out")" -eq 1 ] || fail "expected one line naming pipewright"
+  grep -q "): step $step, " <<<"$line" || fail "not the threaded run's step $step"
+  grep -q "; last good checkpoint: $dir/m (step 2)\$" <<<"$line" || fail "the checkpoint is not named"
   echo PASS
   exit 0
 fi

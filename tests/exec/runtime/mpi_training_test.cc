@@ -15,6 +15,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "exec/runtime/checkpoint.h"
 #include "exec/runtime/run_ranks.h"
 #include "models/zoo.h"
 #include "planner/schedule_gen.h"
@@ -357,6 +358,26 @@ TEST_CASE("mpi runtime: a corrupt stage file of another rank's stage fails the r
   }
   world().barrier(deadline(), "the test's failed resume");
   if (world().rank() == 0) std::filesystem::remove_all(dir);
+}
+
+// Rank 0 writes the checkpoint's stages while the others wait to send theirs: that wait is on
+// rank 0's disk, not on a step, so a write slower than the step deadline fails nothing (it did:
+// the senders timed out, named rank 0 as stopped and the job lost its checkpoint).
+TEST_CASE("mpi runtime: a checkpoint written slower than the step deadline completes on every rank") {
+  const std::filesystem::path dir = job_temp_dir("pw_mpi_slow_checkpoint");
+  const models::Model model = small_model("gpt");
+  const planner::Plan plan = even_plan(model, world().size(), 4, 2, ScheduleKind::one_f_one_b, false);
+  PipelineRunOptions o = testing::compare_options();
+  o.steps = 2;
+  o.checkpoint_dir = dir.string();
+  o.step_deadline = std::chrono::milliseconds(3000);
+  o.test_checkpoint_write_delay = std::chrono::milliseconds(4000);
+  CHECK(run_pipeline_ranks(model, plan, o, world()).checkpoint_step == 2);
+  world().barrier(deadline(), "the test's slow checkpoint");
+  if (world().rank() == 0) {
+    CHECK(checkpoint_step(dir.string()) == 2);
+    std::filesystem::remove_all(dir);
+  }
 }
 
 // Replicated stages checkpoint replica 0's state and every replica's rank resumes from it: a
