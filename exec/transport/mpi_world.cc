@@ -89,17 +89,38 @@ World::~World() {
   delete comms_;
 }
 
-void World::wait(void* request, Clock::time_point deadline, const std::string& what) {
+namespace {
+
+// Cancels a point-to-point request being given up and waits (at most a second) for the cancel
+// to complete: a receive not yet matched is cancelled at once (MPI 3.1, section 3.8.4), so no
+// later message lands in its buffer. One that does not complete in time is left to the job's
+// end (a message half received, or a send MPI will not cancel).
+void abandon(MPI_Request* req) {
+  if (*req == MPI_REQUEST_NULL || MPI_Cancel(req) != MPI_SUCCESS) return;
+  const auto until = World::Clock::now() + std::chrono::seconds(1);
+  Backoff backoff;
+  while (true) {
+    int done = 0;
+    if (MPI_Test(req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS || done || World::Clock::now() >= until) return;
+    backoff.sleep(until);
+  }
+}
+
+}  // namespace
+
+void World::wait(void* request, Clock::time_point deadline, const std::string& what, bool point_to_point) {
   auto* req = static_cast<MPI_Request*>(request);
   Backoff backoff;
   while (true) {
     int done = 0;
     check_mpi(MPI_Test(req, &done, MPI_STATUS_IGNORE), what.c_str());
     if (done) return;
-    check_peers();
-    if (Clock::now() >= deadline) {
-      // The request cannot be completed any more; the job is about to be aborted.
-      throw TransportTimeout("timed out in " + what + " (another rank is stuck or gone)");
+    try {
+      check_peers();
+      if (Clock::now() >= deadline) throw TransportTimeout("timed out in " + what + " (another rank is stuck or gone)");
+    } catch (...) {
+      if (point_to_point) abandon(req);
+      throw;
     }
     backoff.sleep(deadline);
   }
@@ -150,10 +171,10 @@ void World::send_bytes(int dst, std::string_view bytes, Clock::time_point deadli
   int64_t n = static_cast<int64_t>(bytes.size());
   MPI_Request req;
   check_mpi(MPI_Isend(&n, sizeof n, MPI_BYTE, dst, kBytesTag, comms_->collective, &req), "MPI_Isend");
-  wait(&req, deadline, what);
+  wait(&req, deadline, what, true);
   for_each_chunk(bytes.size(), chunk, [&](size_t at, int c) {
     check_mpi(MPI_Isend(bytes.data() + at, c, MPI_BYTE, dst, kBytesTag, comms_->collective, &req), "MPI_Isend");
-    wait(&req, deadline, what);
+    wait(&req, deadline, what, true);
   });
 }
 
@@ -162,7 +183,7 @@ int64_t World::recv_length(int src, size_t chunk, Clock::time_point deadline, co
   int64_t n = 0;
   MPI_Request req;
   check_mpi(MPI_Irecv(&n, sizeof n, MPI_BYTE, src, kBytesTag, comms_->collective, &req), "MPI_Irecv");
-  wait(&req, deadline, what);
+  wait(&req, deadline, what, true);
   PW_CHECK(n >= 0, "recv_bytes: rank " + std::to_string(src) + " announced " + std::to_string(n) + " bytes");
   return n;
 }
@@ -171,7 +192,7 @@ void World::recv_chunks(int src, char* p, size_t n, size_t chunk, Clock::time_po
   MPI_Request req;
   for_each_chunk(n, chunk, [&](size_t at, int c) {
     check_mpi(MPI_Irecv(p + at, c, MPI_BYTE, src, kBytesTag, comms_->collective, &req), "MPI_Irecv");
-    wait(&req, deadline, what);
+    wait(&req, deadline, what, true);
   });
 }
 

@@ -112,7 +112,11 @@ class World {
   Comms& comms() { return *comms_; }
 
  private:
-  void wait(void* request, Clock::time_point deadline, const std::string& what);
+  // Waits for `request` until `deadline`, checking for another rank's failure. A point-to-point
+  // request given up (the deadline passed, or PeerFailed) is cancelled first, so that a message
+  // arriving later is not received into (or sent from) the caller's buffer after it is gone;
+  // collectives cannot be cancelled (MPI forbids it), and the job is ending then anyway.
+  void wait(void* request, Clock::time_point deadline, const std::string& what, bool point_to_point = false);
   // recv_bytes' two parts: the announced length (checked >= 0), then the chunks into p[0, n).
   int64_t recv_length(int src, size_t chunk, Clock::time_point deadline, const std::string& what);
   void recv_chunks(int src, char* p, size_t n, size_t chunk, Clock::time_point deadline, const std::string& what);
