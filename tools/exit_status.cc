@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <new>
 #include <string>
+#include <thread>
 
 #include "models/error.h"
 #include "models/error_text.h"
@@ -53,6 +54,13 @@ int launcher_rank() {
     if (*end == '\0' && r >= 0 && r <= 1 << 30) return static_cast<int>(r);
   }
   return 0;
+}
+
+int reject_command_line(const std::string& line, std::ostream& err, std::chrono::milliseconds others_wait) {
+  if (launcher_rank() > 0) std::this_thread::sleep_for(others_wait);
+  err << line;
+  err.flush();
+  return 2;
 }
 
 }  // namespace pw::tools

@@ -88,11 +88,9 @@ int main(int argc, char** argv) {
   std::vector<std::string> names;
   for (const auto& entry : registry) names.push_back(entry.name);
   if (argc >= 2 && argv[1][0] != '-' && std::find(names.begin(), names.end(), argv[1]) == names.end()) {
-    // One write; under mpirun rank 0's line alone (every rank rejects the same command line).
-    if (pw::tools::launcher_rank() == 0)
-      std::cerr << "pipewright: error: " + pw::one_line_message(pw::tools::unknown_command_message(argv[1], names)) +
-                       "\n";
-    return 2;
+    return pw::tools::reject_command_line(
+        "pipewright: error: " + pw::one_line_message(pw::tools::unknown_command_message(argv[1], names)) + "\n",
+        std::cerr);
   }
   pw::tools::install_flag_checks(app);  // every numeric flag: bounded, finite, units
   try {
@@ -100,10 +98,9 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForHelp& e) { return app.exit(e); } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForVersion& e) { return app.exit(e); } catch (const CLI::ParseError& e) {
-    if (pw::tools::launcher_rank() == 0)
-      std::cerr << "pipewright: error: " + pw::one_line_message(e.what() + flag_hint(app, e, argc, argv)) +
-                       " (see --help)\n";
-    return 2;
+    return pw::tools::reject_command_line(
+        "pipewright: error: " + pw::one_line_message(e.what() + flag_hint(app, e, argc, argv)) + " (see --help)\n",
+        std::cerr);
   } catch (...) { return pw::tools::report_failure(std::current_exception(), std::cerr); }
   pw::tools::print_deferred_notes();  // only after success: a failure prints one line
   return 0;

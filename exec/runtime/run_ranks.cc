@@ -103,10 +103,15 @@ void pause_for_stop(mpi::World& world, RankRuntime& rt, const PipelineRunOptions
     std::fprintf(stderr, "test: paused at step %d\n", step);
     std::fflush(stderr);
   }
+  // The minute's end is agreed on in the same reduction: a rank that left the loop on its own
+  // clock would meet the others' next pause reduction with its end-of-step one.
   const auto until = Clock::now() + std::chrono::minutes(1);
-  while (Clock::now() < until) {
+  while (true) {
     const double stop = o.stop_requested && o.stop_requested() ? 1.0 : 0.0;
-    if (world.allreduce_max({stop}, rt.deadline(), "the test pause at step " + std::to_string(step))[0] > 0) return;
+    const double over = Clock::now() >= until ? 1.0 : 0.0;
+    if (world.allreduce_max({std::max(stop, over)}, rt.deadline(),
+                            "the test pause at step " + std::to_string(step))[0] > 0)
+      return;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
 }

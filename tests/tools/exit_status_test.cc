@@ -79,4 +79,17 @@ TEST_CASE("launcher_rank: the rank an MPI launcher set, else 0") {
   }
 }
 
+TEST_CASE("reject_command_line: rank 0 writes at once, another rank after its wait") {
+  unsetenv("PMIX_RANK");
+  unsetenv("PMI_RANK");
+  std::ostringstream err;
+  setenv("OMPI_COMM_WORLD_RANK", "0", 1);
+  CHECK(reject_command_line("pipewright: error: x\n", err, std::chrono::hours(1)) == 2);  // no wait on rank 0
+  CHECK(err.str() == "pipewright: error: x\n");
+  setenv("OMPI_COMM_WORLD_RANK", "2", 1);  // the job went on: rank 2's own line after the wait
+  CHECK(reject_command_line("pipewright: error: y\n", err, std::chrono::milliseconds(1)) == 2);
+  CHECK(err.str() == "pipewright: error: x\npipewright: error: y\n");
+  unsetenv("OMPI_COMM_WORLD_RANK");
+}
+
 }  // namespace pw::tools
