@@ -106,7 +106,7 @@ TEST_CASE("cuda attention (seq 7, d 32, heads 4 and seq 16, d 64, heads 2)") {
   compare_layer(attention_spec(16, 64, 2), {{16, 64}}, floats({{16, 64}}), {true}, 4, 3, kAttentionTol);
 }
 
-TEST_CASE("cuda transformer_block (seq 7, d 32, heads 4, ffn 64; seq 16, d 64, heads 2, ffn 128; seq 64)") {
+TEST_CASE("cuda transformer_block (seq 7, d 32, heads 4, ffn 64 and seq 16, d 64, heads 2, ffn 128 and seq 64)") {
   compare_layer(block_spec(7, 32, 4, 64), {{7, 32}}, floats({{7, 32}}), {true}, 8, 3, kBlockTol);
   compare_layer(block_spec(16, 64, 2, 128), {{16, 64}}, floats({{16, 64}}), {true}, 4, 3, kBlockTol);
   // 512 rows: the bias and layer-norm gradients in 2 chunks (the ragged 192 rows in one).

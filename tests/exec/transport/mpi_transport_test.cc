@@ -226,7 +226,7 @@ TEST_CASE("mpi world: send_bytes / recv_bytes carry any size in chunks, in order
 // A receive given up at its deadline is cancelled (World::wait): the next message from that
 // rank goes to the next receive. Left posted, the dead receive took the next message's length
 // into a stack variable that was gone, and the next recv_bytes read the payload as a length.
-TEST_CASE("mpi world: a recv_bytes that timed out leaves nothing posted; the next one gets the next message") {
+TEST_CASE("mpi world: a recv_bytes that timed out leaves nothing posted, the next one gets the next message") {
   auto& w = world();
   if (w.rank() == 1) {
     CHECK_THROWS_AS(w.recv_bytes(0, Clock::now() + std::chrono::milliseconds(50), "a receive that times out"),
