@@ -55,15 +55,23 @@ __global__ void ln_backward_k(const float* x, const float* dy, const float* g, c
 // blocks, where one chunk gave 24), and a thread a short walk.
 constexpr int kCols = 32, kGroups = 8;
 
+// The rows [begin, end) of this block's chunk (blockIdx.y).
+struct ChunkRows {
+  int64_t begin, end;
+};
+__device__ inline ChunkRows block_chunk(int64_t rows, int64_t chunk_rows) {
+  const int64_t begin = int64_t(blockIdx.y) * chunk_rows;
+  return {begin, rows - begin < chunk_rows ? rows : begin + chunk_rows};
+}
+
 __global__ void column_sums_k(const float* x, int64_t rows, int64_t cols, int64_t chunk_rows, float* out,
                               float* partial) {
   __shared__ float part[kGroups][kCols];
   const int64_t c = int64_t(blockIdx.x) * kCols + threadIdx.x;
-  const int64_t r0 = int64_t(blockIdx.y) * chunk_rows;
-  const int64_t r1 = rows - r0 < chunk_rows ? rows : r0 + chunk_rows;
+  const ChunkRows ch = block_chunk(rows, chunk_rows);
   float s = 0.0f;
   if (c < cols)
-    for (int64_t r = r0 + threadIdx.y; r < r1; r += kGroups) s += x[r * cols + c];
+    for (int64_t r = ch.begin + threadIdx.y; r < ch.end; r += kGroups) s += x[r * cols + c];
   part[threadIdx.y][threadIdx.x] = s;
   __syncthreads();
   if (threadIdx.y == 0 && c < cols) {
@@ -78,11 +86,10 @@ __global__ void ln_weight_k(const float* x, const float* dy, const float* stats,
                             int64_t chunk_rows, float* gg, float* gb, float* partial) {
   __shared__ float pg[kGroups][kCols], pb[kGroups][kCols];
   const int64_t c = int64_t(blockIdx.x) * kCols + threadIdx.x;
-  const int64_t r0 = int64_t(blockIdx.y) * chunk_rows;
-  const int64_t r1 = rows - r0 < chunk_rows ? rows : r0 + chunk_rows;
+  const ChunkRows ch = block_chunk(rows, chunk_rows);
   float sg = 0.0f, sb = 0.0f;
   if (c < d)
-    for (int64_t r = r0 + threadIdx.y; r < r1; r += kGroups) {
+    for (int64_t r = ch.begin + threadIdx.y; r < ch.end; r += kGroups) {
       const float v = dy[r * d + c];
       sg += v * (x[r * d + c] - stats[2 * r]) * stats[2 * r + 1];
       sb += v;

@@ -41,12 +41,6 @@ void linear_backward_weight(CudaDevice& dev, const float* x, const float* dy, fl
 
 Tensor device_scratch(CudaDevice& dev, int64_t n) { return n > 0 ? Tensor({n}, dev.memory()) : Tensor(); }
 
-void layer_norm_weight(CudaDevice& dev, const float* x, const float* dy, const float* stats, float* grad_g,
-                       float* grad_b, int64_t rows, int64_t d) {
-  Tensor scratch = device_scratch(dev, 2 * column_sum_scratch(rows, d));
-  kernels::layer_norm_backward_weight(x, dy, stats, grad_g, grad_b, rows, d, scratch.data(), dev.stream());
-}
-
 CudaLinear::CudaLinear(std::unique_ptr<Layer> twin, CudaDevice& dev, int64_t in, int64_t out, bool bias)
     : CudaLayer(std::move(twin), dev), in_(in), out_(out), bias_(bias) {
   PW_CHECK(params_.size() == (bias ? 2u : 1u), "linear twin parameters");

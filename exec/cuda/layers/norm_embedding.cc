@@ -1,8 +1,15 @@
+#include "exec/cuda/column_chunks.h"
 #include "exec/cuda/kernels.h"
 #include "exec/cuda/layers/layers.h"
 #include "exec/cuda/layers/parts.h"
 
 namespace pw::exec::cuda {
+
+void layer_norm_weight(CudaDevice& dev, const float* x, const float* dy, const float* stats, float* grad_g,
+                       float* grad_b, int64_t rows, int64_t d) {
+  Tensor scratch = device_scratch(dev, 2 * column_sum_scratch(rows, d));
+  kernels::layer_norm_backward_weight(x, dy, stats, grad_g, grad_b, rows, d, scratch.data(), dev.stream());
+}
 
 Tensor CudaLayerNorm::forward(Inputs in, Context& ctx) {
   ctx.clear();
