@@ -161,8 +161,9 @@ void layer_norm_backward_weight(const float* x, const float* dy, const float* st
   check_launch("layer_norm_backward_weight");
   if (!partial) return;
   add_partials_k<<<grid_for(d), kThreads, 0, as_stream(s)>>>(partial, chunks, d, grad_g);
+  check_launch("layer_norm_backward_weight (chunks of g)");
   add_partials_k<<<grid_for(d), kThreads, 0, as_stream(s)>>>(partial + chunks * d, chunks, d, grad_b);
-  check_launch("layer_norm_backward_weight (chunks)");
+  check_launch("layer_norm_backward_weight (chunks of b)");
 }
 
 void add_column_sums(const float* x, int64_t rows, int64_t cols, float* out, float* scratch, void* s) {
