@@ -159,11 +159,34 @@ MessageTag RingAllreduce::waiting_tag() const { return step_ < steps_ ? recv_tag
 
 int RingAllreduce::waiting_peer() const { return step_ < steps_ ? prev_ : next_; }
 
+namespace {
+
+// What the blocking form waits on: the whole ring, complete when the ring is done. Testing it
+// progresses the ring, its own pending sends included. Waiting on the ring's next receive alone
+// is not enough: a send left pending on a full channel is retried only by progress(), and the
+// chunk awaited may depend on it (three replicas: A's pending send to B holds up B's send to C,
+// C's to A), so a wait that tests only its request would hang.
+class WholeRing final : public Request {
+ public:
+  explicit WholeRing(RingAllreduce& ring) : ring_(ring) {}
+  bool test() override { return ring_.progress(); }
+  Message take() override {
+    PW_CHECK(false, "take() called on an all-reduce");
+    return {};
+  }
+
+ private:
+  RingAllreduce& ring_;
+};
+
+}  // namespace
+
 void replica_allreduce(Transport& tr, int device, const std::vector<int>& replicas, int iteration, int stage, int round,
                        const std::vector<Tensor*>& grads, bool average, const RequestWait& wait, int64_t flat_begin,
                        int64_t flat_end) {
   RingAllreduce ring(tr, device, replicas, iteration, stage, round, grads, average, flat_begin, flat_end);
-  while (!ring.progress()) wait(ring.waiting(), ring.waiting_tag(), ring.waiting_peer());
+  WholeRing whole(ring);
+  while (!ring.progress()) wait(whole, ring.waiting_tag(), ring.waiting_peer());
 }
 
 }  // namespace pw::exec

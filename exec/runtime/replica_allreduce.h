@@ -34,8 +34,10 @@
 // the sends matters under MPI: a large message moves only while its sender calls into MPI, so a
 // replica that went on computing with its last chunk still in flight would hold its peer up for
 // that whole op. Until done() the caller must not touch the gradients (the ring reads and writes
-// them in place). replica_allreduce() is the blocking form (constructs and progresses until done,
-// waiting through `wait` on the request it needs next).
+// them in place). replica_allreduce() is the blocking form: it constructs the ring and hands `wait` a
+// request whose test() progresses the whole ring (its pending sends too) and completes when the
+// ring is done, with the tag and peer the ring needs next (for the wait's messages). A wait
+// therefore only has to test the request it is given, as a point-to-point wait does.
 //
 // Gradients on a device (a pipeline on GPUs, exec/device_ops.h): the ring runs on host copies.
 // The constructor downloads each device tensor of its range (copy_to_host waits for the
