@@ -4,8 +4,10 @@
 #include <cuda_runtime.h>
 #include <unistd.h>
 
+#include <memory>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "exec/cuda/calibrate_kernels.h"
@@ -25,7 +27,8 @@ void ensure(cublasStatus_t s, const char* what) {
     throw std::runtime_error(std::string("cuBLASLt: ") + what + " failed (status " + std::to_string(int(s)) + ")");
 }
 
-// 0x3C00 is 0.0078125 in bf16; the pair 0x3C003C00 is 0.0078 in fp32: small, non-zero, finite.
+// The bandwidth copy's contents (a copy's speed does not depend on them): 0x3C00 is 0.0078125 in
+// bf16; the pair 0x3C003C00 is 0.0078 in fp32: small, non-zero, finite.
 constexpr uint16_t kFill = 0x3C00;
 
 class DeviceBuffer {
@@ -72,6 +75,19 @@ class Events {
 class LtProduct {
  public:
   LtProduct(CudaDevice& dev, Precision p, int64_t m, int64_t n, int64_t k) : dev_(dev) {
+    try {
+      plan(p, m, n, k);
+    } catch (...) {
+      release();  // the destructor does not run for a constructor that throws
+      throw;
+    }
+  }
+  ~LtProduct() { release(); }
+  LtProduct(const LtProduct&) = delete;
+  LtProduct& operator=(const LtProduct&) = delete;
+
+ private:
+  void plan(Precision p, int64_t m, int64_t n, int64_t k) {
     const cudaDataType_t io = p == Precision::bf16 ? CUDA_R_16BF : CUDA_R_32F;
     const cublasComputeType_t compute = p == Precision::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
     ensure(cublasLtMatmulDescCreate(&desc_, compute, CUDA_R_32F), "cublasLtMatmulDescCreate");
@@ -80,26 +96,28 @@ class LtProduct {
     ensure(cublasLtMatrixLayoutCreate(&c_, io, uint64_t(n), uint64_t(m), n), "layout");
     cublasLtMatmulPreference_t pref;
     ensure(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
-    const uint64_t ws = dev.workspace_bytes();
-    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+    const std::unique_ptr<std::remove_pointer_t<cublasLtMatmulPreference_t>, decltype(&cublasLtMatmulPreferenceDestroy)>
+        pref_owner(pref, &cublasLtMatmulPreferenceDestroy);
+    // The backend's workspace: an algorithm chosen without it would not be the one training runs.
+    const uint64_t ws = dev_.workspace_bytes();
+    ensure(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws),
+           "workspace preference");
     cublasLtMatmulHeuristicResult_t result{};
     int found = 0;
     const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(handle(), desc_, a_, b_, c_, c_, pref, 1, &result, &found);
-    cublasLtMatmulPreferenceDestroy(pref);
     if (st != CUBLAS_STATUS_SUCCESS || found == 0)
       throw std::runtime_error("cuBLASLt: no " + std::string(models::to_string(p)) + " algorithm for " +
                                std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k));
     algo_ = result.algo;
   }
-  ~LtProduct() {
-    cublasLtMatrixLayoutDestroy(a_);
-    cublasLtMatrixLayoutDestroy(b_);
-    cublasLtMatrixLayoutDestroy(c_);
-    cublasLtMatmulDescDestroy(desc_);
+  void release() {
+    if (a_) cublasLtMatrixLayoutDestroy(a_);
+    if (b_) cublasLtMatrixLayoutDestroy(b_);
+    if (c_) cublasLtMatrixLayoutDestroy(c_);
+    if (desc_) cublasLtMatmulDescDestroy(desc_);
   }
-  LtProduct(const LtProduct&) = delete;
-  LtProduct& operator=(const LtProduct&) = delete;
 
+ public:
   void run(const void* a, const void* b, void* c) {
     const float one = 1, zero = 0;
     ensure(cublasLtMatmul(handle(), desc_, &one, b, a_, a, b_, &zero, c, c_, c, c_, &algo_, dev_.workspace(),
@@ -133,8 +151,9 @@ class CudaTimer final : public DeviceTimer {
     dev_.make_current();
     const size_t e = size_t(models::element_bytes(p));
     DeviceBuffer a{size_t(m * k) * e}, b{size_t(k * n) * e}, c{size_t(m * n) * e};
-    for (const DeviceBuffer* buf : {&a, &b})
-      kernels::fill_u16(buf->get(), int64_t((buf == &a ? m * k : k * n) * int64_t(e) / 2), kFill, dev_.stream());
+    // Random operands (exec/cuda/random_words.h): constant ones would run faster than real data.
+    kernels::fill_random_u16(a.get(), int64_t(m * k * int64_t(e) / 2), 1, dev_.stream());
+    kernels::fill_random_u16(b.get(), int64_t(k * n * int64_t(e) / 2), 2, dev_.stream());
     LtProduct product(dev_, p, m, n, k);
     return median_of_runs(repeats,
                           [&] { return events_.time(stream(), [&] { product.run(a.get(), b.get(), c.get()); }); });
