@@ -19,14 +19,17 @@ for a in "$@"; do
     *) dir="$a" ;;
   esac
 done
+# pkgconf: CMake finds hwloc through pkg-config, which a machine with only CUDA and a compiler
+# may lack (gpu_check.sh puts the prefix's bin after the system's on PATH).
 top=(nlohmann-json3-dev libcli11-dev doctest-dev libdnnl-dev libhwloc-dev ocl-icd-opencl-dev
-     opencl-c-headers libbenchmark-dev)
+     opencl-c-headers libbenchmark-dev pkgconf)
 [ "$mpi" = 1 ] && top+=(libopenmpi-dev openmpi-bin)
 base=" libc6 libc6-dev libgcc-s1 libstdc++6 libgomp1 libudev1 gcc-12-base "
 # Taken without their Depends: OpenMPI's dev package is wanted for its headers, wrapper data and
 # library links only (its Depends serve Fortran and static linking: a compiler, 70 MiB). Left
-# out: ssh, which mpirun needs only to start ranks on other hosts, and hwloc's optional plugins
-# (X11, libxml2, ICU: 14 MiB).
+# out: ssh, which mpirun needs only to start ranks on other hosts (gpu_check.sh sets
+# OMPI_MCA_plm_rsh_agent=false, without which mpirun refuses local ranks too), and hwloc's
+# optional plugins (X11, libxml2, ICU: 14 MiB).
 shallow=" libopenmpi-dev "
 skip=" openssh-client libhwloc-plugins "
 
