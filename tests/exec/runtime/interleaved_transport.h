@@ -13,12 +13,12 @@
 // schedule of `seed`; returns false on a deadlock; rethrows the first other exception of a body.
 #pragma once
 
-#include <condition_variable>
 #include <exception>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <random>
+#include <semaphore>
 #include <stdexcept>
 #include <thread>
 #include <utility>
@@ -35,7 +35,9 @@ struct InterleavingDeadlock : std::runtime_error {
 class InterleavedTransport final : public exec::Transport {
  public:
   InterleavedTransport(exec::InProcTransport& inner, int threads, unsigned seed)
-      : in_(inner), rng_(seed), state_(threads, State::ready), wait_ep_(threads), wait_seen_(threads) {}
+      : in_(inner), rng_(seed), state_(threads, State::ready), wait_ep_(threads), wait_seen_(threads) {
+    for (int k = 0; k < threads; ++k) turn_of_.push_back(std::make_unique<std::binary_semaphore>(0));
+  }
 
   // The calling thread's index (set by run_interleaved).
   static int& me() {
@@ -70,8 +72,8 @@ class InterleavedTransport final : public exec::Transport {
 
   // Thread k: waits for its first turn; finish(): leaves the schedule.
   void start() {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return turn_ == me() || deadlock_; });
+    turn_of_[me()]->acquire();
+    std::lock_guard<std::mutex> lock(mu_);
     if (deadlock_) throw InterleavingDeadlock();
   }
   void finish() {
@@ -110,7 +112,9 @@ class InterleavedTransport final : public exec::Transport {
   }
   void hand_over_and_wait(std::unique_lock<std::mutex>& lock) {
     pass();
-    cv_.wait(lock, [&] { return turn_ == me() || deadlock_; });
+    lock.unlock();
+    turn_of_[me()]->acquire();  // only the thread given the turn wakes
+    lock.lock();
     if (deadlock_) throw InterleavingDeadlock();
   }
   // Under mu_: the turn goes to a random thread that can run (ready, or waiting on an epoch that
@@ -126,22 +130,22 @@ class InterleavedTransport final : public exec::Transport {
     }
     if (can.empty()) {
       deadlock_ = unfinished;
-      cv_.notify_all();
+      for (int k = 0; k < static_cast<int>(state_.size()); ++k)
+        if (state_[k] != State::done) turn_of_[k]->release();  // each blocked thread throws
       return;
     }
-    turn_ = can[std::uniform_int_distribution<size_t>(0, can.size() - 1)(rng_)];
-    state_[turn_] = State::ready;
-    cv_.notify_all();
+    const int next = can[std::uniform_int_distribution<size_t>(0, can.size() - 1)(rng_)];
+    state_[next] = State::ready;
+    turn_of_[next]->release();
   }
 
   exec::InProcTransport& in_;
   std::mutex mu_;
-  std::condition_variable cv_;
   std::mt19937 rng_;
   std::vector<State> state_;
   std::vector<int> wait_ep_;
   std::vector<uint64_t> wait_seen_;
-  int turn_ = -1;
+  std::vector<std::unique_ptr<std::binary_semaphore>> turn_of_;  // released: that thread's turn
   bool deadlock_ = false;
 };
 
