@@ -98,6 +98,13 @@ if ls "$debs"/*.deb >/dev/null 2>&1; then
   export PKG_CONFIG_SYSROOT_DIR="$prefix"
   export PKG_CONFIG_PATH="$prefix/usr/lib/$multiarch/pkgconfig:$prefix/usr/share/pkgconfig"
   export LD_LIBRARY_PATH="$prefix/usr/lib/$multiarch${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  # Debian keeps architecture-specific headers (hwloc's autogen/config.h) in the multiarch
+  # include folder, which the compiler searches under /usr but not under a prefix; and
+  # doctest's CMake package names /usr/include outright. Both folders of the prefix are searched
+  # after the build's own -I/-isystem folders and before the system's.
+  inc="$prefix/usr/include/$multiarch:$prefix/usr/include"
+  export CPLUS_INCLUDE_PATH="$inc${CPLUS_INCLUDE_PATH:+:$CPLUS_INCLUDE_PATH}"
+  export C_INCLUDE_PATH="$inc${C_INCLUDE_PATH:+:$C_INCLUDE_PATH}"
   export PATH="$PATH:$prefix/usr/bin"  # pkg-config (pkgconf) where the machine has none
   cmake_deps=(-DCMAKE_PREFIX_PATH="$prefix/usr")
   # OpenMPI from the prefix (tools/gpu_debs.sh takes it along), relocated through OPAL_PREFIX:
@@ -172,11 +179,11 @@ fi
 # Pipewright's step (train --device cuda: the median of 13; --tf32) and its GEMMs
 # (pw_bench_gpu_gemm). train fills unset sizes with the zoo's small ones, so every size is given.
 have_torch=0
-env -u LD_LIBRARY_PATH python3 -c "import torch" >/dev/null 2>&1 && have_torch=1
+"${plain_env[@]}" python3 -c "import torch" >/dev/null 2>&1 && have_torch=1
 step "torch script parses" 30 python3 -c "import ast,sys; ast.parse(open(sys.argv[1]).read())" "$repo/bench/gpu/torch_gpt.py"
 pass_if_ok
 torch_run() {  # the benchmark's JSON into details, written only when it finished
-  timeout "$(cap "$1")" env -u LD_LIBRARY_PATH python3 "$repo/bench/gpu/torch_gpt.py" "${@:2}" \
+  timeout "$(cap "$1")" "${plain_env[@]}" python3 "$repo/bench/gpu/torch_gpt.py" "${@:2}" \
     --json "$details/torch_gpt.json.tmp" && mv "$details/torch_gpt.json.tmp" "$details/torch_gpt.json"
 }
 if [ $gpu = 1 ] && [ $have_torch = 1 ]; then

@@ -11,6 +11,9 @@
 # Variables used: out, log, work, details, t_start, deadline, mode, gpu_name, arch.
 
 min_step_s=10
+# PyTorch runs without the prefix's settings: its libraries would shadow the system's, and
+# torch.compile's compilers would read its headers.
+plain_env=(env -u LD_LIBRARY_PATH -u CPLUS_INCLUDE_PATH -u C_INCLUDE_PATH -u PKG_CONFIG_PATH -u PKG_CONFIG_SYSROOT_DIR)
 left() { echo $(( deadline - ($(date +%s) - t_start) )); }
 # cap N: N, or the seconds left before the deadline where that is less (at least 1).
 cap() {
@@ -82,6 +85,6 @@ write_summary() {
       "${step_verdict[$i]:-fail}" "${step_notes[$i]}" >> "$steps_file"
   done
   tar -czf "$out/details.tar.gz.tmp" -C "$details" . 2>/dev/null && mv "$out/details.tar.gz.tmp" "$out/details.tar.gz"
-  env -u LD_LIBRARY_PATH python3 "$repo/tools/gpu_check_summary.py" "$steps_file" "$out" "$details" "$mode" \
+  "${plain_env[@]}" python3 "$repo/tools/gpu_check_summary.py" "$steps_file" "$out" "$details" "$mode" \
     "$gpu_name" "$arch" "$(( $(date +%s) - t_start ))" "$@"
 }
