@@ -9,11 +9,7 @@
 
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define PW_HOST_DEVICE __host__ __device__
-#else
-#define PW_HOST_DEVICE
-#endif
+#include "exec/host_device.h"
 
 namespace pw::exec::cuda {
 
