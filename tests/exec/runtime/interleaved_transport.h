@@ -60,6 +60,7 @@ class InterleavedTransport final : public exec::Transport {
   }
   bool wait_for_progress(int endpoint, uint64_t seen, Clock::time_point) override {
     std::unique_lock<std::mutex> lock(mu_);
+    if (deadlock_) throw InterleavingDeadlock();  // a caller that went on after the first throw
     state_[me()] = State::waiting;
     wait_ep_[me()] = endpoint;
     wait_seen_[me()] = seen;
@@ -79,7 +80,7 @@ class InterleavedTransport final : public exec::Transport {
   void finish() {
     std::lock_guard<std::mutex> lock(mu_);
     state_[me()] = State::done;
-    pass();
+    if (!deadlock_) pass();
   }
   void begin() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -107,6 +108,7 @@ class InterleavedTransport final : public exec::Transport {
   }
   void yield() {
     std::unique_lock<std::mutex> lock(mu_);
+    if (deadlock_) throw InterleavingDeadlock();  // the schedule has ended: no turn is handed on
     state_[me()] = State::ready;
     hand_over_and_wait(lock);
   }
