@@ -29,6 +29,9 @@
 # without one), PW_GPU_JOBS (default: nproc), PW_GPU_BUILD_TIMEOUT (seconds for the build step,
 # default 360; a shared build machine without a compiler cache needs far more).
 set -uo pipefail
+# A reader of the progress lines that goes away (`| head`) must not end the check: the record in
+# OUTDIR is what counts, so a write to a closed pipe fails instead of killing the script.
+trap '' PIPE
 cd "$(dirname "$0")/.." || exit 2
 repo="$PWD"
 

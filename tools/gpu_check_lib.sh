@@ -71,6 +71,8 @@ note_from() { note "$(step_log | grep -E "$1" | tail -1 | cut -c1-90)"; }
 verdict() {
   local i=$(( ${#step_names[@]} - 1 ))
   [ "${step_verdict[$i]:-}" = "skipped (budget)" ] || step_verdict[$i]="$1"
+  # One line a step on stderr: what a stopped run's output shows of its progress.
+  echo "gpu_check: $(( $(date +%s) - t_start )) s: ${step_names[$i]}: ${step_verdict[$i]} (${step_secs[$i]} s)" >&2
   write_summary
 }
 pass_if_ok() { if [ "${step_status[-1]}" = 0 ]; then verdict pass; else verdict fail; fi; }
