@@ -203,8 +203,8 @@ gpt2=(--model gpt --layers 12 --d-model 768 --heads 12 --ffn 3072 --seq 1024 --v
 pw_gpt_step() {  # NAME FLAGS...: train's JSON into details/NAME.json
   local name="$1"
   shift
-  timeout "$(cap 120)" "$pw" train "${gpt2[@]}" --batch 8 --optimizer adam --lr 3e-4 --steps 13 --device cuda \
-    --json "$@" > "$details/$name.json.tmp" && mv "$details/$name.json.tmp" "$details/$name.json"
+  write_to "$details/$name.json" timeout "$(cap 120)" "$pw" train "${gpt2[@]}" --batch 8 --optimizer adam \
+    --lr 3e-4 --steps 13 --device cuda --json "$@"
 }
 if [ $gpu = 1 ]; then
   step "Pipewright GPT-2 small step (train --device cuda)" 120 pw_gpt_step pipewright_gpt
@@ -212,16 +212,9 @@ if [ $gpu = 1 ]; then
   step "Pipewright GPT-2 small step, TF32 (train --tf32)" 120 pw_gpt_step pipewright_gpt_tf32 --tf32
   pass_if_ok
 fi
-gemm_run() {
-  timeout "$(cap 120)" "$build/bench/gpu/pw_bench_gpu_gemm" > "$details/gemm_pipewright.json.tmp"
-  local rc=$?
-  [ $rc = 0 ] && mv "$details/gemm_pipewright.json.tmp" "$details/gemm_pipewright.json"
-  [ $rc = 0 ] || cat "$details/gemm_pipewright.json.tmp"
-  rm -f "$details/gemm_pipewright.json.tmp"
-  return $rc
-}
 if [ "$built" = 1 ] && [ $cuda_on = 1 ]; then
-  step "GEMM benchmark (Pipewright)" 120 gemm_run
+  step "GEMM benchmark (Pipewright)" 120 write_to "$details/gemm_pipewright.json" timeout "$(cap 120)" \
+    "$build/bench/gpu/pw_bench_gpu_gemm"
   rc="${step_status[-1]}"
   if [ "$rc" = 0 ] && [ "$mode" = gpu ]; then verdict pass
   elif [ "$rc" = 77 ] && [ "$mode" = no-gpu ]; then verdict "skipped (expected)"
@@ -233,10 +226,6 @@ fi
 # from it alone (profile --device FILE: no measured profile), per layer kind beside calibrate's
 # own timings of those layers and in total beside the measured step above. Without a GPU the
 # same path on the CPU at toy sizes.
-predict_run() {  # SHAPE...: the prediction's JSON into details/predicted_gpt.json
-  timeout "$(cap 60)" "$pw" profile "$@" --device "$details/device.json" --dtype fp32 --micro-batch 8 --json \
-    > "$details/predicted_gpt.json.tmp" && mv "$details/predicted_gpt.json.tmp" "$details/predicted_gpt.json"
-}
 if [ "$built" = 1 ]; then
   if [ $gpu = 1 ]; then
     step "calibrate the GPU (device file)" 150 "$pw" calibrate --device cuda --repeats 3 -o "$details/device.json"
@@ -248,7 +237,8 @@ if [ "$built" = 1 ]; then
     shape=(--model gpt --layers 1 --d-model 64 --heads 4 --ffn 256 --seq 32 --vocab 256)
   fi
   pass_if_ok
-  step "GPT-2 small step predicted from the device file" 60 predict_run "${shape[@]}"
+  step "GPT-2 small step predicted from the device file" 60 write_to "$details/predicted_gpt.json" \
+    timeout "$(cap 60)" "$pw" profile "${shape[@]}" --device "$details/device.json" --dtype fp32 --micro-batch 8 --json
   pass_if_ok
 fi
 
@@ -259,10 +249,9 @@ fi
 # on the CPU, printed only.
 compare_case() {  # STAGES GATE(1|0)
   local s="$1" gate="$2" j="$details/compare_$1.json"
-  timeout "$(cap 150)" "$pw" run --model gpt --layers 4 --d-model 256 --heads 4 --ffn 1024 --seq 32 --vocab 256 \
-    --stages "$s" --schedule 1f1b --micro-batches 8 --device "$pdev" --steps 20 --compare --json \
-    --run-trace "$details/compare_${s}.run.json" > "$j.tmp" || return 1
-  mv "$j.tmp" "$j"
+  write_to "$j" timeout "$(cap 150)" "$pw" run --model gpt --layers 4 --d-model 256 --heads 4 --ffn 1024 --seq 32 \
+    --vocab 256 --stages "$s" --schedule 1f1b --micro-batches 8 --device "$pdev" --steps 20 --compare --json \
+    --run-trace "$details/compare_${s}.run.json" || return 1
   timeout "$(cap 60)" "$pw" simulate --replay "$details/compare_${s}.run.json" || return 1
   python3 - "$j" "$s" "$gate" <<'PY'
 import json, sys

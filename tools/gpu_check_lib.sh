@@ -57,6 +57,16 @@ step() {
   echo "===== $name: exit $rc after $(( $(date +%s) - t0 )) s" >> "$log"
   return $rc
 }
+# write_to FILE CMD...: CMD's standard output into FILE, which appears only when CMD succeeded (a
+# step killed mid-write leaves no partial JSON behind); otherwise that output goes to the log.
+write_to() {
+  local f="$1" rc
+  shift
+  "$@" > "$f.tmp"
+  rc=$?
+  if [ $rc = 0 ]; then mv "$f.tmp" "$f"; else cat "$f.tmp"; rm -f "$f.tmp"; fi
+  return $rc
+}
 # The current step's part of the log (for its note: never an earlier step's line).
 step_log() { tail -n +"$(( step_line0 + 1 ))" "$log"; }
 # note TEXT: the last step's note; note_from REGEX: its last log line matching REGEX.

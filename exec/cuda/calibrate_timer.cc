@@ -7,10 +7,10 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include "exec/cuda/calibrate_kernels.h"
+#include "exec/cuda/lt_preference.h"
 #include "models/error.h"
 
 namespace pw::exec::cuda {
@@ -94,17 +94,12 @@ class LtProduct {
     ensure(cublasLtMatrixLayoutCreate(&a_, io, uint64_t(n), uint64_t(k), n), "layout");
     ensure(cublasLtMatrixLayoutCreate(&b_, io, uint64_t(k), uint64_t(m), k), "layout");
     ensure(cublasLtMatrixLayoutCreate(&c_, io, uint64_t(n), uint64_t(m), n), "layout");
-    cublasLtMatmulPreference_t pref;
-    ensure(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
-    const std::unique_ptr<std::remove_pointer_t<cublasLtMatmulPreference_t>, decltype(&cublasLtMatmulPreferenceDestroy)>
-        pref_owner(pref, &cublasLtMatmulPreferenceDestroy);
     // The backend's workspace: an algorithm chosen without it would not be the one training runs.
-    const uint64_t ws = dev_.workspace_bytes();
-    ensure(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws),
-           "workspace preference");
+    const LtPreference pref = lt_preference(dev_.workspace_bytes());
     cublasLtMatmulHeuristicResult_t result{};
     int found = 0;
-    const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(handle(), desc_, a_, b_, c_, c_, pref, 1, &result, &found);
+    const cublasStatus_t st =
+        cublasLtMatmulAlgoGetHeuristic(handle(), desc_, a_, b_, c_, c_, pref.get(), 1, &result, &found);
     if (st != CUBLAS_STATUS_SUCCESS || found == 0)
       throw std::runtime_error("cuBLASLt: no " + std::string(models::to_string(p)) + " algorithm for " +
                                std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k));

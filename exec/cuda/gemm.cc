@@ -9,9 +9,9 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
-#include <type_traits>
 
 #include "exec/cuda/kernels.h"
+#include "exec/cuda/lt_preference.h"
 #include "models/error.h"
 
 namespace pw::exec::cuda {
@@ -98,27 +98,17 @@ std::unique_ptr<Plan> make_plan(CudaDevice& dev, const GemmShape& s, Epilogue ep
   p->b = layout(lt.b, lt.batch);
   p->c = layout(lt.c, lt.batch);
 
-  cublasLtMatmulPreference_t pref;
-  check(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
-  const std::unique_ptr<std::remove_pointer_t<cublasLtMatmulPreference_t>, decltype(&cublasLtMatmulPreferenceDestroy)>
-      pref_owner(pref, &cublasLtMatmulPreferenceDestroy);  // destroyed on every path, a throw included
-  const uint64_t ws = dev.workspace_bytes();
-  check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws),
-        "workspace preference");
+  const LtPreference pref = lt_preference(dev.workspace_bytes());
   const uint32_t al_a = static_cast<uint32_t>(align[1]), al_b = static_cast<uint32_t>(align[0]);
   const uint32_t al_c = static_cast<uint32_t>(align[2]);
-  check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al_a, sizeof al_a),
-        "alignment preference");
-  check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_b, sizeof al_b),
-        "alignment preference");
-  check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_c, sizeof al_c),
-        "alignment preference");
-  check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_c, sizeof al_c),
-        "alignment preference");
+  set_preference(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, al_a, "alignment preference");
+  set_preference(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, al_b, "alignment preference");
+  set_preference(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, al_c, "alignment preference");
+  set_preference(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, al_c, "alignment preference");
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
   const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(static_cast<cublasLtHandle_t>(dev.blas_handle()), p->desc,
-                                                           p->a, p->b, p->c, p->c, pref, 1, &result, &found);
+                                                           p->a, p->b, p->c, p->c, pref.get(), 1, &result, &found);
   // "Not supported" or nothing found: no algorithm for this epilogue (the caller may drop it);
   // any other status is an error of the call itself (a bad layout), reported as such.
   if (st != CUBLAS_STATUS_NOT_SUPPORTED) check(st, "cublasLtMatmulAlgoGetHeuristic");
