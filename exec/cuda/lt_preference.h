@@ -14,8 +14,8 @@
 
 namespace pw::exec::cuda {
 
-using LtPreference = std::unique_ptr<std::remove_pointer_t<cublasLtMatmulPreference_t>,
-                                     decltype(&cublasLtMatmulPreferenceDestroy)>;
+using LtPreference =
+    std::unique_ptr<std::remove_pointer_t<cublasLtMatmulPreference_t>, decltype(&cublasLtMatmulPreferenceDestroy)>;
 
 template <typename T>
 void set_preference(const LtPreference& p, cublasLtMatmulPreferenceAttributes_t attribute, const T& value,
