@@ -47,7 +47,7 @@ models::ZooOptions small_zoo_options() {
   z.width = 256;
   z.d_model = 64;
   z.heads = 4;
-  z.ffn = 256;
+  z.ffn = 0;  // 4 * d_model, as the zoo's: --d-model alone scales the MLP with it
   z.seq = 64;
   z.vocab = 256;
   z.image = 32;

@@ -14,7 +14,7 @@ namespace pw::tools {
 
 // Sizes that train in seconds on 2 cores, the one default of `train` and `run` (the zoo's
 // defaults, GPT-2 small and the papers' networks, are those of the analytic commands): gpt 4
-// blocks, d_model 64, 4 heads, ffn 256, seq 64, byte vocabulary; mlp 4 layers of 256; conv
+// blocks, d_model 64, 4 heads, ffn 4 * d_model (256), seq 64, byte vocabulary; mlp 4 layers of 256; conv
 // nets at 32 px, 1/8 of the channels, 10 classes.
 models::ZooOptions small_zoo_options();
 // Their samples per step: gpt 16, mlp 32, others 8.

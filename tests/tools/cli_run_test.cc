@@ -407,14 +407,14 @@ TEST_CASE(
     MESSAGE("SKIPPED: a sanitizer build cannot start under a data limit");
     return;
   }
-  // GPT 8 x 256, 16 micro-batches of 4 x 256 tokens on 4 stages: gpipe keeps all 16 in flight on
+  // GPT 8 x 256 (ffn 256), 16 micro-batches of 4 x 256 tokens on 4 stages: gpipe keeps all 16 in flight on
   // every stage (~1.9 GiB predicted), 1f1b 4, 3, 2 and 1 (~0.3 GiB; it runs in ~0.65 GB). The
   // limit leaves ~0.75 GiB once the program is loaded.
   const auto quick = [](const std::string& schedule) {
-    return std::vector<std::string>{"run", "--model",       "gpt", "--d-model",  "256",    "--layers",
-                                    "8",   "--seq",         "256", "--stages",   "4",      "--micro-batches",
-                                    "16",  "--micro-batch", "4",   "--schedule", schedule, "--steps",
-                                    "1",   "--threads",     "1"};
+    return std::vector<std::string>{"run",    "--model",         "gpt", "--d-model",     "256", "--ffn",
+                                    "256",    "--layers",        "8",   "--seq",         "256", "--stages",
+                                    "4",      "--micro-batches", "16",  "--micro-batch", "4",   "--schedule",
+                                    schedule, "--steps",         "1",   "--threads",     "1"};
   };
   const CliResult gpipe = run_cli_with_data_limit(1000 * 1000, quick("gpipe"));
   pw::test::expect_rejected(
@@ -434,7 +434,7 @@ TEST_CASE(
     args.insert(args.end(), more.begin(), more.end());
     return args;
   };
-  // GPT 8 x 512 with short sequences, 4 stages of pipedream-async: the run holds the weights and
+  // GPT 8 x 512 (ffn 256) with short sequences, 4 stages of pipedream-async: the run holds the weights and
   // Adam's state once (it runs), the measurement after it 4 co-run copies of the whole model
   // (~0.7 GiB, the profiler's own estimate), more than 80% of the ~0.75 GiB the limit leaves.
   const std::vector<std::string> async{"run",
@@ -442,6 +442,8 @@ TEST_CASE(
                                        "gpt",
                                        "--d-model",
                                        "512",
+                                       "--ffn",
+                                       "256",
                                        "--layers",
                                        "8",
                                        "--seq",
@@ -470,10 +472,10 @@ TEST_CASE(
   // is refused, checked by removing it). 8 micro-batches: 1f1b keeps at most 4 in flight on 4
   // stages, so the peaks are those of 16 (the same ~790 MB of RSS) in half the time.
   const CliResult compared = run_cli_with_data_limit(
-      1000 * 1000, {"run",   "--model",  "gpt", "--d-model",       "256", "--layers",      "8", "--seq",
-                    "256",   "--stages", "4",   "--micro-batches", "8",   "--micro-batch", "4", "--schedule",
-                    "1f1b",  "--steps",  "1",   "--warmup-steps",  "0",   "--threads",     "1", "--compare",
-                    "--json"});
+      1000 * 1000, {"run", "--model",    "gpt",   "--d-model", "256", "--ffn",           "256", "--layers",
+                    "8",   "--seq",      "256",   "--stages",  "4",   "--micro-batches", "8",   "--micro-batch",
+                    "4",   "--schedule", "1f1b",  "--steps",   "1",   "--warmup-steps",  "0",   "--threads",
+                    "1",   "--compare",  "--json"});
   CAPTURE(compared.err);
   REQUIRE(compared.rc == 0);
   CHECK(Json::parse(compared.out).contains("predicted_iteration_ms"));

@@ -46,6 +46,21 @@ TEST_CASE("train: mlp --json prints one loss per step, a model file trains too")
   CHECK(dir.entries() == std::vector<std::string>{"model.json"});
 }
 
+TEST_CASE("train --model gpt: --d-model alone scales the MLP with it (ffn 4 * d_model, as the zoo's)") {
+  auto parameter_bytes = [](std::vector<std::string> sizes) {
+    std::vector<std::string> args{"train", "--model", "gpt", "--steps", "1", "--threads", "1", "--json"};
+    args.insert(args.end(), sizes.begin(), sizes.end());
+    const CliResult r = run_cli(args);
+    REQUIRE(r.rc == 0);
+    return Json::parse(r.out).at("parameter_bytes").get<int64_t>();
+  };
+  const int64_t implied = parameter_bytes({"--d-model", "96"});
+  CHECK(implied == parameter_bytes({"--d-model", "96", "--ffn", "384"}));
+  CHECK(implied != parameter_bytes({"--d-model", "96", "--ffn", "256"}));
+  // The small default itself is unchanged: d_model 64, ffn 256.
+  CHECK(parameter_bytes({}) == parameter_bytes({"--d-model", "64", "--ffn", "256"}));
+}
+
 TEST_CASE("train: bad input exits 2 with one line") {
   ScratchDir dir;
   const std::string op = dir.write("opaque.json", R"({

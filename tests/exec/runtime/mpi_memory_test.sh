@@ -13,7 +13,7 @@ set -u
 pipewright=$1
 shift
 fail() { echo "FAIL: $*"; exit 1; }
-args=(run --model gpt --d-model 1024 --layers 8 --seq 64 --stages 4 --micro-batches 4 --micro-batch 1
+args=(run --model gpt --d-model 1024 --ffn 256 --layers 8 --seq 64 --stages 4 --micro-batches 4 --micro-batch 1
       --schedule 1f1b --steps 1 --threads 1 --optimizer adam --log-every 1)
 out=$(ulimit -d 650000 && "$@" -np 4 "$pipewright" "${args[@]}" 2>&1)
 rc=$?
