@@ -159,10 +159,10 @@ CudaDevice& CudaDevice::get(int index, int stream) {
                      " is outside [0, " + std::to_string(kMaxStreams) + ")");
   if (!pools[index]) {
     check(cudaSetDevice(index), "cudaSetDevice");
-    auto* p = new Pool;
+    auto p = std::make_unique<Pool>();  // kept only once complete
     p->driver = std::make_unique<RuntimeDriver>(index);
     p->alloc = std::make_unique<CachingAllocator>(*p->driver);
-    pools[index] = p;
+    pools[index] = p.release();
   }
   std::atomic<CudaDevice*>& slot = slots[index][stream];
   CudaDevice* d = slot.load(std::memory_order_relaxed);
@@ -176,22 +176,32 @@ CudaDevice& CudaDevice::get(int index, int stream) {
 
 CudaDevice::CudaDevice(int index, int slot, CachingAllocator& alloc) : index_(index), slot_(slot), alloc_(alloc) {
   make_current();
-  cudaStream_t s;
-  check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
-  stream_ = s;
-  cublasLtHandle_t h;
-  if (cublasLtCreate(&h) != CUBLAS_STATUS_SUCCESS) throw std::runtime_error("cuBLASLt: cublasLtCreate failed");
-  blas_ = h;
-  check(cudaMalloc(&workspace_, kWorkspaceBytes), "cudaMalloc (cuBLASLt workspace)");
-  workspace_bytes_ = kWorkspaceBytes;
-  memory_ = std::make_unique<StreamMemory>(alloc_, stream_, Device::cuda(index_, slot_));
+  try {
+    cudaStream_t s;
+    check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
+    stream_ = s;
+    cublasLtHandle_t h;
+    if (cublasLtCreate(&h) != CUBLAS_STATUS_SUCCESS) throw std::runtime_error("cuBLASLt: cublasLtCreate failed");
+    blas_ = h;
+    check(cudaMalloc(&workspace_, kWorkspaceBytes), "cudaMalloc (cuBLASLt workspace)");
+    workspace_bytes_ = kWorkspaceBytes;
+    memory_ = std::make_unique<StreamMemory>(alloc_, stream_, Device::cuda(index_, slot_));
+  } catch (...) {
+    release();  // a destructor does not run for a constructor that throws
+    throw;
+  }
 }
 
-CudaDevice::~CudaDevice() {
+CudaDevice::~CudaDevice() { release(); }
+
+void CudaDevice::release() noexcept {
   memory_.reset();
-  (void)cudaFree(workspace_);
-  cublasLtDestroy(static_cast<cublasLtHandle_t>(blas_));
-  (void)cudaStreamDestroy(static_cast<cudaStream_t>(stream_));
+  if (workspace_) (void)cudaFree(workspace_);
+  if (blas_) cublasLtDestroy(static_cast<cublasLtHandle_t>(blas_));
+  if (stream_) (void)cudaStreamDestroy(static_cast<cudaStream_t>(stream_));
+  workspace_ = nullptr;
+  blas_ = nullptr;
+  stream_ = nullptr;
 }
 
 void CudaDevice::make_current() const { check(cudaSetDevice(index_), "cudaSetDevice"); }

@@ -62,6 +62,7 @@ class CudaDevice {
 
  private:
   CudaDevice(int index, int slot, CachingAllocator& alloc);
+  void release() noexcept;  // frees what was created (the destructor, or a constructor that throws)
   int index_;
   int slot_;
   void* stream_ = nullptr;

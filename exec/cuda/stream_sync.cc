@@ -2,6 +2,7 @@
 
 #include <cuda_runtime.h>
 
+#include <memory>
 #include <mutex>
 #include <set>
 #include <stdexcept>
@@ -59,9 +60,11 @@ Tensor peer_copy(Tensor src, CudaDevice& consumer) {
              "cudaMemcpyPeerAsync");
   cudaEvent_t copied;
   check_sync(cudaEventCreateWithFlags(&copied, cudaEventDisableTiming), "cudaEventCreate");
+  // Destroyed on a throw too; CUDA releases it once the wait is satisfied.
+  std::unique_ptr<CUevent_st, void (*)(cudaEvent_t)> owned(copied, [](cudaEvent_t e) { (void)cudaEventDestroy(e); });
   check_sync(cudaEventRecord(copied, queue_of(consumer)), "cudaEventRecord");
   check_sync(cudaStreamWaitEvent(home_stream(src), copied, 0), "cudaStreamWaitEvent");
-  (void)cudaEventDestroy(copied);  // released once the wait is satisfied
+  owned.reset();  // with the consumer's GPU current, as it was recorded
   // The source's free records the allocator's event on its own stream: its GPU must be current.
   check_sync(cudaSetDevice(from), "cudaSetDevice");
   src = Tensor();
