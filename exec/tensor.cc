@@ -1,6 +1,7 @@
 #include "exec/tensor.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -17,14 +18,40 @@ constexpr size_t kHugePage = size_t{2} << 20;
 }  // namespace
 
 // The calling thread's free lists of the global allocator (see tensor.h: per-thread reuse).
+// Every live list is in a registry, so that release_cache() on any thread can return it; `mu`
+// guards `free` (the owner takes it uncontended). Lock order: registry, then a list's mu, then
+// the allocator's mu_.
 struct Allocator::ThreadCache {
+  std::mutex mu;
   std::unordered_map<size_t, std::vector<void*>> free;
-  ~ThreadCache() {
-    Allocator& g = Allocator::global();
-    for (auto& [cls, list] : free)
-      for (void* p : list) g.put_shared(cls, p);
-  }
+  ThreadCache();
+  ~ThreadCache();
 };
+
+struct Allocator::CacheRegistry {
+  std::mutex mu;
+  std::vector<ThreadCache*> caches;
+};
+
+Allocator::CacheRegistry& Allocator::cache_registry() {
+  static auto* r = new CacheRegistry();  // never destroyed: threads may end during static teardown
+  return *r;
+}
+
+Allocator::ThreadCache::ThreadCache() {
+  std::lock_guard<std::mutex> lock(cache_registry().mu);
+  cache_registry().caches.push_back(this);
+}
+
+Allocator::ThreadCache::~ThreadCache() {
+  Allocator::CacheRegistry& r = cache_registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  r.caches.erase(std::find(r.caches.begin(), r.caches.end(), this));
+  Allocator& g = Allocator::global();
+  std::lock_guard<std::mutex> mine(mu);
+  for (auto& [cls, list] : free)
+    for (void* p : list) g.put_shared(cls, p);
+}
 
 Allocator::ThreadCache& Allocator::thread_cache() {
   thread_local ThreadCache cache;
@@ -69,24 +96,45 @@ void Allocator::put_shared(size_t cls, void* p) {
   free_[cls].push_back(p);
 }
 
+namespace {
+size_t huge_rounded(size_t cls) { return (cls + kHugePage - 1) / kHugePage * kHugePage; }
+}  // namespace
+
 void* Allocator::system_alloc(size_t cls) {
   if (cls < kHugePage) return std::aligned_alloc(kAlignment, cls);
   // Large tensors (weights, optimizer state, big activations) on transparent huge pages: with
   // THP in "madvise" mode (Debian's default) they would otherwise sit on 4 KiB pages, and how
   // their pages land made the same op's time differ by up to 25% from one process to the next.
   // The size is rounded to whole huge pages; accounting stays in requested bytes.
-  const size_t rounded = (cls + kHugePage - 1) / kHugePage * kHugePage;
-  void* p = std::aligned_alloc(kHugePage, rounded);
-  if (p) ::madvise(p, rounded, MADV_HUGEPAGE);
+  // Mapped here, not by aligned_alloc: glibc maps size + alignment for an aligned block and
+  // keeps the whole span, so every such buffer counted up to 2 MiB twice against ulimit -d (a
+  // 2 MiB tensor held 4 MiB of data segment). The unaligned head and tail are unmapped.
+  const size_t rounded = huge_rounded(cls), span = rounded + kHugePage;
+  void* raw = ::mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) return nullptr;
+  const auto base = reinterpret_cast<uintptr_t>(raw);
+  const uintptr_t aligned = (base + kHugePage - 1) / kHugePage * kHugePage;
+  const size_t head = aligned - base, tail = span - head - rounded;
+  if (head > 0) ::munmap(raw, head);
+  if (tail > 0) ::munmap(reinterpret_cast<void*>(aligned + rounded), tail);
+  void* p = reinterpret_cast<void*>(aligned);
+  ::madvise(p, rounded, MADV_HUGEPAGE);
   return p;
+}
+
+void Allocator::system_free(size_t cls, void* p) {
+  if (cls < kHugePage) std::free(p);
+  else ::munmap(p, huge_rounded(cls));
 }
 
 void* Allocator::allocate(size_t bytes) {
   const size_t cls = size_class(std::max<size_t>(bytes, 1));
   void* reused = nullptr;  // the calling thread's own free buffer of the class first
   if (thread_cached_) {
-    auto it = thread_cache().free.find(cls);
-    if (it != thread_cache().free.end() && !it->second.empty()) {
+    ThreadCache& mine = thread_cache();
+    std::lock_guard<std::mutex> lock(mine.mu);
+    auto it = mine.free.find(cls);
+    if (it != mine.free.end() && !it->second.empty()) {
       reused = it->second.back();
       it->second.pop_back();
     }
@@ -101,7 +149,7 @@ void* Allocator::allocate(size_t bytes) {
   void* p = system_alloc(cls);
   if (!p) {
     // Buffers of other sizes the cache holds count against a memory limit as much as live
-    // ones: return them (the shared list and this thread's) and try once more.
+    // ones: return them (the shared list and every thread's) and try once more.
     release_cache();
     p = system_alloc(cls);
   }
@@ -126,10 +174,14 @@ void Allocator::deallocate(void* p, size_t bytes) {
       return;
     }
   }
-  std::vector<void*>& mine = thread_cache().free[cls];
-  if (mine.size() < kThreadCacheDepth) {
-    mine.push_back(p);
-    return;
+  {
+    ThreadCache& mine = thread_cache();
+    std::lock_guard<std::mutex> lock(mine.mu);
+    std::vector<void*>& list = mine.free[cls];
+    if (list.size() < kThreadCacheDepth) {
+      list.push_back(p);
+      return;
+    }
   }
   put_shared(cls, p);
 }
@@ -151,14 +203,36 @@ void Allocator::reset_peak() {
 
 void Allocator::release_cache() {
   if (thread_cached_) {
-    for (auto& [cls, list] : thread_cache().free)
-      for (void* p : list) std::free(p);
-    thread_cache().free.clear();
+    std::lock_guard<std::mutex> registry(cache_registry().mu);
+    for (ThreadCache* c : cache_registry().caches) {
+      std::lock_guard<std::mutex> lock(c->mu);
+      for (auto& [cls, list] : c->free)
+        for (void* p : list) system_free(cls, p);
+      c->free.clear();
+    }
   }
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& [cls, list] : free_)
-    for (void* p : list) std::free(p);
+    for (void* p : list) system_free(cls, p);
   free_.clear();
+}
+
+int64_t Allocator::cached_bytes() const {
+  const auto sum = [](const std::unordered_map<size_t, std::vector<void*>>& lists) {
+    int64_t n = 0;
+    for (const auto& [cls, list] : lists) n += static_cast<int64_t>(cls * list.size());
+    return n;
+  };
+  int64_t n = 0;
+  if (thread_cached_) {
+    std::lock_guard<std::mutex> registry(cache_registry().mu);
+    for (ThreadCache* c : cache_registry().caches) {
+      std::lock_guard<std::mutex> lock(c->mu);
+      n += sum(c->free);
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  return n + sum(free_);
 }
 
 Allocator& Allocator::global() {

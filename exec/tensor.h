@@ -12,7 +12,10 @@
 // shared list, pipeline workers on different cores kept trading their scratch buffers, so a
 // worker wrote into lines that sat in the other core's cache: a 2-stage gpt step ran 10% longer
 // on threads than with the per-thread lists (bench/RESULTS.md "ranks vs threads").
-// A thread's list goes back to the shared one when the thread ends.
+// A thread's list goes back to the shared one when the thread ends. release_cache() returns
+// every thread's list, not only the caller's: a pipeline's worker threads keep their lists
+// while they run, and under a memory limit an allocation that fails must be able to reclaim
+// them (each list has its own mutex, taken uncontended on the owner's allocate/deallocate).
 //
 // Tensor: owns one buffer (move-only); shape is row-major, dims >= 1. Moving a tensor moves
 // the buffer (zero-copy hand-off between pipeline stages).
@@ -100,9 +103,10 @@ class Allocator : public MemoryResource {
   int64_t peak_bytes() const override;
   // Starts a new peak measurement window at the current live bytes.
   void reset_peak() override;
-  // Returns cached free buffers to the system: the shared list and the calling thread's own
-  // (other threads' lists are returned to the shared list when those threads end).
+  // Returns cached free buffers to the system: the shared list and every thread's own list.
   void release_cache() override;
+  // Bytes (size classes) of the cached free buffers: the shared list and every thread's.
+  int64_t cached_bytes() const;
   void fill(float* p, int64_t n, float v) override;
   void copy(void* dst, const void* src, size_t bytes) override;
 
@@ -114,10 +118,13 @@ class Allocator : public MemoryResource {
  private:
   static size_t size_class(size_t bytes);
   static void* system_alloc(size_t cls);  // nullptr when the system refuses
-  void* take_shared(size_t cls);          // caller holds mu_; nullptr when the class's list is empty
+  static void system_free(size_t cls, void* p);
+  void* take_shared(size_t cls);  // caller holds mu_; nullptr when the class's list is empty
   void put_shared(size_t cls, void* p);
   struct ThreadCache;
   friend struct ThreadCache;
+  struct CacheRegistry;  // every live ThreadCache (tensor.cc)
+  static CacheRegistry& cache_registry();
   static ThreadCache& thread_cache();
 
   bool thread_cached_ = false;  // only the global allocator, which is never destroyed

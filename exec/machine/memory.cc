@@ -54,33 +54,6 @@ int64_t proc_kib_line_bytes(const char* file, const char* key) {
   return -1;
 }
 
-// The "Key:  N kB" line of /proc/self/status as bytes, -1 where unread; async-signal-safe
-// (open, read, no allocation), for rlimit_headroom.
-int64_t self_status_kib_line_bytes(const char* key) {
-  char buf[8192];
-  const int fd = ::open("/proc/self/status", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return -1;
-  size_t len = 0;
-  for (ssize_t n; len + 1 < sizeof buf && (n = ::read(fd, buf + len, sizeof buf - 1 - len)) > 0;)
-    len += static_cast<size_t>(n);
-  ::close(fd);
-  buf[len] = '\0';
-  const size_t key_len = std::strlen(key);
-  for (const char* line = buf; *line;) {
-    if (std::strncmp(line, key, key_len) == 0) {
-      const char* at = line + key_len;
-      while (*at == ' ' || *at == '\t') ++at;
-      int64_t kib = 0;
-      while (*at >= '0' && *at <= '9') kib = kib * 10 + (*at++ - '0');
-      return kib * 1024;
-    }
-    const char* next = std::strchr(line, '\n');
-    if (!next) break;
-    line = next + 1;
-  }
-  return -1;
-}
-
 // A /proc file's text (read_input_file of models/ refuses them: they report a size of 0).
 std::string read_proc_file(const char* file) {
   std::ifstream in(file);
@@ -114,10 +87,35 @@ void offer_process_limits(Least& least, bool headroom) {
 
 }  // namespace
 
+int64_t self_status_bytes(const char* key) {
+  char buf[8192];
+  const int fd = ::open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  size_t len = 0;
+  for (ssize_t n; len + 1 < sizeof buf && (n = ::read(fd, buf + len, sizeof buf - 1 - len)) > 0;)
+    len += static_cast<size_t>(n);
+  ::close(fd);
+  buf[len] = '\0';
+  const size_t key_len = std::strlen(key);
+  for (const char* line = buf; *line;) {
+    if (std::strncmp(line, key, key_len) == 0) {
+      const char* at = line + key_len;
+      while (*at == ' ' || *at == '\t') ++at;
+      int64_t kib = 0;
+      while (*at >= '0' && *at <= '9') kib = kib * 10 + (*at++ - '0');
+      return kib * 1024;
+    }
+    const char* next = std::strchr(line, '\n');
+    if (!next) break;
+    line = next + 1;
+  }
+  return -1;
+}
+
 int64_t rlimit_headroom(int resource, const char* status_key) {
   struct rlimit rl {};
   if (::getrlimit(resource, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return -1;
-  const int64_t used = std::max<int64_t>(self_status_kib_line_bytes(status_key), 0);
+  const int64_t used = std::max<int64_t>(self_status_bytes(status_key), 0);
   const int64_t limit = rl.rlim_cur >= (1ull << 62) ? int64_t{1} << 62 : static_cast<int64_t>(rl.rlim_cur);
   return std::max<int64_t>(limit - used, 0);
 }

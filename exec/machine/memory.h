@@ -12,6 +12,10 @@ namespace pw::exec {
 // Physical memory: physical pages x page size; 0 when sysconf cannot tell.
 int64_t physical_memory_bytes();
 
+// The "Key:  N kB" line of /proc/self/status (key with its colon: "VmData:", "VmRSS:") in bytes,
+// -1 where unread. Async-signal-safe (open, read, no allocation).
+int64_t self_status_bytes(const char* key);
+
 // The soft rlimit `resource` (RLIMIT_DATA, RLIMIT_AS) less what this process already holds of
 // it (`status_key` of /proc/self/status: "VmData:", "VmSize:"; 0 where unread), in bytes; -1
 // for no limit. Async-signal-safe (getrlimit, open, read): memory_crash.h's handler calls it.

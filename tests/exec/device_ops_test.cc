@@ -29,7 +29,7 @@ std::vector<float> host_values(const Tensor& t) {
 // No machine has a 100th CUDA device; builds without the backend have none at all.
 const Device kMissing = Device::cuda(99);
 
-models::Model small_mlp() {
+models::Model tiny_mlp() {
   models::ZooOptions z;
   z.depth = 2;
   z.width = 8;
@@ -59,12 +59,12 @@ TEST_CASE("device ops on the host: memory, copies, accumulate, finite flags") {
 TEST_CASE("a CUDA device that cannot be used is one InputError naming it, before any training") {
   CHECK_THROWS_WITH_AS(device_memory(kMissing), doctest::Contains("device cuda:99: "), InputError);
   CHECK_THROWS_WITH_AS(copy_to_device(values({1}), kMissing), doctest::Contains("device cuda:99: "), InputError);
-  CHECK_THROWS_WITH_AS(Network(small_mlp(), 1, kMissing), doctest::Contains("device cuda:99: "), InputError);
+  CHECK_THROWS_WITH_AS(Network(tiny_mlp(), 1, kMissing), doctest::Contains("device cuda:99: "), InputError);
   TrainOptions o;
   o.steps = 1;
   o.batch = 4;
   o.device = kMissing;
-  CHECK_THROWS_WITH_AS(train(small_mlp(), o), doctest::Contains("device cuda:99: "), InputError);
+  CHECK_THROWS_WITH_AS(train(tiny_mlp(), o), doctest::Contains("device cuda:99: "), InputError);
 }
 
 TEST_CASE("the train-result document names the device") {

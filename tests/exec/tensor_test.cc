@@ -2,7 +2,8 @@
 // thread's next allocation of its size class, another thread does not get it while the owner's
 // list has room, a thread's list returns to the shared one when the thread ends, and the
 // live/peak accounting is the same whichever list a buffer sits on; under a memory limit the
-// cache is returned before an allocation gives up.
+// cache is returned before an allocation gives up (every thread's list, while those threads
+// still run), and a huge-page buffer counts once against the data segment.
 #include <doctest/doctest.h>
 
 #include <sys/resource.h>
@@ -10,12 +11,14 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "exec/machine/memory.h"
 #include "exec/tensor.h"
 #include "models/error.h"
 
@@ -24,6 +27,9 @@ using pw::exec::Allocator;
 namespace {
 // A size no other code in this test binary is likely to use at the same time (odd class).
 constexpr size_t kBytes = 3 * 4096 + 8;
+
+// VmData (what ulimit -d bounds) in bytes, -1 where unread.
+int64_t vm_data_bytes() { return pw::exec::self_status_bytes("VmData:"); }
 }  // namespace
 
 TEST_CASE("allocator: a thread gets back the buffer it freed, another thread does not") {
@@ -98,14 +104,10 @@ TEST_CASE("allocator: under a memory limit, cached buffers of other sizes are re
   REQUIRE(pid >= 0);
   if (pid == 0) {
     Allocator a;
-    std::ifstream status("/proc/self/status");
-    std::string key;
-    long kib = -1;
-    for (std::string line; std::getline(status, line);)
-      if (std::istringstream(line) >> key >> kib && key == "VmData:") break;
-    const rlim_t limit = static_cast<rlim_t>(kib) * 1024 + (rlim_t{96} << 20);
+    const int64_t data = vm_data_bytes();
+    const rlim_t limit = static_cast<rlim_t>(data) + (rlim_t{96} << 20);
     const struct rlimit rl { limit, limit };
-    if (kib < 0 || ::setrlimit(RLIMIT_DATA, &rl) != 0) ::_exit(2);
+    if (data < 0 || ::setrlimit(RLIMIT_DATA, &rl) != 0) ::_exit(2);
     void* big = a.allocate(size_t{64} << 20);
     a.deallocate(big, size_t{64} << 20);
     try {
@@ -119,4 +121,58 @@ TEST_CASE("allocator: under a memory limit, cached buffers of other sizes are re
   REQUIRE(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);
 #endif
+}
+
+TEST_CASE("allocator: release_cache returns the lists of threads that are still running") {
+  // A pipeline's workers keep their lists while they run; an allocation that fails under a
+  // memory limit calls release_cache() on its own thread and must get those buffers back too.
+  Allocator& g = Allocator::global();
+  g.release_cache();
+  std::mutex mu;
+  std::condition_variable cv;
+  bool freed = false, done = false;
+  std::thread worker([&] {
+    void* p = g.allocate(kBytes);
+    g.deallocate(p, kBytes);  // onto the worker's own list
+    std::unique_lock<std::mutex> lock(mu);
+    freed = true;
+    cv.notify_all();
+    cv.wait(lock, [&] { return done; });
+  });
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return freed; });
+  }
+  CHECK(g.cached_bytes() >= static_cast<int64_t>(kBytes));
+  g.release_cache();
+  CHECK(g.cached_bytes() == 0);  // the worker still runs, its list is empty
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    done = true;
+  }
+  cv.notify_all();
+  worker.join();
+  CHECK(g.cached_bytes() == 0);
+}
+
+TEST_CASE("allocator: a huge-page buffer holds its own size of the data segment, and gives it back") {
+  // aligned_alloc(2 MiB, n) kept a span of n + 2 MiB: a 2 MiB tensor took 4 MiB of ulimit -d.
+  Allocator a;
+  constexpr int kBuffers = 8;
+  constexpr size_t kSize = size_t{2} << 20;
+  const int64_t before = vm_data_bytes();
+  REQUIRE(before > 0);
+  std::vector<void*> held;
+  for (int i = 0; i < kBuffers; ++i) held.push_back(a.allocate(kSize));
+  const int64_t grown = vm_data_bytes() - before;
+  CAPTURE(grown);
+  CHECK(grown >= kBuffers * static_cast<int64_t>(kSize));
+  CHECK(grown < kBuffers * static_cast<int64_t>(kSize) * 3 / 2);
+  for (void* p : held) {
+    CHECK(reinterpret_cast<uintptr_t>(p) % kSize == 0);  // huge-page aligned
+    static_cast<char*>(p)[kSize - 1] = 1;                // and writable to its last byte
+    a.deallocate(p, kSize);
+  }
+  a.release_cache();
+  CHECK(vm_data_bytes() - before < static_cast<int64_t>(kSize));
 }

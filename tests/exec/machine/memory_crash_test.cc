@@ -11,23 +11,12 @@
 
 #include <csignal>
 #include <cstdint>
-#include <fstream>
-#include <sstream>
 #include <string>
 
+#include "exec/machine/memory.h"
 #include "exec/machine/memory_crash.h"
 
 namespace {
-
-// VmData of this process, in bytes (-1 if unread).
-int64_t vm_data_bytes() {
-  std::ifstream status("/proc/self/status");
-  std::string key;
-  long kib = -1;
-  for (std::string line; std::getline(status, line);)
-    if (std::istringstream(line) >> key >> kib && key == "VmData:") return int64_t{kib} * 1024;
-  return -1;
-}
 
 struct Child {
   int status = 0;
@@ -49,7 +38,7 @@ Child run_child(int64_t limit_slack, F crash) {
     std::signal(SIGBUS, SIG_DFL);
     pw::exec::install_memory_crash_line("pw-test: ");
     if (limit_slack >= 0) {
-      const int64_t used = vm_data_bytes();
+      const int64_t used = pw::exec::self_status_bytes("VmData:");
       const rlim_t limit = static_cast<rlim_t>(used + limit_slack);
       const struct rlimit rl { limit, limit };
       if (used < 0 || ::setrlimit(RLIMIT_DATA, &rl) != 0) ::_exit(100);
