@@ -8,14 +8,11 @@
 
 #include <sys/mman.h>
 
+#include "exec/huge_pages.h"
 #include "models/error.h"
 #include "models/human_units.h"
 
 namespace pw::exec {
-
-namespace {
-constexpr size_t kHugePage = size_t{2} << 20;
-}  // namespace
 
 // The calling thread's free lists of the global allocator (see tensor.h: per-thread reuse).
 // Every live list is in a registry, so that release_cache() on any thread can return it; `mu`
@@ -98,6 +95,21 @@ void Allocator::put_shared(size_t cls, void* p) {
 
 namespace {
 size_t huge_rounded(size_t cls) { return (cls + kHugePage - 1) / kHugePage * kHugePage; }
+
+// AddressSanitizer reports overflows only of buffers on its heap: under it, large buffers keep
+// coming from aligned_alloc.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kMapLargeBuffers = false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kMapLargeBuffers = false;
+#else
+constexpr bool kMapLargeBuffers = true;
+#endif
+#else
+constexpr bool kMapLargeBuffers = true;
+#endif
+
 }  // namespace
 
 void* Allocator::system_alloc(size_t cls) {
@@ -108,22 +120,15 @@ void* Allocator::system_alloc(size_t cls) {
   // The size is rounded to whole huge pages; accounting stays in requested bytes.
   // Mapped here, not by aligned_alloc: glibc maps size + alignment for an aligned block and
   // keeps the whole span, so every such buffer counted up to 2 MiB twice against ulimit -d (a
-  // 2 MiB tensor held 4 MiB of data segment). The unaligned head and tail are unmapped.
-  const size_t rounded = huge_rounded(cls), span = rounded + kHugePage;
-  void* raw = ::mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (raw == MAP_FAILED) return nullptr;
-  const auto base = reinterpret_cast<uintptr_t>(raw);
-  const uintptr_t aligned = (base + kHugePage - 1) / kHugePage * kHugePage;
-  const size_t head = aligned - base, tail = span - head - rounded;
-  if (head > 0) ::munmap(raw, head);
-  if (tail > 0) ::munmap(reinterpret_cast<void*>(aligned + rounded), tail);
-  void* p = reinterpret_cast<void*>(aligned);
-  ::madvise(p, rounded, MADV_HUGEPAGE);
+  // 2 MiB tensor held 4 MiB of data segment).
+  const size_t rounded = huge_rounded(cls);
+  void* p = kMapLargeBuffers ? map_huge_aligned(rounded) : std::aligned_alloc(kHugePage, rounded);
+  if (p) ::madvise(p, rounded, MADV_HUGEPAGE);
   return p;
 }
 
 void Allocator::system_free(size_t cls, void* p) {
-  if (cls < kHugePage) std::free(p);
+  if (cls < kHugePage || !kMapLargeBuffers) std::free(p);
   else ::munmap(p, huge_rounded(cls));
 }
 
@@ -202,19 +207,24 @@ void Allocator::reset_peak() {
 }
 
 void Allocator::release_cache() {
+  // Every list is taken under its lock and freed after: no lock is held across the frees.
+  std::vector<std::unordered_map<size_t, std::vector<void*>>> taken;
   if (thread_cached_) {
     std::lock_guard<std::mutex> registry(cache_registry().mu);
     for (ThreadCache* c : cache_registry().caches) {
       std::lock_guard<std::mutex> lock(c->mu);
-      for (auto& [cls, list] : c->free)
-        for (void* p : list) system_free(cls, p);
+      taken.push_back(std::move(c->free));
       c->free.clear();
     }
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  for (auto& [cls, list] : free_)
-    for (void* p : list) system_free(cls, p);
-  free_.clear();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    taken.push_back(std::move(free_));
+    free_.clear();
+  }
+  for (const auto& lists : taken)
+    for (const auto& [cls, list] : lists)
+      for (void* p : list) system_free(cls, p);
 }
 
 int64_t Allocator::cached_bytes() const {

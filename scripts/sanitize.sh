@@ -3,8 +3,8 @@
 #   bash scripts/sanitize.sh [all|asan|tsan]
 #   asan: the whole suite built with AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/;
 #         the tests' own sources with AddressSanitizer alone)
-#   tsan: the runtime and transport tests (the threaded code: pw_tests_exec_threads, only what
-#         they need built) under ThreadSanitizer (build-tsan/)
+#   tsan: the runtime, transport and allocator tests (the threaded code: pw_tests_exec_threads,
+#         only what they need built) under ThreadSanitizer (build-tsan/)
 # Any report fails the run (halt_on_error, -fno-sanitize-recover=all). Environment: PW_SANITIZE_CXX
 # (default g++), PW_JOBS (default nproc), PW_UNITY (default ON: unity builds). Uses ccache when
 # installed.

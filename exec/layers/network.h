@@ -75,7 +75,7 @@ class Network {
   // and never more than one extra layer's at once. The held layers' initial weights are those of
   // a whole network (each layer draws from its own seed). A tied pair (embedding and head) is
   // held whole when either is. A given-back layer must not run. The host allocator's cache is
-  // returned to the system after the build (Allocator::release_cache, the calling thread's).
+  // returned to the system after the build (Allocator::release_cache).
   Network(const models::Model& model, uint64_t seed, std::vector<Device> layer_devices, std::vector<bool> held);
 
   const models::Model& model() const { return model_; }
