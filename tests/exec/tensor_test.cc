@@ -164,7 +164,7 @@ TEST_CASE("allocator: a huge-page buffer holds its own size of the data segment,
   // aligned_alloc(2 MiB, n) kept a span of n + 2 MiB: a 2 MiB tensor took 4 MiB of ulimit -d.
   Allocator a;
   constexpr int kBuffers = 8;
-  constexpr size_t kSize = size_t{2} << 20;
+  constexpr size_t kSize = pw::exec::kHugePage;
   const int64_t before = vm_data_bytes();
   REQUIRE(before > 0);
   std::vector<void*> held;
