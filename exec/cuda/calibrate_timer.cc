@@ -1,6 +1,5 @@
 #include "exec/cuda/calibrate_timer.h"
 
-#include <cublasLt.h>
 #include <cuda_runtime.h>
 #include <unistd.h>
 
@@ -10,6 +9,7 @@
 #include <vector>
 
 #include "exec/cuda/calibrate_kernels.h"
+#include "exec/cuda/cublaslt_library.h"
 #include "exec/cuda/lt_preference.h"
 #include "models/error.h"
 
@@ -90,33 +90,33 @@ class LtProduct {
   void plan(Precision p, int64_t m, int64_t n, int64_t k) {
     const cudaDataType_t io = p == Precision::bf16 ? CUDA_R_16BF : CUDA_R_32F;
     const cublasComputeType_t compute = p == Precision::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-    ensure(cublasLtMatmulDescCreate(&desc_, compute, CUDA_R_32F), "cublasLtMatmulDescCreate");
-    ensure(cublasLtMatrixLayoutCreate(&a_, io, uint64_t(n), uint64_t(k), n), "layout");
-    ensure(cublasLtMatrixLayoutCreate(&b_, io, uint64_t(k), uint64_t(m), k), "layout");
-    ensure(cublasLtMatrixLayoutCreate(&c_, io, uint64_t(n), uint64_t(m), n), "layout");
+    ensure(cublaslt().MatmulDescCreate(&desc_, compute, CUDA_R_32F), "cublasLtMatmulDescCreate");
+    ensure(cublaslt().MatrixLayoutCreate(&a_, io, uint64_t(n), uint64_t(k), n), "layout");
+    ensure(cublaslt().MatrixLayoutCreate(&b_, io, uint64_t(k), uint64_t(m), k), "layout");
+    ensure(cublaslt().MatrixLayoutCreate(&c_, io, uint64_t(n), uint64_t(m), n), "layout");
     // The backend's workspace: an algorithm chosen without it would not be the one training runs.
     const LtPreference pref = lt_preference(dev_.workspace_bytes());
     cublasLtMatmulHeuristicResult_t result{};
     int found = 0;
     const cublasStatus_t st =
-        cublasLtMatmulAlgoGetHeuristic(handle(), desc_, a_, b_, c_, c_, pref.get(), 1, &result, &found);
+        cublaslt().MatmulAlgoGetHeuristic(handle(), desc_, a_, b_, c_, c_, pref.get(), 1, &result, &found);
     if (st != CUBLAS_STATUS_SUCCESS || found == 0)
       throw std::runtime_error("cuBLASLt: no " + std::string(models::to_string(p)) + " algorithm for " +
                                std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k));
     algo_ = result.algo;
   }
   void release() {
-    if (a_) cublasLtMatrixLayoutDestroy(a_);
-    if (b_) cublasLtMatrixLayoutDestroy(b_);
-    if (c_) cublasLtMatrixLayoutDestroy(c_);
-    if (desc_) cublasLtMatmulDescDestroy(desc_);
+    if (a_) cublaslt().MatrixLayoutDestroy(a_);
+    if (b_) cublaslt().MatrixLayoutDestroy(b_);
+    if (c_) cublaslt().MatrixLayoutDestroy(c_);
+    if (desc_) cublaslt().MatmulDescDestroy(desc_);
   }
 
  public:
   void run(const void* a, const void* b, void* c) {
     const float one = 1, zero = 0;
-    ensure(cublasLtMatmul(handle(), desc_, &one, b, a_, a, b_, &zero, c, c_, c, c_, &algo_, dev_.workspace(),
-                          dev_.workspace_bytes(), static_cast<cudaStream_t>(dev_.stream())),
+    ensure(cublaslt().Matmul(handle(), desc_, &one, b, a_, a, b_, &zero, c, c_, c, c_, &algo_, dev_.workspace(),
+                             dev_.workspace_bytes(), static_cast<cudaStream_t>(dev_.stream())),
            "cublasLtMatmul");
   }
 
@@ -192,7 +192,7 @@ class CudaTimer final : public DeviceTimer {
     cudaRuntimeGetVersion(&runtime);
     p.driver = "CUDA driver API " + std::to_string(driver / 1000) + "." + std::to_string(driver % 1000 / 10);
     p.runtime = "CUDA runtime " + std::to_string(runtime / 1000) + "." + std::to_string(runtime % 1000 / 10) +
-                ", cuBLASLt " + std::to_string(cublasLtGetVersion());
+                ", cuBLASLt " + std::to_string(cublaslt().GetVersion());
     char host[256] = {};
     if (gethostname(host, sizeof host - 1) == 0) p.host = host;
     return p;

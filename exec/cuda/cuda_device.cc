@@ -1,6 +1,5 @@
 #include "exec/cuda/cuda_device.h"
 
-#include <cublasLt.h>
 #include <cuda_runtime.h>
 
 #include <array>
@@ -8,6 +7,7 @@
 #include <mutex>
 #include <stdexcept>
 
+#include "exec/cuda/cublaslt_library.h"
 #include "exec/cuda/kernels.h"
 #include "models/error.h"
 
@@ -121,6 +121,10 @@ const Usability& usability() {
     } else if (r.count < 1) {
       r.reason = "no CUDA device found";
       r.count = 0;
+    } else if (const std::string& lt = cublaslt_unavailable_reason(); !lt.empty()) {
+      // Opened here, once a device is there to drive (cublaslt_library.h: never before).
+      r.reason = "cuBLASLt cannot be opened (" + lt + ")";
+      r.count = 0;
     }
     return r;
   }();
@@ -181,7 +185,7 @@ CudaDevice::CudaDevice(int index, int slot, CachingAllocator& alloc) : index_(in
     check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
     stream_ = s;
     cublasLtHandle_t h;
-    if (cublasLtCreate(&h) != CUBLAS_STATUS_SUCCESS) throw std::runtime_error("cuBLASLt: cublasLtCreate failed");
+    if (cublaslt().Create(&h) != CUBLAS_STATUS_SUCCESS) throw std::runtime_error("cuBLASLt: cublasLtCreate failed");
     blas_ = h;
     check(cudaMalloc(&workspace_, kWorkspaceBytes), "cudaMalloc (cuBLASLt workspace)");
     workspace_bytes_ = kWorkspaceBytes;
@@ -197,7 +201,7 @@ CudaDevice::~CudaDevice() { release(); }
 void CudaDevice::release() noexcept {
   memory_.reset();
   if (workspace_) (void)cudaFree(workspace_);
-  if (blas_) cublasLtDestroy(static_cast<cublasLtHandle_t>(blas_));
+  if (blas_) cublaslt().Destroy(static_cast<cublasLtHandle_t>(blas_));
   if (stream_) (void)cudaStreamDestroy(static_cast<cudaStream_t>(stream_));
   workspace_ = nullptr;
   blas_ = nullptr;

@@ -27,7 +27,7 @@
 namespace pw::exec::cuda {
 
 // Why no CUDA device can be used here ("" when one can): no driver, an insufficient driver,
-// no device. Never throws.
+// no device, no cuBLASLt to open (asked for only once a device is found). Never throws.
 std::string unusable_reason();
 // Devices the runtime sees; 0 when unusable_reason() is not empty.
 int device_count();

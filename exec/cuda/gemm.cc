@@ -1,6 +1,5 @@
 #include "exec/cuda/gemm.h"
 
-#include <cublasLt.h>
 #include <cuda_runtime.h>
 
 #include <array>
@@ -10,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "exec/cuda/cublaslt_library.h"
 #include "exec/cuda/kernels.h"
 #include "exec/cuda/lt_preference.h"
 #include "models/error.h"
@@ -45,23 +45,24 @@ struct Plan {
   // e.g. one row or one column): the plain product, then the bias added by a kernel.
   bool bias_by_kernel = false;
   ~Plan() {
-    if (a) cublasLtMatrixLayoutDestroy(a);
-    if (b) cublasLtMatrixLayoutDestroy(b);
-    if (c) cublasLtMatrixLayoutDestroy(c);
-    if (desc) cublasLtMatmulDescDestroy(desc);
+    if (a) cublaslt().MatrixLayoutDestroy(a);
+    if (b) cublaslt().MatrixLayoutDestroy(b);
+    if (c) cublaslt().MatrixLayoutDestroy(c);
+    if (desc) cublaslt().MatmulDescDestroy(desc);
   }
 };
 
 cublasLtMatrixLayout_t layout(const LtMatrix& m, int64_t batch) {
   cublasLtMatrixLayout_t l;
-  check(cublasLtMatrixLayoutCreate(&l, CUDA_R_32F, static_cast<uint64_t>(m.rows), static_cast<uint64_t>(m.cols), m.ld),
-        "cublasLtMatrixLayoutCreate");
+  check(
+      cublaslt().MatrixLayoutCreate(&l, CUDA_R_32F, static_cast<uint64_t>(m.rows), static_cast<uint64_t>(m.cols), m.ld),
+      "cublasLtMatrixLayoutCreate");
   if (batch > 1) {
     const int32_t bc = static_cast<int32_t>(batch);
-    check(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &bc, sizeof bc),
+    check(cublaslt().MatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &bc, sizeof bc),
           "layout batch count");
-    check(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &m.batch_stride,
-                                           sizeof m.batch_stride),
+    check(cublaslt().MatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &m.batch_stride,
+                                              sizeof m.batch_stride),
           "layout batch stride");
   }
   return l;
@@ -83,16 +84,16 @@ std::unique_ptr<Plan> make_plan(CudaDevice& dev, const GemmShape& s, Epilogue ep
   auto p = std::make_unique<Plan>();
   const LtPlan lt = lt_plan(s);
   const cublasComputeType_t compute = dev.tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-  check(cublasLtMatmulDescCreate(&p->desc, compute, CUDA_R_32F), "cublasLtMatmulDescCreate");
+  check(cublaslt().MatmulDescCreate(&p->desc, compute, CUDA_R_32F), "cublasLtMatmulDescCreate");
   const cublasOperation_t ta = lt.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t tb = lt.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-  check(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), "transa");
-  check(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), "transb");
+  check(cublaslt().MatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), "transa");
+  check(cublaslt().MatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), "transb");
   const cublasLtEpilogue_t e = lt_epilogue(ep);
-  check(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof e), "epilogue");
+  check(cublaslt().MatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof e), "epilogue");
   if (ep == Epilogue::bias || ep == Epilogue::bias_gelu) {
     const cudaDataType_t bt = CUDA_R_32F;
-    check(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt), "bias type");
+    check(cublaslt().MatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt), "bias type");
   }
   p->a = layout(lt.a, lt.batch);
   p->b = layout(lt.b, lt.batch);
@@ -107,8 +108,8 @@ std::unique_ptr<Plan> make_plan(CudaDevice& dev, const GemmShape& s, Epilogue ep
   set_preference(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, al_c, "alignment preference");
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
-  const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(static_cast<cublasLtHandle_t>(dev.blas_handle()), p->desc,
-                                                           p->a, p->b, p->c, p->c, pref.get(), 1, &result, &found);
+  const cublasStatus_t st = cublaslt().MatmulAlgoGetHeuristic(static_cast<cublasLtHandle_t>(dev.blas_handle()), p->desc,
+                                                              p->a, p->b, p->c, p->c, pref.get(), 1, &result, &found);
   // "Not supported" or nothing found: no algorithm for this epilogue (the caller may drop it);
   // any other status is an error of the call itself (a bad layout), reported as such.
   if (st != CUBLAS_STATUS_NOT_SUPPORTED) check(st, "cublasLtMatmulAlgoGetHeuristic");
@@ -219,12 +220,12 @@ void gemm(CudaDevice& dev, const GemmShape& s, const float* a, const float* b, f
     plan = it->second.get();
   }
   if (has_bias && !plan->bias_by_kernel)
-    check(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias),
+    check(cublaslt().MatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias),
           "bias pointer");
   const float alpha = 1.0f;
-  check(cublasLtMatmul(static_cast<cublasLtHandle_t>(dev.blas_handle()), plan->desc, &alpha, b, plan->a, a, plan->b,
-                       &beta, c, plan->c, c, plan->c, &plan->algo, dev.workspace(), dev.workspace_bytes(),
-                       static_cast<cudaStream_t>(dev.stream())),
+  check(cublaslt().Matmul(static_cast<cublasLtHandle_t>(dev.blas_handle()), plan->desc, &alpha, b, plan->a, a, plan->b,
+                          &beta, c, plan->c, c, plan->c, &plan->algo, dev.workspace(), dev.workspace_bytes(),
+                          static_cast<cudaStream_t>(dev.stream())),
         "cublasLtMatmul");
   if (plan->bias_by_kernel) kernels::add_row_bias(c, bias, s.batch, s.m, s.n, ldc, s.stride_c, dev.stream());
 }

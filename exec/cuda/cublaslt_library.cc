@@ -1,0 +1,72 @@
+#include "exec/cuda/cublaslt_library.h"
+
+#include <dlfcn.h>
+
+#include <stdexcept>
+
+namespace pw::exec::cuda {
+
+namespace {
+
+// dlerror()'s message, or `fallback` when it has none.
+std::string dl_error(const char* fallback) {
+  const char* e = ::dlerror();
+  return e ? e : fallback;
+}
+
+}  // namespace
+
+CublasLtOpen open_cublaslt(const std::vector<std::string>& candidates) {
+  CublasLtOpen r;
+  for (const std::string& file : candidates) {
+    void* handle = ::dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+      r.error += (r.error.empty() ? "" : "; ") + dl_error(file.c_str());
+      continue;
+    }
+    CublasLt api;
+    std::string missing;
+#define PW_CUBLASLT_RESOLVE(name)                                                       \
+  if (missing.empty()) {                                                                \
+    api.name = reinterpret_cast<decltype(api.name)>(::dlsym(handle, "cublasLt" #name)); \
+    if (!api.name) missing = "cublasLt" #name;                                          \
+  }
+    PW_CUBLASLT_FUNCTIONS(PW_CUBLASLT_RESOLVE)
+#undef PW_CUBLASLT_RESOLVE
+    if (!missing.empty()) {
+      ::dlclose(handle);
+      r.error += (r.error.empty() ? "" : "; ") + file + ": no function " + missing;
+      continue;
+    }
+    api.path = file;
+    r.api = api;
+    r.error.clear();
+    return r;
+  }
+  if (candidates.empty()) r.error = "no candidate file";
+  return r;
+}
+
+std::vector<std::string> cublaslt_candidates() {
+  const std::string soname = "libcublasLt.so." + std::to_string(CUBLAS_VER_MAJOR);
+  return {soname, std::string(PW_CUDA_LIBRARY_DIR) + "/" + soname};
+}
+
+namespace {
+
+const CublasLtOpen& process_library() {
+  static const CublasLtOpen opened = open_cublaslt(cublaslt_candidates());
+  return opened;
+}
+
+}  // namespace
+
+const std::string& cublaslt_unavailable_reason() { return process_library().error; }
+
+const CublasLt& cublaslt() {
+  const CublasLtOpen& opened = process_library();
+  if (!opened.error.empty()) throw std::runtime_error("cuBLASLt: cannot be opened (" + opened.error + ")");
+  return opened.api;
+}
+
+}  // namespace pw::exec::cuda
