@@ -13,4 +13,9 @@ namespace pw::exec {
 // other exception. exec/'s own allocators throw pw::OutOfMemory (models/error.h) instead.
 std::string backend_out_of_memory(const std::exception& e);
 
+// When `e` says memory ran out anywhere (pw::OutOfMemory from exec/'s allocators, std::bad_alloc,
+// a backend's out-of-memory status), the text a command prints after "infeasible: " (exit 3);
+// "" for any other exception.
+std::string out_of_memory_text(const std::exception& e);
+
 }  // namespace pw::exec

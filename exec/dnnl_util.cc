@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <memory>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
 
 #include "exec/backend_errors.h"
+#include "models/error.h"
 
 namespace pw::exec {
 
@@ -207,6 +209,13 @@ void MatmulCache::run(const MatView& a, const float* A, const MatView& b, const 
 std::string backend_out_of_memory(const std::exception& e) {
   const auto* d = dynamic_cast<const dnnl::error*>(&e);
   return d != nullptr && d->status == dnnl_out_of_memory ? std::string("oneDNN: ") + d->what() : std::string();
+}
+
+std::string out_of_memory_text(const std::exception& e) {
+  if (dynamic_cast<const OutOfMemory*>(&e)) return e.what();
+  if (dynamic_cast<const std::bad_alloc*>(&e)) return std::string("out of memory (") + e.what() + ")";
+  const std::string backend = backend_out_of_memory(e);
+  return backend.empty() ? backend : "out of memory (" + backend + ")";
 }
 
 }  // namespace pw::exec

@@ -505,6 +505,11 @@ void run_mpi(const RunArgs& a, const CLI::App& sub) {
     // last good checkpoint as a threaded run does (only rank 0 has the directory).
     exit_after(0, pw::tools::kExitNumericalFault,
                world.rank() == 0 ? pw::tools::numerical_fault_line(e.what(), a.t.checkpoint) : std::string());
+  } catch (const pw::exec::RankOutOfMemory& e) {
+    // Likewise every rank has the same text; rank 0 prints it as the rank that ran out would.
+    std::string line;
+    const int code = pw::tools::rank_failure_line(std::make_exception_ptr(pw::OutOfMemory(e.what())), e.rank(), line);
+    exit_after(0, code, world.rank() == 0 ? line : std::string());
   } catch (const pw::tools::CommandExit& e) { exit_after(0, e.code(), e.what()); } catch (...) {
     // This rank's own failure outside the run (out of memory building its stages).
     std::string line;

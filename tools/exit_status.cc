@@ -38,8 +38,7 @@ int report_failure(const std::exception_ptr& e, std::ostream& err) {
     return print(err, "infeasible", std::string("out of memory (") + x.what() + ")", 3);
   } catch (const std::exception& x) {
 #ifdef PW_HAVE_EXEC
-    if (const std::string oom = exec::backend_out_of_memory(x); !oom.empty())
-      return print(err, "infeasible", "out of memory (" + oom + ")", 3);
+    if (const std::string oom = exec::out_of_memory_text(x); !oom.empty()) return print(err, "infeasible", oom, 3);
 #endif
     return print(err, "internal error", x.what(), 70);
   } catch (...) { return print(err, "internal error", "an exception that is not a std::exception", 70); }

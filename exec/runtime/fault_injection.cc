@@ -17,14 +17,15 @@ namespace pw::exec {
 FaultSpec parse_fault_spec(const std::string& spec, const std::string& where) {
   FaultSpec f;
   if (spec.empty()) return f;
-  static const std::regex re(R"(^(\d+):((F|B|W|BW)\(\d+,\d+\))(:kill|:nan)?$)");
+  static const std::regex re(R"(^(\d+):((F|B|W|BW)\(\d+,\d+\))(:kill|:nan|:oom)?$)");
   std::smatch m;
   if (!std::regex_match(spec, m, re))
-    throw InputError(where + ": expected <rank>:<op>[:kill|:nan] such as 1:B(1,3), got \"" + spec + "\"");
+    throw InputError(where + ": expected <rank>:<op>[:kill|:nan|:oom] such as 1:B(1,3), got \"" + spec + "\"");
   f.rank = std::stoi(m[1]);
   f.op = m[2];
   f.kill = m[4] == ":kill";
   f.nan = m[4] == ":nan";
+  f.oom = m[4] == ":oom";
   if (f.nan && m[3] != "W" && m[3] != "BW")
     throw InputError(where + ": :nan applies to W or BW ops (they write weight gradients), got \"" + spec + "\"");
   return f;
@@ -41,6 +42,7 @@ void FaultInjectingCompute::maybe_fail(const char* kind, const OpContext& ctx) {
     poison_ = true;
     return;
   }
+  if (spec_.oom) throw OutOfMemory("host: out of memory: injected at " + label + " (PW_TEST_INJECT_FAULT)");
   throw InjectedFault("injected fault (PW_TEST_INJECT_FAULT)");
 }
 

@@ -1,12 +1,13 @@
 // Test-only fault injection for MPI runs (the fault tests of tests/exec/runtime/mpi_fault_*).
 //
-// A FaultSpec "<rank>:<op>[:kill|:nan]" (e.g. "1:B(1,3)", "0:F(0,2):kill") names a rank and a
+// A FaultSpec "<rank>:<op>[:kill|:nan|:oom]" (e.g. "1:B(1,3)", "0:F(0,2):kill") names a rank and a
 // compute op as planner::op_label writes it (F, B, W, BW with (stage,micro_batch)). The
 // FaultInjectingCompute wraps the rank's StageCompute and, the first time that op starts on
 // that rank, throws InjectedFault — or, with ":kill", sends SIGKILL to its own process (as if
 // the rank were killed from outside), or with ":nan" (W, BW only) runs the op and then sets the
 // first value of the stage's first weight gradient to NaN (so the stage's step finds it and
-// throws NumericalFault). Other ranks and ops pass straight through.
+// throws NumericalFault), or with ":oom" throws pw::OutOfMemory as an allocation that found no
+// memory does. Other ranks and ops pass straight through.
 // `pipewright run` takes the spec from the environment variable PW_TEST_INJECT_FAULT (unset
 // in normal use); the parse error is an InputError naming that variable.
 #pragma once
@@ -23,6 +24,7 @@ struct FaultSpec {
   std::string op;  // "B(1,3)"
   bool kill = false;
   bool nan = false;
+  bool oom = false;
 };
 
 FaultSpec parse_fault_spec(const std::string& spec, const std::string& where);

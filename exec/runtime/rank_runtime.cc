@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "exec/backend_errors.h"
 #include "exec/numerics.h"
 #include "exec/parallel.h"
 #include "models/error.h"
@@ -106,6 +107,11 @@ int64_t RankRuntime::run_iteration() {
     throw RankNumericalFault(world_.rank(), text);
   } catch (const std::exception& e) {
     const std::string op = worker_->current_op().empty() ? "the start" : worker_->current_op();
+    if (const std::string oom = out_of_memory_text(e); !oom.empty()) {
+      const std::string text = oom + " (at " + op + ", iteration " + std::to_string(iterations_) + ")";
+      world_.notify_failure(kOutOfMemoryNotice + text);
+      throw RankOutOfMemory(world_.rank(), text);
+    }
     const std::string text = "rank " + std::to_string(world_.rank()) + " failed at " + op + " (iteration " +
                              std::to_string(iterations_) + "): " + e.what();
     world_.notify_failure(text);

@@ -25,7 +25,9 @@
 // other rank (World::notify_failure) and throws RankFailure "rank R failed at OP: what"; when
 // another rank failed first, it throws that rank's PeerFailed. A NaN or Inf (NumericalFault)
 // is told to the other ranks as kNumericalNotice + "rank R, op OP: <the fault's what()>" and
-// thrown as RankNumericalFault with that text (without the prefix). The runtime is not
+// thrown as RankNumericalFault with that text (without the prefix); memory running out
+// (exec/backend_errors.h: out_of_memory_text) likewise with kOutOfMemoryNotice, as
+// RankOutOfMemory. The runtime is not
 // reusable after a failure (the job is meant to end, see run_ranks.h).
 //
 // Threading: everything on the thread that created the World (MPI_THREAD_FUNNELED).
@@ -56,19 +58,37 @@ class RankFailure : public std::runtime_error {
   int rank_;
 };
 
-// A NaN or Inf in training on some rank of the job. what(): "rank R, op OP: step N, stage S,
-// layer \"L\": Q is K" (exec/numerics.h names step, stage, layer and quantity).
-class RankNumericalFault : public std::runtime_error {
+// A fault that every rank of the job reports alike (the same rank and text on each, printed once
+// by rank 0), leaving MPI normally instead of aborting (exec/runtime/run_ranks.h). rank(): the
+// rank it hit.
+class RankFault : public std::runtime_error {
  public:
-  RankNumericalFault(int rank, const std::string& text) : std::runtime_error(text), rank_(rank) {}
+  RankFault(int rank, const std::string& text) : std::runtime_error(text), rank_(rank) {}
   int rank() const { return rank_; }
 
  private:
   int rank_;
 };
 
-// Prefix of the abort notice that carries a RankNumericalFault's text to the other ranks.
+// A NaN or Inf in training on some rank of the job. what(): "rank R, op OP: step N, stage S,
+// layer \"L\": Q is K" (exec/numerics.h names step, stage, layer and quantity).
+class RankNumericalFault : public RankFault {
+ public:
+  using RankFault::RankFault;
+};
+
+// Memory ran out on some rank during the run. what(): what the commands print after
+// "infeasible: " (exec/backend_errors.h: out_of_memory_text), then " (at OP, iteration I)" or
+// " (between steps)".
+class RankOutOfMemory : public RankFault {
+ public:
+  using RankFault::RankFault;
+};
+
+// Prefixes of the abort notices that carry a RankNumericalFault's and a RankOutOfMemory's text
+// to the other ranks.
 inline constexpr const char* kNumericalNotice = "numerical fault: ";
+inline constexpr const char* kOutOfMemoryNotice = "out of memory: ";
 
 class RankRuntime {
  public:

@@ -11,6 +11,7 @@
 #include <set>
 #include <thread>
 
+#include "exec/backend_errors.h"
 #include "exec/runtime/checkpoint.h"
 #include "exec/runtime/device_lanes.h"
 #include "exec/runtime/fault_injection.h"
@@ -131,14 +132,16 @@ void pause_for_stop(mpi::World& world, RankRuntime& rt, const PipelineRunOptions
   world.abort(1);
 }
 
-// Every rank that hit a NaN or Inf told the others (RankRuntime); the notices of faults hit in
-// the same step arrive within kSettle, and the job reports the lowest such rank's fault.
+// Every rank that hit a fault of the kind (a NaN or Inf, memory running out) told the others
+// with the kind's notice prefix (RankRuntime); the notices of faults hit in the same step arrive
+// within kSettle, and the job reports the lowest such rank's fault: every rank throws Fault with
+// its rank and text. own_rank -1: this rank only heard of one (its text comes from the notices).
 constexpr std::chrono::milliseconds kSettle{500};
 
-[[noreturn]] void settle_numerical(mpi::World& world, int own_rank, const std::string& own_text) {
+template <typename Fault>
+[[noreturn]] void settle(mpi::World& world, const std::string& prefix, int own_rank, const std::string& own_text) {
   int best = own_rank;
   std::string text = own_text;
-  const std::string prefix = kNumericalNotice;
   for (const auto& [r, t] : world.collect_notices(kSettle)) {
     if (t.rfind(prefix, 0) != 0) continue;
     if (best < 0 || r < best) {
@@ -146,7 +149,7 @@ constexpr std::chrono::milliseconds kSettle{500};
       text = t.substr(prefix.size());
     }
   }
-  throw RankNumericalFault(best, text);
+  throw Fault(best, text);
 }
 
 // PW_ALLREDUCE=overlapped|blocking (benchmarks): how replicated stages run their all-reduce.
@@ -379,16 +382,24 @@ PipelineRunResult run_pipeline_ranks(const models::Model& model, const planner::
       for (const auto& m : r.trace.memory)
         r.peak_memory_bytes[m.device] = std::max(r.peak_memory_bytes[m.device], m.bytes);
     }
-  } catch (const RankNumericalFault& e) { settle_numerical(world, e.rank(), e.what()); } catch (const RankFailure& e) {
-    end_job(world, e.what(), true);
-  } catch (const mpi::TransportTimeout& e) {
+  } catch (const RankNumericalFault& e) {
+    settle<RankNumericalFault>(world, kNumericalNotice, e.rank(), e.what());
+  } catch (const RankOutOfMemory& e) {
+    settle<RankOutOfMemory>(world, kOutOfMemoryNotice, e.rank(), e.what());
+  } catch (const RankFailure& e) { end_job(world, e.what(), true); } catch (const mpi::TransportTimeout& e) {
     settle_unresponsive(world, rt ? rt->timeout() : ro.timeout, e.what());
   } catch (const mpi::PeerFailed& e) {
-    if (std::string(e.what()).rfind(kNumericalNotice, 0) == 0) settle_numerical(world, -1, "");
-    if (std::string(e.what()).rfind(kUnresponsiveNotice, 0) == 0)
-      settle_unresponsive(world, rt ? rt->timeout() : ro.timeout, "");
+    const std::string notice = e.what();
+    if (notice.rfind(kNumericalNotice, 0) == 0) settle<RankNumericalFault>(world, kNumericalNotice, -1, "");
+    if (notice.rfind(kOutOfMemoryNotice, 0) == 0) settle<RankOutOfMemory>(world, kOutOfMemoryNotice, -1, "");
+    if (notice.rfind(kUnresponsiveNotice, 0) == 0) settle_unresponsive(world, rt ? rt->timeout() : ro.timeout, "");
     end_job(world, "rank " + std::to_string(rank) + " stopping: " + e.what(), false);
   } catch (const std::exception& e) {
+    if (const std::string oom = out_of_memory_text(e); !oom.empty()) {  // between steps: saving, gathering
+      const std::string text = oom + " (between steps)";
+      world.notify_failure(kOutOfMemoryNotice + text);
+      settle<RankOutOfMemory>(world, kOutOfMemoryNotice, rank, text);
+    }
     const std::string text = "rank " + std::to_string(rank) + " failed: " + e.what();
     world.notify_failure(text);
     end_job(world, text, true);

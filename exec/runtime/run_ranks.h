@@ -61,7 +61,9 @@
 // (exec/runtime/rank_runtime.h) carrying the same text on every rank: "rank R, op OP: step N,
 // stage S, layer ...", of the lowest rank that hit one (faults told within 0.5 s of each other
 // count as simultaneous); the caller prints it once and exits 4 (`pipewright run`), and the
-// ranks leave MPI normally (no MPI_Abort).
+// ranks leave MPI normally (no MPI_Abort). Memory running out on a rank during the run (an
+// allocation in an op, or while saving or gathering between steps) ends every rank the same way
+// with RankOutOfMemory: "<what ran out> (at OP, iteration I)", the caller's one line and exit 3.
 // PW_ALLREDUCE=blocking (environment, for benchmarks; default overlapped) completes each
 // replicated stage's all-reduce at its op instead of overlapping it (exec/runtime/stage_worker.h);
 // PW_ALLREDUCE_BUCKET_BYTES=<bytes> sets the overlapped all-reduce's bucket size (default 4 MiB;

@@ -4,11 +4,13 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <new>
 #include <stdexcept>
 #include <vector>
 
 #include "exec/backend_errors.h"
 #include "exec/dnnl_util.h"
+#include "models/error.h"
 
 namespace pw::exec {
 namespace {
@@ -127,6 +129,17 @@ TEST_CASE("backend_out_of_memory: oneDNN's out-of-memory status is named, every 
   CHECK(backend_out_of_memory(dnnl::error(dnnl_invalid_arguments, "could not create a primitive")).empty());
   CHECK(backend_out_of_memory(std::runtime_error("out of memory")).empty());
   CHECK(backend_out_of_memory(std::bad_alloc()).empty());  // the CLI maps bad_alloc itself
+}
+
+TEST_CASE("out_of_memory_text: every way memory runs out has its infeasible text, other exceptions none") {
+  CHECK(out_of_memory_text(OutOfMemory("host: out of memory: 4.00 MiB requested, 1.00 MiB in tensors")) ==
+        "host: out of memory: 4.00 MiB requested, 1.00 MiB in tensors");
+  CHECK(out_of_memory_text(std::bad_alloc()) == "out of memory (std::bad_alloc)");
+  CHECK(out_of_memory_text(dnnl::error(dnnl_out_of_memory, "could not create a primitive")) ==
+        "out of memory (oneDNN: could not create a primitive)");
+  CHECK(out_of_memory_text(dnnl::error(dnnl_invalid_arguments, "could not create a primitive")).empty());
+  CHECK(out_of_memory_text(std::runtime_error("out of memory")).empty());
+  CHECK(out_of_memory_text(InputError("--batch: expected >= 1")).empty());
 }
 
 }  // namespace pw::exec

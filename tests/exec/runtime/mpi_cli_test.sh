@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `mpirun -np 2 pipewright run` faults and refusals (ctest, tests/exec/CMakeLists.txt):
-#   mpi_cli_test.sh throw|kill|mismatch|replicated|nan|nan-replicated|nan-resumed|compare|resume-rank0-dir|bad-flag <pipewright> <mpiexec> [flags...]
+#   mpi_cli_test.sh throw|kill|mismatch|replicated|nan|nan-replicated|nan-resumed|oom|compare|resume-rank0-dir|bad-flag <pipewright> <mpiexec> [flags...]
 # throw: rank 1 throws at BW(1,3) (PW_TEST_INJECT_FAULT, exec/runtime/fault_injection.h);
 # kill:  rank 1 SIGKILLs itself at F(1,2).
 #   Pass when mpirun (hence every rank: it ends the job) exits non-zero and the output names
@@ -18,6 +18,10 @@
 #   rank 2 through the all-reduce, both find it at their step, and the job reports one of them
 #   (the lower when both are seen within the agreement window): exit 4, one line naming rank 2
 #   or 3, op step, step 1, stage 1.
+# oom: rank 1 runs out of memory at F(1,2) (PW_TEST_INJECT_FAULT=1:F(1,2):oom, as an allocation
+#   that finds none). Pass when mpirun (every rank) exits 3 with exactly one line, rank 0's
+#   "pipewright: rank 1: infeasible: host: out of memory: ... (at F(1,2), iteration 0)", and
+#   no MPI_Abort (it was exit 1, a line from every rank and Open MPI's abort banner).
 # compare: `run --compare` on 2 ranks. Pass when mpirun exits 0 and rank 0 alone measured and
 #   printed the comparison: one "compare: measuring" line, one "predicted iteration P ms,
 #   measured M ms" line with P > 0, and a predicted peak memory for each of the 2 workers.
@@ -134,6 +138,7 @@ json.dump(p, open(sys.argv[1], "w"))' "$dir/plan.json" || fail "could not write 
     run_args=(--plan "$dir/plan.json" --model mlp --steps 3 --threads 1 --log-every 1) ;;
   throw) fault='1:BW(1,3)' ;;
   kill) fault='1:F(1,2):kill' ;;
+  oom) fault='1:F(1,2):oom' ;;
   mismatch) run_args=(--model mlp --stages 3 --micro-batches 3 --steps 1) ;;
   compare) run_args=(--model mlp --stages 2 --micro-batches 4 --steps 2 --warmup-steps 1 --threads 1 --compare) ;;
   replicated)
@@ -144,7 +149,7 @@ json.dump(p, open(sys.argv[1], "w"))' "$dir/plan.json" || fail "could not write 
     # one micro-batch per replica
     python3 "$(dirname "$0")/replicate_plan.py" "$dir/plan.json" 2 || fail "could not write the replicated plan"
     run_args=(--plan "$dir/plan.json" --model mlp --steps 1 --log-every 1) ;;
-  *) echo "usage: $0 throw|kill|mismatch|replicated|nan|nan-replicated|compare|resume-rank0-dir|bad-flag <pipewright> <mpiexec> [flags...]"; exit 2 ;;
+  *) echo "usage: $0 throw|kill|mismatch|replicated|nan|nan-replicated|nan-resumed|oom|compare|resume-rank0-dir|bad-flag <pipewright> <mpiexec> [flags...]"; exit 2 ;;
 esac
 out=$(PW_TEST_INJECT_FAULT=$fault "$@" -np $np "$pipewright" run "${run_args[@]}" 2>&1)
 rc=$?
@@ -177,6 +182,13 @@ case $mode in
     grep -q '^step 1/3' <<<"$out" && fail "a step was reported after the fault"
     # The banner goes out with the first step's line: a fault in step 1 is the only line.
     grep -q '^run: ' <<<"$out" && fail "the banner was printed before the fault line" ;;
+  oom)
+    [ "$rc" -eq 3 ] || fail "mpirun exited $rc, expected 3"
+    [ "$(grep -c pipewright <<<"$out")" -eq 1 ] || fail "expected exactly one line naming pipewright"
+    grep -qxF 'pipewright: rank 1: infeasible: host: out of memory: injected at F(1,2) (PW_TEST_INJECT_FAULT) (at F(1,2), iteration 0)' <<<"$out" ||
+      fail "no line naming rank 1, the op and the iteration"
+    grep -q 'MPI_ABORT' <<<"$out" && fail "the job was aborted"
+    grep -q '^step 1/3' <<<"$out" && fail "a step was reported after the fault" ;;
   compare)
     [ "$rc" -eq 0 ] || fail "mpirun exited $rc, expected 0"
     [ "$(grep -c '^compare: measuring a profile of ' <<<"$out")" -eq 1 ] || fail "expected exactly one measurement (rank 0's)"
