@@ -1,6 +1,7 @@
 #include "exec/tensor.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -96,6 +97,15 @@ void Allocator::put_shared(size_t cls, void* p) {
 namespace {
 size_t huge_rounded(size_t cls) { return (cls + kHugePage - 1) / kHugePage * kHugePage; }
 
+// The bytes a buffer of class `cls` takes from the system (what the cgroup guard counts).
+size_t system_bytes(size_t cls) { return cls < kHugePage ? cls : huge_rounded(cls); }
+
+std::atomic<SystemMemoryGate*> g_gate{nullptr};
+
+// Set when the calling thread's last system_alloc was refused by the gate, for the
+// out-of-memory message.
+thread_local bool t_gate_refused = false;
+
 // AddressSanitizer reports overflows only of buffers on its heap: under it, large buffers keep
 // coming from aligned_alloc. GCC says so with __SANITIZE_ADDRESS__, clang 14 (the fuzz builds)
 // only through __has_feature.
@@ -114,6 +124,18 @@ constexpr bool kMapLargeBuffers = true;
 }  // namespace
 
 void* Allocator::system_alloc(size_t cls) {
+  SystemMemoryGate* gate = g_gate.load(std::memory_order_acquire);
+  const auto bytes = static_cast<int64_t>(system_bytes(cls));
+  t_gate_refused = gate && !gate->admit(bytes);
+  if (t_gate_refused) return nullptr;
+  void* p = system_map(cls);
+  if (!p && gate) gate->released(bytes);
+  return p;
+}
+
+void Allocator::set_system_gate(SystemMemoryGate* gate) { g_gate.store(gate, std::memory_order_release); }
+
+void* Allocator::system_map(size_t cls) {
   if (cls < kHugePage) return std::aligned_alloc(kAlignment, cls);
   // Large tensors (weights, optimizer state, big activations) on transparent huge pages: with
   // THP in "madvise" mode (Debian's default) they would otherwise sit on 4 KiB pages, and how
@@ -131,6 +153,8 @@ void* Allocator::system_alloc(size_t cls) {
 void Allocator::system_free(size_t cls, void* p) {
   if (cls < kHugePage || !kMapLargeBuffers) std::free(p);
   else ::munmap(p, huge_rounded(cls));
+  if (SystemMemoryGate* gate = g_gate.load(std::memory_order_acquire))
+    gate->released(static_cast<int64_t>(system_bytes(cls)));
 }
 
 void* Allocator::allocate(size_t bytes) {
@@ -162,8 +186,10 @@ void* Allocator::allocate(size_t bytes) {
   if (!p) {
     std::lock_guard<std::mutex> lock(mu_);
     live_ -= static_cast<int64_t>(bytes);
+    SystemMemoryGate* gate = g_gate.load(std::memory_order_acquire);
+    const std::string limit = t_gate_refused && gate ? gate->refusal() : std::string();
     throw OutOfMemory("host: out of memory: " + models::human_bytes(static_cast<double>(cls)) + " requested, " +
-                      models::human_bytes(static_cast<double>(live_)) + " in tensors");
+                      models::human_bytes(static_cast<double>(live_)) + " in tensors" + limit);
   }
   return p;
 }

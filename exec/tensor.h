@@ -2,7 +2,8 @@
 //
 // Allocator: thread-safe. Buffers are rounded up to a size class (powers of two up to 4 KiB,
 // then steps of 1/8 of the next power of two, see tensor.cc) and kept on a free list for reuse,
-// so repeated micro-batches of the same shapes do not touch the system allocator. It counts
+// so repeated micro-batches of the same shapes do not touch the system allocator (memory taken
+// from the system passes the installed SystemMemoryGate first, if any). It counts
 // live bytes (requested sizes of buffers in use) and the peak of live bytes, which is what the
 // profiler and the executor report as memory. Cached free buffers are not "live".
 //
@@ -82,6 +83,20 @@ class MemoryResource {
   virtual void copy(void* dst, const void* src, size_t bytes) = 0;
 };
 
+// What the host allocators ask before they take memory from the system, so that a limit the
+// system would enforce by killing the process (a cgroup's: exec/machine/cgroup_guard.h) is met
+// with the allocator's own failure path instead: return the cache, retry, OutOfMemory.
+class SystemMemoryGate {
+ public:
+  virtual ~SystemMemoryGate() = default;
+  // Whether `bytes` more may be taken from the system now.
+  virtual bool admit(int64_t bytes) = 0;
+  // `bytes` admitted earlier went back to the system.
+  virtual void released(int64_t bytes) = 0;
+  // Words appended to the out-of-memory message after a refusal: " (its cgroup allows ...)".
+  virtual std::string refusal() const = 0;
+};
+
 class Allocator : public MemoryResource {
  public:
   static constexpr size_t kAlignment = 64;
@@ -114,10 +129,14 @@ class Allocator : public MemoryResource {
 
   // The process-wide allocator used by Tensor unless another is given.
   static Allocator& global();
+  // Makes every host allocator ask `gate` (which must outlive them; nullptr: none, the
+  // default). Install it before the threads that allocate start.
+  static void set_system_gate(SystemMemoryGate* gate);
 
  private:
   static size_t size_class(size_t bytes);
-  static void* system_alloc(size_t cls);  // nullptr when the system refuses
+  static void* system_alloc(size_t cls);  // nullptr when the system or the gate refuses
+  static void* system_map(size_t cls);    // system_alloc without the gate
   static void system_free(size_t cls, void* p);
   void* take_shared(size_t cls);  // caller holds mu_; nullptr when the class's list is empty
   void put_shared(size_t cls, void* p);

@@ -15,6 +15,7 @@
 
 #include <cstring>
 
+#include "exec/machine/cgroup_guard.h"
 #include "exec/machine/machine_load.h"
 #include "exec/machine/memory_crash.h"
 
@@ -77,6 +78,7 @@ int main(int argc, char** argv) {
 #ifdef PW_HAVE_EXEC
   choose_openmp_wait_policy(argc, argv);
   pw::exec::install_memory_crash_line("pipewright: ");  // a library's unchecked allocation: one line, exit 3
+  pw::exec::install_cgroup_guard();  // past a cgroup's limit the kernel kills without a word: exit 3 instead
 #endif
   pw::tools::install_cleanup_handlers();  // no temporary output file survives a signal
   CLI::App app{"pipewright: plans, simulates and runs pipeline-parallel training of deep networks", "pipewright"};

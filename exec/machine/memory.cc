@@ -54,6 +54,21 @@ int64_t proc_kib_line_bytes(const char* file, const char* key) {
   return -1;
 }
 
+// The page cache a cgroup holds that the kernel reclaims before it kills anything: the file
+// pages on its LRU lists, from memory.stat (v2: active_file + inactive_file; v1 with
+// hierarchy: total_active_file + total_inactive_file, as usage_in_bytes covers the children).
+// Shared memory is on the anonymous lists and counts as held. 0 when the file is missing.
+int64_t reclaimable_file_bytes(const std::string& stat_file, bool v2) {
+  std::ifstream in(stat_file);
+  std::string key;
+  int64_t value = 0, sum = 0;
+  const char* active = v2 ? "active_file" : "total_active_file";
+  const char* inactive = v2 ? "inactive_file" : "total_inactive_file";
+  while (in >> key >> value)
+    if (key == active || key == inactive) sum += std::max<int64_t>(value, 0);
+  return sum;
+}
+
 // A /proc file's text (read_input_file of models/ refuses them: they report a size of 0).
 std::string read_proc_file(const char* file) {
   std::ifstream in(file);
@@ -77,10 +92,13 @@ class Least {
   MemoryBound bound_;
 };
 
-// Offers the cgroups' and the rlimits' bounds: the cgroups' `limit` or `headroom`.
-void offer_process_limits(Least& least, bool headroom) {
-  const CgroupMemory cg = cgroup_memory(read_proc_file("/proc/self/cgroup"), "/sys/fs/cgroup");
-  least.offer(headroom ? cg.headroom : cg.limit, MemoryBound::Source::cgroup);
+// Offers the cgroups' and the rlimits' bounds: the cgroups' headroom, less the reserve the host
+// allocator keeps below it (cgroup_reserve_bytes) with `reserve`.
+void offer_process_limits(Least& least, bool reserve) {
+  const CgroupMemory cg = process_cgroup_memory();
+  least.offer(
+      cg.headroom < 0 || !reserve ? cg.headroom : std::max<int64_t>(cg.headroom - cgroup_reserve_bytes(cg.limit), 0),
+      MemoryBound::Source::cgroup);
   least.offer(rlimit_headroom(RLIMIT_AS, "VmSize:"), MemoryBound::Source::address_space);
   least.offer(rlimit_headroom(RLIMIT_DATA, "VmData:"), MemoryBound::Source::data);
 }
@@ -125,6 +143,10 @@ int64_t physical_memory_bytes() {
   return pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page : 0;
 }
 
+CgroupMemory process_cgroup_memory() { return cgroup_memory(read_proc_file("/proc/self/cgroup"), "/sys/fs/cgroup"); }
+
+int64_t cgroup_reserve_bytes(int64_t limit) { return (int64_t{32} << 20) + std::max<int64_t>(limit, 0) / 32; }
+
 CgroupMemory cgroup_memory(const std::string& proc_cgroup, const std::string& root) {
   CgroupMemory m;
   std::istringstream lines(proc_cgroup);
@@ -143,7 +165,8 @@ CgroupMemory cgroup_memory(const std::string& proc_cgroup, const std::string& ro
       const int64_t limit = read_cgroup_bytes(at + (v2 ? "memory.max" : "memory.limit_in_bytes"));
       if (limit < 0) continue;
       const int64_t usage = read_cgroup_bytes(at + (v2 ? "memory.current" : "memory.usage_in_bytes"));
-      const int64_t headroom = std::max<int64_t>(limit - std::max<int64_t>(usage, 0), 0);
+      const int64_t held = std::max<int64_t>(usage, 0) - reclaimable_file_bytes(at + "memory.stat", v2);
+      const int64_t headroom = std::max<int64_t>(limit - std::max<int64_t>(held, 0), 0);
       m.limit = m.limit < 0 ? limit : std::min(m.limit, limit);
       m.headroom = m.headroom < 0 ? headroom : std::min(m.headroom, headroom);
     }
@@ -154,7 +177,7 @@ CgroupMemory cgroup_memory(const std::string& proc_cgroup, const std::string& ro
 MemoryBound memory_bound() {
   Least least;
   least.offer(physical_memory_bytes() > 0 ? physical_memory_bytes() : -1, MemoryBound::Source::machine);
-  offer_process_limits(least, false);
+  offer_process_limits(least, true);
   return least.result();
 }
 
@@ -170,7 +193,7 @@ int64_t available_memory_bytes() {
   if (available < 0) available = physical_memory_bytes() > 0 ? physical_memory_bytes() : -1;
   Least least;
   least.offer(available, MemoryBound::Source::machine);
-  offer_process_limits(least, true);
+  offer_process_limits(least, false);
   return least.result().bytes;
 }
 

@@ -28,15 +28,16 @@ int64_t available_memory_bytes();
 
 // The most memory this process can come to hold, and which bound that is. A container or a batch
 // job (cgroup memory limit) or a shell's ulimit may allow far less than the machine has; a
-// process that goes past a cgroup's limit is killed without a word, so commands check here first.
+// process that goes past a cgroup's limit is killed without a word, so commands check here first
+// (and the host allocator stays below it while it runs: exec/machine/cgroup_guard.h).
 struct MemoryBound {
   enum class Source { machine, cgroup, address_space, data };
   int64_t bytes = 0;  // 0: nothing could be read
   Source source = Source::machine;
 };
-// The least of physical memory, cgroup_memory(...).limit of this process, RLIMIT_AS less the
-// address space it already maps (VmSize) and RLIMIT_DATA less its data already mapped (VmData, of
-// /proc/self/status). A source that cannot be read is left out.
+// The least of physical memory, process_cgroup_memory().headroom less cgroup_reserve_bytes,
+// RLIMIT_AS less the address space it already maps (VmSize) and RLIMIT_DATA less its data already
+// mapped (VmData, of /proc/self/status). A source that cannot be read is left out.
 MemoryBound memory_bound();
 // The bounds this process shares with the others of its host and cgroup (several MPI ranks on
 // one machine): the least of physical memory and the cgroup limit, without the rlimits, which
@@ -47,12 +48,22 @@ MemoryBound host_memory_bound();
 // cgroup file systems mounted under `root` (/sys/fs/cgroup): cgroup v2 (memory.max, memory.current
 // at root/PATH for the "0::PATH" line) and v1 (memory.limit_in_bytes, memory.usage_in_bytes at
 // root/memory/PATH for the line naming the memory controller), read for the cgroup and every
-// ancestor up to root. limit: the least limit found; headroom: the least (limit - usage) found;
-// -1 for each where no level has a limit ("max", v1's unlimited value, or files missing).
+// ancestor up to root. limit: the least limit found; headroom: the least (limit - held) found,
+// where held is the usage less the page cache the kernel reclaims before it kills (memory.stat's
+// file LRU lists); -1 for each where no level has a limit ("max", v1's unlimited value, or files
+// missing).
 struct CgroupMemory {
   int64_t limit = -1, headroom = -1;
 };
 CgroupMemory cgroup_memory(const std::string& proc_cgroup, const std::string& root);
+// This process's: cgroup_memory of /proc/self/cgroup under /sys/fs/cgroup.
+CgroupMemory process_cgroup_memory();
+
+// What the host allocator leaves free below a cgroup limit of `limit` bytes, for the memory that
+// does not come from it (oneDNN's scratch, thread stacks, the C library's own, the program's
+// pages): 32 MiB + limit / 32. Training gpt d 256 grew by 26 MB beyond its tensors, d 512 by
+// 90 MB (bench/RESULTS.md, "a cgroup's limit").
+int64_t cgroup_reserve_bytes(int64_t limit);
 
 // The bound in words, for a message that goes on "... needs at least X GiB, more than ": e.g.
 // "this machine's 23.4 GiB of memory", "the 8.0 GiB its cgroup allows (a container's or a job's

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "models/json_util.h"
+#include "tests/exec/machine/test_cgroup.h"
 #include "tests/tools/cli_runner.h"
 
 using pw::Json;
@@ -149,6 +150,40 @@ TEST_CASE("train under a data limit (ulimit -d): a model that cannot fit is refu
       run_cli_with_data_limit(1024 * 1024, {"train", "--model", "mlp", "--steps", "1", "--threads", "1"});
   CAPTURE(small.err);
   CHECK(small.rc == 0);
+}
+
+TEST_CASE("train in a cgroup of 250 MiB: a model past what it allows is refused up front, not killed") {
+  if (pw::test::kSanitizedBuild) {
+    MESSAGE("SKIPPED: a sanitizer's runtime holds memory outside the allocator");
+    return;
+  }
+  // gpt d 256, 4 layers, seq 256, batch 8 needs at least 0.23 GiB of tensors; its step holds
+  // about 0.3 GB in all. Checked against the cgroup's limit, the run passed the check and the
+  // kernel killed it (exit 137, no line); against what the cgroup still allows less the
+  // allocator's reserve (~0.2 GiB) it is refused. In 400 MiB it trains.
+  const auto in_cgroup = [](int64_t limit, const std::vector<std::string>& args, std::string* why) {
+    const pw::test::TestCgroup cgroup(limit);
+    if (!cgroup.ok()) {
+      *why = cgroup.why();
+      return CliResult{};
+    }
+    std::vector<std::string> argv = {"/bin/sh", "-c", "echo $$ > '" + cgroup.procs_file() + "' && exec \"$0\" \"$@\"",
+                                     PW_CLI_PATH};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return pw::test::run_program(argv);
+  };
+  const std::vector<std::string> gpt = {"train", "--model", "gpt", "--d-model", "256", "--layers",  "4", "--seq",
+                                        "256",   "--batch", "8",   "--steps",   "1",   "--threads", "1"};
+  std::string why;
+  const CliResult refused = in_cgroup(250 << 20, gpt, &why);
+  if (!why.empty()) {
+    MESSAGE("SKIPPED: no memory cgroup can be made here (" << why << ")");
+    return;
+  }
+  pw::test::expect_rejected(refused, 2, {"training gpt-l4-d256 needs at least", "its cgroup allows"});
+  const CliResult fits = in_cgroup(400 << 20, gpt, &why);
+  CAPTURE(fits.err);
+  CHECK(fits.rc == 0);
 }
 
 TEST_CASE("train --device: cuda trains where a GPU can be used, elsewhere it is one line naming why and exit 2") {

@@ -76,6 +76,29 @@ TEST_CASE(
   CHECK(full.headroom == 0);
 }
 
+TEST_CASE("cgroup_memory: page cache on the file lists is not held, shared memory and the rest are") {
+  FakeCgroups fs;
+  // v2: 900 MiB used, of which 300 MiB file pages the kernel would reclaim first.
+  fs.write("job", "memory.max", std::to_string(1024 * kMiB));
+  fs.write("job", "memory.current", std::to_string(900 * kMiB));
+  fs.write("job", "memory.stat",
+           "anon " + std::to_string(500 * kMiB) + "\nfile " + std::to_string(400 * kMiB) + "\nshmem " +
+               std::to_string(100 * kMiB) + "\nactive_file " + std::to_string(200 * kMiB) + "\ninactive_file " +
+               std::to_string(100 * kMiB));
+  CHECK(cgroup_memory("0::/job\n", fs.root()).headroom == 424 * kMiB);  // 1024 - (900 - 300)
+  // v1: the hierarchical totals, not the cgroup's own lists.
+  fs.write("memory/a", "memory.limit_in_bytes", std::to_string(1024 * kMiB));
+  fs.write("memory/a", "memory.usage_in_bytes", std::to_string(1000 * kMiB));
+  fs.write("memory/a", "memory.stat",
+           "cache " + std::to_string(600 * kMiB) + "\nactive_file 1\ninactive_file 1\ntotal_active_file " +
+               std::to_string(250 * kMiB) + "\ntotal_inactive_file " + std::to_string(250 * kMiB));
+  CHECK(cgroup_memory("4:memory:/a\n", fs.root()).headroom == 524 * kMiB);  // 1024 - (1000 - 500)
+  // Without memory.stat every byte used counts as held.
+  fs.write("memory/b", "memory.limit_in_bytes", std::to_string(1024 * kMiB));
+  fs.write("memory/b", "memory.usage_in_bytes", std::to_string(1000 * kMiB));
+  CHECK(cgroup_memory("4:memory:/b\n", fs.root()).headroom == 24 * kMiB);
+}
+
 TEST_CASE("memory_bound: this process's bound is at most the machine's memory and is described in words") {
   const MemoryBound b = memory_bound();
   REQUIRE(b.bytes > 0);  // Linux: at least physical memory can be read
