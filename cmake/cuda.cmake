@@ -52,8 +52,9 @@ else()
     include(CheckLanguage)
     check_language(CUDA)
     find_package(CUDAToolkit QUIET)
-    if(NOT CUDAToolkit_FOUND OR NOT TARGET CUDA::cudart OR NOT TARGET CUDA::cublasLt)
-      pw_cuda_skip_or_fail("nvcc found (${pw_nvcc}) but not the CUDA toolkit's runtime and "
+    # The static runtime is linked, cuBLASLt opened at run time (its target gives the header).
+    if(NOT CUDAToolkit_FOUND OR NOT TARGET CUDA::cudart_static OR NOT TARGET CUDA::cublasLt)
+      pw_cuda_skip_or_fail("nvcc found (${pw_nvcc}) but not the CUDA toolkit's static runtime and "
                            "cuBLASLt libraries")
     else()
       set(PW_CUDA_ENABLED ON)

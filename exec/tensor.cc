@@ -152,9 +152,12 @@ void* Allocator::system_map(size_t cls) {
 
 void Allocator::system_free(size_t cls, void* p) {
   if (cls < kHugePage || !kMapLargeBuffers) std::free(p);
-  else ::munmap(p, huge_rounded(cls));
-  if (SystemMemoryGate* gate = g_gate.load(std::memory_order_acquire))
-    gate->released(static_cast<int64_t>(system_bytes(cls)));
+  else {
+    ::munmap(p, huge_rounded(cls));
+    // Only unmapped memory is surely uncharged: the C library keeps much of what it is given back.
+    if (SystemMemoryGate* gate = g_gate.load(std::memory_order_acquire))
+      gate->released(static_cast<int64_t>(huge_rounded(cls)));
+  }
 }
 
 void* Allocator::allocate(size_t bytes) {

@@ -38,6 +38,13 @@ CublasLtOpen open_cublaslt(const std::vector<std::string>& candidates) {
       r.error += (r.error.empty() ? "" : "; ") + file + ": no function " + missing;
       continue;
     }
+    // An older library than the header built against may not know the attributes set here.
+    if (const size_t version = api.GetVersion(); version < static_cast<size_t>(CUBLAS_VERSION)) {
+      ::dlclose(handle);
+      r.error += (r.error.empty() ? "" : "; ") + file + ": version " + std::to_string(version) + ", older than the " +
+                 std::to_string(CUBLAS_VERSION) + " built against";
+      continue;
+    }
     api.path = file;
     r.api = api;
     r.error.clear();
@@ -49,7 +56,7 @@ CublasLtOpen open_cublaslt(const std::vector<std::string>& candidates) {
 
 std::vector<std::string> cublaslt_candidates() {
   const std::string soname = "libcublasLt.so." + std::to_string(CUBLAS_VER_MAJOR);
-  return {soname, std::string(PW_CUDA_LIBRARY_DIR) + "/" + soname};
+  return {std::string(PW_CUDA_LIBRARY_DIR) + "/" + soname, soname};
 }
 
 namespace {

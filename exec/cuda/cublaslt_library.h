@@ -41,8 +41,9 @@ struct CublasLt {
 };
 
 // An attempt to open cuBLASLt: `api` with every function resolved, or `error` ("" on success)
-// saying, for each candidate tried, why it was not used (dlopen's message, or the first function
-// it lacks). A candidate that opens but lacks a function is closed again.
+// saying, for each candidate tried, why it was not used (dlopen's message, the first function it
+// lacks, or a version older than the header's CUBLAS_VERSION). A candidate that opens but is not
+// used is closed again.
 struct CublasLtOpen {
   CublasLt api;
   std::string error;
@@ -50,8 +51,9 @@ struct CublasLtOpen {
 CublasLtOpen open_cublaslt(const std::vector<std::string>& candidates);
 
 // Where the process looks, in order: the soname of the toolkit built against
-// ("libcublasLt.so.13": LD_LIBRARY_PATH, the loader's cache), then that file in the toolkit's
-// library directory of the build.
+// ("libcublasLt.so.13") in the toolkit's library directory of the build (what the linked binary's
+// RUNPATH found), then the soname alone (LD_LIBRARY_PATH, the loader's cache: a binary moved to
+// another machine).
 std::vector<std::string> cublaslt_candidates();
 
 // Opens the process-wide library from cublaslt_candidates() on the first call; "" when it is

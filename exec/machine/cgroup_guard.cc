@@ -11,6 +11,7 @@ bool CgroupGuard::admit(int64_t bytes) {
   std::lock_guard<std::mutex> lock(mu_);
   if (read_once_ && budget_ - bytes >= next_read_) {
     budget_ -= bytes;
+    since_read_ += bytes;
     return true;
   }
   const CgroupMemory m = read_();
@@ -21,10 +22,13 @@ bool CgroupGuard::admit(int64_t bytes) {
   }
   read_once_ = true;
   limit_ = m.limit;
-  budget_ = m.limit < 0 ? INT64_MAX / 2 : std::max<int64_t>(m.headroom - cgroup_reserve_bytes(m.limit), 0);
-  next_read_ = budget_ - budget_ / 8;
+  budget_ = m.limit < 0 ? INT64_MAX / 2
+                        : std::max<int64_t>(m.headroom - cgroup_reserve_bytes(m.limit, processes_) - since_read_, 0);
+  next_read_ = budget_ - budget_ / (16 * processes_);
+  since_read_ = 0;
   if (bytes > budget_) return false;
   budget_ -= bytes;
+  since_read_ = bytes;
   return true;
 }
 
@@ -43,13 +47,15 @@ std::string CgroupGuard::refusal() const {
   const int64_t limit = this->limit();
   if (limit < 0) return "";
   return " (its cgroup allows " + models::human_bytes(static_cast<double>(limit)) + ", less " +
-         models::human_bytes(static_cast<double>(cgroup_reserve_bytes(limit))) + " kept for memory outside tensors)";
+         models::human_bytes(static_cast<double>(cgroup_reserve_bytes(limit, processes_))) +
+         " kept for memory outside tensors)";
 }
 
 void install_cgroup_guard() { Allocator::set_system_gate(&process_cgroup_guard()); }
 
 CgroupGuard& process_cgroup_guard() {
-  static CgroupGuard* guard = new CgroupGuard(process_cgroup_memory);  // never destroyed: used at exit
+  static CgroupGuard* guard =  // never destroyed: used at exit
+      new CgroupGuard(process_cgroup_memory, local_process_count());
   return *guard;
 }
 

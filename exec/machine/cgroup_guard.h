@@ -11,11 +11,14 @@
 // exit 3). The up-front checks compare against the same headroom less the same reserve.
 //
 // The headroom is read from the cgroup files only when needed: at the first call, then whenever
-// the bytes admitted since the last reading would pass an eighth of what that reading left (or
-// all of it). Far from the limit that is a reading every few hundred MiB, near it at every
-// allocation; an eighth, so that the ranks of a job on one host (one cgroup, one guard each)
-// together admit at most half the headroom between their readings. Without a limit at the first
-// reading the guard admits everything and never reads again.
+// the bytes admitted since the last reading would pass a sixteenth of what that reading left,
+// per process of the job on this host (local_process_count: they share the cgroup, one guard
+// each, so together they admit at most a sixteenth between readings; the reserve counts each).
+// Far from the limit that is a reading every few hundred MiB, near it at every allocation. The
+// bytes admitted since the last reading are taken off the next one too: mapped memory is charged
+// to the cgroup only once written, so they may not show in it yet (this errs on the safe side
+// by at most that sixteenth). Without a limit at the first reading the guard admits everything
+// and never reads again.
 //
 // Thread-safety: thread-safe; one mutex, taken on the allocator's path to the system only.
 #pragma once
@@ -32,13 +35,15 @@ namespace pw::exec {
 
 class CgroupGuard final : public SystemMemoryGate {
  public:
-  // `read`: the cgroups' limit and headroom now (process_cgroup_memory for the process's guard).
-  explicit CgroupGuard(std::function<CgroupMemory()> read) : read_(std::move(read)) {}
+  // `read`: the cgroups' limit and headroom now (process_cgroup_memory for the process's guard);
+  // `processes`: the job's processes on this host that share the cgroup (>= 1).
+  explicit CgroupGuard(std::function<CgroupMemory()> read, int processes = 1)
+      : read_(std::move(read)), processes_(processes < 1 ? 1 : processes) {}
 
   // Whether `bytes` more may be taken from the system now; an admitted amount counts until
   // released().
   bool admit(int64_t bytes) override;
-  // `bytes` admitted earlier were given back to the system.
+  // `bytes` admitted earlier were given back to the system (and uncharged: unmapped).
   void released(int64_t bytes) override;
   // " (its cgroup allows <limit>, less <reserve> kept for memory outside tensors)".
   std::string refusal() const override;
@@ -47,12 +52,14 @@ class CgroupGuard final : public SystemMemoryGate {
 
  private:
   std::function<CgroupMemory()> read_;
+  int processes_;
   std::atomic<bool> unlimited_{false};  // no limit at the first reading: nothing to guard
   mutable std::mutex mu_;
   bool read_once_ = false;
   int64_t limit_ = -1;
-  int64_t budget_ = 0;     // bytes that may still be admitted (headroom less the reserve, less admitted)
-  int64_t next_read_ = 0;  // re-read once budget_ would drop below this
+  int64_t budget_ = 0;      // bytes that may still be admitted (headroom less the reserves, less admitted)
+  int64_t next_read_ = 0;   // re-read once budget_ would drop below this
+  int64_t since_read_ = 0;  // bytes admitted since the last reading
 };
 
 // The process's guard over /proc/self/cgroup.

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -55,18 +56,21 @@ int64_t proc_kib_line_bytes(const char* file, const char* key) {
 }
 
 // The page cache a cgroup holds that the kernel reclaims before it kills anything: the file
-// pages on its LRU lists, from memory.stat (v2: active_file + inactive_file; v1 with
-// hierarchy: total_active_file + total_inactive_file, as usage_in_bytes covers the children).
-// Shared memory is on the anonymous lists and counts as held. 0 when the file is missing.
+// pages on its LRU lists less those dirty or under writeback (a checkpoint being saved), from
+// memory.stat (v2: active_file + inactive_file - file_dirty - file_writeback; v1 with hierarchy:
+// the total_ counterparts, as usage_in_bytes covers the children). Shared memory is on the
+// anonymous lists and counts as held. 0 when the file is missing.
 int64_t reclaimable_file_bytes(const std::string& stat_file, bool v2) {
   std::ifstream in(stat_file);
   std::string key;
-  int64_t value = 0, sum = 0;
-  const char* active = v2 ? "active_file" : "total_active_file";
-  const char* inactive = v2 ? "inactive_file" : "total_inactive_file";
-  while (in >> key >> value)
-    if (key == active || key == inactive) sum += std::max<int64_t>(value, 0);
-  return sum;
+  int64_t value = 0, lists = 0, busy = 0;
+  const std::string p = v2 ? "" : "total_";
+  while (in >> key >> value) {
+    if (key == p + "active_file" || key == p + "inactive_file") lists += std::max<int64_t>(value, 0);
+    if (key == (v2 ? "file_dirty" : "total_dirty") || key == (v2 ? "file_writeback" : "total_writeback"))
+      busy += std::max<int64_t>(value, 0);
+  }
+  return std::max<int64_t>(lists - busy, 0);
 }
 
 // A /proc file's text (read_input_file of models/ refuses them: they report a size of 0).
@@ -96,9 +100,10 @@ class Least {
 // allocator keeps below it (cgroup_reserve_bytes) with `reserve`.
 void offer_process_limits(Least& least, bool reserve) {
   const CgroupMemory cg = process_cgroup_memory();
-  least.offer(
-      cg.headroom < 0 || !reserve ? cg.headroom : std::max<int64_t>(cg.headroom - cgroup_reserve_bytes(cg.limit), 0),
-      MemoryBound::Source::cgroup);
+  if (!reserve) least.offer(cg.headroom, MemoryBound::Source::cgroup_left);
+  else if (cg.headroom >= 0)
+    least.offer(std::max<int64_t>(cg.headroom - cgroup_reserve_bytes(cg.limit, local_process_count()), 0),
+                MemoryBound::Source::cgroup_left);
   least.offer(rlimit_headroom(RLIMIT_AS, "VmSize:"), MemoryBound::Source::address_space);
   least.offer(rlimit_headroom(RLIMIT_DATA, "VmData:"), MemoryBound::Source::data);
 }
@@ -145,7 +150,20 @@ int64_t physical_memory_bytes() {
 
 CgroupMemory process_cgroup_memory() { return cgroup_memory(read_proc_file("/proc/self/cgroup"), "/sys/fs/cgroup"); }
 
-int64_t cgroup_reserve_bytes(int64_t limit) { return (int64_t{32} << 20) + std::max<int64_t>(limit, 0) / 32; }
+int64_t cgroup_reserve_bytes(int64_t limit, int processes) {
+  return (int64_t{16} << 20) * std::max(processes, 1) + std::max<int64_t>(limit, 0) / 32;
+}
+
+int local_process_count() {
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "PMIX_LOCAL_SIZE", "MPI_LOCALNRANKS"}) {
+    const char* v = std::getenv(name);
+    if (!v || !*v) continue;
+    char* end = nullptr;
+    const long n = std::strtol(v, &end, 10);
+    if (*end == '\0' && n >= 1 && n <= 4096) return static_cast<int>(n);
+  }
+  return 1;
+}
 
 CgroupMemory cgroup_memory(const std::string& proc_cgroup, const std::string& root) {
   CgroupMemory m;
@@ -203,6 +221,8 @@ std::string describe(const MemoryBound& bound, int decimals) {
     case MemoryBound::Source::machine: return "this machine's " + gib + " of memory";
     case MemoryBound::Source::cgroup:
       return "the " + gib + " its cgroup allows (a container's or a job's memory limit)";
+    case MemoryBound::Source::cgroup_left:
+      return "the " + gib + " its cgroup still allows (a container's or a job's memory limit)";
     case MemoryBound::Source::address_space: return "the " + gib + " this process may still map under ulimit -v";
     case MemoryBound::Source::data: return "the " + gib + " this process may still map under ulimit -d";
   }

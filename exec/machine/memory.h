@@ -31,11 +31,14 @@ int64_t available_memory_bytes();
 // process that goes past a cgroup's limit is killed without a word, so commands check here first
 // (and the host allocator stays below it while it runs: exec/machine/cgroup_guard.h).
 struct MemoryBound {
-  enum class Source { machine, cgroup, address_space, data };
+  // cgroup: a cgroup's limit; cgroup_left: what it still allows (its headroom, less the
+  // reserves of memory_bound).
+  enum class Source { machine, cgroup, cgroup_left, address_space, data };
   int64_t bytes = 0;  // 0: nothing could be read
   Source source = Source::machine;
 };
-// The least of physical memory, process_cgroup_memory().headroom less cgroup_reserve_bytes,
+// The least of physical memory, process_cgroup_memory().headroom less
+// cgroup_reserve_bytes(limit, local_process_count()),
 // RLIMIT_AS less the address space it already maps (VmSize) and RLIMIT_DATA less its data already
 // mapped (VmData, of /proc/self/status). A source that cannot be read is left out.
 MemoryBound memory_bound();
@@ -59,11 +62,16 @@ CgroupMemory cgroup_memory(const std::string& proc_cgroup, const std::string& ro
 // This process's: cgroup_memory of /proc/self/cgroup under /sys/fs/cgroup.
 CgroupMemory process_cgroup_memory();
 
-// What the host allocator leaves free below a cgroup limit of `limit` bytes, for the memory that
-// does not come from it (oneDNN's scratch, thread stacks, the C library's own, the program's
-// pages): 32 MiB + limit / 32. Training gpt d 256 grew by 26 MB beyond its tensors, d 512 by
-// 90 MB (bench/RESULTS.md, "a cgroup's limit").
-int64_t cgroup_reserve_bytes(int64_t limit);
+// What the host allocators of `processes` processes sharing a cgroup leave free below its limit
+// of `limit` bytes, for what will not come from them (oneDNN's scratch, the C library's own,
+// thread stacks; what a process already holds is in the cgroup's usage): 16 MiB a process +
+// limit / 32. Training gpt d 256 grew 26 MB beyond its tensors, d 512 90 MB (bench/RESULTS.md,
+// "a cgroup's limit").
+int64_t cgroup_reserve_bytes(int64_t limit, int processes);
+
+// The processes of this job on this host, which share its cgroup: the launcher's local size
+// (OMPI_COMM_WORLD_LOCAL_SIZE, PMIX_LOCAL_SIZE, MPI_LOCALNRANKS), 1 without one.
+int local_process_count();
 
 // The bound in words, for a message that goes on "... needs at least X GiB, more than ": e.g.
 // "this machine's 23.4 GiB of memory", "the 8.0 GiB its cgroup allows (a container's or a job's

@@ -79,7 +79,7 @@ class RankNumericalFault : public RankFault {
 
 // Memory ran out on some rank during the run. what(): what the commands print after
 // "infeasible: " (exec/backend_errors.h: out_of_memory_text), then " (at OP, iteration I)" or
-// " (between steps)".
+// " (outside the ops of a step)".
 class RankOutOfMemory : public RankFault {
  public:
   using RankFault::RankFault;

@@ -132,24 +132,32 @@ void pause_for_stop(mpi::World& world, RankRuntime& rt, const PipelineRunOptions
   world.abort(1);
 }
 
-// Every rank that hit a fault of the kind (a NaN or Inf, memory running out) told the others
-// with the kind's notice prefix (RankRuntime); the notices of faults hit in the same step arrive
-// within kSettle, and the job reports the lowest such rank's fault: every rank throws Fault with
-// its rank and text. own_rank -1: this rank only heard of one (its text comes from the notices).
+// Every rank that hit a fault reported alike (a NaN or Inf, memory running out) told the others
+// with the kind's notice (RankRuntime: prefix + text); the notices of faults hit in the same step
+// arrive within kSettle, and the job reports the lowest such rank's fault, whatever its kind, so
+// that every rank throws the same exception (RankNumericalFault or RankOutOfMemory) with the same
+// rank and text and exits with the same code. own_rank -1: this rank only heard of a fault
+// (own_notice is what it heard, used when no notice names a rank).
 constexpr std::chrono::milliseconds kSettle{500};
 
-template <typename Fault>
-[[noreturn]] void settle(mpi::World& world, const std::string& prefix, int own_rank, const std::string& own_text) {
+bool is_fault_notice(const std::string& t) {
+  return t.rfind(kNumericalNotice, 0) == 0 || t.rfind(kOutOfMemoryNotice, 0) == 0;
+}
+
+[[noreturn]] void settle_fault(mpi::World& world, int own_rank, const std::string& own_notice) {
   int best = own_rank;
-  std::string text = own_text;
+  std::string notice = own_notice;
   for (const auto& [r, t] : world.collect_notices(kSettle)) {
-    if (t.rfind(prefix, 0) != 0) continue;
+    if (!is_fault_notice(t)) continue;
     if (best < 0 || r < best) {
       best = r;
-      text = t.substr(prefix.size());
+      notice = t;
     }
   }
-  throw Fault(best, text);
+  const std::string oom = kOutOfMemoryNotice;
+  if (notice.rfind(oom, 0) == 0) throw RankOutOfMemory(best, notice.substr(oom.size()));
+  const std::string nan = kNumericalNotice;
+  throw RankNumericalFault(best, notice.rfind(nan, 0) == 0 ? notice.substr(nan.size()) : notice);
 }
 
 // PW_ALLREDUCE=overlapped|blocking (benchmarks): how replicated stages run their all-reduce.
@@ -383,22 +391,21 @@ PipelineRunResult run_pipeline_ranks(const models::Model& model, const planner::
         r.peak_memory_bytes[m.device] = std::max(r.peak_memory_bytes[m.device], m.bytes);
     }
   } catch (const RankNumericalFault& e) {
-    settle<RankNumericalFault>(world, kNumericalNotice, e.rank(), e.what());
+    settle_fault(world, e.rank(), kNumericalNotice + std::string(e.what()));
   } catch (const RankOutOfMemory& e) {
-    settle<RankOutOfMemory>(world, kOutOfMemoryNotice, e.rank(), e.what());
+    settle_fault(world, e.rank(), kOutOfMemoryNotice + std::string(e.what()));
   } catch (const RankFailure& e) { end_job(world, e.what(), true); } catch (const mpi::TransportTimeout& e) {
     settle_unresponsive(world, rt ? rt->timeout() : ro.timeout, e.what());
   } catch (const mpi::PeerFailed& e) {
     const std::string notice = e.what();
-    if (notice.rfind(kNumericalNotice, 0) == 0) settle<RankNumericalFault>(world, kNumericalNotice, -1, "");
-    if (notice.rfind(kOutOfMemoryNotice, 0) == 0) settle<RankOutOfMemory>(world, kOutOfMemoryNotice, -1, "");
+    if (is_fault_notice(notice)) settle_fault(world, -1, notice);
     if (notice.rfind(kUnresponsiveNotice, 0) == 0) settle_unresponsive(world, rt ? rt->timeout() : ro.timeout, "");
     end_job(world, "rank " + std::to_string(rank) + " stopping: " + e.what(), false);
   } catch (const std::exception& e) {
-    if (const std::string oom = out_of_memory_text(e); !oom.empty()) {  // between steps: saving, gathering
-      const std::string text = oom + " (between steps)";
-      world.notify_failure(kOutOfMemoryNotice + text);
-      settle<RankOutOfMemory>(world, kOutOfMemoryNotice, rank, text);
+    if (const std::string oom = out_of_memory_text(e); !oom.empty()) {  // outside an op: set-up, saving, gathering
+      const std::string notice = kOutOfMemoryNotice + oom + " (outside the ops of a step)";
+      world.notify_failure(notice);
+      settle_fault(world, rank, notice);
     }
     const std::string text = "rank " + std::to_string(rank) + " failed: " + e.what();
     world.notify_failure(text);

@@ -64,6 +64,7 @@
 // ranks leave MPI normally (no MPI_Abort). Memory running out on a rank during the run (an
 // allocation in an op, or while saving or gathering between steps) ends every rank the same way
 // with RankOutOfMemory: "<what ran out> (at OP, iteration I)", the caller's one line and exit 3.
+// Faults of both kinds in the same step: the lowest rank's, whatever its kind, on every rank.
 // PW_ALLREDUCE=blocking (environment, for benchmarks; default overlapped) completes each
 // replicated stage's all-reduce at its op instead of overlapping it (exec/runtime/stage_worker.h);
 // PW_ALLREDUCE_BUCKET_BYTES=<bytes> sets the overlapped all-reduce's bucket size (default 4 MiB;

@@ -56,10 +56,10 @@ TEST_CASE("cublaslt library: a process with the backend starts without any CUDA 
 TEST_CASE("cublaslt library: the toolkit's library opens with every function the backend calls") {
   const std::vector<std::string> candidates = cublaslt_candidates();
   REQUIRE(candidates.size() == 2);
-  CHECK(candidates[0] == "libcublasLt.so." + std::to_string(CUBLAS_VER_MAJOR));
-  CHECK(candidates[1].find('/') != std::string::npos);
-  CHECK(candidates[1].size() > candidates[0].size());
-  CHECK(candidates[1].compare(candidates[1].size() - candidates[0].size(), std::string::npos, candidates[0]) == 0);
+  CHECK(candidates[1] == "libcublasLt.so." + std::to_string(CUBLAS_VER_MAJOR));
+  CHECK(candidates[0].find('/') != std::string::npos);
+  CHECK(candidates[0].size() > candidates[1].size());
+  CHECK(candidates[0].compare(candidates[0].size() - candidates[1].size(), std::string::npos, candidates[1]) == 0);
 
   REQUIRE_FALSE(mapped("libcublasLt"));
   const CublasLtOpen opened = open_cublaslt(candidates);
@@ -69,6 +69,7 @@ TEST_CASE("cublaslt library: the toolkit's library opens with every function the
   const bool from_a_candidate = opened.api.path == candidates[0] || opened.api.path == candidates[1];
   CHECK(from_a_candidate);
   CHECK(opened.api.GetVersion() / 10000 == CUBLAS_VER_MAJOR);  // version M*10000 + m*100 + p
+  CHECK(opened.api.GetVersion() >= static_cast<size_t>(CUBLAS_VERSION));
   CHECK(mapped("libcublasLt"));
 
   // The process-wide library is the same one.

@@ -9,6 +9,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
+
 #include <string>
 #include <vector>
 
@@ -32,30 +34,32 @@ struct Script {
   }
 };
 
-TEST_CASE("cgroup guard: admits the headroom less the reserve, reads again only past an eighth of it") {
+TEST_CASE("cgroup guard: admits the headroom less the reserve, reads again only past a sixteenth of it") {
   Script s;
   CgroupGuard g([&s] { return s.read(); });
-  const int64_t budget = 512 * kMebibyte - cgroup_reserve_bytes(1024 * kMebibyte);  // 512 - 64 = 448 MiB
-  CHECK(budget == 448 * kMebibyte);
+  const int64_t budget = 512 * kMebibyte - cgroup_reserve_bytes(1024 * kMebibyte, 1);  // 512 - (16 + 32) MiB
+  CHECK(budget == 464 * kMebibyte);
   CHECK(g.admit(8 * kMebibyte));
   CHECK(s.reads == 1);
   CHECK(g.limit() == 1024 * kMebibyte);
-  CHECK(g.admit(40 * kMebibyte));  // 48 of 448 MiB: below an eighth (56 MiB), no new reading
+  CHECK(g.admit(16 * kMebibyte));  // 24 of 464 MiB: below a sixteenth (29 MiB), no new reading
   CHECK(s.reads == 1);
-  s.headroom = 100 * kMebibyte;          // another process took memory meanwhile
-  CHECK_FALSE(g.admit(40 * kMebibyte));  // 88 MiB would pass the eighth: read, 100 - 64 = 36 MiB left
+  s.headroom = 100 * kMebibyte;  // another process took memory meanwhile
+  // 64 MiB would pass the sixteenth: read, 100 - 48 less the 24 admitted since = 28 MiB left
+  CHECK_FALSE(g.admit(40 * kMebibyte));
   CHECK(s.reads == 2);
-  CHECK(g.admit(30 * kMebibyte));  // past that reading's eighth: read again, 36 MiB, fits
+  CHECK(g.admit(20 * kMebibyte));  // past that reading's sixteenth: read again, 52 MiB, fits
   CHECK(s.reads == 3);
-  CHECK_FALSE(g.admit(1024 * kMebibyte));
+  CHECK_FALSE(g.admit(40 * kMebibyte));  // read: 52 less the 20 admitted since
+  CHECK(s.reads == 4);
 }
 
 TEST_CASE("cgroup guard: a release is admitted again without a reading, and a full cgroup admits nothing") {
   Script s;
-  s.headroom = 64 * kMebibyte + 80 * kMebibyte;  // the reserve (64 MiB at a 1 GiB limit) + 80 MiB
+  s.headroom = 48 * kMebibyte + 80 * kMebibyte;  // the reserve (48 MiB at a 1 GiB limit) + 80 MiB
   CgroupGuard g([&s] { return s.read(); });
   CHECK(g.admit(80 * kMebibyte));
-  s.headroom = 64 * kMebibyte;  // the cgroup now holds those 80 MiB
+  s.headroom = 48 * kMebibyte;  // the cgroup now holds those 80 MiB
   CHECK_FALSE(g.admit(1 * kMebibyte));
   const int reads = s.reads;
   g.released(80 * kMebibyte);
@@ -78,8 +82,26 @@ TEST_CASE("cgroup guard: without a limit at the first reading it admits everythi
   g.released(int64_t{1} << 40);
   CHECK(s.reads == 1);
   CHECK(g.limit() == -1);
-  CHECK(cgroup_reserve_bytes(0) == 32 * kMebibyte);
-  CHECK(cgroup_reserve_bytes(32 * 1024 * kMebibyte) == 32 * kMebibyte + 1024 * kMebibyte);
+  CHECK(cgroup_reserve_bytes(0, 1) == 16 * kMebibyte);
+  CHECK(cgroup_reserve_bytes(32 * 1024 * kMebibyte, 1) == 16 * kMebibyte + 1024 * kMebibyte);
+  CHECK(cgroup_reserve_bytes(32 * 1024 * kMebibyte, 4) == 64 * kMebibyte + 1024 * kMebibyte);
+}
+
+TEST_CASE("cgroup guard: processes sharing the cgroup each add to the reserve and read at a smaller step") {
+  Script s;  // 1 GiB limit, 512 MiB headroom; 4 processes: 4 x 16 + 32 MiB reserved, 416 MiB left
+  CgroupGuard g([&s] { return s.read(); }, 4);
+  CHECK(g.admit(4 * kMebibyte));
+  CHECK(g.admit(2 * kMebibyte));  // 6 of 416 MiB: within the step of 416 / 64 = 6.5 MiB
+  CHECK(s.reads == 1);
+  CHECK(g.admit(1 * kMebibyte));  // 7 MiB would pass it: read again, 416 less the 6 admitted since
+  CHECK(s.reads == 2);
+  CHECK_FALSE(g.admit(416 * kMebibyte));  // read: 416 less the 1 admitted since
+  CHECK(g.refusal() == " (its cgroup allows 1.00 GiB, less 96.00 MiB kept for memory outside tensors)");
+  ::setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "3", 1);
+  CHECK(local_process_count() == 3);
+  ::setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "three", 1);
+  CHECK(local_process_count() == 1);
+  ::unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
 }
 
 TEST_CASE("cgroup guard: in a real cgroup of 96 MiB, tensors past its limit are OutOfMemory, not SIGKILL") {

@@ -76,7 +76,8 @@ TEST_CASE(
   CHECK(full.headroom == 0);
 }
 
-TEST_CASE("cgroup_memory: page cache on the file lists is not held, shared memory and the rest are") {
+TEST_CASE(
+    "cgroup_memory: clean page cache on the file lists is not held, dirty pages, shared memory and the rest are") {
   FakeCgroups fs;
   // v2: 900 MiB used, of which 300 MiB file pages the kernel would reclaim first.
   fs.write("job", "memory.max", std::to_string(1024 * kMiB));
@@ -84,8 +85,9 @@ TEST_CASE("cgroup_memory: page cache on the file lists is not held, shared memor
   fs.write("job", "memory.stat",
            "anon " + std::to_string(500 * kMiB) + "\nfile " + std::to_string(400 * kMiB) + "\nshmem " +
                std::to_string(100 * kMiB) + "\nactive_file " + std::to_string(200 * kMiB) + "\ninactive_file " +
-               std::to_string(100 * kMiB));
-  CHECK(cgroup_memory("0::/job\n", fs.root()).headroom == 424 * kMiB);  // 1024 - (900 - 300)
+               std::to_string(100 * kMiB) + "\nfile_dirty " + std::to_string(30 * kMiB) + "\nfile_writeback " +
+               std::to_string(20 * kMiB));
+  CHECK(cgroup_memory("0::/job\n", fs.root()).headroom == 374 * kMiB);  // 1024 - (900 - (300 - 50))
   // v1: the hierarchical totals, not the cgroup's own lists.
   fs.write("memory/a", "memory.limit_in_bytes", std::to_string(1024 * kMiB));
   fs.write("memory/a", "memory.usage_in_bytes", std::to_string(1000 * kMiB));
@@ -110,6 +112,8 @@ TEST_CASE("memory_bound: this process's bound is at most the machine's memory an
   CHECK(describe({512 * kMiB, MemoryBound::Source::data}, 2) ==
         "the 0.50 GiB this process may still map under ulimit -d");
   CHECK(describe({8 * 1024 * kMiB, MemoryBound::Source::cgroup}).find("its cgroup allows") != std::string::npos);
+  CHECK(describe({8 * 1024 * kMiB, MemoryBound::Source::cgroup_left}) ==
+        "the 8.0 GiB its cgroup still allows (a container's or a job's memory limit)");
 }
 
 }  // namespace pw::exec

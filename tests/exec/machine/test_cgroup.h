@@ -1,9 +1,8 @@
 // A memory cgroup with a limit, made for one test below this process's own memory cgroup (v1's
-// memory controller, or v2 where this cgroup enables memory for its children) and removed on
-// destruction. Making one needs root and a writable cgroup file system: where it cannot be made,
-// ok() is false and why() says why, for the test's SKIPPED line.
-// Not thread-safe; the cgroup must hold no process when it is destroyed (children that joined
-// it have been waited for).
+// memory controller; v2: a child where this cgroup enables memory for its children, else a
+// sibling) and removed on destruction. Making one needs root and a writable cgroup file system: where it cannot be
+// made, ok() is false and why() says why, for the test's SKIPPED line. Not thread-safe; the cgroup must hold no process
+// when it is destroyed (children that joined it have been waited for).
 #pragma once
 
 #include <sys/stat.h>
@@ -66,11 +65,21 @@ class TestCgroup {
       const std::string controllers = "," + line.substr(a + 1, b - a - 1) + ",", path = line.substr(b + 1);
       if (controllers.find(",memory,") != std::string::npos) return "/sys/fs/cgroup/memory" + path;
       if (line.rfind("0::", 0) != 0) continue;
-      std::ifstream sub("/sys/fs/cgroup" + path + "/cgroup.subtree_control");
-      for (std::string word; sub >> word;)
-        if (word == "memory") return "/sys/fs/cgroup" + path;
+      // v2: a child of this cgroup where it enables memory for its children; else, as a cgroup
+      // that holds processes cannot (no internal processes), a sibling, where the parent does.
+      const std::string own = "/sys/fs/cgroup" + (path == "/" ? std::string() : path);
+      if (lists_memory(own + "/cgroup.subtree_control")) return own;
+      const size_t cut = own.find_last_of('/');
+      if (path != "/" && lists_memory(own + "/cgroup.controllers")) return own.substr(0, cut);
     }
     return "";
+  }
+
+  static bool lists_memory(const std::string& file) {
+    std::ifstream in(file);
+    for (std::string word; in >> word;)
+      if (word == "memory") return true;
+    return false;
   }
 
   std::string dir_, why_;
