@@ -14,41 +14,39 @@ std::string dl_error(const char* fallback) {
   return e ? e : fallback;
 }
 
+// Why an opened candidate cannot be used ("" when it can): the first function it lacks (`api`
+// then holds those resolved so far), or a version older than the header built against, which
+// may not know the attributes the backend sets.
+std::string unusable(void* handle, CublasLt& api) {
+  std::string missing;
+#define PW_CUBLASLT_RESOLVE(name)                                                       \
+  if (missing.empty()) {                                                                \
+    api.name = reinterpret_cast<decltype(api.name)>(::dlsym(handle, "cublasLt" #name)); \
+    if (!api.name) missing = "cublasLt" #name;                                          \
+  }
+  PW_CUBLASLT_FUNCTIONS(PW_CUBLASLT_RESOLVE)
+#undef PW_CUBLASLT_RESOLVE
+  if (!missing.empty()) return "no function " + missing;
+  if (const size_t version = api.GetVersion(); version < static_cast<size_t>(CUBLAS_VERSION))
+    return "version " + std::to_string(version) + ", older than the " + std::to_string(CUBLAS_VERSION) +
+           " built against";
+  return "";
+}
+
 }  // namespace
 
 CublasLtOpen open_cublaslt(const std::vector<std::string>& candidates) {
   CublasLtOpen r;
   for (const std::string& file : candidates) {
     void* handle = ::dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!handle) {
-      r.error += (r.error.empty() ? "" : "; ") + dl_error(file.c_str());
-      continue;
-    }
     CublasLt api;
-    std::string missing;
-#define PW_CUBLASLT_RESOLVE(name)                                                       \
-  if (missing.empty()) {                                                                \
-    api.name = reinterpret_cast<decltype(api.name)>(::dlsym(handle, "cublasLt" #name)); \
-    if (!api.name) missing = "cublasLt" #name;                                          \
-  }
-    PW_CUBLASLT_FUNCTIONS(PW_CUBLASLT_RESOLVE)
-#undef PW_CUBLASLT_RESOLVE
-    if (!missing.empty()) {
-      ::dlclose(handle);
-      r.error += (r.error.empty() ? "" : "; ") + file + ": no function " + missing;
-      continue;
+    const std::string why = handle ? unusable(handle, api) : dl_error(file.c_str());
+    if (why.empty()) {
+      api.path = file;
+      return {api, ""};
     }
-    // An older library than the header built against may not know the attributes set here.
-    if (const size_t version = api.GetVersion(); version < static_cast<size_t>(CUBLAS_VERSION)) {
-      ::dlclose(handle);
-      r.error += (r.error.empty() ? "" : "; ") + file + ": version " + std::to_string(version) + ", older than the " +
-                 std::to_string(CUBLAS_VERSION) + " built against";
-      continue;
-    }
-    api.path = file;
-    r.api = api;
-    r.error.clear();
-    return r;
+    if (handle) ::dlclose(handle);
+    r.error += (r.error.empty() ? "" : "; ") + (handle ? file + ": " + why : why);
   }
   if (candidates.empty()) r.error = "no candidate file";
   return r;

@@ -165,8 +165,8 @@ int local_process_count() {
   return 1;
 }
 
-CgroupMemory cgroup_memory(const std::string& proc_cgroup, const std::string& root) {
-  CgroupMemory m;
+std::vector<MemoryCgroup> memory_cgroups(const std::string& proc_cgroup, const std::string& root) {
+  std::vector<MemoryCgroup> found;
   std::istringstream lines(proc_cgroup);
   std::string line;
   while (std::getline(lines, line)) {
@@ -176,10 +176,16 @@ CgroupMemory cgroup_memory(const std::string& proc_cgroup, const std::string& ro
     const std::string id = line.substr(0, a), controllers = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
     const bool v2 = id == "0" && controllers.empty();
     const bool v1 = ("," + controllers + ",").find(",memory,") != std::string::npos;
-    if (!v2 && !v1) continue;
-    const std::string dir = v2 ? root : root + "/memory";
+    if (v2 || v1) found.push_back({v2, v2 ? root : root + "/memory", path});
+  }
+  return found;
+}
+
+CgroupMemory cgroup_memory(const std::string& proc_cgroup, const std::string& root) {
+  CgroupMemory m;
+  for (const auto& [v2, mount, path] : memory_cgroups(proc_cgroup, root)) {
     for (const std::string& level : with_ancestors(path)) {
-      const std::string at = dir + (level == "/" ? "" : level) + "/";
+      const std::string at = mount + (level == "/" ? "" : level) + "/";
       const int64_t limit = read_cgroup_bytes(at + (v2 ? "memory.max" : "memory.limit_in_bytes"));
       if (limit < 0) continue;
       const int64_t usage = read_cgroup_bytes(at + (v2 ? "memory.current" : "memory.usage_in_bytes"));
@@ -202,7 +208,7 @@ MemoryBound memory_bound() {
 MemoryBound host_memory_bound() {
   Least least;
   least.offer(physical_memory_bytes() > 0 ? physical_memory_bytes() : -1, MemoryBound::Source::machine);
-  least.offer(cgroup_memory(read_proc_file("/proc/self/cgroup"), "/sys/fs/cgroup").limit, MemoryBound::Source::cgroup);
+  least.offer(process_cgroup_memory().limit, MemoryBound::Source::cgroup);
   return least.result();
 }
 

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace pw::exec {
 
@@ -58,6 +59,14 @@ MemoryBound host_memory_bound();
 struct CgroupMemory {
   int64_t limit = -1, headroom = -1;
 };
+// The memory controller's cgroups named by `proc_cgroup` (a /proc/PID/cgroup): for each, whether
+// it is v2, where its hierarchy is mounted under `root` (v2: root, v1: root/memory) and its
+// path there ("/a/b"); the cgroup's directory is mount + path.
+struct MemoryCgroup {
+  bool v2 = false;
+  std::string mount, path;
+};
+std::vector<MemoryCgroup> memory_cgroups(const std::string& proc_cgroup, const std::string& root);
 CgroupMemory cgroup_memory(const std::string& proc_cgroup, const std::string& root);
 // This process's: cgroup_memory of /proc/self/cgroup under /sys/fs/cgroup.
 CgroupMemory process_cgroup_memory();

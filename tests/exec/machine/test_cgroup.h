@@ -13,7 +13,10 @@
 #include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <sstream>
 #include <string>
+
+#include "exec/machine/memory.h"
 
 namespace pw::test {
 
@@ -58,19 +61,15 @@ class TestCgroup {
   // This process's memory cgroup directory, "" when there is none to make a child in.
   static std::string own_memory_cgroup() {
     std::ifstream in("/proc/self/cgroup");
-    std::string line;
-    while (std::getline(in, line)) {
-      const size_t a = line.find(':'), b = a == std::string::npos ? a : line.find(':', a + 1);
-      if (b == std::string::npos) continue;
-      const std::string controllers = "," + line.substr(a + 1, b - a - 1) + ",", path = line.substr(b + 1);
-      if (controllers.find(",memory,") != std::string::npos) return "/sys/fs/cgroup/memory" + path;
-      if (line.rfind("0::", 0) != 0) continue;
+    std::stringstream text;
+    text << in.rdbuf();
+    for (const auto& [v2, mount, path] : exec::memory_cgroups(text.str(), "/sys/fs/cgroup")) {
+      const std::string own = mount + (path == "/" ? std::string() : path);
+      if (!v2) return own;
       // v2: a child of this cgroup where it enables memory for its children; else, as a cgroup
       // that holds processes cannot (no internal processes), a sibling, where the parent does.
-      const std::string own = "/sys/fs/cgroup" + (path == "/" ? std::string() : path);
       if (lists_memory(own + "/cgroup.subtree_control")) return own;
-      const size_t cut = own.find_last_of('/');
-      if (path != "/" && lists_memory(own + "/cgroup.controllers")) return own.substr(0, cut);
+      if (path != "/" && lists_memory(own + "/cgroup.controllers")) return own.substr(0, own.find_last_of('/'));
     }
     return "";
   }
