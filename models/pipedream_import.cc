@@ -10,6 +10,7 @@
 #include "models/error_text.h"
 #include "models/input_file.h"
 #include "models/json_util.h"
+#include "models/limits.h"
 
 namespace pw::models {
 
@@ -23,7 +24,10 @@ int64_t infer_pipedream_batch(const Profile& p) {
   if (!input || input->output_bytes <= 0) return 0;
   for (int64_t side : {224, 299, 331}) {
     const int64_t per_sample = 4 * 3 * side * side;
-    if (input->output_bytes % per_sample == 0) return input->output_bytes / per_sample;
+    if (input->output_bytes % per_sample != 0) continue;
+    const int64_t batch = input->output_bytes / per_sample;
+    // Past what a profile may state as its micro-batch, the guess is not a batch size.
+    return batch <= limits::kMicroBatchSize.max ? batch : 0;
   }
   return 0;
 }
@@ -80,11 +84,28 @@ int64_t ms_to_ns(std::string_view s, const Where& where) {
                      ": expected milliseconds as a non-negative decimal with at most 6 "
                      "decimals, got \"" +
                      std::string(s) + "\"");
-  int64_t v = to_int(ip, where, "time");
-  if (v > std::numeric_limits<int64_t>::max() / 1000000) throw InputError(where() + ": time too large");
+  // The bound every reader puts on one op's duration (a profile's forward_ns, the flags' --t-f),
+  // checked on the whole milliseconds first so that the product cannot leave int64.
+  auto too_long = [&] {
+    return InputError(where() + ": expected at most " + std::to_string(limits::kDurationNs.max / 1000000) +
+                      " ms, got \"" + std::string(s) + "\"");
+  };
+  const int64_t v = to_int(ip, where, "time");
+  if (v > limits::kDurationNs.max / 1000000) throw too_long();
   int64_t f = to_int(frac, where, "time");
   for (size_t k = frac.size(); k < 6; ++k) f *= 10;
-  return v * 1000000 + f;
+  const int64_t ns = v * 1000000 + f;
+  if (ns > limits::kDurationNs.max) throw too_long();
+  return ns;
+}
+
+// The bound every reader puts on a size (a profile's output_bytes): `bytes` when within it.
+template <class Where>
+int64_t check_bytes(int64_t bytes, const Where& where) {
+  if (bytes > limits::kBytes.max)
+    throw InputError(where() + ": expected at most " + std::to_string(limits::kBytes.max) + " bytes, got " +
+                     std::to_string(bytes));
+  return bytes;
 }
 
 template <class Where>
@@ -92,7 +113,7 @@ int64_t to_bytes(std::string_view s, const Where& where) {
   std::string_view ip, frac;
   if (!parse_decimal(s, ip, frac) || !std::all_of(frac.begin(), frac.end(), [](char c) { return c == '0'; }))
     throw InputError(where() + ": expected a non-negative whole number of bytes, got \"" + std::string(s) + "\"");
-  return to_int(ip, where, "size");
+  return check_bytes(to_int(ip, where, "size"), where);
 }
 
 std::string model_name_from_path(const std::string& file) {
@@ -206,7 +227,8 @@ PipeDreamGraph parse_pipedream_graph(std::string_view text, const std::string& f
       std::string_view rest = val[2].substr(1, val[2].size() - 2);
       while (true) {  // the parts between "; " separators
         const size_t k = rest.find("; ");
-        sum += to_bytes(rest.substr(0, k), activation_at);
+        // Each part is within kBytes, so the sum of two cannot leave int64 before it is checked.
+        sum = check_bytes(sum + to_bytes(rest.substr(0, k), activation_at), activation_at);
         if (k == std::string_view::npos) break;
         rest.remove_prefix(k + 2);
       }
@@ -222,9 +244,16 @@ PipeDreamGraph parse_pipedream_graph(std::string_view text, const std::string& f
       if (s.substr(0, key.size()) != key || s.size() == key.size() ||
           !std::all_of(s.begin() + key.size(), s.end(), [](char c) { return c >= '0' && c <= '9'; }))
         throw InputError(at() + ": expected \"stage_id=<non-negative integer>\", got \"" + std::string(s) + "\"");
-      n.stage = static_cast<int>(to_int(s.substr(key.size()), at, "stage_id"));
+      const int64_t stage = to_int(s.substr(key.size()), at, "stage_id");
+      // Stage ids count from 0: one below the most stages a plan may have.
+      if (stage >= limits::kStages.max)
+        throw InputError(at() + ": stage_id " + std::to_string(stage) + " is past the last stage a plan may have (" +
+                         std::to_string(limits::kStages.max - 1) + ")");
+      n.stage = static_cast<int>(stage);
       has_stage = true;
     }
+    if (static_cast<int64_t>(nodes.size()) >= limits::kLayers.max)
+      throw InputError(at() + ": more than " + std::to_string(limits::kLayers.max) + " node lines (layers)");
     if (!index.emplace(n.id, static_cast<int>(nodes.size())).second)
       throw InputError(at() + ": duplicate node \"" + std::string(n.id) + "\" (expected unique node ids)");
     nodes.push_back(std::move(n));

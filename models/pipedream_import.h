@@ -49,13 +49,15 @@ Profile import_pipedream_graph(const std::string& file);
 Profile load_any_profile_file(const std::string& file);
 
 // The mini-batch a PipeDream profile was measured at, inferred as described above; 0 when it
-// cannot be inferred (GNMT, test graphs: import_pipedream_graph then sets micro_batch = 1).
+// cannot be inferred or would exceed limits::kMicroBatchSize (GNMT, test graphs: import_pipedream_graph then sets
+// micro_batch = 1).
 int64_t infer_pipedream_batch(const Profile& p);
 
 // "12.345" (ms, at most 6 decimals, no sign or exponent) -> 12345000 ns; throws InputError
-// "<where>: expected ..." otherwise.
+// "<where>: expected ..." otherwise, and past limits::kDurationNs (1e9 ms).
 int64_t parse_ms_to_ns(std::string_view s, const std::string& where);
-// "1234.000", "1234.0", "1234" -> 1234 bytes (a fractional part must be zero).
+// "1234.000", "1234.0", "1234" -> 1234 bytes (a fractional part must be zero; at most
+// limits::kBytes).
 int64_t parse_bytes(std::string_view s, const std::string& where);
 
 }  // namespace pw::models

@@ -75,7 +75,7 @@ for r in "${readers[@]}"; do
   echo "fuzz: $line"
   if [ "$status" != ok ]; then
     failed+=("$r")
-    grep -E 'ERROR|SUMMARY|Test unit written|==[0-9]+==' "build-fuzz/fuzz_$r.log" | head -8 >&2 ||
+    grep -E 'ERROR|SUMMARY|Test unit written|==[0-9]+==|terminate called|what\(\)|runtime error' "build-fuzz/fuzz_$r.log" | head -10 >&2 ||
       tail -20 "build-fuzz/fuzz_$r.log" >&2
   fi
 done

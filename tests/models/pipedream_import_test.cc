@@ -5,7 +5,9 @@
 #include <string>
 
 #include "models/error.h"
+#include "models/limits.h"
 #include "models/pipedream_import.h"
+#include "models/profile.h"
 
 using namespace pw::models;
 
@@ -161,4 +163,49 @@ TEST_CASE("pipedream import: bad input names file and line") {
             .rfind("g.txt:2: expected \"stage_id=", 0) == 0);
   CHECK_THROWS_WITH_AS(read_pipedream_graph("/nonexistent/graph.txt"), doctest::Contains("/nonexistent/graph.txt"),
                        pw::InputError);
+}
+
+// What the importer accepts it writes as a profile (`import -o`), which every reader must take
+// back: a value past the profile's limits is refused here, with the file, line and field.
+TEST_CASE("pipedream import: values past a profile's limits are refused, the largest accepted ones read back") {
+  auto line = [](const std::string& fwd, const std::string& act, const std::string& tail = "") {
+    return "a -- Input -- forward_compute_time=" + fwd + ", backward_compute_time=1.0, activation_size=" + act +
+           ", parameter_size=0.0" + tail + "\n";
+  };
+  auto msg = [](const std::string& text) {
+    try {
+      parse_pipedream_graph(text, "g.txt");
+    } catch (const pw::InputError& e) { return std::string(e.what()); }
+    return std::string("no error");
+  };
+  // Durations: up to 1e9 ms (limits::kDurationNs); past it, and far past int64 ns, refused.
+  CHECK(parse_ms_to_ns("1000000000.0", "x") == limits::kDurationNs.max);
+  CHECK(msg(line("1000000000.000001", "4.0")) ==
+        "g.txt:1: forward_compute_time: expected at most 1000000000 ms, got \"1000000000.000001\"");
+  CHECK(msg(line("9223372036854.999999", "4.0")).rfind("g.txt:1: forward_compute_time: expected at most", 0) == 0);
+  // Sizes: up to 1e18 bytes, for one value and for the sum of a list (which would leave int64).
+  CHECK(parse_bytes("1000000000000000000", "x") == limits::kBytes.max);
+  CHECK(msg(line("1.0", "1000000000000000001.0")).rfind("g.txt:1: activation_size: expected at most", 0) == 0);
+  CHECK(msg(line("1.0", "[900000000000000000.0; 900000000000000000.0]"))
+            .rfind("g.txt:1: activation_size: expected at most 1000000000000000000 bytes", 0) == 0);
+  CHECK(msg(line("1.0", "[9000000000000000000.0; 9000000000000000000.0]"))
+            .rfind("g.txt:1: activation_size: expected at most", 0) == 0);
+  // Stage ids: 0 .. kStages.max - 1, never narrowed to int with wrap-around (2^32 + 1 is not 1).
+  CHECK(msg(line("1.0", "4.0", " -- stage_id=65535")) == "no error");
+  CHECK(msg(line("1.0", "4.0", " -- stage_id=65536")).rfind("g.txt:1: stage_id 65536 is past the last stage", 0) == 0);
+  CHECK(msg(line("1.0", "4.0", " -- stage_id=4294967297")).rfind("g.txt:1: stage_id 4294967297", 0) == 0);
+
+  // An input so large that the inferred batch would pass kMicroBatchSize is no batch: micro_batch 1.
+  const int64_t per_sample = 4 * 3 * 224 * 224;
+  const int64_t big = (limits::kMicroBatchSize.max + 1) * per_sample;
+  Profile p = parse_pipedream_graph(line("1000000000.0", std::to_string(big) + ".0"), "g.txt").profile;
+  CHECK(infer_pipedream_batch(p) == 0);
+  CHECK(p.micro_batch == 1);
+  CHECK(p.layers[0].forward_ns == limits::kDurationNs.max);
+  const Profile back = profile_from_json(Json(p));  // the largest accepted values read back
+  CHECK(back.layers[0].output_bytes == big);
+  CHECK(back.layers[0].forward_ns == limits::kDurationNs.max);
+  p = parse_pipedream_graph(line("1.0", std::to_string(limits::kMicroBatchSize.max * per_sample) + ".0"), "g.txt")
+          .profile;
+  CHECK(p.micro_batch == limits::kMicroBatchSize.max);
 }
