@@ -15,8 +15,9 @@
 //
 // The seeds folder holds, by name: model.json, profile.json, cluster.json, plan.json, sweep.json,
 // run_plan.json with run_trace.json (a measured run and its plan), schedule.csv, device.json (a
-// `calibrate` device file) and checkpoint/ (a checkpoint folder of run_plan.json's run at step
-// 13, resumed for 2 steps). Which command
+// `calibrate` device file), graph.txt (a PipeDream graph with stage ids, read by `import`) and
+// checkpoint/ (a checkpoint folder of run_plan.json's run at step 13, resumed for 2 steps).
+// Which command
 // reads which is the table `kinds`.
 #include <fcntl.h>
 #include <signal.h>
@@ -71,6 +72,7 @@ const std::vector<Kind>& kinds() {
       {"device",
        "device.json",
        {"plan", "--model", "{seeds}/model.json", "--device", "{in}", "--devices", "2", "-o", "{out}/p.json"}},
+      {"pipedream", "graph.txt", {"import", "pipedream", "{in}", "-o", "{out}/p.json"}},
       {"checkpoint",
        "checkpoint",
        {"run", "--plan", "{seeds}/run_plan.json", "--steps", "15", "--resume", "{in}", "--checkpoint", "{out}/ck",
@@ -237,6 +239,64 @@ Mutant mutate_csv(const std::string& text, std::mt19937_64& rng) {
   return m;
 }
 
+// A PipeDream graph (`<id> -- <desc> -- forward_compute_time=..., ... [-- stage_id=N]` node
+// lines, then `\t<a> -- <b>` edge lines): one value of a node line replaced (beyond the limit of
+// what it becomes in a profile, or odd), or a line removed or repeated.
+Mutant mutate_graph(const std::string& text, std::mt19937_64& rng) {
+  if (std::uniform_int_distribution<int>(0, 4)(rng) == 0) return mutate_bytes(text, rng);
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  if (lines.empty()) return mutate_bytes(text, rng);
+  const size_t k = std::uniform_int_distribution<size_t>(0, lines.size() - 1)(rng);
+  std::string& line = lines[k];
+  // The metric and stage_id fields of a node line (not the description's "kernel_size=2"): key,
+  // and where its value starts and ends (at ", ", " -- " or the line's end; a list at its ']').
+  struct Field {
+    std::string key;
+    size_t from, to;
+  };
+  std::vector<Field> fields;
+  for (size_t eq = line.find('='); eq != std::string::npos && line[0] != '\t'; eq = line.find('=', eq + 1)) {
+    const size_t key_at = line.rfind(' ', eq) + 1;  // every key follows a space
+    size_t to = std::min({line.find(", ", eq), line.find(" -- ", eq), line.size()});
+    if (line.compare(eq + 1, 1, "[") == 0 && line.find(']', eq) != std::string::npos) to = line.find(']', eq) + 1;
+    const std::string key = line.substr(key_at, eq - key_at);
+    static const std::vector<std::string> keys = {"forward_compute_time", "backward_compute_time", "activation_size",
+                                                  "parameter_size", "stage_id"};
+    if (std::count(keys.begin(), keys.end(), key)) fields.push_back({key, eq + 1, to});
+  }
+  Mutant m;
+  if (fields.empty() || std::uniform_int_distribution<int>(0, 5)(rng) == 0) {
+    if (std::uniform_int_distribution<int>(0, 1)(rng) == 0) {
+      lines.erase(lines.begin() + static_cast<long>(k));
+      m.what = "line " + std::to_string(k + 1) + " removed";
+    } else {
+      lines.push_back(lines[k]);
+      m.what = "line " + std::to_string(k + 1) + " repeated at the end";
+    }
+  } else {
+    const Field& f = pick(rng, fields);
+    // Past the limits a profile and a plan hold: 1e9 ms for one op, 1e18 bytes, 2^16 stages.
+    static const std::vector<std::string> beyond_time_or_size = {"9223372036854.999999", "1000000000.000001",
+                                                                 "1000000000000000001.0", "9223372036854775807",
+                                                                 "[900000000000000000.0; 900000000000000000.0]"};
+    static const std::vector<std::string> beyond_stage = {"65536", "4294967297", "9223372036854775807"};
+    static const std::vector<std::string> odd = {"0", "-1.0", "1e3", "", "0.0000001", "nan", "[]", "[4.0;]", "1.5"};
+    std::string value;
+    if (std::uniform_int_distribution<int>(0, 1)(rng) == 0) {
+      value = pick(rng, f.key == "stage_id" ? beyond_stage : beyond_time_or_size);
+      m.beyond_limits = true;
+    } else {
+      value = pick(rng, odd);
+    }
+    line.replace(f.from, f.to - f.from, value);
+    m.what = "line " + std::to_string(k + 1) + ": " + f.key + " := \"" + value + "\"";
+  }
+  for (const auto& l : lines) m.text += l + "\n";
+  return m;
+}
+
 struct Outcome {
   int exit_code = 0;  // -signal when killed by one
   bool timed_out = false;
@@ -366,7 +426,9 @@ int main(int argc, char** argv) {
       spit(f, m.text);
     } else {
       const std::string text = slurp(seed);
-      m = seed.extension() == ".csv" ? mutate_csv(text, rng) : mutate_json(text, rng);
+      m = seed.extension() == ".csv"   ? mutate_csv(text, rng)
+          : seed.extension() == ".txt" ? mutate_graph(text, rng)
+                                       : mutate_json(text, rng);
       spit(in, m.text);
     }
     std::vector<std::string> argv{a.pipewright};

@@ -2,8 +2,8 @@
 # The command line's input files, mutated: a hostile user's pass (fuzz/cli_pass.cc).
 #   bash scripts/cli_fuzz.sh [RUNS] [BUILD_DIR]        (default 5000 runs, build/)
 # Writes valid seeds with the tool itself (a model, its analytic profile, a cluster, a plan, a
-# sweep, a measured run's trace and checkpoint, a schedule CSV; a device file from the fuzz
-# corpus) into a temporary folder, then runs BUILD_DIR/fuzz/pw_cli_fuzz over them: every mutant
+# sweep, a measured run's trace and checkpoint, a schedule CSV; a device file and a PipeDream
+# graph from the fuzz corpus) into a temporary folder, then runs BUILD_DIR/fuzz/pw_cli_fuzz over them: every mutant
 # through the command that reads it,
 # checking for crashes, exit 70, hangs, multi-line errors, files left behind a failure and exit 0
 # on values beyond every limit. Findings (and their inputs) go to build-cli-fuzz/; exit 1 when
@@ -35,6 +35,7 @@ pw="$bin/pipewright" fuzz="$bin/pw_cli_fuzz"
   "$pw" schedule export --stages 3 --micro-batches 6 --schedule zb-h1 -o schedule.csv
   cp "$OLDPWD/tests/fuzz/sweep/small.json" sweep.json
   cp "$OLDPWD/tests/fuzz/device/h100_base.json" device.json  # a device file as `calibrate -o` writes
+  cp "$OLDPWD/tests/fuzz/pipedream/vgg16_partitioned.txt" graph.txt  # PipeDream's, with stage ids
   "$pw" plan --model mlp --depth 4 --width 512 --batch 64 --micro-batches 4 --device cpu-core-avx2 --devices 2 \
     -o run_plan.json >/dev/null
   "$pw" run --plan run_plan.json --steps 3 --compare --run-trace run_trace.json --trace-keep 2 --checkpoint checkpoint \

@@ -9,12 +9,20 @@
 # sanitizer report fails the script; the input is left in build-fuzz/artifacts/<reader>/ -
 # fix the bug, then copy the input to tests/fuzz/regressions/<reader>/ so ctest replays it.
 # Prints one line per harness: executions, seconds, corpus size. The harnesses run PW_JOBS
-# (default nproc) at a time.
+# (default nproc) at a time. PW_FUZZ_SEED=N fixes libFuzzer's mutations (-seed=N): from the same
+# corpus, a run's first executions are then those of any other run with that seed (CI sets one,
+# so that its verdict is the one a local run with that seed and a fresh build-fuzz/corpus saw);
+# unset, every run draws new ones.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs="${1:-60}"
 [[ "$secs" =~ ^[1-9][0-9]*$ ]] || { echo "usage: bash scripts/fuzz.sh [SECONDS_PER_HARNESS]" >&2; exit 2; }
 jobs="${PW_JOBS:-$(nproc)}"
+seed_flag=()
+if [ -n "${PW_FUZZ_SEED:-}" ]; then
+  [[ "$PW_FUZZ_SEED" =~ ^[1-9][0-9]{0,8}$ ]] || { echo "fuzz: PW_FUZZ_SEED: expected a number 1-999999999, got \"$PW_FUZZ_SEED\"" >&2; exit 2; }
+  seed_flag=(-seed="$PW_FUZZ_SEED")
+fi
 
 need=()
 command -v clang++-14 >/dev/null || need+=(clang-14)
@@ -48,7 +56,7 @@ fuzz_one() {
   mkdir -p "$work" "$art"
   [ -d "tests/fuzz/regressions/$r" ] && seeds+=("tests/fuzz/regressions/$r")
   if "build-fuzz/fuzz/fuzz_$r" -max_total_time="$secs" -rss_limit_mb=2048 -malloc_limit_mb=2048 \
-       -timeout=10 -max_len=65536 -print_final_stats=1 -artifact_prefix="$art/" \
+       -timeout=10 -max_len=65536 -print_final_stats=1 -artifact_prefix="$art/" "${seed_flag[@]}" \
        "$work" "${seeds[@]}" >"$log" 2>&1; then
     status=ok
   else
