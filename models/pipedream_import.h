@@ -49,8 +49,8 @@ Profile import_pipedream_graph(const std::string& file);
 Profile load_any_profile_file(const std::string& file);
 
 // The mini-batch a PipeDream profile was measured at, inferred as described above; 0 when it
-// cannot be inferred or would exceed limits::kMicroBatchSize (GNMT, test graphs: import_pipedream_graph then sets
-// micro_batch = 1).
+// cannot be inferred (GNMT, test graphs) or would exceed limits::kMicroBatchSize
+// (import_pipedream_graph then sets micro_batch = 1).
 int64_t infer_pipedream_batch(const Profile& p);
 
 // "12.345" (ms, at most 6 decimals, no sign or exponent) -> 12345000 ns; throws InputError
