@@ -259,6 +259,16 @@ class Engine {
   size_t idx(int st, int g) const { return static_cast<size_t>(st) * mtot_ + g; }
   int stamp(int iter) const { return async_ ? 1 : iter + 1; }
 
+  // t + dur: when something that starts at t and lasts dur ends. Past int64's nanoseconds (about
+  // 292 years of simulated time: ops of up to 1e9 ms each, enough of them) it is refused, not
+  // wrapped to a time before t.
+  static int64_t after(int64_t t, int64_t dur) {
+    if (dur > std::numeric_limits<int64_t>::max() - t)
+      throw InputError("simulate: the simulated time passes 2^63 ns (about 292 years) at " + std::to_string(t) +
+                       " ns + " + std::to_string(dur) + " ns: the ops' durations are too long for this many ops");
+    return t + dur;
+  }
+
   void push_done(int64_t t, int device) { heap_.push(Event{t, seq_++, EventKind::device_done, device, 0, 0}); }
   void push_arrival(int64_t t, EventKind kind, int stage, size_t slot, int stamp) {
     heap_.push(Event{t, seq_++, kind, stage, static_cast<int>(slot), stamp});
@@ -272,6 +282,9 @@ class Engine {
 
   void mem(Dev& v, int d, int64_t delta) {
     if (delta == 0) return;
+    if (delta > std::numeric_limits<int64_t>::max() - v.live)
+      throw InputError("simulate: device " + std::to_string(d) + "'s memory passes 2^63 bytes at " +
+                       std::to_string(now_) + " ns: the stages' sizes are too large for this many micro-batches");
     v.live += delta;
     v.peak = std::max(v.peak, v.live);
     if (o_.record_trace) trace_.memory.push_back({d, now_, v.live});
@@ -287,7 +300,7 @@ class Engine {
       v.busy = v.in_data = true;
       v.cur_start = now_;
       if (v.first_start < 0) v.first_start = now_;
-      push_done(now_ + c_.data_ns[d], d);
+      push_done(after(now_, c_.data_ns[d]), d);
       return;
     }
     const Op& op = (*lists_[d])[v.pos];
@@ -337,7 +350,7 @@ class Engine {
       mem(v, d, alloc);
     }
     if (o_.op_duration) dur = o_.op_duration(d, op, v.cur_iter, dur);
-    push_done(now_ + dur, d);
+    push_done(after(now_, dur), d);
   }
 
   // An all-reduce of a replicated stage (engine.h): synchronous, a barrier of the replicas'
@@ -369,7 +382,7 @@ class Engine {
       links.push_back(link_index(ring[i], ring[(i + 1) % r]));
       start = std::max(start, link_free_[links.back()]);
     }
-    for (int l : links) link_free_[l] = start + dur;
+    for (int l : links) link_free_[l] = after(start, dur);
     for (int dm : members) {
       Dev& u = devs_[dm];
       u.waiting = false;
@@ -380,7 +393,7 @@ class Engine {
       u.cur_start = start;
       if (u.first_start < 0) u.first_start = start;
       const int64_t t = o_.op_duration ? o_.op_duration(dm, mop, u.cur_iter, dur) : dur;
-      push_done(start + t, dm);
+      push_done(after(start, t), dm);
     }
   }
 
@@ -396,10 +409,10 @@ class Engine {
     if (h.link >= 0) {
       int64_t& free_at = link_free_[h.link];
       start = std::max(now_, free_at);
-      occupied_until = free_at = start + h.cost.occupancy_ns;
+      occupied_until = free_at = after(start, h.cost.occupancy_ns);
     }
     const int64_t latency = replayed ? o_.transfer_latency(op, iter, h.cost.latency_ns) : h.cost.latency_ns;
-    const int64_t arrive = occupied_until + latency;
+    const int64_t arrive = after(occupied_until, latency);
     push_arrival(arrive, arrival, to_stage, i, sp);
     if (o_.record_trace) {
       TraceEvent e;

@@ -150,6 +150,28 @@ TEST_CASE("bad input: iterations, cost sizes, negative costs") {
   CHECK_THROWS_AS(sim::Network::fixed(-5), InputError);
 }
 
+// Simulated time and a device's live bytes are int64: past 2^63 they are refused with one line,
+// never wrapped into a shorter makespan or a negative peak (a 10,000-micro-batch run of 1e9 ms
+// ops printed a makespan of 1.55e12 ms instead of 2e13).
+TEST_CASE("bad input: simulated time or memory past 2^63 is refused, not wrapped") {
+  const auto s = planner::make_schedule(ScheduleKind::gpipe, 1, 10);
+  // 10 x (F + BW) of 4e17 ns each: 8e18 ns, just inside int64, is simulated exactly.
+  CHECK(sim::simulate(s, sim::StageCosts::uniform(1, 400000000000000000, 400000000000000000, 0), sim::Network{})
+            .report.makespan_ns == 8000000000000000000);
+  CHECK_THROWS_WITH_AS(
+      sim::simulate(s, sim::StageCosts::uniform(1, 500000000000000000, 500000000000000000, 0), sim::Network{}),
+      doctest::Contains("simulate: the simulated time passes 2^63 ns"), InputError);
+  // Each hop 5e18 ns: the second micro-batch's arrival would pass 2^63.
+  CHECK_THROWS_WITH_AS(sim::simulate(planner::make_schedule(ScheduleKind::one_f_one_b, 2, 2),
+                                     sim::StageCosts::uniform(2, 1, 1, 1), sim::Network::fixed(5000000000000000000)),
+                       doctest::Contains("the simulated time passes 2^63 ns"), InputError);
+  // gpipe holds all 10 micro-batches' stashes at once: 10 x 1e18 bytes.
+  sim::StageCosts big = sim::StageCosts::uniform(1, 1, 1, 0);
+  big.stash_bytes_per_micro_batch = {1000000000000000000};
+  CHECK_THROWS_WITH_AS(sim::simulate(s, big, sim::Network{}), doctest::Contains("device 0's memory passes 2^63 bytes"),
+                       InputError);
+}
+
 TEST_CASE("memory: weight_pending_bytes are held from a split B to its W, not by a fused BW") {
   for (ScheduleKind kind : {ScheduleKind::zb_h1, ScheduleKind::one_f_one_b}) {
     CAPTURE(kind);
