@@ -50,7 +50,17 @@ int64_t Cluster::transfer_ns(int a, int b, int64_t bytes) const {
   int k = level_between(a, b);
   if (k < 0) return 0;
   const Level& l = levels_[k];
-  return l.latency_ns + static_cast<int64_t>(std::llround(static_cast<double>(bytes) * 1e9 / l.bandwidth_bytes_per_s));
+  return l.latency_ns + link_bytes_ns(l, static_cast<double>(bytes));
+}
+
+int64_t link_bytes_ns(const Level& l, double bytes) {
+  const double ns = bytes * 1e9 / l.bandwidth_bytes_per_s;
+  if (!(ns <= static_cast<double>(limits::kDurationNs.max)))
+    throw InputError("cluster level \"" + l.name + "\": moving " + format_real(bytes) + " bytes at " +
+                     format_real(l.bandwidth_bytes_per_s) + " bytes/s takes " + format_real(ns / 1e9) +
+                     " s, more than the " + format_real(static_cast<double>(limits::kDurationNs.max) / 1e9) +
+                     " s one transfer may take");
+  return std::llround(ns);
 }
 
 Cluster make_flat_cluster(const DeviceSpec& device, int n, double bandwidth_bytes_per_s, int64_t latency_ns) {

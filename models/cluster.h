@@ -20,6 +20,11 @@ struct Level {
   int64_t latency_ns = 0;
 };
 
+// Nanoseconds to move `bytes` over a link of level l at its bandwidth (its latency not included),
+// rounded to whole ns; InputError naming the level past limits::kDurationNs (1e6 s: a link that
+// slow for that much data), where the rounding to int64 would be unspecified.
+int64_t link_bytes_ns(const Level& l, double bytes);
+
 class Cluster {
  public:
   Cluster() = default;

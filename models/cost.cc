@@ -7,6 +7,7 @@
 #include "models/device_file.h"
 #include "models/error.h"
 #include "models/gemm_efficiency.h"
+#include "models/limits.h"
 #include "models/optimizer_memory.h"
 #include "models/transformer_cost.h"
 
@@ -290,8 +291,20 @@ BlockShape block_shape(const LayerSpec& l, double B) {
 }
 
 int64_t to_bytes(const LayerSpec& l, double bytes) {
-  if (!(bytes < 9.0e18)) throw InputError(describe(l) + ": size too large (a count or byte size over 9e18)");
+  if (!(bytes <= static_cast<double>(limits::kBytes.max)))
+    throw InputError(describe(l) + ": " + format_real(bytes) + " bytes, more than the " +
+                     format_real(static_cast<double>(limits::kBytes.max)) + " a profile may hold");
   return static_cast<int64_t>(std::llround(bytes));
+}
+
+// Seconds of one pass of layer l as whole ns, refused past limits::kDurationNs (a layer far too
+// large for the device, or a device file's rates far too low) rather than rounded to whatever
+// llround returns past int64.
+int64_t pass_ns(const LayerSpec& l, double seconds) {
+  if (!(seconds * 1e9 <= static_cast<double>(limits::kDurationNs.max)))
+    throw InputError(describe(l) + ": one pass takes " + format_real(seconds) + " s on this device, more than the " +
+                     format_real(static_cast<double>(limits::kDurationNs.max) / 1e9) + " s a profile may hold");
+  return std::llround(seconds * 1e9);
 }
 
 }  // namespace
@@ -348,9 +361,13 @@ bool has_analytic_costs(const Model& model) {
   return true;
 }
 
-int64_t roofline_ns(double flops, double bytes, double flops_per_s, double bytes_per_s) {
+double roofline_seconds(double flops, double bytes, double flops_per_s, double bytes_per_s) {
   PW_CHECK(flops_per_s > 0 && bytes_per_s > 0, "roofline needs positive rates");
-  return std::llround(std::max(flops / flops_per_s, bytes / bytes_per_s) * 1e9);
+  return std::max(flops / flops_per_s, bytes / bytes_per_s);
+}
+
+int64_t roofline_ns(double flops, double bytes, double flops_per_s, double bytes_per_s) {
+  return std::llround(roofline_seconds(flops, bytes, flops_per_s, bytes_per_s) * 1e9);
 }
 
 double gemm_efficiency(double forward_flops, double parameters, double half_rows) {
@@ -419,28 +436,31 @@ Profile analytic_profile(const Model& model, const DeviceSpec& device, int64_t m
       lp.is_data_loading = true;
     } else if (curve && block) {
       const PassSeconds t = block_seconds(device, block_shape(l, double(micro_batch)), BlockKernels{}, eb);
-      lp.forward_ns = std::llround(t.f * 1e9);
-      lp.backward_input_ns = std::llround(t.b * 1e9);
-      lp.backward_weight_ns = std::llround(t.w * 1e9);
+      lp.forward_ns = pass_ns(l, t.f);
+      lp.backward_input_ns = pass_ns(l, t.b);
+      lp.backward_weight_ns = pass_ns(l, t.w);
     } else if (!gemms.fwd.empty()) {
       const double f = total_gemm_seconds(device, gemms.fwd, eb) + launch * double(gemms.fwd.size());
       const double bi = total_gemm_seconds(device, gemms.bin, eb) + launch * double(gemms.bin.size());
       const double bw_s = total_gemm_seconds(device, gemms.bw, eb) + launch * double(gemms.bw.size());
-      lp.forward_ns = std::llround(std::max(f, c.forward_mem_bytes / bw) * 1e9);
-      const int64_t backward = std::llround(std::max(bi + bw_s, c.backward_mem_bytes / bw) * 1e9);
+      lp.forward_ns = pass_ns(l, std::max(f, c.forward_mem_bytes / bw));
+      const int64_t backward = pass_ns(l, std::max(bi + bw_s, c.backward_mem_bytes / bw));
       lp.backward_input_ns = std::llround(double(backward) * bi / (bi + bw_s));
       lp.backward_weight_ns = backward - lp.backward_input_ns;
     } else {
       const double rate = flops_per_s * gemm_efficiency(c.forward_flops, params, options.gemm_half_rows);
-      lp.forward_ns = roofline_ns(c.forward_flops, c.forward_mem_bytes, rate, bw) + launch_ns;
+      lp.forward_ns = pass_ns(l, roofline_seconds(c.forward_flops, c.forward_mem_bytes, rate, bw)) + launch_ns;
       const double bflops = c.backward_input_flops + c.backward_weight_flops;
       const bool has_backward = bflops > 0 || c.backward_mem_bytes > 0;
-      const int64_t backward = roofline_ns(bflops, c.backward_mem_bytes, rate, bw) + (has_backward ? launch_ns : 0);
+      const int64_t backward =
+          pass_ns(l, roofline_seconds(bflops, c.backward_mem_bytes, rate, bw)) + (has_backward ? launch_ns : 0);
       lp.backward_input_ns = bflops > 0 ? std::llround(double(backward) * c.backward_input_flops / bflops) : backward;
       lp.backward_weight_ns = backward - lp.backward_input_ns;
     }
     p.layers.push_back(std::move(lp));
   }
+  validate_profile(p, "the analytic profile of " + model.name() + " at micro-batch " + std::to_string(micro_batch) +
+                          " on " + device.name);
   return p;
 }
 

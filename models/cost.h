@@ -113,7 +113,9 @@ Profile analytic_memory_profile(const Model& model, int64_t micro_batch, const s
 Profile analytic_profile_with_points(const Model& model, const DeviceSpec& device, int64_t micro_batch,
                                      const std::vector<int64_t>& sizes, const CostOptions& options = {});
 
-// Roofline time in ns: llround(max(flops / flops_per_s, bytes / bytes_per_s) * 1e9).
+// Roofline time: max(flops / flops_per_s, bytes / bytes_per_s) seconds; roofline_ns rounds it to
+// whole ns (llround(seconds * 1e9); unspecified past int64).
+double roofline_seconds(double flops, double bytes, double flops_per_s, double bytes_per_s);
 int64_t roofline_ns(double flops, double bytes, double flops_per_s, double bytes_per_s);
 
 // FLOPs of one sample, forward + backward (B + W), over all layers.

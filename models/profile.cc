@@ -46,9 +46,37 @@ int Profile::index_of(const std::string& name) const {
   return -1;
 }
 
+namespace {
+
+// Each time and size of a layer, with the limit it and its sum over the layers must keep.
+struct Quantity {
+  const char* name;
+  int64_t LayerProfile::*field;
+  const Limit* limit;
+};
+constexpr Quantity kQuantities[] = {
+    {"forward_ns", &LayerProfile::forward_ns, &limits::kDurationNs},
+    {"backward_input_ns", &LayerProfile::backward_input_ns, &limits::kDurationNs},
+    {"backward_weight_ns", &LayerProfile::backward_weight_ns, &limits::kDurationNs},
+    {"step_ns", &LayerProfile::step_ns, &limits::kDurationNs},
+    {"output_bytes", &LayerProfile::output_bytes, &limits::kBytes},
+    {"stash_bytes", &LayerProfile::stash_bytes, &limits::kBytes},
+    {"parameter_bytes", &LayerProfile::parameter_bytes, &limits::kBytes},
+    {"optimizer_bytes", &LayerProfile::optimizer_bytes, &limits::kBytes},
+    {"workspace_bytes", &LayerProfile::workspace_bytes, &limits::kBytes},
+    {"weight_pending_bytes", &LayerProfile::weight_pending_bytes, &limits::kBytes},
+};
+
+}  // namespace
+
 void validate_profile(const Profile& p, const std::string& what) {
   if (p.layers.empty()) throw InputError(what + ": the profile has no layers");
   if (p.micro_batch < 1) throw InputError(what + ": micro_batch must be >= 1");
+  if (p.micro_batch > limits::kMicroBatchSize.max)
+    throw InputError(what + ": micro_batch " + std::to_string(p.micro_batch) + " is more than " +
+                     std::to_string(limits::kMicroBatchSize.max));
+  if (static_cast<int64_t>(p.layers.size()) > limits::kLayers.max)
+    throw InputError(what + ": more than " + std::to_string(limits::kLayers.max) + " layers");
   std::unordered_set<std::string_view> names;  // views of p's layer names
   names.reserve(p.layers.size());
   for (size_t i = 0; i < p.layers.size(); ++i) {
@@ -59,6 +87,22 @@ void validate_profile(const Profile& p, const std::string& what) {
         l.stash_bytes < 0 || l.parameter_bytes < 0 || l.optimizer_bytes < 0 || l.workspace_bytes < 0 ||
         l.weight_pending_bytes < 0 || l.step_ns < 0)
       throw InputError(at() + ": negative time or size");
+  }
+  // Each value is within its limit before it is added, so a sum (at most twice a limit) cannot
+  // leave int64 before it is checked.
+  for (const Quantity& q : kQuantities) {
+    int64_t sum = 0;
+    for (size_t i = 0; i < p.layers.size(); ++i) {
+      const int64_t v = p.layers[i].*q.field;
+      auto at = [&] { return what + ": layer " + std::to_string(i) + " (\"" + p.layers[i].name + "\")"; };
+      if (v > q.limit->max)
+        throw InputError(at() + ": " + q.name + " " + std::to_string(v) + " is more than " +
+                         std::to_string(q.limit->max));
+      sum += v;
+      if (sum > q.limit->max)
+        throw InputError(at() + ": the layers' " + q.name + " up to this one sum to " + std::to_string(sum) +
+                         ", more than " + std::to_string(q.limit->max));
+    }
   }
   const int n = static_cast<int>(p.layers.size());
   for (size_t k = 0; k < p.edges.size(); ++k) {

@@ -103,7 +103,10 @@ struct Profile {
 std::vector<bool> stage_starts_allowed(const Profile& p);
 
 // Checks the invariants the planner relies on: non-empty, unique names, edge indices in range,
-// edges go forward in the layer order (from < to). Throws InputError naming what is wrong.
+// edges go forward in the layer order (from < to); micro_batch within limits::kMicroBatchSize;
+// every time within limits::kDurationNs and every size within limits::kBytes, per layer and
+// summed over the layers (so that a stage's sums, and the totals, stay far inside int64, and
+// every profile the tool makes reads back). Throws InputError naming what is wrong.
 void validate_profile(const Profile& p, const std::string& what);
 
 void to_json(Json& j, const LayerProfile& l);

@@ -355,7 +355,16 @@ Plan plan_from_json(const Json& j) {
 
 Plan load_plan_file(const std::string& file) { return parse_json_file<Plan>(file, plan_from_json); }
 
+void check_plan_reads_back(const Plan& p) {
+  try {
+    (void)plan_from_json(Json(p));
+  } catch (const InputError& e) {
+    throw InputError(std::string("the plan for these inputs holds a value no plan file may hold (") + e.what() + ")");
+  }
+}
+
 void save_plan_file(const std::string& file, const Plan& p) {
+  check_plan_reads_back(p);
   Json j = p;
   save_json_file(file, j);
 }

@@ -118,6 +118,11 @@ void to_json(Json& j, const Plan& p);
 // {"format": "pipewright.plan/1", ...}; checks stage ranges are contiguous and non-empty.
 Plan plan_from_json(const Json& j);
 Plan load_plan_file(const std::string& file);
+// Throws InputError unless `p`, written as JSON, reads back with plan_from_json: a plan made from
+// inputs this extreme (a micro-batch past limits::kMicroBatchSize, predictions past a plan
+// file's limits) is refused with the value and its JSON path, never written. save_plan_file
+// checks it; a command that prints a plan checks it before any output.
+void check_plan_reads_back(const Plan& p);
 void save_plan_file(const std::string& file, const Plan& p);
 
 // FNV-1a 64-bit hash of a JSON value's compact dump, as 16 hex digits.

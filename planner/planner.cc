@@ -368,7 +368,7 @@ void set_replicated_comm(Plan& plan, const models::Profile& p, const models::Clu
     const int a = plan.stages[s].devices.at(0), b = plan.stages[s + 1].devices.at(0);
     if (a < 0 || b < 0 || a >= c.num_devices() || b >= c.num_devices() || a == b) continue;
     const auto& lv = c.levels()[c.level_between(a, b)];
-    x[s] = std::llround(static_cast<double>(lv.latency_ns) + cut[s] * scale * 1e9 / lv.bandwidth_bytes_per_s);
+    x[s] = lv.latency_ns + models::link_bytes_ns(lv, static_cast<double>(cut[s]) * scale);
   }
   for (int s = 0; s < S; ++s) plan.stages[s].predicted.comm_ns = x[s] + (s > 0 ? x[s - 1] : 0);
 }

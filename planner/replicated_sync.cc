@@ -22,7 +22,7 @@ RingCost ring_allreduce(const models::Cluster& cluster, const std::vector<int>& 
   if (level < 0) return {};
   const models::Level& l = cluster.levels()[level];
   RingCost c;
-  c.occupancy_ns = std::llround(2.0 * (r - 1) / r * static_cast<double>(bytes) * 1e9 / l.bandwidth_bytes_per_s);
+  c.occupancy_ns = models::link_bytes_ns(l, 2.0 * (r - 1) / r * static_cast<double>(bytes));
   c.latency_ns = 2 * static_cast<int64_t>(r - 1) * l.latency_ns;
   return c;
 }

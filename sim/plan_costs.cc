@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "models/error.h"
+#include "models/limits.h"
 #include "models/profile_points.h"
 #include "planner/replicated_sync.h"
 #include "planner/schedule_gen.h"
@@ -83,7 +84,16 @@ StageCosts stage_costs_from_plan(const planner::Plan& plan, const models::Profil
   if (!profile.points.empty()) at = models::profile_at(profile, plan.micro_batch_size, plan.threads_per_stage);
   const models::Profile& pr = at ? at->profile : profile;
   const double scale = static_cast<double>(plan.micro_batch_size) / static_cast<double>(pr.micro_batch);
-  auto scaled = [scale](int64_t v) { return static_cast<int64_t>(std::llround(static_cast<double>(v) * scale)); };
+  // A stage's time or size at the plan's micro-batch size (linear in it), refused where it would
+  // leave int64 (a micro_batch_size far above the profile's; the profile's sums are within limits).
+  auto scaled = [&](int64_t v) {
+    const double x = static_cast<double>(v) * scale;
+    if (!(x < 9.0e18))
+      throw InputError("plan: micro_batch_size " + std::to_string(plan.micro_batch_size) + " is " +
+                       models::format_real(scale) + " times the profile's micro_batch (" +
+                       std::to_string(pr.micro_batch) + "): a stage's time or size scaled by it passes 2^63");
+    return static_cast<int64_t>(std::llround(x));
+  };
 
   StageCosts c;
   c.samples_per_micro_batch = plan.micro_batch_size;

@@ -272,6 +272,7 @@ void run(PlanArgs a, const CLI::App& sub) {
   if (!out.feasible) throw_infeasible(out, a, cluster);
   pw::planner::Plan& plan = out.plan;
   record_inputs(plan, a, profile, cluster, records);
+  pw::planner::check_plan_reads_back(plan);
   if (!a.format.empty()) std::cout << pw::planner::format_plan_for(plan, profile, format);
   else if (a.json) std::cout << pw::Json(plan).dump(2) << "\n";
   else std::cout << pw::planner::format_plan_table(plan);

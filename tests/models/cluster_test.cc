@@ -35,6 +35,17 @@ TEST_CASE("hierarchical cluster: level between devices and transfer time") {
   CHECK(Json(d) == j);
 }
 
+// A transfer's time is an int64 of ns: past limits::kDurationNs (1e6 s) it is refused naming the
+// level, where llround would have returned an unspecified value (a plan printed comm_ns -9.2e18).
+TEST_CASE("a transfer past 1e6 s is refused, naming the level") {
+  Cluster c("c", find_device("a100-80g"), {{"slow", 4, 1.0, 5}});
+  CHECK(c.transfer_ns(0, 1, 1000000) == 5 + 1000000000000000);  // 1e6 bytes at 1 B/s: exactly 1e6 s
+  CHECK_THROWS_WITH_AS(c.transfer_ns(0, 1, 1000001),
+                       doctest::Contains("cluster level \"slow\": moving 1000001 bytes at 1 bytes/s takes"),
+                       InputError);
+  CHECK_THROWS_AS(link_bytes_ns(c.levels()[0], 1e30), InputError);
+}
+
 TEST_CASE("inconsistent clusters are rejected") {
   Json j = Cluster("c", find_device("v100-16g"), {{"node", 4, 1e9, 0}});
   Json bad = j;

@@ -199,6 +199,27 @@ TEST_CASE("bad cost inputs are rejected") {
   CHECK_THROWS_WITH_AS(layer_cost(zero, 1), doctest::Contains("attribute \"in\" must be >= 1"), InputError);
 }
 
+// A model whose layers the device would take past a profile's limits for (1e6 s one pass,
+// 1e18 bytes) is refused naming the layer, not written as a profile `plan` refuses.
+TEST_CASE("analytic profile: a pass past 1e6 s or a size past 1e18 bytes is refused, naming the layer") {
+  const DeviceSpec& d = find_device("a100-80g");
+  ZooOptions z;
+  z.layers = 1;
+  z.d_model = 131072;
+  z.heads = 1;
+  z.ffn = 524288;
+  z.seq = 1048576;
+  z.vocab = 64;
+  CHECK_THROWS_WITH_AS(analytic_profile(build_zoo_model("gpt", z), d, 400), doctest::Contains("one pass takes"),
+                       InputError);
+  const Model big = chain({spec("x", LayerKind::input, {400000000}, {}),
+                           spec("fc", LayerKind::linear, {1000000000}, {{"in", 400000000}, {"out", 1000000000}})});
+  CHECK_THROWS_WITH_AS(
+      analytic_profile(big, d, 1),
+      doctest::Contains("layer \"fc\" (linear): 1.600000004e+18 bytes, more than the 1e+18 a profile may hold"),
+      InputError);
+}
+
 TEST_CASE("a layer that shares another's parameters counts none, and the profile keeps module paths") {
   std::vector<LayerSpec> layers = {spec("x", LayerKind::input, {33}, {}),
                                    spec("fc", LayerKind::linear, {33}, {{"in", 33}, {"out", 33}}),

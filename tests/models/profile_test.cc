@@ -123,3 +123,35 @@ TEST_CASE("measurement, points and step_ns round-trip, bad points are rejected w
   bad["points"][0]["layers"][1][2] = -1;
   CHECK_THROWS_WITH_AS(profile_from_json(bad), doctest::Contains("/points/0/layers/1/2"), InputError);
 }
+
+// Whatever makes a profile (the JSON and PipeDream readers, the analytic cost model, the
+// profiler) checks it here: values past a profile file's limits, or whose sums over the layers
+// pass them, would be written and then refused, or wrap a stage's int64 sums.
+TEST_CASE("validate_profile: each time and size, and its sum over the layers, within the profile's limits") {
+  Profile p = sample_profile();
+  CHECK_NOTHROW(validate_profile(p, "p"));
+  for (auto& l : p.layers) l.forward_ns = 0;  // the sum counts every layer, data loading included
+  p.layers[1].forward_ns = 1000000000000000;  // limits::kDurationNs.max: the most one layer may take
+  CHECK_NOTHROW(validate_profile(p, "p"));
+  p.layers[2].forward_ns = 1;
+  CHECK_THROWS_WITH_AS(validate_profile(p, "p"),
+                       "p: layer 2 (\"l2\"): the layers' forward_ns up to this one sum to 1000000000000001, more "
+                       "than 1000000000000000",
+                       InputError);
+  p = sample_profile();
+  p.layers[1].output_bytes = 1000000000000000001;
+  CHECK_THROWS_WITH_AS(validate_profile(p, "p"),
+                       "p: layer 1 (\"l1\"): output_bytes 1000000000000000001 is more than 1000000000000000000",
+                       InputError);
+  p = sample_profile();
+  for (auto& l : p.layers) l.optimizer_bytes = 900000000000000000;  // each fits, their sum does not
+  CHECK_THROWS_WITH_AS(validate_profile(p, "p"), doctest::Contains("the layers' optimizer_bytes up to this one sum"),
+                       InputError);
+  p = sample_profile();
+  p.micro_batch = (int64_t{1} << 30) + 1;
+  CHECK_THROWS_WITH_AS(validate_profile(p, "p"), "p: micro_batch 1073741825 is more than 1073741824", InputError);
+  // The JSON reader refuses the same profile through validate_profile.
+  p = sample_profile();
+  for (auto& l : p.layers) l.parameter_bytes = 600000000000000000;
+  CHECK_THROWS_WITH_AS(profile_from_json(Json(p)), doctest::Contains("parameter_bytes up to this one sum"), InputError);
+}

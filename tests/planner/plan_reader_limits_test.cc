@@ -4,6 +4,8 @@
 // of -3 in a plan file was read without a word.
 #include <doctest/doctest.h>
 
+#include <cstdio>
+#include <fstream>
 #include <string>
 
 #include "models/error.h"
@@ -113,4 +115,26 @@ TEST_CASE("plan reader: a recorded option out of its flag's range, or of the wro
 }
 
 }  // namespace
+
+// What a command writes or prints as a plan must read back: a plan whose micro-batch or
+// predictions are past a plan file's limits is refused with the reader's words, and
+// save_plan_file writes nothing.
+TEST_CASE("check_plan_reads_back: a plan past a plan file's limits is refused, and not saved") {
+  Plan p = plan_from_json(two_stage_plan_json());
+  CHECK_NOTHROW(check_plan_reads_back(p));
+  p.micro_batch_size = int64_t{1} << 31;
+  p.batch = p.micro_batch_size * p.num_micro_batches;
+  CHECK_THROWS_WITH_AS(check_plan_reads_back(p),
+                       "the plan for these inputs holds a value no plan file may hold (/micro_batch_size: expected an "
+                       "integer in [1, 1073741824], got 2147483648)",
+                       InputError);
+  const std::string file = "check_plan_reads_back_test.json";
+  std::remove(file.c_str());
+  CHECK_THROWS_AS(save_plan_file(file, p), InputError);
+  CHECK_FALSE(std::ifstream(file).good());
+  p = plan_from_json(two_stage_plan_json());
+  p.predicted.iteration_time_s = 5e9;
+  CHECK_THROWS_WITH_AS(check_plan_reads_back(p), doctest::Contains("/predicted/iteration_time_s"), InputError);
+}
+
 }  // namespace pw::planner

@@ -96,3 +96,18 @@ TEST_CASE("stage costs: a plan naming layers the profile lacks is bad input") {
   plan.stages[1].end_layer = 6;
   CHECK_THROWS_AS(sim::stage_costs_from_plan(plan, tiny_profile()), InputError);
 }
+
+// A stage's sums are within the profile's limits; scaled to a micro-batch size far above the
+// profile's they may not fit int64: refused, not wrapped into a negative cost.
+TEST_CASE("stage costs: scaling a stage's sums past 2^63 is refused") {
+  models::Profile p = tiny_profile();
+  p.micro_batch = 1;
+  p.layers[1].forward_ns = 1000000000000000;
+  planner::Plan plan = tiny_plan();
+  plan.micro_batch_size = int64_t{1} << 30;
+  plan.batch = plan.micro_batch_size * plan.num_micro_batches;
+  CHECK_THROWS_WITH_AS(sim::stage_costs_from_plan(plan, p), doctest::Contains("passes 2^63"), InputError);
+  plan.micro_batch_size = 8000;  // 8e18 ns: just inside int64
+  plan.batch = plan.micro_batch_size * plan.num_micro_batches;
+  CHECK(sim::stage_costs_from_plan(plan, p).forward_ns[0] == 8000000000000000000);  // data loading excluded
+}
