@@ -91,7 +91,9 @@ const Bound* bound_of(const std::string& flag) {
 // The text CLI11 converts to exactly `v` (a whole number).
 std::string format_number(double v) {
   char buf[64];
-  if (v == std::floor(v) && std::fabs(v) < 1e18) std::snprintf(buf, sizeof buf, "%.0f", v);
+  // Whole numbers an int64 holds are written in full: CLI11 reads "1e+18" as no integer at all,
+  // and the limits reach 1e18 (--memory-limit's).
+  if (v == std::floor(v) && std::fabs(v) < 9.2e18) std::snprintf(buf, sizeof buf, "%.0f", v);
   else std::snprintf(buf, sizeof buf, "%.17g", v);
   return buf;
 }

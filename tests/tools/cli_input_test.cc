@@ -126,6 +126,14 @@ TEST_CASE("size and bandwidth flags take units, bad units are one line") {
                                "--bandwidth", "12.5GB/s", "--json"});
   REQUIRE(b.rc == 0);
   CHECK(Json::parse(a.out) == Json::parse(b.out));  // 80GiB == 85899345920 bytes, 100Gbps == 12.5GB/s
+  // The top of a size's range (1e18 bytes) is a size too, not "Could not convert".
+  const CliResult top =
+      run_cli({"plan", "--profile", kVggGraph, "--devices", "4", "--memory-limit", "1000000000000000000", "--json"});
+  CAPTURE(top.err);
+  CHECK(top.rc == 0);
+  CHECK(Json::parse(top.out)["inputs"]["options"]["memory_limit_bytes"] == 1000000000000000000);
+  expect_rejected(run_cli({"plan", "--profile", kVggGraph, "--devices", "4", "--memory-limit", "2000000000000000000"}),
+                  2, {"--memory-limit", "expected a value in [0, 1e+18]"});
   expect_rejected(run_cli({"plan", "--profile", kVggGraph, "--devices", "4", "--memory", "80XB"}), 2,
                   {"--memory", "a size in bytes"});
   expect_rejected(run_cli({"plan", "--profile", kVggGraph, "--devices", "4", "--bandwidth", "nan"}), 2,
