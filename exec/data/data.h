@@ -54,6 +54,7 @@ class DataSource {
   virtual Batch next(int64_t batch) = 0;
   virtual std::string describe() const = 0;
   virtual DataState state() const = 0;
+  // Throws InputError for a position the source cannot be at (a hand-made checkpoint).
   virtual void restore(const DataState& s) = 0;
 };
 

@@ -40,11 +40,19 @@ class SampleSource final : public DataSource {
   std::string describe() const override { return reader_->describe(); }
   DataState state() const override { return {static_cast<uint64_t>(drawn_), batches_}; }
   void restore(const DataState& s) override {
+    // A checkpoint's position (whose checksum anyone can recompute): a count of samples drawn this
+    // source can go on from, or sample_at would index outside the permutation.
+    if (s.rng > kMaxDrawn || s.batches < 0)
+      throw InputError("--resume: the checkpoint's data position (" + std::to_string(s.rng) + " samples, " +
+                       std::to_string(s.batches) + " batches drawn) is not one " + reader_->describe() +
+                       " can be at (at most " + std::to_string(kMaxDrawn) + " samples)");
     drawn_ = static_cast<int64_t>(s.rng);
     batches_ = s.batches;
   }
 
  private:
+  // Samples drawn: far beyond any run's, and far enough below int64's end that drawing goes on.
+  static constexpr uint64_t kMaxDrawn = uint64_t{1} << 62;
   // The epoch's permutation: Fisher-Yates with the generator of (seed, epoch).
   int64_t sample_at(int64_t k) {
     const int64_t epoch = k / n_;

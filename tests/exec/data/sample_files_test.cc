@@ -106,6 +106,13 @@ TEST_CASE("npy pair: deterministic from the seed, sample-sequential, restorable"
   auto other = make_data_source(classifier(), data, 10);
   const Batch d = other->next(12);
   CHECK(!std::equal(d.data.data(), d.data.data() + d.data.numel(), all.data.data()));
+  // A position no run reaches (a checkpoint edited with its checksum recomputed) is refused: past
+  // int64 it read the permutation at a negative index.
+  CHECK_THROWS_WITH_AS(again->restore({uint64_t{1} << 63, 1}), doctest::Contains("is not one"), pw::InputError);
+  CHECK_THROWS_AS(again->restore({5, -1}), pw::InputError);
+  again->restore(at);  // and the source still restores to a real one
+  const Batch e = again->next(8);
+  CHECK(std::equal(e.data.data(), e.data.data() + e.data.numel(), b.data.data()));
 }
 
 TEST_CASE("npy pair: uint8 inputs scaled to [0, 1], regression targets for an mse_loss model") {
